@@ -1,0 +1,31 @@
+# The quick start is two commands: `make demo` and `make test`.
+# Both create .venv on first use and reinstall only when pyproject.toml changes.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench models completions clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/acpcli --help
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+# Regenerate the protocol models from ../shared/spec (needs the dev extra).
+models: $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,dev]'
+	$(BIN)/python tools/gen_models.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,67 @@
+"""The typer command tree. Errors become exit codes in exactly one place: :func:`main`.
+
+This package must stay cheap to import: ``acpcli --help`` and shell completion run it on
+every keystroke. Command bodies import the heavy layers (models, rich, prompt_toolkit)
+inside the function.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from acpcli import __version__
+from acpcli.errors import AcpcliError, ExitCode
+
+app = typer.Typer(
+    name="acpcli",
+    help=(
+        "A terminal client for ACP (Agent Client Protocol) agents.\n\n"
+        "acpcli starts an agent (claude-agent-acp, codex-acp, gemini --acp, or the built-in "
+        "demo), negotiates the protocol version (v1 or v2) and drives its sessions."
+    ),
+    # Plain click help: typer's rich help would import rich.markdown on every --help.
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"acpcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """A terminal client for ACP agents."""
+
+
+def report(err: AcpcliError) -> None:
+    """Print an error as one line on stderr (plus an optional hint line)."""
+    sys.stderr.write(f"acpcli: error: {err}\n")
+    if err.hint:
+        sys.stderr.write(f"acpcli: hint: {err.hint}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command tree; map every :class:`AcpcliError` to its exit code.
+
+    click (standalone mode) reports its own usage errors with exit code 2 (``ExitCode.USAGE``).
+    """
+    try:
+        app(args=argv, prog_name="acpcli")
+    except AcpcliError as err:
+        report(err)
+        sys.exit(int(err.exit_code))
+    except KeyboardInterrupt:
+        sys.stderr.write("acpcli: interrupted\n")
+        sys.exit(int(ExitCode.INTERRUPTED))

@@ -1,0 +1,168 @@
+"""The exception tree and the exit codes, in one place.
+
+::
+
+    AcpcliError                      exit_code
+    ├── UsageError                   USAGE              bad flags, bad paths, unknown agent name
+    ├── ConfigError                  CONFIG             unreadable config, malformed MCP JSON
+    ├── AgentStartError              AGENT_START        agent command missing / not executable
+    ├── ConnectionClosed             AGENT_EXITED       agent exited or closed stdout mid-conversation
+    ├── HandshakeError               HANDSHAKE          initialize failed or spoke a version we cannot
+    ├── CapabilityMissing            CAPABILITY         the agent did not advertise what was asked for
+    ├── RpcError                     AGENT_ERROR        the agent answered a request with a JSON-RPC error
+    │   └── AuthRequired             AUTH_REQUIRED      ... and that error says authentication is needed
+    ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
+    └── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
+
+Library code raises these; only ``acpcli.cli`` turns them into a one-line message and an
+exit code (``acpcli.cli.main``). Nothing below the CLI calls ``sys.exit``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit status acpcli uses. Documented in README.md ("Exit codes")."""
+
+    OK = 0
+    FAILURE = 1  # an unexpected internal error (a bug: please report it)
+    USAGE = 2  # bad command line or input; matches click's own usage errors
+    CONFIG = 3  # config file or MCP server file unreadable or malformed
+    AGENT_START = 4  # the agent command was not found or could not be executed
+    HANDSHAKE = 5  # initialize failed, or the agent speaks a protocol version we do not
+    CAPABILITY = 6  # the agent does not advertise the capability the command needs
+    AGENT_ERROR = 7  # the agent answered with a JSON-RPC error
+    SESSION_NOT_FOUND = 8  # unknown session id
+    AGENT_EXITED = 9  # the agent exited or closed its stdout before answering
+    AUTH_REQUIRED = 10  # the agent requires authentication first (see `acpcli auth`)
+    CANCELLED = 11  # the turn ended with stopReason "cancelled" (not by our Ctrl-C)
+    REFUSAL = 12  # stopReason "refusal"
+    MAX_TOKENS = 13  # stopReason "max_tokens"
+    MAX_TURN_REQUESTS = 14  # stopReason "max_turn_requests"
+    INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells expect
+
+
+class AcpcliError(Exception):
+    """Base of every error acpcli reports to the user as one line."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(AcpcliError):
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(AcpcliError):
+    exit_code = ExitCode.CONFIG
+
+
+class AgentStartError(AcpcliError):
+    exit_code = ExitCode.AGENT_START
+
+
+class ConnectionClosed(AcpcliError):
+    """The agent went away: carries its exit status and the last lines of its stderr."""
+
+    exit_code = ExitCode.AGENT_EXITED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        returncode: int | None = None,
+        stderr_tail: list[str] | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.returncode = returncode
+        self.stderr_tail = list(stderr_tail or [])
+
+
+class HandshakeError(AcpcliError):
+    exit_code = ExitCode.HANDSHAKE
+
+
+class CapabilityMissing(AcpcliError):
+    """A command needs a capability the agent did not advertise. The method is never sent."""
+
+    exit_code = ExitCode.CAPABILITY
+
+
+class RpcError(AcpcliError):
+    """A JSON-RPC error object, received from the agent or to be sent to it."""
+
+    exit_code = ExitCode.AGENT_ERROR
+
+    # JSON-RPC 2.0 and ACP error codes
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    REQUEST_CANCELLED = -32800
+    AUTH_REQUIRED = -32000
+    RESOURCE_NOT_FOUND = -32002
+
+    def __init__(self, code: int, message: str, data: Any = None, *, method: str | None = None) -> None:
+        text = f"{method}: {message} ({code})" if method else f"{message} ({code})"
+        super().__init__(text)
+        self.code = code
+        self.rpc_message = message
+        self.data = data
+        self.method = method
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member for this error."""
+        err: dict[str, Any] = {"code": self.code, "message": self.rpc_message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    @classmethod
+    def from_wire(cls, error: Any, *, method: str | None = None) -> RpcError:
+        """Build from a received ``error`` member, tolerating malformed ones."""
+        if not isinstance(error, dict):
+            return cls(cls.INTERNAL_ERROR, f"malformed error: {error!r}", method=method)
+        code = error.get("code")
+        message = error.get("message")
+        if not isinstance(code, int):
+            code = cls.INTERNAL_ERROR
+        if not isinstance(message, str):
+            message = "(no message)"
+        klass = AuthRequired if code == cls.AUTH_REQUIRED and "auth" in message.lower() else cls
+        return klass(code, message, error.get("data"), method=method)
+
+
+class AuthRequired(RpcError):
+    exit_code = ExitCode.AUTH_REQUIRED
+
+
+class SessionNotFound(AcpcliError):
+    exit_code = ExitCode.SESSION_NOT_FOUND
+
+
+class TurnEnded(AcpcliError):
+    """A prompt turn ended with a stop reason other than ``end_turn``."""
+
+    _CODES = {
+        "cancelled": ExitCode.CANCELLED,
+        "refusal": ExitCode.REFUSAL,
+        "max_tokens": ExitCode.MAX_TOKENS,
+        "max_turn_requests": ExitCode.MAX_TURN_REQUESTS,
+    }
+
+    def __init__(self, stop_reason: str) -> None:
+        super().__init__(f"the turn ended: {stop_reason.replace('_', ' ')}")
+        self.stop_reason = stop_reason
+        self.exit_code = self._CODES.get(stop_reason, ExitCode.AGENT_ERROR)

@@ -1,0 +1,28 @@
+"""Shared fixtures. Every test runs with ACPCLI_HOME pointing at its own temp dir."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SPEC_DIR = Path(os.environ.get("ACPCLI_SPEC_DIR", REPO.parent / "shared" / "spec"))
+
+
+@pytest.fixture(autouse=True)
+def acpcli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Isolate all acpcli state (config, index, logs) per test."""
+    home = tmp_path / "acpcli-home"
+    home.mkdir()
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    monkeypatch.delenv("ACPCLI_LOG_FILE", raising=False)
+    return home
+
+
+@pytest.fixture
+def python_exe() -> str:
+    """The interpreter running the tests (the venv's), for spawning test agents."""
+    return sys.executable
