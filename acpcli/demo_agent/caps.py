@@ -1,0 +1,150 @@
+"""Version negotiation, the ``initialize`` answer (v1 and v2 shapes) and request-side gates.
+
+Invariant: what is advertised and what is accepted come from the same :class:`Options`, so a
+capability withheld with ``--without`` is both absent from the answer and refused when used.
+A refusal is logged as ``UNADVERTISED METHOD CALLED: <method>`` or
+``UNADVERTISED FIELD SENT: <what> in <method>``; client tests look for those lines.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from acpcli import __version__
+from acpcli.demo_agent.options import Options
+from acpcli.demo_agent.rpc import log
+from acpcli.errors import RpcError
+
+AGENT_INFO = {"name": "acpcli-demo-agent", "title": "acpcli demo agent", "version": __version__}
+
+#: Methods that exist only when their capability is advertised.
+METHOD_FEATURES = {
+    "session/load": "load",
+    "session/resume": "resume",
+    "session/close": "close",
+    "session/list": "list",
+}
+
+_SESSION_FEATURES = (
+    ("load", "load"),
+    ("resume", "resume"),
+    ("close", "close"),
+    ("list", "list"),
+    ("additional-directories", "additionalDirectories"),
+)
+
+
+@dataclass(frozen=True)
+class ClientFacts:
+    """What the client advertised (v1 ``clientCapabilities``; v2 has no client methods)."""
+
+    read_text_file: bool = False
+    write_text_file: bool = False
+    terminal: bool = False
+
+
+def negotiate(offered: Any, maximum: int) -> int:
+    """The version to speak: the client's if we support it, else our latest (spec rule)."""
+    if isinstance(offered, int) and not isinstance(offered, bool) and offered >= 1:
+        return min(offered, maximum)
+    return maximum
+
+
+def initialize_result(version: int, options: Options) -> dict[str, Any]:
+    """The ``initialize`` result for ``version``, leaving out every ``--without`` capability."""
+    if version >= 2:
+        mcp = {key: {} for feat, key in (("mcp-stdio", "stdio"), ("mcp-http", "http")) if options.has(feat)}
+        session: dict[str, Any] = {"prompt": {"embeddedContext": {}}, "mcp": mcp}
+        session.update({key: {} for feat, key in _SESSION_FEATURES if options.has(feat)})
+        return {"protocolVersion": version, "capabilities": {"session": session}, "info": AGENT_INFO,
+                "authMethods": []}
+    session_caps = {key: {} for feat, key in _SESSION_FEATURES if feat != "load" and options.has(feat)}
+    return {
+        "protocolVersion": version,
+        "agentCapabilities": {
+            "loadSession": options.has("load"),
+            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            # v1: stdio is mandatory for every agent, so --without mcp-stdio cannot be expressed.
+            "mcpCapabilities": {"http": options.has("mcp-http"), "sse": False},
+            "sessionCapabilities": session_caps,
+        },
+        "agentInfo": AGENT_INFO,
+        "authMethods": [],
+    }
+
+
+def client_facts(params: dict[str, Any], version: int) -> ClientFacts:
+    """The client methods we may call. Only v1 defines any (fs, terminal)."""
+    if version >= 2:
+        return ClientFacts()
+    caps = params.get("clientCapabilities")
+    caps = caps if isinstance(caps, dict) else {}
+    fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
+    return ClientFacts(
+        read_text_file=fs.get("readTextFile") is True,
+        write_text_file=fs.get("writeTextFile") is True,
+        terminal=caps.get("terminal") is True,
+    )
+
+
+def refuse_method(method: str) -> RpcError:
+    """Log the marker line and build the -32601 error for a withheld or unknown method."""
+    log(f"UNADVERTISED METHOD CALLED: {method}")
+    return RpcError(RpcError.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+def refuse_field(what: str, method: str) -> RpcError:
+    """Log the marker line and build the -32602 error for a withheld field."""
+    log(f"UNADVERTISED FIELD SENT: {what} in {method}")
+    return RpcError(RpcError.INVALID_PARAMS, f"{what} was not advertised by this agent")
+
+
+def absolute_path(value: Any, what: str) -> str:
+    """``value`` if it is an absolute path string, else an invalid-params error."""
+    if not isinstance(value, str) or not os.path.isabs(value):
+        raise RpcError(RpcError.INVALID_PARAMS, f"{what} must be an absolute path, got {value!r}")
+    return value
+
+
+def additional_directories(params: dict[str, Any], method: str, options: Options) -> list[str]:
+    """The request's additionalDirectories (all absolute), refused when not advertised."""
+    value = params.get("additionalDirectories")
+    if value is None:
+        return []
+    if not options.has("additional-directories"):
+        raise refuse_field("additionalDirectories", method)
+    if not isinstance(value, list):
+        raise RpcError(RpcError.INVALID_PARAMS, "additionalDirectories must be an array")
+    return [absolute_path(d, "each additionalDirectories entry") for d in value]
+
+
+def mcp_server_names(params: dict[str, Any], method: str, version: int, options: Options) -> list[str]:
+    """The names of the requested MCP servers, after checking each transport was advertised.
+
+    Only names are returned: commands, env and headers may hold secrets and are never stored.
+    """
+    servers = params.get("mcpServers")
+    if servers is None:
+        return []
+    if not isinstance(servers, list):
+        raise RpcError(RpcError.INVALID_PARAMS, "mcpServers must be an array")
+    names = []
+    for i, server in enumerate(servers):
+        if not isinstance(server, dict) or not isinstance(server.get("name"), str):
+            raise RpcError(RpcError.INVALID_PARAMS, f"mcpServers[{i}] needs a name")
+        kind = server.get("type", "stdio")
+        if kind == "stdio":
+            if version >= 2 and not options.has("mcp-stdio"):
+                raise refuse_field(f"mcpServers[{i}] of type stdio", method)
+            absolute_path(server.get("command"), f"mcpServers[{i}].command")
+        elif kind == "http":
+            if not options.has("mcp-http"):
+                raise refuse_field(f"mcpServers[{i}] of type http", method)
+            if not isinstance(server.get("url"), str):
+                raise RpcError(RpcError.INVALID_PARAMS, f"mcpServers[{i}].url must be a string")
+        else:
+            raise refuse_field(f"mcpServers[{i}] of type {kind}", method)
+        names.append(server["name"])
+    return names

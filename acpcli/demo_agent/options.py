@@ -1,0 +1,151 @@
+"""Command-line flags of the demo agent, and the help text that documents its prompt keywords."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Capabilities that ``--without`` can withhold, in the order ``--help`` lists them.
+FEATURES = ("load", "resume", "close", "list", "additional-directories", "mcp-http", "mcp-stdio")
+
+#: How ``session/load`` replays stored messages (see :mod:`acpcli.demo_agent.replay`).
+REPLAY_STYLES = ("whole", "chunks", "chunks-then-whole", "whole-then-chunks", "interleaved")
+
+KEYWORDS_HELP = """\
+prompt keywords (anywhere in the prompt text, case-insensitive):
+  slow            stream a long answer slowly, so cancellation can be tested
+  refuse          end the turn with stopReason "refusal"
+  max tokens      cut the answer short with stopReason "max_tokens"
+  crash           write a line to stderr and exit with status 3 mid-turn
+  no-permission   skip the session/request_permission step of the edit
+  read PATH       v1: fs/read_text_file PATH (if the client advertised fs.readTextFile)
+                  and quote the result
+  write PATH      v1: the demo edit targets PATH and, once allowed, is written with
+                  fs/write_text_file (if the client advertised fs.writeTextFile)
+  run CMD...      v1: terminal/create + wait_for_exit + output + release for the rest of
+                  the line (if the client advertised terminal)
+  Relative paths are resolved against the session's cwd.
+
+state: sessions are JSON files in $ACPCLI_HOME/demo-agent/sessions/ (or --state-dir).
+logs: stderr only; a client calling something not advertised is logged as
+  "UNADVERTISED METHOD CALLED: <method>" (or "UNADVERTISED FIELD SENT: ...").
+"""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Parsed flags. Built once in ``main`` and passed down; nothing reads ``sys.argv`` again."""
+
+    protocol: int = 2
+    without: frozenset[str] = frozenset()
+    state_dir: Path = field(default_factory=lambda: default_state_dir())
+    page_size: int = 50
+    replay: str = "chunks"
+    load_answers_first: bool = False
+    v1_message_ids: bool = False
+    chunk_size: int = 12
+    delay: float = 0.02
+    string_ids: bool = False
+
+    def has(self, feature: str) -> bool:
+        """True when ``feature`` (one of :data:`FEATURES`) is advertised."""
+        return feature not in self.without
+
+
+def default_state_dir() -> Path:
+    """``<acpcli home>/demo-agent``.
+
+    The home follows the same rule as ``acpcli.persistence.home_dir`` (``$ACPCLI_HOME``, else
+    the platform config dir), restated here because the demo agent imports no acpcli layer.
+    """
+    override = os.environ.get("ACPCLI_HOME")
+    if override:
+        base = Path(override).expanduser()
+    elif sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        base = (Path(appdata) if appdata else Path.home() / "AppData" / "Roaming") / "acpcli"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support" / "acpcli"
+    else:
+        xdg = os.environ.get("XDG_CONFIG_HOME")
+        base = (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".config") / "acpcli"
+    return base / "demo-agent"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser; its ``--help`` lists every flag and prompt keyword."""
+    p = argparse.ArgumentParser(
+        prog="python -m acpcli.demo_agent",
+        description=(
+            "acpcli's built-in demo agent: a real ACP agent speaking newline-delimited "
+            "JSON-RPC on stdin/stdout (protocol v1 and v2). It logs only to stderr and "
+            "exits cleanly when stdin closes."
+        ),
+        epilog=KEYWORDS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--protocol", type=int, choices=(1, 2), default=2,
+        help="highest protocol version to speak (default 2; 1 = v1-only, like real agents today)",
+    )
+    p.add_argument(
+        "--without", action="append", choices=FEATURES, default=[], metavar="FEATURE",
+        help="withhold a capability (repeatable): " + ", ".join(FEATURES),
+    )
+    p.add_argument(
+        "--state-dir", type=Path, default=None,
+        help="where sessions are stored (default $ACPCLI_HOME/demo-agent)",
+    )
+    p.add_argument("--page-size", type=_positive_int, default=50, help="session/list page size (default 50)")
+    p.add_argument(
+        "--replay", choices=REPLAY_STYLES, default="chunks",
+        help="how session/load replays messages (default chunks)",
+    )
+    p.add_argument(
+        "--load-answers-first", action="store_true",
+        help="answer session/load before replaying (gemini's quirk)",
+    )
+    p.add_argument(
+        "--v1-message-ids", action="store_true",
+        help="in v1, put a messageId on message chunks (v2 always does)",
+    )
+    p.add_argument(
+        "--chunk-size", type=_positive_int, default=12,
+        help="characters per streamed message chunk (default 12)",
+    )
+    p.add_argument(
+        "--delay", type=float, default=0.02,
+        help="seconds between streamed chunks (default 0.02; tests pass 0)",
+    )
+    p.add_argument(
+        "--string-ids", action="store_true",
+        help="use UUID strings as ids of requests sent to the client (like codex-acp)",
+    )
+    return p
+
+
+def parse_options(argv: list[str] | None = None) -> Options:
+    """Parse ``argv`` (``sys.argv[1:]`` when None) into :class:`Options`."""
+    ns = build_parser().parse_args(argv)
+    return Options(
+        protocol=ns.protocol,
+        without=frozenset(ns.without),
+        state_dir=ns.state_dir if ns.state_dir is not None else default_state_dir(),
+        page_size=ns.page_size,
+        replay=ns.replay,
+        load_answers_first=ns.load_answers_first,
+        v1_message_ids=ns.v1_message_ids,
+        chunk_size=ns.chunk_size,
+        delay=max(0.0, ns.delay),
+        string_ids=ns.string_ids,
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value

@@ -1,0 +1,154 @@
+"""What the demo agent says: prompt keywords, and the texts of a turn (pure functions, no I/O)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+_FLAGS = {
+    "slow": re.compile(r"\bslow\b", re.I),
+    "refuse": re.compile(r"\brefuse\b", re.I),
+    "max_tokens": re.compile(r"\bmax[ _-]?tokens\b", re.I),
+    "crash": re.compile(r"\bcrash\b", re.I),
+    "no_permission": re.compile(r"\bno[ _-]permission\b", re.I),
+}
+_READ = re.compile(r"\bread\s+(\S+)", re.I)
+_WRITE = re.compile(r"\bwrite\s+(\S+)", re.I)
+_RUN = re.compile(r"\brun\s+([^\n]+)", re.I)
+
+DEMO_FILE = "DEMO.md"
+DEMO_OLD_TEXT = "# Demo\n\nHello.\n"
+SLOW_LINES = 400
+
+
+@dataclass(frozen=True)
+class Directives:
+    """The keywords found in a prompt (documented in the package docstring and ``--help``)."""
+
+    slow: bool = False
+    refuse: bool = False
+    max_tokens: bool = False
+    crash: bool = False
+    no_permission: bool = False
+    read_path: str | None = None
+    write_path: str | None = None
+    run_argv: tuple[str, ...] | None = None
+
+
+def prompt_text(prompt: list[Any]) -> str:
+    """The text blocks of a prompt, joined by newlines (keywords are looked for only here)."""
+    return "\n".join(
+        block["text"]
+        for block in prompt
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+    )
+
+
+def parse_directives(text: str) -> Directives:
+    """Find the keywords in ``text``; paths keep whatever quoting the user put around them."""
+    flags = {name: bool(rx.search(text)) for name, rx in _FLAGS.items()}
+    read = _READ.search(text)
+    write = _WRITE.search(text)
+    run = _RUN.search(text)
+    argv: tuple[str, ...] | None = None
+    if run:
+        try:
+            argv = tuple(shlex.split(run.group(1)))
+        except ValueError:  # unbalanced quotes: fall back to whitespace
+            argv = tuple(run.group(1).split())
+    return Directives(
+        **flags,
+        read_path=_unquote(read.group(1)) if read else None,
+        write_path=_unquote(write.group(1)) if write else None,
+        run_argv=argv or None,
+    )
+
+
+def resolve(cwd: str, path: str) -> str:
+    """``path`` made absolute against the session's cwd."""
+    return os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))
+
+
+def first_line(text: str, limit: int) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return clip(" ".join(line.split()), limit)
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def fenced(text: str, lang: str = "") -> str:
+    """A fenced code block that survives backticks inside ``text``."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{lang}\n{body}{fence}"
+
+
+def thought_text(text: str) -> str:
+    return (
+        f"The user wrote {len(text)} characters, starting with “{first_line(text, 60)}”. "
+        "Plan: take stock, propose a small edit, ask for permission, then answer in Markdown."
+    )
+
+
+def demo_new_text(turn: int, text: str) -> str:
+    return f"# Demo\n\nHello from the acpcli demo agent.\nTurn {turn}: {first_line(text, 60)}\n"
+
+
+def refusal_text() -> str:
+    return "I won't do that: the prompt said `refuse`, so this turn ends with stop reason *refusal*.\n"
+
+
+def answer_text(
+    *,
+    text: str,
+    turn: int,
+    plan_steps: int,
+    edit_target: str,
+    edit: str,
+    notes: list[str],
+    blocks: list[str],
+    slow: bool,
+) -> str:
+    """The Markdown answer: heading, the user's words, a list, fenced code, the keyword hint."""
+    quote = first_line(text, 160) or "(no text)"
+    parts = [
+        "## Demo agent reply",
+        "",
+        "You wrote:",
+        "",
+        f"> {quote}",
+        "",
+        "What happened in this turn:",
+        "",
+        f"- I thought about it and made a plan with {plan_steps} steps.",
+        f"- I proposed an edit to `{edit_target}`: {edit}.",
+        *(f"- {note}" for note in notes),
+        "",
+    ]
+    for block in blocks:
+        parts += [block, ""]
+    parts += [
+        "Here is some code, so you can see a fenced block:",
+        "",
+        fenced(f'def greet(name: str) -> str:\n    return f"Hello, {{name}}! (turn {turn})"\n', "python"),
+        "",
+    ]
+    if slow:
+        parts += ["Streaming slowly, as asked (`slow`):", ""]
+        parts += [f"{i}. still streaming, line {i} of {SLOW_LINES}" for i in range(1, SLOW_LINES + 1)]
+        parts.append("")
+    parts.append(
+        "Keywords to try: `slow`, `refuse`, `max tokens`, `crash`, `no-permission`, "
+        "`read PATH`, `write PATH`, `run CMD`."
+    )
+    return "\n".join(parts) + "\n"
+
+
+def _unquote(token: str) -> str:
+    return token.strip("`'\"")
