@@ -1,0 +1,563 @@
+"""The agent subprocess: spawning, newline-delimited framing, stderr capture, shutdown.
+
+Everything above this module talks to the agent through :class:`Transport`, a four-method
+seam; :func:`memory_pair` is the in-memory fake that lets the layers above be tested
+without a process.
+
+Invariants held by :class:`AgentProcess`:
+
+* The agent runs from an argv list (never a shell) in its own session, so its process group
+  id is its pid and the whole group (the agent and anything it started) can be signalled.
+* The child sees the full ``os.environ`` plus ``env_extra``; nothing is dropped.
+* stderr is drained all the time by a background task into a bounded tail (and an optional
+  log file), so an agent that logs megabytes can never block on a full pipe.
+* Frames are split on ``b"\\n"`` with work linear in the bytes read; a line longer than
+  ``max_line_bytes`` is reported and discarded up to its newline, then reading goes on.
+* :meth:`AgentProcess.aclose` always ends with no process of the group alive and the agent
+  reaped: close stdin, wait, SIGTERM the group, wait, SIGKILL the group. It is idempotent
+  and shielded from cancellation (Ctrl-C must never leave an agent behind).
+* Background tasks live in a task group: the one entered by ``async with
+  AgentProcess.spawn(...)``, or one the caller passes as ``task_group=``. They end when
+  the process is closed, so there are no stray tasks.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+
+from acpcli.errors import AgentStartError, ConnectionClosed
+
+logger = logging.getLogger("acpcli.transport")
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+# The pipe reader hands out at most what it has buffered (~128 KiB), so this only caps a read.
+_READ_SIZE = 1024 * 1024
+# After stdout ends, how long to wait for the exit status and the last stderr lines, so the
+# error the user sees can say how the agent ended. Both normally arrive at once.
+_EXIT_SETTLE = 2.0
+_STDERR_SETTLE = 0.5
+# A stderr "line" without a newline is cut to this many bytes in the tail.
+_STDERR_LINE_CAP = 8 * 1024
+
+
+class Transport(Protocol):
+    """The one seam between the JSON-RPC connection and whatever carries its frames.
+
+    A frame is one JSON value as bytes, without the trailing newline. One task receives;
+    any task may send (the connection serializes its sends).
+    """
+
+    async def send(self, frame: bytes) -> None:
+        """Send one frame. Raises :class:`ConnectionClosed` if the peer can no longer read."""
+        ...
+
+    async def receive(self) -> bytes | None:
+        """The next frame, or ``None`` once the peer's output has ended."""
+        ...
+
+    def exit_info(self) -> tuple[int | None, list[str]]:
+        """``(returncode or None, last stderr lines)``: how the peer ended, for error messages."""
+        ...
+
+    async def aclose(self) -> None:
+        """Shut the peer down and release everything. Idempotent."""
+        ...
+
+
+class LineFramer:
+    """Splits a byte stream into newline-delimited frames, in time linear in its input.
+
+    Feed it chunks as they arrive; complete frames collect in :attr:`frames`. Partial lines
+    are kept as a list of chunks and joined once, so a 50 MB line costs one copy, not a
+    quadratic series of concatenations. Blank lines are dropped. A line longer than
+    ``max_line_bytes`` is discarded up to its newline (its bytes are not kept) and logged.
+    """
+
+    __slots__ = ("frames", "max_line_bytes", "_parts", "_size", "_skipping")
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be positive")
+        self.max_line_bytes = max_line_bytes
+        self.frames: deque[bytes] = deque()
+        self._parts: list[bytes] = []
+        self._size = 0  # bytes in _parts, or bytes skipped so far while _skipping
+        self._skipping = False
+
+    def feed(self, chunk: bytes) -> None:
+        """Consume one chunk of the stream."""
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:
+            self._extend(chunk)
+            return
+        # The first piece ends the line in progress, the last one starts the next line.
+        self._extend(pieces[0])
+        self._finish_line()
+        emit = self._emit
+        for line in pieces[1:-1]:
+            emit(line)
+        if pieces[-1]:
+            self._extend(pieces[-1])
+
+    def end(self) -> None:
+        """The stream ended: an unterminated last line still counts as a frame."""
+        self._finish_line()
+
+    def _extend(self, piece: bytes) -> None:
+        if not piece:
+            return
+        self._size += len(piece)
+        if self._skipping:
+            return
+        if self._size > self.max_line_bytes:
+            self._parts.clear()
+            self._skipping = True
+        else:
+            self._parts.append(piece)
+
+    def _finish_line(self) -> None:
+        if self._skipping:
+            self._report_discarded(self._size)
+            self._skipping = False
+        elif self._parts:
+            parts = self._parts
+            self._emit(parts[0] if len(parts) == 1 else b"".join(parts))
+            parts.clear()
+        self._size = 0
+
+    def _emit(self, line: bytes) -> None:
+        if len(line) > self.max_line_bytes:
+            self._report_discarded(len(line))
+        elif line and not line.isspace():
+            self.frames.append(line)
+
+    def _report_discarded(self, size: int) -> None:
+        logger.warning(
+            "discarded a %d-byte line from the agent (longer than the %d-byte limit)",
+            size,
+            self.max_line_bytes,
+        )
+
+
+class AgentProcess:
+    """An agent subprocess speaking newline-delimited frames on stdin/stdout (a :class:`Transport`).
+
+    Start one with ``async with AgentProcess.spawn(argv) as proc:`` (the context closes it),
+    or ``proc = await AgentProcess.spawn(argv, task_group=tg)`` and ``await proc.aclose()``.
+    """
+
+    def __init__(
+        self,
+        process: anyio.abc.Process,
+        argv: list[str],
+        *,
+        stderr_log: IO[bytes] | None,
+        max_line_bytes: int,
+        stderr_tail_lines: int,
+    ) -> None:
+        # Private: use spawn(). Holds an already started process.
+        self._process = process
+        self.argv = argv
+        self.pid: int = process.pid
+        self._framer = LineFramer(max_line_bytes)
+        self._stdout_ended = False
+        self._stderr_log = stderr_log
+        self._stderr_tail: deque[str] = deque(maxlen=stderr_tail_lines)
+        self._stderr_done = anyio.Event()
+        self._drain_scope = anyio.CancelScope()
+        self._close_started = False
+        self._closed = anyio.Event()
+
+    # -- starting ---------------------------------------------------------------------------
+
+    @classmethod
+    def spawn(
+        cls,
+        argv: Sequence[str | os.PathLike[str]],
+        *,
+        cwd: Path | None = None,
+        env_extra: Mapping[str, str] | None = None,
+        stderr_log: Path | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        stderr_tail_lines: int = 50,
+        task_group: anyio.abc.TaskGroup | None = None,
+    ) -> _Spawn:
+        """Start the agent ``argv`` (a list, run without a shell) in its own process group.
+
+        Use as ``async with AgentProcess.spawn(...) as proc:`` (background tasks live in an
+        internal task group; leaving the block closes the process), or
+        ``await AgentProcess.spawn(..., task_group=tg)`` (tasks run in ``tg``; call
+        :meth:`aclose` before ``tg`` exits).
+
+        Raises :class:`~acpcli.errors.AgentStartError` (one line naming the command) if the
+        command is missing, not executable, or ``cwd`` is not a directory.
+        """
+        if isinstance(argv, (str, bytes)):
+            raise TypeError("argv must be a sequence of arguments, not a string (no shell is used)")
+        options: dict[str, Any] = {
+            "argv": [os.fspath(a) for a in argv],
+            "cwd": cwd,
+            "env_extra": dict(env_extra or {}),
+            "stderr_log": stderr_log,
+            "max_line_bytes": max_line_bytes,
+            "stderr_tail_lines": stderr_tail_lines,
+        }
+        return _Spawn(cls, options, task_group)
+
+    @classmethod
+    async def _launch(
+        cls,
+        *,
+        argv: list[str],
+        cwd: Path | None,
+        env_extra: dict[str, str],
+        stderr_log: Path | None,
+        max_line_bytes: int,
+        stderr_tail_lines: int,
+    ) -> AgentProcess:
+        if not argv or not argv[0]:
+            raise AgentStartError("no agent command given")
+        command = argv[0]
+        if cwd is not None and not Path(cwd).is_dir():
+            raise AgentStartError(f"the agent's working directory does not exist: {cwd}")
+        env = dict(os.environ)
+        env.update(env_extra)
+        log_file = _open_stderr_log(stderr_log) if stderr_log is not None else None
+        try:
+            process = await anyio.open_process(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except BaseException as exc:
+            if log_file is not None:
+                log_file.close()
+            if isinstance(exc, FileNotFoundError):
+                raise AgentStartError(
+                    f"agent command not found: {command} (is it installed and on PATH?)"
+                ) from exc
+            if isinstance(exc, PermissionError):
+                raise AgentStartError(f"agent command is not executable: {command}") from exc
+            if isinstance(exc, OSError):
+                reason = exc.strerror or str(exc)
+                raise AgentStartError(f"cannot run agent command {command}: {reason}") from exc
+            raise
+        self = cls(
+            process,
+            argv,
+            stderr_log=log_file,
+            max_line_bytes=max_line_bytes,
+            stderr_tail_lines=stderr_tail_lines,
+        )
+        logger.debug("started agent pid %d: %s", self.pid, argv)
+        return self
+
+    def _begin(self, task_group: anyio.abc.TaskGroup) -> None:
+        task_group.start_soon(self._drain_stderr, name=f"agent {self.pid} stderr")
+
+    # -- Transport ----------------------------------------------------------------------------
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the agent has exited (negative: killed by that signal)."""
+        return self._process.returncode
+
+    async def send(self, frame: bytes) -> None:
+        """Write one frame and its newline to the agent's stdin (waits while the pipe is full)."""
+        stdin = self._process.stdin
+        assert stdin is not None
+        if self._close_started:
+            raise self._gone("the agent is being shut down")
+        try:
+            await stdin.send(frame + b"\n")
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise self._gone("the agent no longer reads its input") from exc
+
+    async def receive(self) -> bytes | None:
+        """The next frame from the agent's stdout; ``None`` once it has ended.
+
+        Only one task may receive at a time (the connection's reader).
+        """
+        frames = self._framer.frames
+        while not frames:
+            if self._stdout_ended:
+                return None
+            stdout = self._process.stdout
+            assert stdout is not None
+            try:
+                chunk = await stdout.receive(_READ_SIZE)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._framer.end()
+                self._stdout_ended = True
+                await self._settle()
+                continue
+            self._framer.feed(chunk)
+        return frames.popleft()
+
+    def exit_info(self) -> tuple[int | None, list[str]]:
+        """``(returncode or None, the last stderr lines)``."""
+        return self._process.returncode, list(self._stderr_tail)
+
+    async def aclose(self, *, stdin_grace: float = 2.0, term_grace: float = 2.0) -> int | None:
+        """Shut the agent down, escalating; return its exit status. Idempotent.
+
+        Close stdin and wait ``stdin_grace`` seconds; then SIGTERM the process group and wait
+        ``term_grace``; then SIGKILL the group. Whatever is left of the group once the agent
+        is gone (grandchildren it did not clean up) is killed too. The agent is always
+        reaped. Shielded from cancellation, so it completes even when its caller is cancelled.
+        """
+        with anyio.CancelScope(shield=True):
+            if self._close_started:
+                await self._closed.wait()
+                return self.returncode
+            self._close_started = True
+            try:
+                await self._shut_down(stdin_grace, term_grace)
+            finally:
+                self._closed.set()
+        return self.returncode
+
+    # -- internals ----------------------------------------------------------------------------
+
+    async def _shut_down(self, stdin_grace: float, term_grace: float) -> None:
+        process = self._process
+        if process.stdin is not None:
+            with suppress(Exception):
+                await process.stdin.aclose()
+        if process.returncode is None:
+            with anyio.move_on_after(stdin_grace):
+                await process.wait()
+        if process.returncode is None:
+            logger.debug("agent %d did not exit on stdin close: SIGTERM", self.pid)
+            self._signal_group(signal.SIGTERM)
+            with anyio.move_on_after(term_grace):
+                await process.wait()
+        if process.returncode is None:
+            logger.debug("agent %d ignored SIGTERM: SIGKILL", self.pid)
+            self._signal_group(signal.SIGKILL)
+            await process.wait()
+        # The agent is gone; anything still in its group is an orphan it failed to clean up.
+        self._signal_group(signal.SIGKILL)
+        # Now every writer of the stderr pipe is dead (unless something left the group):
+        # let the drain pick up the last lines, then stop it.
+        with anyio.move_on_after(_STDERR_SETTLE):
+            await self._stderr_done.wait()
+        self._drain_scope.cancel()
+        await process.aclose()
+        logger.debug("agent %d closed, status %s", self.pid, process.returncode)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        # start_new_session=True made the agent a session and group leader: pgid == pid.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+
+    def _gone(self, what: str) -> ConnectionClosed:
+        returncode, tail = self.exit_info()
+        return ConnectionClosed(what, returncode=returncode, stderr_tail=tail)
+
+    async def _settle(self) -> None:
+        # stdout usually ends because the agent exited: wait (briefly) for the exit status
+        # and the stderr it wrote last, so exit_info() can say how it ended.
+        with anyio.move_on_after(_EXIT_SETTLE):
+            await self._process.wait()
+        with anyio.move_on_after(_STDERR_SETTLE):
+            await self._stderr_done.wait()
+
+    async def _drain_stderr(self) -> None:
+        stderr = self._process.stderr
+        assert stderr is not None
+        tail = self._stderr_tail
+        log = self._stderr_log
+        keep = tail.maxlen or 0
+        partial = b""
+        try:
+            with self._drain_scope:
+                while True:
+                    try:
+                        chunk = await stderr.receive(_READ_SIZE)
+                    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        break
+                    if log is not None:
+                        _write_log(log, chunk)
+                    lines = (partial + chunk).split(b"\n")
+                    partial = lines.pop()[:_STDERR_LINE_CAP]
+                    # Only the last few lines of a flood can end up in the tail: decode only those.
+                    for line in lines[-keep:] if keep else ():
+                        text = line[:_STDERR_LINE_CAP].decode("utf-8", "replace").rstrip()
+                        if text:
+                            tail.append(text)
+        finally:
+            if partial.strip() and keep:  # a last line without its newline
+                tail.append(partial.decode("utf-8", "replace").rstrip())
+            if log is not None:
+                log.close()
+            self._stderr_done.set()
+
+
+class _Spawn:
+    """What :meth:`AgentProcess.spawn` returns: an async context manager, or an awaitable."""
+
+    def __init__(
+        self,
+        cls: type[AgentProcess],
+        options: dict[str, Any],
+        task_group: anyio.abc.TaskGroup | None,
+    ) -> None:
+        self._cls = cls
+        self._options = options
+        self._task_group = task_group
+        self._proc: AgentProcess | None = None
+        self._own_group: anyio.abc.TaskGroup | None = None
+
+    def __await__(self) -> Generator[Any, None, AgentProcess]:
+        if self._task_group is None:
+            raise TypeError(
+                "use `async with AgentProcess.spawn(...) as proc:`, "
+                "or pass task_group= to `await AgentProcess.spawn(...)`"
+            )
+        return self._start(self._task_group).__await__()
+
+    async def _start(self, task_group: anyio.abc.TaskGroup) -> AgentProcess:
+        proc = await self._cls._launch(**self._options)
+        proc._begin(task_group)
+        return proc
+
+    async def __aenter__(self) -> AgentProcess:
+        if self._task_group is not None:
+            self._proc = await self._start(self._task_group)
+            return self._proc
+        # Launch before entering the group, so a start failure is a plain AgentStartError.
+        proc = await self._cls._launch(**self._options)
+        group = anyio.create_task_group()
+        try:
+            await group.__aenter__()
+        except BaseException:
+            await proc.aclose()
+            raise
+        proc._begin(group)
+        self._proc, self._own_group = proc, group
+        return proc
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        assert self._proc is not None
+        try:
+            await self._proc.aclose()
+        finally:
+            if self._own_group is not None:
+                # The group only holds our stderr drain (which aclose ended); the body's own
+                # exception is not its business, so it must not be wrapped in a group.
+                await self._own_group.__aexit__(None, None, None)
+
+
+def _open_stderr_log(path: Path) -> IO[bytes] | None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open(path, "ab")  # noqa: SIM115 - closed by the stderr drain
+    except OSError as exc:
+        logger.warning("cannot open the agent's stderr log %s: %s", path, exc)
+        return None
+
+
+def _write_log(log: IO[bytes], chunk: bytes) -> None:
+    # A plain blocking write: small, to a local file, and it keeps the drain a single task.
+    try:
+        log.write(chunk)
+        log.flush()
+    except OSError as exc:  # disk full, etc.: losing the log must not stop the drain
+        logger.debug("cannot write the agent's stderr log: %s", exc)
+
+
+# -- in-memory transport ----------------------------------------------------------------------
+
+
+class _Channel:
+    """One direction of a memory pair: a frame queue with a single reader."""
+
+    __slots__ = ("frames", "closed", "_waiter")
+
+    def __init__(self) -> None:
+        self.frames: deque[bytes] = deque()
+        self.closed = False
+        self._waiter: anyio.Event | None = None
+
+    def put(self, frame: bytes) -> None:
+        self.frames.append(frame)
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None:
+            self._waiter.set()
+            self._waiter = None
+
+    async def get(self) -> bytes | None:
+        while not self.frames:
+            if self.closed:
+                return None
+            if self._waiter is None:
+                self._waiter = anyio.Event()
+            await self._waiter.wait()
+        return self.frames.popleft()
+
+
+class MemoryTransport:
+    """One end of :func:`memory_pair`. Set :attr:`returncode` / :attr:`stderr_tail` to fake an exit."""
+
+    def __init__(self, inbox: _Channel, outbox: _Channel) -> None:
+        self._inbox = inbox
+        self._outbox = outbox
+        self._closed = False
+        self.returncode: int | None = None
+        self.stderr_tail: list[str] = []
+
+    async def send(self, frame: bytes) -> None:
+        """Queue ``frame`` for the other end."""
+        if self._closed or self._outbox.closed:
+            raise ConnectionClosed(
+                "the other end is closed", returncode=self.returncode, stderr_tail=self.stderr_tail
+            )
+        self._outbox.put(bytes(frame))
+        await anyio.lowlevel.checkpoint()
+
+    async def receive(self) -> bytes | None:
+        """The next frame from the other end; ``None`` once it (or this end) is closed."""
+        if self._closed:
+            return None
+        return await self._inbox.get()
+
+    def exit_info(self) -> tuple[int | None, list[str]]:
+        """The faked ``(returncode, stderr_tail)``."""
+        return self.returncode, list(self.stderr_tail)
+
+    async def aclose(self) -> None:
+        """Close this end: the other end's :meth:`receive` returns ``None`` after queued frames."""
+        self._closed = True
+        self._outbox.close()
+        self._inbox.close()
+        await anyio.lowlevel.checkpoint()
+
+
+def memory_pair() -> tuple[MemoryTransport, MemoryTransport]:
+    """Two connected in-memory transports: ``(client end, agent end)``."""
+    to_agent, to_client = _Channel(), _Channel()
+    return MemoryTransport(to_client, to_agent), MemoryTransport(to_agent, to_client)
+
