@@ -1,0 +1,69 @@
+"""The one injectable environment: streams and the facts about them.
+
+Built once in the CLI (``Environment.from_process()``) and passed down, so tests can hand
+acpcli any streams they like. Whether a stream is "a terminal" is decided by rich (it honours
+``FORCE_COLOR``, ``NO_COLOR`` and ``TERM=dumb``), once, here.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@dataclass
+class Environment:
+    """stdin/stdout/stderr and whether each is an interactive terminal."""
+
+    stdin: TextIO = field(default_factory=lambda: sys.stdin)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    _out: Console | None = field(default=None, repr=False)
+    _err: Console | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_process(cls) -> Environment:
+        return cls()
+
+    @property
+    def stdin_isatty(self) -> bool:
+        return self.stdin is not None and _isatty(self.stdin)
+
+    @property
+    def out(self) -> Console:
+        """The console for the transcript (stdout)."""
+        if self._out is None:
+            from rich.console import Console
+
+            self._out = Console(file=self.stdout, highlight=False, soft_wrap=False)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        """The console for everything that is not the transcript (stderr)."""
+        if self._err is None:
+            from rich.console import Console
+
+            self._err = Console(file=self.stderr, highlight=False, soft_wrap=True)
+        return self._err
+
+    @property
+    def stdout_is_terminal(self) -> bool:
+        """True when stdout gets rich rendering (a terminal, or FORCE_COLOR)."""
+        return self.out.is_terminal
+
+    @property
+    def interactive(self) -> bool:
+        """A person is at the keyboard: stdin and stdout are both terminals."""
+        return self.stdin_isatty and _isatty(self.stdout)

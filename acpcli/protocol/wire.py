@@ -1,0 +1,160 @@
+"""Builders for the params acpcli sends, for v1 and v2 alike. Pure data, no I/O.
+
+Every outgoing session-lifecycle frame is built here, from what the caller asked for *and*
+what the agent advertised (:class:`acpcli.negotiate.AgentFeatures`), so a field whose
+capability marker is absent can never be sent by accident. The shapes are checked against the
+generated pydantic models in ``tests/protocol/test_wire.py``; at run time these stay plain dicts
+because building models on the start-up path of every command costs more than it buys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from acpcli.errors import CapabilityMissing
+
+if TYPE_CHECKING:
+    from acpcli.negotiate import AgentFeatures
+
+#: The capability each gated method needs, as the user would read it in an error.
+_METHOD_CAPABILITY = {
+    "session/load": ("load", "session.load (v2) / loadSession (v1)"),
+    "session/resume": ("resume", "session.resume (v2) / sessionCapabilities.resume (v1)"),
+    "session/close": ("close", "session.close (v2) / sessionCapabilities.close (v1)"),
+    "session/list": ("list", "session.list (v2) / sessionCapabilities.list (v1)"),
+}
+
+#: What to suggest instead when a method is missing.
+_ALTERNATIVE = {
+    "load": "use `acpcli resume` instead (no replay; the local transcript is shown)",
+    "resume": "use `acpcli load` instead (the agent replays the conversation)",
+    "close": "the session simply stays open on the agent side; `acpcli sessions` still lists it",
+    "list": "use `acpcli sessions` to list the sessions recorded locally",
+}
+
+
+def require(features: AgentFeatures, method: str) -> None:
+    """Raise :class:`CapabilityMissing` unless the agent advertised ``method``."""
+    attr, marker = _METHOD_CAPABILITY[method]
+    if method == "session/load":
+        ok = features.load
+    else:
+        ok = bool(getattr(features, attr))
+    if ok:
+        return
+    alternatives = []
+    if attr == "load" and features.resume:
+        alternatives.append(_ALTERNATIVE["load"])
+    elif attr == "resume" and features.load:
+        alternatives.append(_ALTERNATIVE["resume"])
+    elif attr in ("close", "list"):
+        alternatives.append(_ALTERNATIVE[attr])
+    raise CapabilityMissing(
+        f"{features.display_name} does not support {method}: it does not advertise {marker}",
+        hint=alternatives[0] if alternatives else None,
+    )
+
+
+def _roots_and_servers(
+    features: AgentFeatures,
+    params: dict[str, Any],
+    additional_directories: Sequence[str] | None,
+    mcp_servers: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    if additional_directories:
+        if not features.additional_directories:
+            raise CapabilityMissing(
+                f"{features.display_name} does not support additional directories "
+                "(session.additionalDirectories / sessionCapabilities.additionalDirectories)",
+                hint="drop --add-dir (or use --no-add-dirs when loading or resuming)",
+            )
+        params["additionalDirectories"] = list(additional_directories)
+    for server in mcp_servers:
+        transport = server.get("type", "stdio")
+        if not features.supports_mcp_transport(transport):
+            raise CapabilityMissing(
+                f"{features.display_name} does not support {transport} MCP servers "
+                f"(server {server.get('name')!r})",
+                hint="remove that server from --mcp / --mcp-config",
+            )
+    params["mcpServers"] = [_server_for_version(s, features.protocol_version) for s in mcp_servers]
+    return params
+
+
+def _server_for_version(server: dict[str, Any], version: int) -> dict[str, Any]:
+    """v1's stdio variant has no ``type`` discriminator; v2 requires it."""
+    if version == 1 and server.get("type") == "stdio":
+        return {k: v for k, v in server.items() if k != "type"}
+    return server
+
+
+def new_params(
+    features: AgentFeatures,
+    cwd: str,
+    additional_directories: Sequence[str] | None = None,
+    mcp_servers: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """``session/new`` params."""
+    return _roots_and_servers(features, {"cwd": cwd}, additional_directories, mcp_servers)
+
+
+def resume_params(
+    features: AgentFeatures,
+    session_id: str,
+    cwd: str,
+    additional_directories: Sequence[str] | None = None,
+    mcp_servers: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """``session/resume`` params, no replay (the full root list is sent again)."""
+    require(features, "session/resume")
+    params: dict[str, Any] = {"sessionId": session_id, "cwd": cwd}
+    return _roots_and_servers(features, params, additional_directories, mcp_servers)
+
+
+def load_params(
+    features: AgentFeatures,
+    session_id: str,
+    cwd: str,
+    additional_directories: Sequence[str] | None = None,
+    mcp_servers: Sequence[dict[str, Any]] = (),
+) -> tuple[str, dict[str, Any]]:
+    """The method and params of a load with replay, whichever way this agent does it."""
+    require(features, "session/load")
+    method = features.load_via or "session/load"
+    params: dict[str, Any] = {"sessionId": session_id, "cwd": cwd}
+    if method == "session/resume":
+        params["replayFrom"] = {"type": "start"}
+    return method, _roots_and_servers(features, params, additional_directories, mcp_servers)
+
+
+def close_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:
+    """``session/close`` params."""
+    require(features, "session/close")
+    return {"sessionId": session_id}
+
+
+def list_params(features: AgentFeatures, cwd: str | None = None, cursor: str | None = None) -> dict[str, Any]:
+    """``session/list`` params."""
+    require(features, "session/list")
+    params: dict[str, Any] = {}
+    if cwd is not None:
+        params["cwd"] = cwd
+    if cursor is not None:
+        params["cursor"] = cursor
+    return params
+
+
+def prompt_params(session_id: str, blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``session/prompt`` params."""
+    return {"sessionId": session_id, "prompt": list(blocks)}
+
+
+def text_block(text: str) -> dict[str, Any]:
+    """A text content block."""
+    return {"type": "text", "text": text}
+
+
+def cancel_params(session_id: str) -> dict[str, Any]:
+    """``session/cancel`` params."""
+    return {"sessionId": session_id}

@@ -1,0 +1,332 @@
+"""Session orchestration: new / load / resume / close / list / prompt, behind capability gates.
+
+:class:`AgentLink` owns one connection to one agent process and the live sessions driven over
+it. Updates flow ``connection -> AgentLink._on_notification -> LiveSession.feed`` which applies
+them to the session's :class:`~acpcli.store.Store`, appends them to the event log, and hands
+the change to the view (``Sink``) the CLI injected. Nothing here prints.
+
+Invariants:
+
+* A method or field the agent did not advertise is never sent: every request is built by
+  :mod:`acpcli.protocol.wire`, which raises :class:`~acpcli.errors.CapabilityMissing` first.
+* A session's view exists *before* its ``session/load`` is sent and outlives the response,
+  so replayed updates that arrive after the answer (gemini) are still rendered and stored.
+* A v1 turn ends with the ``session/prompt`` response; a v2 turn with ``state_update`` idle.
+  v1 agents do not echo the user's prompt, so acpcli records it locally (marked in ``_meta``)
+  so that transcripts read the same whichever version produced them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from acpcli.errors import RpcError
+from acpcli.protocol import wire
+
+if TYPE_CHECKING:
+    from acpcli.connection import Connection
+    from acpcli.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
+    from acpcli.store import Store
+
+log = logging.getLogger("acpcli.session")
+
+#: ``_meta`` marker on updates acpcli synthesized itself (v1 user prompts).
+LOCAL_META = {"acpcli": {"local": True}}
+
+
+class Sink(Protocol):
+    """Where a live session's changes go (a renderer, a collector in tests)."""
+
+    def on_change(self, session: LiveSession, change: Any) -> None: ...
+
+
+class Recorder(Protocol):
+    """Where raw updates are logged (the session index's event writer)."""
+
+    def append(self, session_id: str, kind: str, payload_json: str) -> None: ...
+
+
+PermissionDecider = Callable[["LiveSession", dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass(eq=False)
+class LiveSession:
+    """One session attached over a link: its store, its view, its turn state."""
+
+    session_id: str
+    store: Store
+    sink: Sink | None = None
+    recorder: Recorder | None = None
+    cwd: str | None = None
+    additional_directories: list[str] = field(default_factory=list)
+    response: dict[str, Any] = field(default_factory=dict)
+    _turn_idle: anyio.Event | None = field(default=None, repr=False)
+    _pending_permissions: set[anyio.Event] = field(default_factory=set, repr=False)
+    cancel_requested: bool = False
+
+    def feed(self, update: Any) -> None:
+        """Apply one ``session/update`` payload: store, event log, view, turn state."""
+        if not isinstance(update, dict):
+            log.debug("ignoring a session/update whose update is %s", type(update).__name__)
+            return
+        change = self.store.apply(update)
+        if self.recorder is not None:
+            kind = update.get("sessionUpdate")
+            self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", json.dumps(update))
+        if change is not None and self.sink is not None:
+            self.sink.on_change(self, change)
+        if self._turn_idle is not None and update.get("sessionUpdate") == "state_update" and self.store.state == "idle":
+            self._turn_idle.set()
+
+
+def _user_echo(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"sessionUpdate": "user_message_chunk", "content": block, "_meta": LOCAL_META} for block in blocks
+    ]
+
+
+class AgentLink:
+    """A connection to one initialized agent, and the sessions driven over it."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        features: AgentFeatures,
+        *,
+        store_factory: Callable[[], Store],
+        decide_permission: PermissionDecider | None = None,
+    ) -> None:
+        self.conn = conn
+        self.features = features
+        self.sessions: dict[str, LiveSession] = {}
+        self._store_factory = store_factory
+        self._decide_permission = decide_permission
+
+    # -- notifications and agent requests -------------------------------------------------
+
+    def on_notification(self, method: str, params: Any) -> None:
+        """The connection's notification callback (arrival order, inline)."""
+        if method != "session/update" or not isinstance(params, dict):
+            log.debug("ignoring notification %s", method)
+            return
+        live = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        if live is None:
+            log.debug("update for a session this link does not hold: %r", params.get("sessionId"))
+            return
+        live.feed(params.get("update"))
+
+    async def on_request_permission(self, params: Any) -> dict[str, Any]:
+        """``session/request_permission``: show the tool call, ask the decider."""
+        if not isinstance(params, dict):
+            raise RpcError(RpcError.INVALID_PARAMS, "params must be an object")
+        live = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        if live is None:
+            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {params.get('sessionId')!r}")
+        tool_call = params.get("toolCall")
+        if isinstance(tool_call, dict):
+            # gemini asks about tool calls it never announced: make sure the entry exists.
+            change = live.store.upsert_tool_call(tool_call)
+            if change is not None and live.sink is not None:
+                live.sink.on_change(live, change)
+        if live.cancel_requested or self._decide_permission is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        cancelled = anyio.Event()
+        live._pending_permissions.add(cancelled)
+        try:
+            result: dict[str, Any] | None = None
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    nonlocal result
+                    result = await self._decide_permission(live, params)  # type: ignore[misc]
+                    tg.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    await cancelled.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(ask)
+                tg.start_soon(watch)
+            return result if result is not None else {"outcome": {"outcome": "cancelled"}}
+        finally:
+            live._pending_permissions.discard(cancelled)
+
+    def handlers(self) -> dict[str, Callable[[Any], Awaitable[Any]]]:
+        """Agent→client request handlers this link implements."""
+        return {"session/request_permission": self.on_request_permission}
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def _attach(self, session_id: str, sink: Sink | None, recorder: Recorder | None) -> LiveSession:
+        live = LiveSession(session_id=session_id, store=self._store_factory(), sink=sink, recorder=recorder)
+        self.sessions[session_id] = live
+        return live
+
+    async def new(
+        self,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+    ) -> LiveSession:
+        """``session/new``."""
+        params = wire.new_params(self.features, cwd, additional_directories, mcp_servers)
+        result = await self.conn.request("session/new", params)
+        session_id = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(session_id, str) or not session_id:
+            raise RpcError(RpcError.INTERNAL_ERROR, "session/new answered without a sessionId", method="session/new")
+        live = self._attach(session_id, sink, recorder)
+        live.cwd, live.additional_directories = cwd, list(additional_directories)
+        live.response = result
+        return live
+
+    async def load(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+    ) -> LiveSession:
+        """Load with replay; the replay is over when the response arrives (``null`` or ``{}``)."""
+        method, params = wire.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        live = self._attach(session_id, sink, recorder)
+        live.cwd, live.additional_directories = cwd, list(additional_directories)
+        try:
+            result = await self.conn.request(method, params)
+        except BaseException:
+            self.sessions.pop(session_id, None)
+            raise
+        live.response = result if isinstance(result, dict) else {}
+        return live
+
+    async def resume(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+    ) -> LiveSession:
+        """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
+        params = wire.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        live = self._attach(session_id, sink, recorder)
+        live.cwd, live.additional_directories = cwd, list(additional_directories)
+        try:
+            result = await self.conn.request("session/resume", params)
+        except BaseException:
+            self.sessions.pop(session_id, None)
+            raise
+        live.response = result if isinstance(result, dict) else {}
+        return live
+
+    async def close(self, session_id: str) -> Any:
+        """``session/close``; returns exactly what the agent answered."""
+        result = await self.conn.request("session/close", wire.close_params(self.features, session_id))
+        self.sessions.pop(session_id, None)
+        return result
+
+    async def list_remote(self, cwd: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """``session/list``, following ``nextCursor`` until the agent says there is no more."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            result = await self.conn.request("session/list", wire.list_params(self.features, cwd, cursor))
+            sessions = result.get("sessions") if isinstance(result, dict) else None
+            for info in sessions if isinstance(sessions, list) else []:
+                if isinstance(info, dict):
+                    yield info
+            cursor = result.get("nextCursor") if isinstance(result, dict) else None
+            if not isinstance(cursor, str) or not cursor or cursor in seen:
+                return  # no more pages (or an agent repeating a cursor: stop, do not loop)
+            seen.add(cursor)
+
+    # -- prompt turn ----------------------------------------------------------------------
+
+    async def prompt(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> str:
+        """Run one turn and return its stop reason.
+
+        v1: the ``session/prompt`` response carries ``stopReason``. v2: the response only
+        acknowledges; the turn ends with ``state_update`` ``idle`` and its ``stopReason``.
+        """
+        live.store.turn_boundary()
+        live.cancel_requested = False
+        if self.features.protocol_version == 1:
+            for update in _user_echo(blocks):
+                live.feed(update)
+            result = await self.conn.request("session/prompt", wire.prompt_params(live.session_id, blocks))
+            stop = result.get("stopReason") if isinstance(result, dict) else None
+            live.store.turn_boundary()
+            return stop if isinstance(stop, str) else "end_turn"
+        live._turn_idle = anyio.Event()
+        try:
+            await self.conn.request("session/prompt", wire.prompt_params(live.session_id, blocks))
+            await live._turn_idle.wait()
+        finally:
+            live._turn_idle = None
+        live.store.turn_boundary()
+        stop = live.store.stop_reason
+        return stop if isinstance(stop, str) else "end_turn"
+
+    async def cancel(self, live: LiveSession) -> None:
+        """``session/cancel``; pending permission requests are answered ``cancelled``."""
+        live.cancel_requested = True
+        for pending in list(live._pending_permissions):
+            pending.set()
+        await self.conn.notify("session/cancel", wire.cancel_params(live.session_id))
+
+
+@asynccontextmanager
+async def open_link(
+    argv: Sequence[str],
+    *,
+    env_extra: dict[str, str] | None = None,
+    choice: ProtocolChoice = "auto",
+    offer: ClientOffer | None = None,
+    log_file: Path | None = None,
+    stderr_log: Path | None = None,
+    decide_permission: PermissionDecider | None = None,
+    extra_handlers: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
+) -> AsyncIterator[AgentLink]:
+    """Spawn the agent, connect, ``initialize``; yield the link; shut everything down."""
+    from acpcli.connection import Connection
+    from acpcli.negotiate import ClientOffer, initialize
+    from acpcli.store import Store
+    from acpcli.transport import AgentProcess
+    from acpcli.wiretap import WireTap
+
+    offer = offer or ClientOffer()
+    tap = WireTap(log_file) if log_file is not None else WireTap.from_env()
+    async with AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
+        link_box: list[AgentLink] = []
+
+        def on_notification(method: str, params: Any) -> None:
+            if link_box:
+                link_box[0].on_notification(method, params)
+
+        handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {}
+
+        async def permission(params: Any) -> Any:
+            return await link_box[0].on_request_permission(params)
+
+        handlers["session/request_permission"] = permission
+        handlers.update(extra_handlers or {})
+        async with Connection(proc, handlers=handlers, on_notification=on_notification, tap=tap) as conn:
+            features = await initialize(conn, choice=choice, offer=offer)
+            link = AgentLink(conn, features, store_factory=Store, decide_permission=decide_permission)
+            link_box.append(link)
+            yield link

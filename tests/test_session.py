@@ -1,0 +1,82 @@
+"""The session layer against real agents: the demo agent (v1 and v2) and an SDK-written one."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from acpcli.errors import CapabilityMissing
+from acpcli.protocol import wire
+from acpcli.session import LiveSession, open_link
+from acpcli.store import Message
+from tests.agents import agent_argv
+
+DEMO = [sys.executable, "-m", "acpcli.demo_agent", "--delay", "0"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.changes: list[Any] = []
+
+    def on_change(self, session: LiveSession, change: Any) -> None:
+        self.changes.append(change)
+
+
+def texts(live: LiveSession) -> list[tuple[str, str]]:
+    return [(e.kind, e.text) for e in live.store.entries if isinstance(e, Message)]
+
+
+def allow_first(kind: str):
+    async def decide(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+        option = next(o for o in params["options"] if o["kind"] == kind)
+        return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
+
+    return decide
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", ["1", "2"])
+async def test_new_prompt_then_load_in_another_process(tmp_path, protocol: str) -> None:
+    argv = [*DEMO, "--protocol", protocol]
+    async with open_link(argv, decide_permission=allow_first("allow_once")) as link:
+        assert link.features.protocol_version == int(protocol)
+        live = await link.new(str(tmp_path), sink=Collect())
+        stop = await link.prompt(live, [wire.text_block("hello demo")])
+        assert stop == "end_turn"
+        first = texts(live)
+    assert ("user", "hello demo") in first
+    assert any(kind == "agent" and "hello demo" in text for kind, text in first)
+    assert any(kind == "thought" for kind, _ in first)
+
+    async with open_link(argv) as link:
+        replayed = await link.load(live.session_id, str(tmp_path), sink=Collect())
+        assert texts(replayed) == first
+
+
+@pytest.mark.anyio
+async def test_withheld_load_is_never_sent(tmp_path) -> None:
+    async with open_link([*DEMO, "--without", "load"]) as link:
+        assert not link.features.load
+        with pytest.raises(CapabilityMissing) as err:
+            await link.load("demo-x", str(tmp_path))
+        assert "resume" in (err.value.hint or "")
+        assert "demo-x" not in link.sessions
+
+
+@pytest.mark.anyio
+async def test_sdk_agent_turn_and_permission(tmp_path) -> None:
+    async with open_link(agent_argv("sdk_echo_agent.py"), decide_permission=allow_first("allow_once")) as link:
+        assert link.features.protocol_version == 1
+        live = await link.new(str(tmp_path))
+        stop = await link.prompt(live, [wire.text_block("ask permission please")])
+        assert stop == "end_turn"
+        agent_text = "".join(text for kind, text in texts(live) if kind == "agent")
+        assert "you said: ask permission please" in agent_text
+        assert "allow" in agent_text
