@@ -1,0 +1,98 @@
+"""The request builders produce params the generated models accept, and never an
+unadvertised method or field."""
+
+from __future__ import annotations
+
+import pytest
+
+from acpcli.errors import CapabilityMissing
+from acpcli.negotiate import features_from_result
+from acpcli.protocol import dump, parse_params, wire
+
+V1_ALL = features_from_result(
+    {
+        "protocolVersion": 1,
+        "agentCapabilities": {
+            "loadSession": True,
+            "mcpCapabilities": {"http": True},
+            "sessionCapabilities": {"resume": {}, "close": {}, "list": {}, "additionalDirectories": {}},
+        },
+    }
+)
+V2_ALL = features_from_result(
+    {
+        "protocolVersion": 2,
+        "capabilities": {
+            "session": {
+                "load": {},
+                "resume": {},
+                "close": {},
+                "list": {},
+                "additionalDirectories": {},
+                "mcp": {"stdio": {}, "http": {}},
+            }
+        },
+    }
+)
+V1_NONE = features_from_result({"protocolVersion": 1})
+V2_NONE = features_from_result({"protocolVersion": 2, "capabilities": {"session": {}}})
+
+STDIO = {"type": "stdio", "name": "fs", "command": "/bin/true", "args": ["-x"], "env": [{"name": "K", "value": "v"}]}
+HTTP = {"type": "http", "name": "web", "url": "https://example.invalid/mcp", "headers": [{"name": "A", "value": "b"}]}
+
+
+def roundtrip(version: int, method: str, params: dict) -> None:
+    model = parse_params(version, method, params)
+    assert dump(model) == params
+
+
+@pytest.mark.parametrize("features", [V1_ALL, V2_ALL], ids=["v1", "v2"])
+def test_builders_match_the_models(features) -> None:
+    v = features.protocol_version
+    roundtrip(v, "session/new", wire.new_params(features, "/w", ["/x"], [STDIO, HTTP]))
+    method, params = wire.load_params(features, "s1", "/w", ["/x"], [STDIO])
+    assert method == "session/load"
+    roundtrip(v, method, params)
+    roundtrip(v, "session/resume", wire.resume_params(features, "s1", "/w", [], [HTTP]))
+    roundtrip(v, "session/close", wire.close_params(features, "s1"))
+    roundtrip(v, "session/list", wire.list_params(features, "/w", "c2"))
+    roundtrip(v, "session/prompt", wire.prompt_params("s1", [wire.text_block("hi")]))
+
+
+def test_v1_stdio_servers_are_untagged() -> None:
+    params = wire.new_params(V1_ALL, "/w", [], [STDIO])
+    assert "type" not in params["mcpServers"][0]
+    assert wire.new_params(V2_ALL, "/w", [], [STDIO])["mcpServers"][0]["type"] == "stdio"
+
+
+def test_empty_extra_roots_are_not_sent() -> None:
+    assert "additionalDirectories" not in wire.new_params(V1_NONE, "/w", [], [])
+
+
+@pytest.mark.parametrize("features", [V1_NONE, V2_NONE], ids=["v1", "v2"])
+def test_nothing_unadvertised_is_built(features) -> None:
+    with pytest.raises(CapabilityMissing, match="session/load"):
+        wire.load_params(features, "s", "/w")
+    with pytest.raises(CapabilityMissing, match="session/resume"):
+        wire.resume_params(features, "s", "/w")
+    with pytest.raises(CapabilityMissing, match="session/close"):
+        wire.close_params(features, "s")
+    with pytest.raises(CapabilityMissing, match="session/list"):
+        wire.list_params(features)
+    with pytest.raises(CapabilityMissing, match="additional directories"):
+        wire.new_params(features, "/w", ["/x"])
+    with pytest.raises(CapabilityMissing, match="http MCP"):
+        wire.new_params(features, "/w", [], [HTTP])
+
+
+def test_v2_stdio_mcp_needs_its_marker_custom_passes() -> None:
+    with pytest.raises(CapabilityMissing, match="stdio MCP"):
+        wire.new_params(V2_NONE, "/w", [], [STDIO])
+    custom = {"type": "_acme", "name": "x", "socket": "/tmp/s"}
+    assert wire.new_params(V2_NONE, "/w", [], [custom])["mcpServers"] == [custom]
+
+
+def test_v2_latest_load_is_resume_with_replay() -> None:
+    latest = features_from_result({"protocolVersion": 2, "capabilities": {"session": {}}}, v2_reading="latest")
+    method, params = wire.load_params(latest, "s", "/w")
+    assert method == "session/resume" and params["replayFrom"] == {"type": "start"}
