@@ -1,0 +1,545 @@
+"""Configuration: named agents and MCP servers.
+
+The user config lives at ``config_path()`` (``<home>/config.toml``; see
+:mod:`acpcli.persistence` for where home is). A missing file is an empty config; an
+unreadable or malformed one is a :class:`~acpcli.errors.ConfigError` whose one-line message
+names the file (and the line, when known). Shape::
+
+    default_agent = "myagent"           # optional: used when neither --agent nor --cmd is given
+
+    [agents.myagent]
+    command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
+    args = ["--verbose"]                # optional, appended to command
+    env = { FOO = "bar" }               # added to the full user environment
+    cwd = "~/src/project"               # optional default cwd
+    description = "..."
+
+    [mcp_servers.fs]                    # same shape as an entry of the common mcpServers JSON
+    command = "mcp-fs"                  # made absolute at use time (PATH, or relative to cwd)
+    args = ["--root", "."]
+    env = { TOKEN = "${MY_TOKEN}" }     # ${VAR} expanded from the environment at use time
+
+    [mcp_servers.web]
+    url = "https://example.com/mcp"     # type = "http" is implied; "sse" (v1 only) is explicit
+    headers = { Authorization = "Bearer ${API_TOKEN}" }
+
+    [mcp_servers.custom]
+    type = "_my-transport"              # custom transports start with "_": sent unchanged
+
+``[agents.NAME]`` entries override built-in agents of the same name (see
+:func:`builtin_agents`). ``${VAR}`` is expanded in MCP env values, header values, args,
+url and command, and in agent env values, when the server or agent is used, never when the
+file is read; an undefined variable is a ConfigError naming it; ``$${VAR}`` is a literal
+``${VAR}``. Other top-level keys are kept in :attr:`Config.extra` for other modules.
+
+MCP files (``load_mcp_file``) use the JSON shape shared by other MCP clients::
+
+    {"mcpServers": {"fs": {"command": "mcp-fs", "args": [], "env": {"K": "V"}},
+                    "web": {"type": "http", "url": "https://...", "headers": {"K": "V"}}}}
+
+:func:`merge_mcp` combines MCP files with the config servers picked by ``--mcp NAME``;
+:func:`to_acp_servers` turns named entries into ACP ``mcpServers`` wire objects and
+:func:`adapt_servers` fits them to the negotiated protocol version. Secrets stay out of the
+session index (it stores names only) and out of logs (:func:`acpcli.persistence.redact_mcp`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acpcli.errors import ConfigError, UsageError
+from acpcli.persistence import config_path
+
+# --------------------------------------------------------------------------------------
+# Agents
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class AgentSpec:
+    """How to start one ACP agent. ``env`` holds only the additions to the user's env."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    description: str = ""
+    builtin: bool = False
+
+    def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The full environment for the agent: ``base`` (default ``os.environ``) plus ``env``.
+
+        ``${VAR}`` in the added values is expanded from ``base``.
+        """
+        environ = os.environ if base is None else base
+        merged = dict(environ)
+        for key, value in self.env.items():
+            merged[key] = expand_vars(value, environ, f"agent {self.name!r}: env {key}")
+        return merged
+
+
+def builtin_agents() -> dict[str, AgentSpec]:
+    """The agents known without any configuration, by name (fresh objects on each call)."""
+
+    def spec(name: str, argv: list[str], description: str) -> AgentSpec:
+        return AgentSpec(name=name, argv=argv, description=description, builtin=True)
+
+    return {
+        a.name: a
+        for a in (
+            spec("demo", [sys.executable, "-m", "acpcli.demo_agent"], "built-in demo agent (offline)"),
+            spec("claude", ["claude-agent-acp"], "Claude Agent (claude-agent-acp)"),
+            spec("claude-code", ["claude-code-acp"], "Claude Code (claude-code-acp, older package)"),
+            spec("codex", ["codex-acp"], "OpenAI Codex (codex-acp)"),
+            spec("gemini", ["gemini", "--acp"], "Gemini CLI (gemini --acp)"),
+            spec("goose", ["goose", "acp"], "Goose (goose acp)"),
+            spec("opencode", ["opencode", "acp"], "OpenCode (opencode acp)"),
+        )
+    }
+
+
+
+@dataclass
+class Config:
+    """The parsed user configuration.
+
+    ``agents`` holds every known agent: the built-ins, overridden by the user's entries of
+    the same name (``builtin`` tells them apart).
+    """
+
+    path: Path | None = None
+    agents: dict[str, AgentSpec] = field(default_factory=builtin_agents)
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    default_agent: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
+    """The agent called ``name`` (user entries first, then built-ins).
+
+    An unknown name is a :class:`UsageError` listing the known names; it is never run as a
+    command (that is what ``--cmd`` is for).
+    """
+    agents = (config or Config()).agents
+    spec = agents.get(name)
+    if spec is None:
+        raise UsageError(
+            f"unknown agent {name!r}; known agents: {', '.join(sorted(agents))}",
+            hint="to run any other ACP agent, pass its command line with --cmd",
+        )
+    return spec
+
+
+def agent_from_cmd(cmdline: str) -> AgentSpec:
+    """An ad-hoc agent from a ``--cmd 'ARGV...'`` string (shell-style quoting, no shell)."""
+    try:
+        argv = shlex.split(cmdline)
+    except ValueError as exc:
+        raise UsageError(f"cannot parse --cmd {cmdline!r}: {exc}") from exc
+    if not argv:
+        raise UsageError("--cmd needs a command line, e.g. --cmd 'my-agent --acp'")
+    return AgentSpec(name=os.path.basename(argv[0]) or argv[0], argv=argv)
+
+
+def find_executable(spec: AgentSpec, environ: Mapping[str, str] | None = None) -> str | None:
+    """The absolute path that would run ``spec.argv[0]``, or ``None`` if there is none.
+
+    A name without a path separator is looked up on ``PATH`` (the agent's own ``PATH`` if
+    its env sets one); a relative or absolute path must name an existing executable file
+    (relative to the current directory).
+    """
+    environ = os.environ if environ is None else environ
+    search = spec.env.get("PATH")
+    if search is not None:
+        search = expand_vars(search, environ, f"agent {spec.name!r}: env PATH")
+    else:
+        search = environ.get("PATH", os.defpath)
+    return _which(spec.argv[0], search, Path.cwd())
+
+
+def _has_sep(program: str) -> bool:
+    return os.sep in program or (os.altsep is not None and os.altsep in program)
+
+
+def _which(program: str, search_path: str | None, base: Path) -> str | None:
+    program = os.path.expanduser(program)
+    if not program:
+        return None
+    if _has_sep(program):
+        candidate = Path(program) if os.path.isabs(program) else base / program
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+        return None
+    found = shutil.which(program, path=search_path)
+    return os.path.abspath(found) if found else None
+
+
+# --------------------------------------------------------------------------------------
+# ${VAR} expansion
+# --------------------------------------------------------------------------------------
+
+_VAR = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_vars(value: str, environ: Mapping[str, str], where: str) -> str:
+    """Replace ``${VAR}`` with ``environ[VAR]``; ``$${VAR}`` is a literal ``${VAR}``.
+
+    An undefined variable is a :class:`ConfigError` naming it and ``where`` it was used.
+    """
+    if "$" not in value:
+        return value
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1):
+            return "${" + m.group(2) + "}"
+        name = m.group(2)
+        if name not in environ:
+            raise ConfigError(f"{where}: environment variable {name} is not set")
+        return environ[name]
+
+    return _VAR.sub(sub, value)
+
+
+# --------------------------------------------------------------------------------------
+# Loading the config file
+# --------------------------------------------------------------------------------------
+
+_TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+_AGENT_KEYS = {"command", "args", "env", "cwd", "description"}
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read and validate the TOML config (default ``config_path()``).
+
+    Missing file → empty config. Unreadable, not UTF-8, not TOML, or the wrong shape →
+    :class:`ConfigError` with ``file[:line[:column]]: problem``.
+    """
+    path = config_path() if path is None else path
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config(path=path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        m = _TOML_POS.search(message)
+        if m:
+            message = message[: m.start()]
+            raise ConfigError(f"{path}:{m.group(1)}:{m.group(2)}: invalid TOML: {message}") from exc
+        if message.endswith("(at end of document)"):
+            message = message[: -len("(at end of document)")].rstrip()
+            last = max(1, len(text.splitlines()))
+            raise ConfigError(f"{path}:{last}: invalid TOML: {message} at end of file") from exc
+        raise ConfigError(f"{path}: invalid TOML: {message}") from exc
+    return _parse_config(data, path, text)
+
+
+def _where(path: Path, text: str, table: str, name: str | None = None) -> str:
+    """``file:line`` of a ``[table.name]`` header when we can find it, else ``file``."""
+    pattern = re.escape(table)
+    if name is not None:
+        esc = re.escape(name)
+        pattern += r"\s*\.\s*(?:" + esc + '|"' + esc + "\"|'" + esc + "')"
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if re.match(r"\s*\[\s*" + pattern + r"\s*\]", line):
+            return f"{path}:{lineno}"
+    return str(path)
+
+
+def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
+    config = Config(path=path)
+    for key, value in data.items():
+        if key == "agents":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: 'agents' must be a table of [agents.NAME] entries")
+            for name, entry in value.items():
+                config.agents[name] = _parse_agent(name, entry, _where(path, text, "agents", name))
+        elif key == "default_agent":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{path}: default_agent must be an agent name (a string)")
+            config.default_agent = value
+        elif key == "mcp_servers":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: 'mcp_servers' must be a table of [mcp_servers.NAME] entries")
+            for name, entry in value.items():
+                where = _where(path, text, "mcp_servers", name)
+                config.mcp_servers[name] = validate_mcp_entry(name, entry, where)
+        else:
+            config.extra[key] = value
+    return config
+
+
+def _string_list(value: Any, what: str, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {what} must be a list of strings")
+    return list(value)
+
+
+def _string_map(value: Any, what: str, where: str) -> dict[str, str]:
+    """A ``{name: value}`` table, also accepting ACP's ``[{name, value}]`` list form."""
+    if isinstance(value, list) and all(
+        isinstance(v, dict) and isinstance(v.get("name"), str) and isinstance(v.get("value"), str)
+        for v in value
+    ):
+        return {v["name"]: v["value"] for v in value}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: {what} must be a table of name = \"value\" strings")
+    for k, v in value.items():
+        if not isinstance(v, str):
+            raise ConfigError(f"{where}: {what} value for {k} must be a string")
+    return dict(value)
+
+
+def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
+    label = f"{where}: agent {name!r}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{label} must be a table")
+    unknown = sorted(set(entry) - _AGENT_KEYS)
+    if unknown:
+        expected = ", ".join(sorted(_AGENT_KEYS))
+        raise ConfigError(f"{label}: unknown key {unknown[0]!r} (expected {expected})")
+    command = entry.get("command")
+    if isinstance(command, str):
+        try:
+            argv = shlex.split(command)
+        except ValueError as exc:
+            raise ConfigError(f"{label}: cannot parse command: {exc}") from exc
+    elif command is None:
+        raise ConfigError(f"{label} has no command")
+    else:
+        argv = _string_list(command, "command", label)
+    argv += _string_list(entry.get("args", []), "args", label)
+    if not argv:
+        raise ConfigError(f"{label}: command is empty")
+    cwd = entry.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise ConfigError(f"{label}: cwd must be a string")
+    description = entry.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigError(f"{label}: description must be a string")
+    return AgentSpec(
+        name=name,
+        argv=argv,
+        env=_string_map(entry.get("env", {}), "env", label),
+        cwd=os.path.expanduser(cwd) if cwd else None,
+        description=description,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# MCP servers
+# --------------------------------------------------------------------------------------
+
+# Spellings of the HTTP ("streamable HTTP") transport seen in other clients' MCP files.
+_HTTP_ALIASES = {"http", "streamable-http", "streamable_http", "streamableHttp"}
+
+
+def _transport_of(entry: Mapping[str, Any]) -> str | None:
+    kind = entry.get("type")
+    if isinstance(kind, str):
+        if kind in _HTTP_ALIASES:
+            return "http"
+        return kind
+    if "command" in entry:
+        return "stdio"
+    if "url" in entry:
+        return "http"
+    return None
+
+
+def validate_mcp_entry(name: str, entry: Any, where: str = "") -> dict[str, Any]:
+    """Check one named MCP server entry (config or JSON shape); return a copy.
+
+    Keys other clients use for their own purposes (``disabled``, ``timeout``, ...) are
+    kept but ignored. Custom ``_`` transports are not inspected.
+    """
+    label = f"{where}: MCP server {name!r}" if where else f"MCP server {name!r}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{label} must be an object")
+    transport = _transport_of(entry)
+    if transport is None:
+        raise ConfigError(f"{label} needs a command (stdio) or a url (http)")
+    if "type" in entry and not isinstance(entry["type"], str):
+        raise ConfigError(f"{label}: type must be a string")
+    out = dict(entry)
+    if transport.startswith("_"):
+        return out
+    if transport == "stdio":
+        if not isinstance(entry.get("command"), str) or not entry["command"]:
+            raise ConfigError(f"{label}: command must be a non-empty string")
+        out["args"] = _string_list(entry.get("args", []), "args", label)
+        out["env"] = _string_map(entry.get("env", {}), "env", label)
+    elif transport in ("http", "sse"):
+        if not isinstance(entry.get("url"), str) or not entry["url"]:
+            raise ConfigError(f"{label}: url must be a non-empty string")
+        out["headers"] = _string_map(entry.get("headers", {}), "headers", label)
+    else:
+        raise ConfigError(
+            f"{label}: unknown transport type {transport!r} "
+            "(expected stdio, http, sse, or a custom type starting with '_')"
+        )
+    return out
+
+
+def load_mcp_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Read a ``{"mcpServers": {name: entry}}`` JSON file; return its entries by name.
+
+    VS Code's ``{"servers": {...}}`` spelling is accepted too. Unreadable, malformed JSON or
+    the wrong shape → :class:`ConfigError` naming the file and the problem, on one line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read MCP server file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a JSON object with an \"mcpServers\" object")
+    servers = data.get("mcpServers", data.get("servers"))
+    if not isinstance(servers, dict):
+        raise ConfigError(f"{path}: expected an \"mcpServers\" object mapping names to servers")
+    return {name: validate_mcp_entry(name, entry, str(path)) for name, entry in servers.items()}
+
+
+def merge_mcp(
+    file_servers: Mapping[str, Mapping[str, Any]],
+    config_servers: Mapping[str, Mapping[str, Any]],
+    selected_names: Iterable[str],
+) -> dict[str, dict[str, Any]]:
+    """All servers from MCP files plus the config servers picked with ``--mcp NAME``.
+
+    An unknown name is a :class:`UsageError` listing the configured ones; the same name
+    with two different definitions is a UsageError too.
+    """
+    merged = {name: dict(entry) for name, entry in file_servers.items()}
+    for name in selected_names:
+        if name not in config_servers:
+            known = ", ".join(sorted(config_servers)) or "(none configured)"
+            raise UsageError(
+                f"unknown MCP server {name!r}; servers in {config_path()}: {known}"
+            )
+        entry = dict(config_servers[name])
+        if name in merged and merged[name] != entry:
+            raise UsageError(f"MCP server {name!r} is defined both in an MCP file and in the config")
+        merged[name] = entry
+    return merged
+
+
+def _expander(environ: Mapping[str, str], label: str) -> Callable[[str, str], str]:
+    def ex(value: str, what: str) -> str:
+        return expand_vars(value, environ, f"{label}: {what}")
+
+    return ex
+
+
+def mcp_transport(server: Mapping[str, Any]) -> str:
+    """The transport of an ACP wire MCP server: its ``type``; v1 stdio has none → ``stdio``."""
+    kind = server.get("type")
+    return kind if isinstance(kind, str) else "stdio"
+
+
+def to_acp_servers(
+    named: Mapping[str, Mapping[str, Any]],
+    environ: Mapping[str, str] | None = None,
+    *,
+    protocol_version: int | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+) -> list[dict[str, Any]]:
+    """ACP ``mcpServers`` wire objects for named entries, with ``${VAR}`` expanded.
+
+    * stdio → ``{"type": "stdio", name, command, args, env: [{name, value}]}``; ``command``
+      becomes an absolute path (bare names looked up on ``environ["PATH"]``, relative paths
+      taken from ``base_dir``, default the current directory), else ConfigError.
+    * http / sse → ``{"type", name, url, headers: [{name, value}]}``.
+    * ``_``-prefixed custom types are passed through unchanged (``name`` added if absent).
+
+    The shapes differ by version: v1's stdio variant is untagged (no ``type``) and only v1
+    has ``sse``. With ``protocol_version=None`` (not negotiated yet) every server is tagged
+    and ``sse`` is allowed; call :func:`adapt_servers` once the version is known. Read the
+    transport of any returned server with :func:`mcp_transport`. Whether the agent
+    supports each transport is the session layer's check, not ours.
+    """
+    environ = os.environ if environ is None else environ
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    servers: list[dict[str, Any]] = []
+    for name, raw in named.items():
+        entry = validate_mcp_entry(name, raw, "")
+        label = f"MCP server {name!r}"
+        transport = _transport_of(entry)
+        assert transport is not None  # validate_mcp_entry guarantees it
+        if transport.startswith("_"):
+            servers.append({"name": name, **entry})
+            continue
+
+        ex = _expander(environ, label)
+        if transport == "stdio":
+            command = ex(entry["command"], "command")
+            resolved = _which(command, environ.get("PATH", os.defpath), base)
+            if resolved is None:
+                where = "not found on PATH" if not _has_sep(command) else "not an executable file"
+                raise ConfigError(f"{label}: command {command!r} {where}")
+            server: dict[str, Any] = {
+                "type": "stdio",
+                "name": name,
+                "command": resolved,
+                "args": [ex(a, "args") for a in entry["args"]],
+                "env": [{"name": k, "value": ex(v, f"env {k}")} for k, v in entry["env"].items()],
+            }
+        else:
+            server = {
+                "type": transport,
+                "name": name,
+                "url": ex(entry["url"], "url"),
+                "headers": [
+                    {"name": k, "value": ex(v, f"header {k}")} for k, v in entry["headers"].items()
+                ],
+            }
+        servers.append(server)
+    return servers if protocol_version is None else adapt_servers(servers, protocol_version)
+
+
+def adapt_servers(servers: Iterable[Mapping[str, Any]], protocol_version: int) -> list[dict[str, Any]]:
+    """Wire servers (from :func:`to_acp_servers`) in the shape of a negotiated version.
+
+    v1: stdio loses its ``type`` (the v1 stdio variant is untagged). v2: ``sse`` does not
+    exist, so an sse server is a ConfigError. Everything else is copied unchanged.
+    """
+    out: list[dict[str, Any]] = []
+    for server in servers:
+        copy = dict(server)
+        transport = mcp_transport(copy)
+        if protocol_version < 2 and transport == "stdio":
+            copy.pop("type", None)
+        elif protocol_version >= 2 and transport == "stdio":
+            copy["type"] = "stdio"
+        elif protocol_version >= 2 and transport == "sse":
+            raise ConfigError(
+                f"MCP server {copy.get('name')!r}: the sse transport is not part of ACP v2; use http"
+            )
+        out.append(copy)
+    return out

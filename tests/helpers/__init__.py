@@ -1,0 +1,1 @@
+"""Scripts and helpers that tests run in subprocesses."""

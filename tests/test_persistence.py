@@ -1,0 +1,532 @@
+"""The root directory, the SQLite session index and the event log (acpcli.persistence)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acpcli import persistence
+from acpcli.errors import ConfigError, ExitCode, SessionNotFound, UsageError
+from acpcli.persistence import (
+    MIGRATIONS,
+    EventWriter,
+    Index,
+    SessionRecord,
+    config_path,
+    db_path,
+    ensure_dir,
+    history_dir,
+    home_dir,
+    log_dir,
+    migrate,
+    redact_mcp,
+)
+
+HELPER = Path(__file__).resolve().parent / "helpers" / "index_writer.py"
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def rec(sid: str, **kw: object) -> SessionRecord:
+    fields: dict[str, object] = {"agent": "demo", "cwd": "/work"}
+    fields.update(kw)
+    return SessionRecord(id=sid, **fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def index() -> Index:
+    idx = Index()
+    yield idx  # type: ignore[misc]
+    idx.close()
+
+
+# -- paths ---------------------------------------------------------------------------------
+
+
+def test_acpcli_home_overrides_everything(acpcli_home: Path) -> None:
+    assert home_dir() == acpcli_home
+    assert db_path() == acpcli_home / "acpcli.db"
+    assert config_path() == acpcli_home / "config.toml"
+    assert log_dir() == acpcli_home / "logs"
+    assert history_dir().parent == acpcli_home
+
+
+def test_linux_default_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ACPCLI_HOME")
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert home_dir() == tmp_path / "xdg" / "acpcli"
+    monkeypatch.setenv("XDG_CONFIG_HOME", "relative/is/ignored")
+    assert home_dir() == tmp_path / ".config" / "acpcli"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert home_dir() == tmp_path / ".config" / "acpcli"
+
+
+def test_macos_and_windows_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("ACPCLI_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert home_dir() == tmp_path / "Library" / "Application Support" / "acpcli"
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("APPDATA", str(tmp_path / "Roaming"))
+    assert home_dir() == tmp_path / "Roaming" / "acpcli"
+
+
+def test_nothing_is_created_until_first_write(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    home = tmp_path / "not-yet"
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    idx = Index()
+    for p in (home_dir(), db_path(), config_path(), log_dir(), history_dir(), idx.path):
+        assert p.is_relative_to(home)
+    assert not home.exists()
+    idx.list_sessions()
+    assert db_path().is_file()
+    idx.close()
+
+
+def test_open_is_eager_and_read_only_creates_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    home = tmp_path / "ro-home"
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    with pytest.raises(ConfigError, match="no session index"):
+        Index.open(read_only=True)
+    assert not home.exists()
+    with Index.open() as idx:  # opened (and created) at once, not on first query
+        assert db_path().is_file()
+        idx.upsert_session(rec("s1"))
+        with Index.open(read_only=True) as ro:  # readable while a writer has it open
+            assert [r.id for r in ro.list_sessions()] == ["s1"]
+            assert ro.get("s").id == "s1"
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                ro.touch("s1")
+
+
+def test_read_only_refuses_an_unmigrated_db() -> None:
+    ensure_dir(db_path().parent)
+    sqlite3.connect(db_path()).close()  # an empty database, schema version 0
+    with pytest.raises(ConfigError, match="schema 0"):
+        Index.open(read_only=True)
+
+
+def test_import_and_help_do_not_touch_the_disk(tmp_path: Path) -> None:
+    home = tmp_path / "fresh"
+    env = {**os.environ, "ACPCLI_HOME": str(home)}
+    code = "import acpcli.persistence, acpcli.config; acpcli.persistence.Index()"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+    help_cmd = [sys.executable, "-m", "acpcli", "--help"]
+    subprocess.run(help_cmd, env=env, check=True, timeout=60, capture_output=True)
+    assert not home.exists()
+
+
+def test_modes_0700_dirs_0600_db_whatever_the_umask(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    home = tmp_path / "a" / "home"
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    old = os.umask(0)  # the most permissive umask: modes must come from us, not from it
+    try:
+        with Index() as idx:
+            idx.upsert_session(rec("s1"))
+            with idx.writer() as w:
+                w.append("s1", "k", "{}")
+            assert mode(Path(str(db_path()) + "-wal")) == 0o600
+        assert mode(tmp_path / "a") == 0o700
+        assert mode(home) == 0o700
+        assert mode(db_path()) == 0o600
+        assert mode(ensure_dir(log_dir())) == 0o700
+        assert mode(ensure_dir(history_dir() / "sub")) == 0o700
+    finally:
+        os.umask(old)
+
+
+def test_ensure_dir_leaves_existing_dirs_alone(tmp_path: Path) -> None:
+    existing = tmp_path / "mine"
+    existing.mkdir()
+    existing.chmod(0o755)
+    ensure_dir(existing / "new")
+    assert mode(existing) == 0o755
+    assert mode(existing / "new") == 0o700
+
+
+# -- opening, pragmas, migrations ------------------------------------------------------------
+
+
+def test_pragmas(index: Index) -> None:
+    conn = index.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == persistence.BUSY_TIMEOUT_MS
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == persistence.PAGE_SIZE
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+
+
+def test_migrations_are_idempotent_on_an_existing_db() -> None:
+    with Index() as idx:
+        idx.upsert_session(rec("keep-me"))
+    with Index() as idx:  # reopening must not re-run CREATE TABLE
+        assert migrate(idx.conn) == len(MIGRATIONS)
+        assert migrate(idx.conn) == len(MIGRATIONS)
+        assert idx.get("keep-me").agent == "demo"
+
+
+def test_an_appended_migration_applies_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    with Index() as idx:
+        idx.upsert_session(rec("old"))
+    extra = "ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;"
+    monkeypatch.setattr(persistence, "MIGRATIONS", (*MIGRATIONS, extra))
+    for _ in range(2):  # the second open would fail with "duplicate column" if re-applied
+        with Index() as idx:
+            assert idx.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1
+            assert idx.conn.execute("SELECT pinned FROM sessions WHERE id = 'old'").fetchone() == (0,)
+
+
+def test_a_newer_schema_is_refused() -> None:
+    with Index() as idx:
+        idx.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    with pytest.raises(ConfigError, match="newer acpcli") as info:
+        Index().list_sessions()
+    assert str(db_path()) in str(info.value)
+
+
+def test_a_corrupt_db_is_a_config_error() -> None:
+    ensure_dir(db_path().parent)
+    db_path().write_bytes(b"this is not a database at all" * 200)
+    with pytest.raises(ConfigError) as info:
+        Index().list_sessions()
+    assert str(db_path()) in str(info.value)
+    assert info.value.exit_code == ExitCode.CONFIG
+
+
+def test_statement_splitter_keeps_trigger_bodies_whole() -> None:
+    statements = list(persistence._statements(MIGRATIONS[0]))
+    trigger = [s for s in statements if s.startswith("CREATE TRIGGER")]
+    assert len(trigger) == 1 and trigger[0].endswith("END;")
+    with pytest.raises(ValueError):
+        list(persistence._statements("CREATE TABLE t (x"))
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+def test_round_trip_of_every_field(index: Index) -> None:
+    original = SessionRecord(
+        id="sess_abc",
+        agent="codex",
+        argv=["codex-acp", "--flag"],
+        cwd="/home/u/p",
+        additional_dirs=["/home/u/lib", "/opt/x"],
+        mcp_servers=["fs", "web"],
+        protocol_version=1,
+        title="Fix the bug",
+        created_at=100.5,
+        last_used_at=200.25,
+        state="closed",
+        agent_info={"name": "codex-acp", "version": "0.16.0"},
+    )
+    index.upsert_session(original)
+    assert index.get("sess_abc") == original
+
+
+def test_upsert_updates_but_keeps_created_at(index: Index) -> None:
+    index.upsert_session(rec("s", created_at=1.0, last_used_at=1.0, title="a"))
+    index.upsert_session(rec("s", created_at=99.0, last_used_at=5.0, title="b", cwd="/other"))
+    got = index.get("s")
+    assert (got.created_at, got.last_used_at, got.title, got.cwd) == (1.0, 5.0, "b", "/other")
+
+
+def test_only_mcp_server_names_are_stored(index: Index) -> None:
+    secret = {"name": "fs", "command": "/bin/fs", "env": [{"name": "TOKEN", "value": "s3cret"}]}
+    with pytest.raises(ValueError, match="names only"):
+        index.upsert_session(rec("s", mcp_servers=[secret]))
+    assert index.list_sessions() == []
+
+
+def test_bad_state_is_rejected(index: Index) -> None:
+    with pytest.raises(ValueError):
+        index.upsert_session(rec("s", state="paused"))
+
+
+def test_get_unknown_id(index: Index) -> None:
+    with pytest.raises(SessionNotFound) as info:
+        index.get("nope-123")
+    assert "nope-123" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert info.value.exit_code == ExitCode.SESSION_NOT_FOUND
+
+
+def test_get_by_prefix(index: Index) -> None:
+    for sid in ("abc111", "abc222", "xyz", "xy"):
+        index.upsert_session(rec(sid))
+    assert index.get("abc1").id == "abc111"
+    assert index.get("xy").id == "xy"  # an exact id wins over being a prefix of another
+    assert index.get("xyz").id == "xyz"
+    with pytest.raises(UsageError) as info:
+        index.get("abc")
+    assert "abc111" in str(info.value) and "abc222" in str(info.value)
+    with pytest.raises(SessionNotFound):
+        index.get("abd")
+    with pytest.raises(UsageError):
+        index.get("")
+
+
+def test_prefix_is_literal_not_a_like_pattern(index: Index) -> None:
+    index.upsert_session(rec("a_b"))
+    index.upsert_session(rec("axb"))
+    assert index.get("a_").id == "a_b"
+    with pytest.raises(SessionNotFound):
+        index.get("a%")
+
+
+def test_list_orders_by_last_use_and_filters(index: Index) -> None:
+    index.upsert_session(rec("old", agent="codex", last_used_at=1.0, cwd="/a"))
+    index.upsert_session(rec("mid", agent="demo", last_used_at=2.0, cwd="/a", state="closed"))
+    index.upsert_session(rec("new", agent="demo", last_used_at=3.0, cwd="/b"))
+    ids = lambda rs: [r.id for r in rs]  # noqa: E731
+    assert ids(index.list_sessions()) == ["new", "mid", "old"]
+    assert ids(index.list_sessions(agent="demo")) == ["new", "mid"]
+    assert ids(index.list_sessions(cwd="/a")) == ["mid", "old"]
+    assert ids(index.list_sessions(state="active")) == ["new", "old"]
+    assert ids(index.list_sessions(agent="demo", cwd="/a")) == ["mid"]
+    assert ids(index.list_sessions(limit=2)) == ["new", "mid"]
+    index.touch("old")
+    assert ids(index.list_sessions(limit=1)) == ["old"]
+
+
+def test_title_close_and_delete(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    index.set_title("s", "Refactor")
+    index.mark_closed("s")
+    got = index.get("s")
+    assert (got.title, got.state) == ("Refactor", "closed")
+    with index.writer() as w:
+        w.append("s", "k", "{}")
+    index.delete("s")
+    with pytest.raises(SessionNotFound):
+        index.get("s")
+    assert index.conn.execute("SELECT count(*) FROM events").fetchone() == (0,)
+    for op in (index.touch, index.mark_closed, index.delete, lambda sid: index.set_title(sid, "x")):
+        with pytest.raises(SessionNotFound):
+            op("s")
+
+
+# -- events --------------------------------------------------------------------------------
+
+
+def test_events_come_back_in_order_with_the_raw_text(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    texts = [
+        json.dumps({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"t{i}"}})
+        for i in range(1234)
+    ]
+    texts.append('{ "sessionUpdate" : "plan",  "entries": [] }')  # odd spacing survives
+    with index.writer(batch_size=100) as w:
+        seqs = [w.append("s", json.loads(t)["sessionUpdate"], t) for t in texts]
+    assert seqs == list(range(1, len(texts) + 1))
+    assert [p for _, _, p in index.events_raw("s")] == texts
+    events = list(index.events("s"))
+    assert events[0] == ("agent_message_chunk", json.loads(texts[0]))
+    assert events[-1] == ("plan", {"sessionUpdate": "plan", "entries": []})
+    assert index.event_count("s") == len(texts)
+
+
+def test_events_are_append_only(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    with index.writer() as w:
+        w.append("s", "k", "{}")
+    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+        index.conn.execute("UPDATE events SET payload = '[]'")
+
+
+def test_append_to_an_unknown_session(index: Index) -> None:
+    with index.writer() as w, pytest.raises(SessionNotFound, match="ghost"):
+        w.append("ghost", "k", "{}")
+
+
+def test_writer_buffers_until_batch_size(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    other = Index()  # a second connection sees only what was committed
+    w = index.writer(batch_size=3, flush_interval=3600)
+    w.append("s", "k", "{}")
+    w.append("s", "k", "{}")
+    assert w.pending == 2
+    assert other.event_count("s") == 0
+    w.append("s", "k", "{}")  # third row: the batch is written
+    assert w.pending == 0
+    assert other.event_count("s") == 3
+    w.append("s", "k", "{}")
+    w.flush()
+    assert other.event_count("s") == 4
+    w.close()
+    other.close()
+
+
+def test_writer_flushes_when_the_oldest_row_is_due(index: Index) -> None:
+    now = [1000.0]
+    index.upsert_session(rec("s"))
+    other = Index()
+    w = index.writer(batch_size=1000, flush_interval=0.1, clock=lambda: now[0])
+    w.append("s", "k", "{}")
+    assert not w.flush_if_due()
+    now[0] += 0.05
+    w.append("s", "k", "{}")
+    assert other.event_count("s") == 0
+    now[0] += 0.06  # the first row is now 0.11 s old
+    assert w.flush_if_due()
+    assert other.event_count("s") == 2
+    w.append("s", "k", "{}")
+    now[0] += 0.2
+    w.append("s", "k", "{}")  # append itself notices the age
+    assert w.pending == 0 and other.event_count("s") == 4
+    w.close()
+    received = [t for (t,) in other.conn.execute("SELECT received_at FROM events ORDER BY seq")]
+    assert received == pytest.approx([1000.0, 1000.05, 1000.11, 1000.31])  # the given clock
+    other.close()
+
+
+def test_close_and_context_exit_flush(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    other = Index()
+    with index.writer(batch_size=1000, flush_interval=3600) as w:
+        w.append("s", "k", "{}")
+    assert other.event_count("s") == 1
+    with pytest.raises(ValueError):
+        w.append("s", "k", "{}")
+    w2 = index.writer(batch_size=1000, flush_interval=3600)
+    w2.append("s", "k", "{}")
+    index.close()  # closing the index closes (flushes) its writers
+    assert other.event_count("s") == 2
+    other.close()
+
+
+def test_reading_flushes_this_index_writers(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    w = index.writer(batch_size=1000, flush_interval=3600)
+    w.append("s", "k", '{"a": 1}')
+    assert list(index.events("s")) == [("k", {"a": 1})]
+    w.close()
+
+
+def test_seq_continues_across_writers_and_processes(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    with index.writer() as w:
+        w.append("s", "k", "1")
+    with Index() as later, later.writer() as w:
+        assert w.append("s", "k", "2") == 2
+
+
+def test_two_writers_on_one_session_renumber_instead_of_colliding(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    other = Index()
+    a = index.writer(batch_size=1000, flush_interval=3600)
+    b = other.writer(batch_size=1000, flush_interval=3600)
+    a.append("s", "k", '"a1"')
+    b.append("s", "k", '"b1"')  # both numbered this seq 1
+    b.append("s", "k", '"b2"')
+    a.flush()
+    b.flush()  # b's rows move to 2 and 3
+    a.append("s", "k", '"a2"')  # a learns the new end at its next flush
+    a.close()
+    b.close()
+    other.close()
+    rows = list(index.events_raw("s"))
+    assert [seq for seq, _, _ in rows] == [1, 2, 3, 4]
+    assert [p for _, _, p in rows] == ['"a1"', '"b1"', '"b2"', '"a2"']
+
+
+def test_batch_size_must_be_positive(index: Index) -> None:
+    with pytest.raises(ValueError):
+        EventWriter(index, batch_size=0)
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def test_redact_wire_shapes() -> None:
+    servers = [
+        {"type": "stdio", "name": "fs", "command": "/bin/fs", "args": ["-v"],
+         "env": [{"name": "TOKEN", "value": "s3cret"}]},
+        {"type": "http", "name": "web", "url": "https://bob:pw@example.com/mcp?key=abc&x=1",
+         "headers": [{"name": "Authorization", "value": "Bearer s3cret"}]},
+    ]
+    before = json.dumps(servers)
+    out = redact_mcp(servers)
+    assert json.dumps(servers) == before  # the input is not modified
+    text = json.dumps(out)
+    assert "s3cret" not in text and "pw" not in text and "abc" not in text
+    assert out[0]["env"] == [{"name": "TOKEN", "value": "***"}]
+    assert out[0]["args"] == ["-v"] and out[0]["command"] == "/bin/fs"
+    assert out[1]["headers"] == [{"name": "Authorization", "value": "***"}]
+    assert out[1]["url"].startswith("https://bob:***@example.com/mcp?key=***")
+
+
+def test_redact_named_config_shape() -> None:
+    out = redact_mcp({"fs": {"command": "fs", "env": {"TOKEN": "${MY_TOKEN}"}},
+                      "web": {"url": "https://e.com/mcp", "headers": {"X-Key": "k"}}})
+    assert out == [
+        {"name": "fs", "command": "fs", "env": {"TOKEN": "***"}},
+        {"name": "web", "url": "https://e.com/mcp", "headers": {"X-Key": "***"}},
+    ]
+
+
+# -- several processes at once ----------------------------------------------------------------
+
+
+def test_concurrent_processes_do_not_corrupt_the_index(tmp_path: Path) -> None:
+    """Three real processes open one fresh database at once, then write interleaved."""
+    home = tmp_path / "shared-home"  # does not exist yet: creation and migration race too
+    env = {**os.environ, "ACPCLI_HOME": str(home)}
+    workers, own_sessions, n_events, batch = 3, 4, 3000, 50
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(HELPER), str(w), str(own_sessions), str(n_events), str(batch)],
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for w in range(workers)
+    ]
+    try:
+        for p in procs:  # every worker imported and waiting ...
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:  # ... then all go at once
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        results = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for p, (out, err) in zip(procs, results, strict=True):
+        assert p.returncode == 0, err
+        assert out.strip() == "done"
+
+    conn = sqlite3.connect(home / "acpcli.db")
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (workers * own_sessions + 1,)
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (workers * n_events,)
+        per_session = n_events // (own_sessions + 1)
+        for sid, in conn.execute("SELECT id FROM sessions"):
+            rows = conn.execute(
+                "SELECT seq, payload FROM events WHERE session_id = ? ORDER BY seq", (sid,)
+            ).fetchall()
+            assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1)), sid
+            payloads = [json.loads(p) for _, p in rows]
+            expected = per_session * (workers if sid == "shared" else 1)
+            assert len(payloads) == expected, sid
+            for w in range(workers):  # each writer's own events stay in its order
+                mine = [p["i"] for p in payloads if p["worker"] == w]
+                assert mine == sorted(mine) and mine == list(range(len(mine)))
+        titles = conn.execute("SELECT count(*) FROM sessions WHERE title LIKE 'worker %'").fetchone()
+        assert titles == (workers,)
+    finally:
+        conn.close()
