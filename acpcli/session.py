@@ -109,6 +109,12 @@ class AgentLink:
         self.sessions: dict[str, LiveSession] = {}
         self._store_factory = store_factory
         self._decide_permission = decide_permission
+        self.process: Any = None  # the AgentProcess, when the link spawned one
+
+    def kill(self) -> None:
+        """Kill the agent's process group at once (no grace periods)."""
+        if self.process is not None:
+            self.process.kill()
 
     # -- notifications and agent requests -------------------------------------------------
 
@@ -290,6 +296,50 @@ class AgentLink:
         await self.conn.notify("session/cancel", wire.cancel_params(live.session_id))
 
 
+async def run_turn(
+    link: AgentLink,
+    live: LiveSession,
+    blocks: Sequence[dict[str, Any]],
+    *,
+    notice: Callable[[str], None],
+    double_interrupt_seconds: float = 3.0,
+) -> str:
+    """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
+    waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
+    agent's process group and raises :class:`KeyboardInterrupt` (exit 130 at the CLI).
+
+    ``notice`` receives the one-line status messages ("cancelling…") for the caller to show.
+    """
+    import signal
+    import time
+
+    stop = "end_turn"
+    last = 0.0
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            nonlocal stop
+            stop = await link.prompt(live, blocks)
+            tg.cancel_scope.cancel()
+
+        async def watch() -> None:
+            nonlocal last
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    now = time.monotonic()
+                    if last and now - last < double_interrupt_seconds:
+                        notice("interrupted again: killing the agent")
+                        link.kill()
+                        raise KeyboardInterrupt
+                    last = now
+                    notice("cancelling… (press Ctrl-C again to kill the agent)")
+                    await link.cancel(live)
+
+        tg.start_soon(run)
+        tg.start_soon(watch)
+    return stop
+
+
 @asynccontextmanager
 async def open_link(
     argv: Sequence[str],
@@ -328,5 +378,6 @@ async def open_link(
         async with Connection(proc, handlers=handlers, on_notification=on_notification, tap=tap) as conn:
             features = await initialize(conn, choice=choice, offer=offer)
             link = AgentLink(conn, features, store_factory=Store, decide_permission=decide_permission)
+            link.process = proc
             link_box.append(link)
             yield link

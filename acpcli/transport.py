@@ -362,6 +362,13 @@ class AgentProcess:
         await process.aclose()
         logger.debug("agent %d closed, status %s", self.pid, process.returncode)
 
+    def kill(self) -> None:
+        """SIGKILL the agent's whole process group now (the user's second Ctrl-C).
+
+        ``aclose`` still reaps it; this only skips the grace periods.
+        """
+        self._signal_group(signal.SIGKILL)
+
     def _signal_group(self, sig: signal.Signals) -> None:
         # start_new_session=True made the agent a session and group leader: pgid == pid.
         with suppress(ProcessLookupError, PermissionError):

@@ -45,6 +45,16 @@ def _root(
     """A terminal client for ACP agents."""
 
 
+def _register() -> None:
+    from acpcli.cli import agents, prompt, sessions
+
+    for sub in (sessions.app, prompt.app, agents.app):
+        app.registered_commands.extend(sub.registered_commands)
+
+
+_register()
+
+
 def report(err: AcpcliError) -> None:
     """Print an error as one line on stderr (plus an optional hint line)."""
     sys.stderr.write(f"acpcli: error: {err}\n")

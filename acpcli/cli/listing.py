@@ -1,0 +1,192 @@
+"""Read-only commands over local state: ``sessions``, ``show``, ``agents``.
+
+None of them starts an agent except ``sessions --remote`` (which must).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from acpcli.errors import ExitCode, UsageError
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def store_from_events(index: Any, session_id: str) -> Any:
+    """Rebuild a session's transcript from its event log through the store."""
+    from acpcli.cli.ops import REPLAY_ABORT, REPLAY_END, REPLAY_START
+    from acpcli.store import Store
+
+    store = Store()
+    pending: Store | None = None  # a replay in progress
+    for kind, update in index.events(session_id):
+        if kind == REPLAY_START:
+            pending = Store()
+        elif kind == REPLAY_END:
+            if pending is not None:
+                store, pending = pending, None
+        elif kind == REPLAY_ABORT:
+            pending = None
+        else:
+            # turn boundaries are implied by the recorded user messages
+            (pending or store).apply(update)
+    return store
+
+
+def sessions(
+    *, agent: str | None, cmd: str | None, cwd: Path | None, all_states: bool, remote: bool, as_json: bool
+) -> int:
+    from acpcli.cli.ops import environment, resolve_dir
+
+    env = environment()
+    the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
+    if remote:
+        return _remote_sessions(env, agent, cmd, the_cwd, as_json)
+    from acpcli.persistence import Index, db_path
+
+    if not db_path().exists():
+        rows = []
+    else:
+        with Index.open(read_only=True) as index:
+            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=None if all_states else "active")
+    if as_json:
+        for rec in rows:
+            env.stdout.write(
+                json.dumps(
+                    {
+                        "id": rec.id,
+                        "agent": rec.agent,
+                        "title": rec.title,
+                        "cwd": rec.cwd,
+                        "additionalDirectories": rec.additional_dirs,
+                        "mcpServers": rec.mcp_servers,
+                        "protocolVersion": rec.protocol_version,
+                        "created": rec.created_at,
+                        "lastUsed": rec.last_used_at,
+                        "state": rec.state,
+                    }
+                )
+                + "\n"
+            )
+        return int(ExitCode.OK)
+    if not rows:
+        env.err.print("no sessions recorded yet — start one with `acpcli new --agent demo`", markup=False)
+        return int(ExitCode.OK)
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE"):
+        table.add_column(column, overflow="fold" if column in ("ID", "CWD") else "ellipsis")
+    home = os.path.expanduser("~")
+    for rec in rows:
+        shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
+        table.add_row(
+            rec.id,
+            rec.agent,
+            rec.title or "",
+            shown_cwd,
+            str(rec.protocol_version or "-"),
+            _when(rec.created_at),
+            _when(rec.last_used_at),
+            rec.state,
+        )
+    env.out.print(table)
+    return int(ExitCode.OK)
+
+
+def _remote_sessions(env: Any, agent: str | None, cmd: str | None, cwd: str | None, as_json: bool) -> int:
+    import anyio
+
+    from acpcli.cli.ops import pick_agent
+    from acpcli.session import open_link
+
+    if agent is None and cmd is None:
+        raise UsageError("--remote asks an agent: pass --agent NAME or --cmd 'COMMAND'")
+    choice = pick_agent(agent, cmd)
+
+    async def main() -> list[dict[str, Any]]:
+        async with open_link(choice.argv) as link:
+            return [info async for info in link.list_remote(cwd)]
+
+    infos = anyio.run(main)
+    for info in infos:
+        if as_json:
+            env.stdout.write(json.dumps(info) + "\n")
+        else:
+            env.stdout.write(
+                f"{info.get('sessionId')}\t{info.get('title') or ''}\t{info.get('cwd') or ''}\t{info.get('updatedAt') or ''}\n"
+            )
+    return int(ExitCode.OK)
+
+
+def show(session_id: str) -> int:
+    """Print the stored transcript of a session (rich on a terminal, plain text otherwise)."""
+    from acpcli.cli.ops import environment
+    from acpcli.persistence import Index, db_path
+    from acpcli.errors import SessionNotFound
+
+    env = environment()
+    if not db_path().exists():
+        raise SessionNotFound(f"no session {session_id!r} in the local index")
+    with Index.open(read_only=True) as index:
+        record = index.get(session_id)
+        store = store_from_events(index, record.id)
+    from acpcli.render import make_view
+
+    view = make_view(env, final_only=True)
+    try:
+        view.print_store(store)
+    finally:
+        view.close()
+    return int(ExitCode.OK)
+
+
+def agents(as_json: bool) -> int:
+    """List built-in and configured agents and whether each command is on PATH."""
+    from acpcli.cli.ops import environment
+    from acpcli.config import find_executable, load_config
+
+    env = environment()
+    cfg = load_config()
+    rows = []
+    for name, spec in sorted(cfg.agents.items()):
+        found = find_executable(spec)
+        rows.append((name, spec, found))
+    if as_json:
+        for name, spec, found in rows:
+            env.stdout.write(
+                json.dumps(
+                    {
+                        "name": name,
+                        "argv": spec.argv,
+                        "builtin": spec.builtin,
+                        "description": spec.description,
+                        "found": found,
+                    }
+                )
+                + "\n"
+            )
+        return int(ExitCode.OK)
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("NAME", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION"):
+        table.add_column(column)
+    for name, spec, found in rows:
+        table.add_row(
+            name,
+            " ".join(spec.argv),
+            found or "not on PATH",
+            "built-in" if spec.builtin else "config",
+            spec.description,
+        )
+    env.out.print(table)
+    return int(ExitCode.OK)

@@ -1,0 +1,467 @@
+"""What the session commands do, once their options are parsed.
+
+Imported lazily by the command functions (it pulls in anyio, sqlite3 and the session layer),
+so ``--help`` and completion never pay for it. Order of work in every command: validate all
+input (agent, directories, MCP servers, session id) *before* starting an agent or writing to
+the index, so a bad input costs nothing and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acpcli.env import Environment
+from acpcli.errors import AcpcliError, SessionNotFound, UsageError
+
+
+@dataclass
+class AgentChoice:
+    """Which agent to run and how to record it."""
+
+    name: str  # a configured/built-in name, or "cmd" for --cmd
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+
+@dataclass
+class SessionInputs:
+    """Validated inputs of a lifecycle command."""
+
+    agent: AgentChoice
+    cwd: str
+    additional_directories: list[str]
+    mcp_servers: list[dict[str, Any]]
+    mcp_names: list[str]
+    protocol: str = "auto"
+    log_file: Path | None = None
+
+
+def resolve_dir(path: str | os.PathLike[str], option: str) -> str:
+    """An absolute, normalized directory path; a missing one is a usage error."""
+    absolute = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    if not os.path.isdir(absolute):
+        what = "does not exist" if not os.path.exists(absolute) else "is not a directory"
+        raise UsageError(f"{option} {os.fspath(path)}: {what}")
+    return absolute
+
+
+def pick_agent(agent: str | None, cmd: str | None, *, default: AgentChoice | None = None) -> AgentChoice:
+    """``--agent NAME`` or ``--cmd 'ARGV'`` (not both); else ``default``; else an error."""
+    from acpcli import config
+
+    if agent and cmd:
+        raise UsageError("give either --agent or --cmd, not both")
+    if cmd is not None:
+        spec = config.agent_from_cmd(cmd)
+        return AgentChoice("cmd", list(spec.argv), dict(spec.env))
+    if agent is None and default is not None:
+        return default
+    cfg = config.load_config()
+    if agent is None:
+        agent = getattr(cfg, "default_agent", None)
+        if not agent:
+            names = ", ".join(sorted(cfg.agents))
+            raise UsageError(
+                "no agent chosen: pass --agent NAME or --cmd 'COMMAND'",
+                hint=f"known agents: {names} (try --agent demo)",
+            )
+    spec = config.resolve_agent(agent, cfg)
+    return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None)
+
+
+def mcp_servers(mcp_config: Path | None, names: Sequence[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
+    """ACP-shaped MCP servers from ``--mcp-config`` and ``--mcp NAME``, plus their names."""
+    if mcp_config is None and not names:
+        return [], []
+    from acpcli import config
+
+    from_file = config.load_mcp_file(mcp_config) if mcp_config is not None else {}
+    cfg = config.load_config()
+    merged = config.merge_mcp(from_file, cfg.mcp_servers, list(names or []))
+    servers = config.to_acp_servers(merged)
+    return servers, list(merged)
+
+
+def session_inputs(
+    *,
+    agent: str | None,
+    cmd: str | None,
+    cwd: Path | None,
+    add_dir: Sequence[Path] | None,
+    mcp_config: Path | None,
+    mcp: Sequence[str] | None,
+    protocol: str,
+    log_file: Path | None,
+    default_agent: AgentChoice | None = None,
+    default_cwd: str | None = None,
+    default_add_dirs: Sequence[str] = (),
+    no_add_dirs: bool = False,
+) -> SessionInputs:
+    """Validate every input of a lifecycle command; raises before anything is started."""
+    from acpcli.negotiate import parse_protocol_choice
+
+    parse_protocol_choice(protocol)
+    choice = pick_agent(agent, cmd, default=default_agent)
+    if cwd is not None:
+        the_cwd = resolve_dir(cwd, "--cwd")
+    elif default_cwd is not None:
+        the_cwd = default_cwd
+    elif choice.cwd is not None:
+        the_cwd = resolve_dir(choice.cwd, f"the cwd of agent {choice.name!r}")
+    else:
+        the_cwd = os.getcwd()
+    if no_add_dirs and add_dir:
+        raise UsageError("give either --add-dir or --no-add-dirs, not both")
+    if add_dir:
+        dirs = [resolve_dir(d, "--add-dir") for d in add_dir]
+    elif no_add_dirs:
+        dirs = []
+    else:
+        dirs = list(default_add_dirs)
+    servers, names = mcp_servers(mcp_config, mcp)
+    return SessionInputs(choice, the_cwd, dirs, servers, names, protocol, log_file)
+
+
+def now() -> float:
+    return time.time()
+
+
+def lookup(session_id: str) -> Any:
+    """The index record for an id or unique prefix (SessionNotFound otherwise)."""
+    from acpcli.persistence import Index
+
+    with Index.open() as index:
+        return index.get(session_id)
+
+
+def lookup_or_none(session_id: str) -> Any:
+    try:
+        return lookup(session_id)
+    except SessionNotFound:
+        return None
+
+
+def fail_if_error(err: BaseException) -> None:
+    """Re-raise the first :class:`AcpcliError` inside an exception group, if any."""
+    if isinstance(err, AcpcliError):
+        raise err
+    inner = getattr(err, "exceptions", None)
+    if inner:
+        for sub in inner:
+            fail_if_error(sub)
+
+
+def environment() -> Environment:
+    return Environment.from_process()
+
+
+# -- running an agent ---------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What one command run needs beyond its inputs: environment, view, REPL wish."""
+
+    env: Environment
+    repl: bool
+    title: str | None = None
+    permissions: str | None = None
+
+
+def _env_extra(agent: AgentChoice) -> dict[str, str]:
+    from acpcli.config import expand_vars
+
+    return {k: expand_vars(v, os.environ, f"agent {agent.name!r}: env {k}") for k, v in agent.env.items()}
+
+
+def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | None) -> Any:
+    from acpcli.persistence import SessionRecord
+
+    return SessionRecord(
+        id=session_id,
+        agent=inputs.agent.name,
+        argv=inputs.agent.argv,
+        cwd=inputs.cwd,
+        additional_dirs=inputs.additional_directories,
+        mcp_servers=inputs.mcp_names,
+        protocol_version=features.protocol_version,
+        title=title,
+        agent_info={"name": features.agent_name, "title": features.agent_title, "version": features.agent_version},
+    )
+
+
+def _decider(run: Run) -> Any:
+    from acpcli.client_side import permission_decider
+
+    ask = None
+    if run.repl:
+        from acpcli.repl import permission_asker
+
+        ask = permission_asker(run.env)
+    return permission_decider(run.env, run.permissions, ask)
+
+
+#: Event-log markers around a load's replay: a replay is the whole conversation, so a
+#: transcript rebuilt from the log starts again at the last replay that completed.
+REPLAY_START = "acpcli/replay-start"
+REPLAY_END = "acpcli/replay-end"
+REPLAY_ABORT = "acpcli/replay-abort"
+
+
+async def attach(
+    link: Any,
+    command: str,
+    inputs: SessionInputs,
+    run: Run,
+    index: Any,
+    writer: Any,
+    view: Any,
+    session_id: str | None,
+) -> Any:
+    """Create, load or resume the session over ``link`` and keep the index in step.
+
+    A session the index did not know is recorded before its replay arrives and removed
+    again if the agent refuses it, so a failed command leaves nothing behind.
+    """
+    if command == "new":
+        live = await link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
+        index.upsert_session(_record(inputs, live.session_id, link.features, run.title))
+        live.recorder = writer
+        return live
+    assert session_id is not None
+    try:
+        known = index.get(session_id)
+    except SessionNotFound:
+        known = None
+    sid = known.id if known is not None else session_id
+    if known is None:  # created elsewhere: record it from now on
+        index.upsert_session(_record(inputs, sid, link.features, run.title))
+    if command == "resume" and known is not None and view is not None:
+        from acpcli.cli.listing import store_from_events
+
+        run.env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
+        view.print_store(store_from_events(index, sid))
+        run.env.err.print("[dim]── resumed ──[/]")
+    if command == "load":
+        writer.append(sid, REPLAY_START, "{}")
+    method = link.load if command == "load" else link.resume
+    try:
+        live = await method(
+            sid, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer
+        )
+    except BaseException:
+        if known is None:
+            writer.flush()
+            index.delete(sid)
+        else:
+            if command == "load":
+                writer.append(sid, REPLAY_ABORT, "{}")
+            writer.flush()
+        raise
+    if command == "load":
+        writer.append(sid, REPLAY_END, "{}")
+    writer.flush()
+    index.touch(sid)
+    if run.title:
+        index.set_title(sid, run.title)
+    return live
+
+
+def _link(inputs: SessionInputs, run: Run) -> Any:
+    from acpcli.session import open_link
+
+    return open_link(
+        inputs.agent.argv,
+        env_extra=_env_extra(inputs.agent),
+        choice=inputs.protocol,  # type: ignore[arg-type]
+        log_file=inputs.log_file,
+        decide_permission=_decider(run),
+    )
+
+
+def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
+    """``new``, ``load`` or ``resume``: start the agent, set the session up, record it,
+    then hand over to the REPL or print what a script needs (``new``: the id; ``load``:
+    the replayed transcript; ``resume``: nothing)."""
+    import anyio
+
+    from acpcli.errors import ExitCode
+
+    async def main() -> int:
+        from acpcli.persistence import Index
+        from acpcli.render import make_view
+
+        index = Index.open()
+        writer = index.writer()
+        view = make_view(run.env, final_only=not run.repl) if (command != "resume" or run.repl) else None
+        try:
+            async with _link(inputs, run) as link:
+                live = await attach(link, command, inputs, run, index, writer, view, session_id)
+                if run.repl:
+                    from acpcli.repl import run_repl
+
+                    return await run_repl(run.env, link, live, index=index, writer=writer, agent=inputs.agent.name)
+                if view is not None:
+                    view.close()
+                    view = None
+                if command == "new":
+                    run.env.stdout.write(live.session_id + "\n")
+                    run.env.stdout.flush()
+                if live.store.title:
+                    index.set_title(live.session_id, live.store.title)
+                return int(ExitCode.OK)
+        finally:
+            if view is not None:
+                view.close()
+            writer.close()
+            index.close()
+
+    return anyio.run(main)
+
+
+def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
+    """Make the session active (resume if supported), then ``session/close``."""
+    import anyio
+
+    from acpcli.errors import CapabilityMissing, ExitCode
+
+    async def main() -> int:
+        from acpcli.persistence import Index
+        from acpcli.session import open_link
+
+        async with open_link(
+            inputs.agent.argv,
+            env_extra=_env_extra(inputs.agent),
+            choice=inputs.protocol,  # type: ignore[arg-type]
+            log_file=inputs.log_file,
+        ) as link:
+            try:
+                if not link.features.close:
+                    from acpcli.protocol import wire
+
+                    wire.require(link.features, "session/close")
+                if link.features.resume:
+                    await link.resume(record.id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers)
+                answer = await link.close(record.id)
+            finally:
+                with Index.open() as index:
+                    index.mark_closed(record.id)
+        import json as _json
+
+        run.env.err.print(f"closed {record.id}: the agent answered {_json.dumps(answer)}", markup=False, highlight=False)
+        return int(ExitCode.OK)
+
+    try:
+        return anyio.run(main)
+    except CapabilityMissing as err:
+        err.message += " (marked closed locally)"
+        raise
+
+
+def prompt_text(text: Sequence[str] | None, file: Path | None, env: Environment) -> str:
+    """The prompt from arguments, ``-f FILE`` (``-`` for stdin), or a piped stdin."""
+    if text and file is not None:
+        raise UsageError("give the prompt as arguments or with -f, not both")
+    if text:
+        result = " ".join(text)
+    elif file is not None:
+        if str(file) == "-":
+            result = env.stdin.read()
+        else:
+            try:
+                result = Path(file).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as err:
+                raise UsageError(f"cannot read prompt file {file}: {getattr(err, 'strerror', None) or err}") from None
+    elif not env.stdin_isatty:
+        result = env.stdin.read()
+    else:
+        raise UsageError("no prompt: pass TEXT, -f FILE, or pipe it on stdin")
+    if not result.strip():
+        raise UsageError("the prompt is empty")
+    return result
+
+
+def run_prompt(
+    inputs: SessionInputs,
+    run: Run,
+    text: str,
+    *,
+    session_id: str | None,
+    output_format: str,
+    quiet: bool,
+) -> int:
+    """One turn: a new session (or ``--session``: resume if supported, else load without
+    printing the replay), the prompt, the streamed answer; the exit code follows the stop
+    reason."""
+    import anyio
+
+    from acpcli.errors import CapabilityMissing, ExitCode, TurnEnded
+
+    async def main() -> int:
+        from acpcli.persistence import Index
+        from acpcli.protocol import wire
+        from acpcli.render import make_view
+        from acpcli.session import run_turn
+
+        index = Index.open()
+        writer = index.writer()
+        view = make_view(run.env, format=output_format, quiet=quiet)
+        try:
+            async with _link(inputs, run) as link:
+                if session_id is None:
+                    command = "new"
+                elif link.features.resume:
+                    command = "resume"
+                elif link.features.load:
+                    command = "load"
+                else:
+                    raise CapabilityMissing(
+                        f"{link.features.display_name} can neither resume nor load a session",
+                        hint="drop --session to start a new one",
+                    )
+                # A load's replay is context, not output: attach without a view first.
+                live = await attach(link, command, inputs, run, index, writer, None, session_id)
+                live.sink = view
+                if command == "new":
+                    run.env.err.print(f"[dim]session {live.session_id}[/]", highlight=False)
+                stop = await run_turn(
+                    link,
+                    live,
+                    [wire.text_block(text)],
+                    notice=lambda m: run.env.err.print(m, style="yellow", markup=False, highlight=False),
+                )
+                view.turn_ended(stop)
+                writer.flush()
+                index.touch(live.session_id)
+                if live.store.title:
+                    index.set_title(live.session_id, live.store.title)
+                if stop != "end_turn":
+                    raise TurnEnded(stop)
+                return int(ExitCode.OK)
+        finally:
+            view.close()
+            writer.close()
+            index.close()
+
+    return anyio.run(main)
+
+
+def last_session(agent: str, cwd: str) -> str:
+    """The most recently used active session of ``agent`` in ``cwd`` (for ``--last``)."""
+    from acpcli.persistence import Index, db_path
+
+    rows = []
+    if db_path().exists():
+        with Index.open(read_only=True) as index:
+            rows = index.list_sessions(agent=agent, cwd=cwd, state="active", limit=1)
+    if not rows:
+        raise SessionNotFound(
+            f"no earlier session of {agent!r} in {cwd}", hint="drop --last to start a new session"
+        )
+    return rows[0].id

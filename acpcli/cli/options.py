@@ -1,0 +1,132 @@
+"""Option declarations shared by several commands (``Annotated`` aliases).
+
+Kept import-light: this module is loaded for ``--help`` and for every completion request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from acpcli.cli import complete
+
+AGENT_PANEL = "Agent"
+SESSION_PANEL = "Session"
+
+Agent = Annotated[
+    Optional[str],
+    typer.Option(
+        "--agent",
+        "-a",
+        metavar="NAME",
+        help="Agent to run: a built-in (demo, claude, codex, gemini, ...) or one from config.toml. "
+        "See `acpcli agents`.",
+        autocompletion=complete.agent_names,
+        show_default=False,
+    ),
+]
+Cmd = Annotated[
+    Optional[str],
+    typer.Option(
+        "--cmd",
+        metavar="COMMAND",
+        help="Run this agent command line instead of a named agent (split like a shell would, "
+        "never run through one), e.g. --cmd 'my-agent --acp'.",
+        show_default=False,
+    ),
+]
+Cwd = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--cwd",
+        "-C",
+        metavar="DIR",
+        help="Working directory of the session (default: the current directory; for load/resume "
+        "the session's stored cwd).",
+        file_okay=False,
+        show_default=False,
+    ),
+]
+AddDir = Annotated[
+    Optional[List[Path]],
+    typer.Option(
+        "--add-dir",
+        metavar="DIR",
+        help="Extra workspace root for the session (repeatable). Needs an agent that supports "
+        "additional directories. On load/resume it replaces the stored list.",
+        file_okay=False,
+        show_default=False,
+    ),
+]
+NoAddDirs = Annotated[
+    bool,
+    typer.Option("--no-add-dirs", help="On load/resume: send no additional directories."),
+]
+McpConfig = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--mcp-config",
+        metavar="FILE",
+        help='MCP servers file in the common {"mcpServers": {...}} JSON format.',
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+Mcp = Annotated[
+    Optional[List[str]],
+    typer.Option(
+        "--mcp",
+        metavar="NAME",
+        help="Named MCP server from config.toml [mcp_servers.NAME] (repeatable).",
+        show_default=False,
+    ),
+]
+Protocol = Annotated[
+    str,
+    typer.Option(
+        "--protocol",
+        metavar="auto|1|2",
+        help="ACP version to speak: auto (offer 2, accept 1), 1 or 2.",
+        autocompletion=complete.protocols,
+    ),
+]
+NoRepl = Annotated[
+    bool,
+    typer.Option(
+        "--no-repl",
+        help="Do the work and exit, without the interactive prompt (implied when stdin is not "
+        "a terminal).",
+    ),
+]
+LogFile = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--log-file",
+        metavar="FILE",
+        help="Write every JSON-RPC frame both ways to this file (secrets redacted). "
+        "Env: ACPCLI_LOG_FILE.",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+Permissions = Annotated[
+    Optional[str],
+    typer.Option(
+        "--permissions",
+        metavar="POLICY",
+        help="Answer permission requests: ask, allow, deny or read-only "
+        "(default: ask on a terminal, deny otherwise).",
+        autocompletion=complete.permission_policies,
+        show_default=False,
+    ),
+]
+SessionId = Annotated[
+    str,
+    typer.Argument(
+        help="Session id (a unique prefix of a locally recorded id is enough).",
+        autocompletion=complete.session_ids,
+        show_default=False,
+    ),
+]

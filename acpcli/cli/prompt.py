@@ -1,0 +1,76 @@
+"""``acpcli prompt``: one turn, scripted. stdout carries only the transcript."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from acpcli.cli import complete
+from acpcli.cli.options import AddDir, Agent, Cmd, Cwd, LogFile, Mcp, McpConfig, Permissions, Protocol
+
+app = typer.Typer()
+
+
+@app.command()
+def prompt(
+    text: Annotated[Optional[List[str]], typer.Argument(metavar="[TEXT]...", help="The prompt (else -f FILE, else stdin).", show_default=False)] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin).", show_default=False)] = None,
+    session: Annotated[Optional[str], typer.Option("--session", "-s", metavar="SESSION_ID", help="Continue this session (resume, or load without printing the replay).", autocompletion=complete.session_ids, show_default=False)] = None,
+    last: Annotated[bool, typer.Option("--last", help="Continue the most recent session of this agent in this directory.")] = False,
+    agent: Agent = None,
+    cmd: Cmd = None,
+    cwd: Cwd = None,
+    add_dir: AddDir = None,
+    mcp_config: McpConfig = None,
+    mcp: Mcp = None,
+    protocol: Protocol = "auto",
+    output_format: Annotated[str, typer.Option("--format", metavar="text|markdown|jsonl", help="Output format on stdout.", autocompletion=complete.formats)] = "text",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the agent's answer.")] = False,
+    permissions: Permissions = None,
+    log_file: LogFile = None,
+) -> None:
+    """Send one prompt and print the answer; exit with a code for how the turn ended.
+
+    Examples:
+
+      acpcli prompt --agent demo "explain this repo"
+
+      echo "summarize" | acpcli prompt --agent demo > answer.md
+
+      acpcli prompt --last "and now the tests"
+    """
+    from acpcli.cli import ops
+    from acpcli.errors import UsageError
+
+    env = ops.environment()
+    the_text = ops.prompt_text(text, file, env)
+    if session and last:
+        raise UsageError("give either --session or --last, not both")
+    default_agent = default_cwd = None
+    default_dirs: list[str] = []
+    if session is not None:
+        record = ops.lookup(session)
+        session = record.id
+        default_agent = ops.AgentChoice(record.agent, list(record.argv))
+        default_cwd, default_dirs = record.cwd, list(record.additional_dirs)
+    inputs = ops.session_inputs(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
+        protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
+        default_add_dirs=default_dirs,
+    )
+    if last:
+        session = ops.last_session(inputs.agent.name, inputs.cwd)
+        record = ops.lookup(session)
+        inputs.additional_directories = list(record.additional_dirs) if not add_dir else inputs.additional_directories
+    run = ops.Run(env=env, repl=False, permissions=permissions)
+    if output is not None:
+        run.env = ops.Environment(stdin=env.stdin, stdout=open(output, "w", encoding="utf-8"), stderr=env.stderr)  # noqa: SIM115
+    try:
+        code = ops.run_prompt(inputs, run, the_text, session_id=session, output_format=output_format, quiet=quiet)
+    finally:
+        if output is not None:
+            run.env.stdout.close()
+    raise typer.Exit(code)

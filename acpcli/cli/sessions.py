@@ -1,0 +1,237 @@
+"""Session lifecycle commands: new, load, resume, close, sessions, show.
+
+Each command validates its input and delegates to :mod:`acpcli.cli.ops` (imported inside the
+function, so ``--help`` stays fast).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from acpcli.cli import complete
+from acpcli.cli.options import (
+    AddDir,
+    Agent,
+    Cmd,
+    Cwd,
+    LogFile,
+    Mcp,
+    McpConfig,
+    NoAddDirs,
+    NoRepl,
+    Permissions,
+    Protocol,
+    SessionId,
+)
+
+app = typer.Typer()
+
+NewIfMissing = Annotated[
+    bool,
+    typer.Option(
+        "--new-if-missing",
+        help="If the agent cannot find the session, start a new one instead of failing "
+        "(the explicit, visible fallback; the old context is not carried over).",
+    ),
+]
+Title = Annotated[Optional[str], typer.Option("--title", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
+
+
+def _run(no_repl: bool, title: str | None = None, permissions: str | None = None):  # noqa: ANN202
+    from acpcli.cli.ops import Run, environment
+
+    env = environment()
+    return Run(env=env, repl=env.interactive and not no_repl, title=title, permissions=permissions)
+
+
+@app.command()
+def new(
+    agent: Agent = None,
+    cmd: Cmd = None,
+    cwd: Cwd = None,
+    add_dir: AddDir = None,
+    mcp_config: McpConfig = None,
+    mcp: Mcp = None,
+    protocol: Protocol = "auto",
+    title: Title = None,
+    no_repl: NoRepl = False,
+    permissions: Permissions = None,
+    log_file: LogFile = None,
+) -> None:
+    """Start a new session with an agent.
+
+    On a terminal the interactive prompt opens; otherwise (or with --no-repl) the new session
+    id is printed alone on stdout, so `ID=$(acpcli new --agent demo --no-repl)` works.
+
+    Examples:
+
+      acpcli new --agent demo
+
+      acpcli new --cmd 'my-agent --acp' --cwd ~/src/app --add-dir ~/src/lib
+    """
+    from acpcli.cli import ops
+
+    inputs = ops.session_inputs(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
+        protocol=protocol, log_file=log_file,
+    )
+    raise typer.Exit(ops.run_lifecycle("new", inputs, _run(no_repl, title, permissions)))
+
+
+def _reattach(
+    command: str,
+    session_id: str,
+    agent: str | None,
+    cmd: str | None,
+    cwd,  # noqa: ANN001
+    add_dir,  # noqa: ANN001
+    no_add_dirs: bool,
+    mcp_config,  # noqa: ANN001
+    mcp,  # noqa: ANN001
+    protocol: str,
+    log_file,  # noqa: ANN001
+    new_if_missing: bool,
+    run,  # noqa: ANN001
+) -> int:
+    from acpcli.cli import ops
+    from acpcli.errors import RpcError, UsageError
+
+    record = ops.lookup_or_none(session_id)
+    default_agent = None
+    default_cwd = None
+    default_dirs: list[str] = []
+    if record is not None:
+        default_agent = ops.AgentChoice(record.agent, list(record.argv))
+        default_cwd = record.cwd
+        default_dirs = list(record.additional_dirs)
+        if cwd is not None and ops.resolve_dir(cwd, "--cwd") != record.cwd:
+            raise UsageError(
+                f"session {record.id} belongs to {record.cwd}; --cwd {cwd} differs",
+                hint="the agent restores a session in its own working directory; drop --cwd, "
+                "or start a new session there",
+            )
+    elif agent is None and cmd is None:
+        raise UsageError(
+            f"session {session_id!r} is not in the local index; say which agent holds it",
+            hint=f"acpcli {command} {session_id} --agent NAME (or --cmd 'COMMAND') [--cwd DIR]",
+        )
+    inputs = ops.session_inputs(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
+        protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
+        default_add_dirs=default_dirs, no_add_dirs=no_add_dirs,
+    )
+    sid = record.id if record is not None else session_id
+    try:
+        return ops.run_lifecycle(command, inputs, run, session_id=sid)
+    except RpcError as err:
+        if not new_if_missing:
+            raise
+        run.env.err.print(
+            f"acpcli: {command} of {sid} failed ({err}); starting a new session (--new-if-missing)",
+            markup=False,
+        )
+        return ops.run_lifecycle("new", inputs, run)
+
+
+@app.command()
+def load(
+    session_id: SessionId,
+    agent: Agent = None,
+    cmd: Cmd = None,
+    cwd: Cwd = None,
+    add_dir: AddDir = None,
+    no_add_dirs: NoAddDirs = False,
+    mcp_config: McpConfig = None,
+    mcp: Mcp = None,
+    protocol: Protocol = "auto",
+    new_if_missing: NewIfMissing = False,
+    no_repl: NoRepl = False,
+    permissions: Permissions = None,
+    log_file: LogFile = None,
+) -> None:
+    """Load a session: the agent replays the conversation, then the prompt opens.
+
+    Needs an agent that supports loading (v1 loadSession, v2 session.load). Without a
+    terminal (or with --no-repl) the replayed transcript is printed to stdout.
+    The stored cwd and extra roots are sent again; a session not in the local index (made by
+    another client) needs --agent or --cmd, and is recorded from then on.
+    """
+    raise typer.Exit(
+        _reattach("load", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
+                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions))
+    )
+
+
+@app.command()
+def resume(
+    session_id: SessionId,
+    agent: Agent = None,
+    cmd: Cmd = None,
+    cwd: Cwd = None,
+    add_dir: AddDir = None,
+    no_add_dirs: NoAddDirs = False,
+    mcp_config: McpConfig = None,
+    mcp: Mcp = None,
+    protocol: Protocol = "auto",
+    new_if_missing: NewIfMissing = False,
+    no_repl: NoRepl = False,
+    permissions: Permissions = None,
+    log_file: LogFile = None,
+) -> None:
+    """Resume a session without replay; the locally stored transcript is shown for context.
+
+    Needs an agent that supports resuming (v1 sessionCapabilities.resume, v2 session.resume).
+    Without a terminal (or with --no-repl) nothing is printed on stdout.
+    """
+    raise typer.Exit(
+        _reattach("resume", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
+                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions))
+    )
+
+
+@app.command()
+def close(
+    session_id: SessionId,
+    agent: Agent = None,
+    cmd: Cmd = None,
+    protocol: Protocol = "auto",
+    log_file: LogFile = None,
+) -> None:
+    """Close a session on the agent (resuming it first when needed) and mark it closed.
+
+    Needs an agent that supports closing. What the agent answered is reported on stderr.
+    """
+    from acpcli.cli import ops
+
+    record = ops.lookup(session_id)
+    inputs = ops.session_inputs(
+        agent=agent, cmd=cmd, cwd=None, add_dir=None, mcp_config=None, mcp=None, protocol=protocol,
+        log_file=log_file, default_agent=ops.AgentChoice(record.agent, list(record.argv)),
+        default_cwd=record.cwd, default_add_dirs=record.additional_dirs,
+    )
+    raise typer.Exit(ops.run_close(record, inputs, _run(True)))
+
+
+@app.command()
+def sessions(
+    agent: Annotated[Optional[str], typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=complete.agent_names, show_default=False)] = None,
+    cwd: Cwd = None,
+    all_states: Annotated[bool, typer.Option("--all", help="Include closed sessions.")] = False,
+    remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
+    cmd: Cmd = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """List sessions: the local index by default, or the agent's own list with --remote."""
+    from acpcli.cli import listing
+
+    raise typer.Exit(listing.sessions(agent=agent, cmd=cmd, cwd=cwd, all_states=all_states, remote=remote, as_json=as_json))
+
+
+@app.command()
+def show(session_id: SessionId) -> None:
+    """Print a session's stored transcript (no agent is started)."""
+    from acpcli.cli import listing
+
+    raise typer.Exit(listing.show(session_id))
