@@ -1,6 +1,6 @@
-"""What the agent may ask of the client: permission decisions (fs and terminals to come).
+"""What the agent may ask of the client: permission decisions, files, terminals (ACP v1).
 
-Policies (``--permissions``):
+Permissions (``--permissions``):
 
 ``ask``        show the request and every option; the person picks (the default on a terminal)
 ``allow``      pick the agent's ``allow_once`` option (``allow_always`` if that is all it offers)
@@ -9,24 +9,69 @@ Policies (``--permissions``):
 ``read-only``  allow tool calls of kind read / search / fetch / think, reject the rest
 
 "Always" answers are remembered per session: a later request for the same tool kind is answered
-the same way without asking again.
+the same way without asking again. A request whose ``toolCall`` carries no ``kind`` (v1 agents
+often send only the ``toolCallId``) is judged by the kind the tool call was announced with.
+When the agent offers no option of the kind a policy needs, the answer is ``cancelled``: an
+option is never invented, and an allow option is never picked to refuse.
+
+Files (``fs/read_text_file``, ``fs/write_text_file``), confined to the session's root set
+``[cwd, *additionalDirectories]``:
+
+* The path must be absolute. It is resolved with every symlink followed (``os.path.realpath``,
+  which also resolves the deepest existing parent of a path that does not exist yet) and only
+  then checked against the equally resolved roots, so ``..``, symlinks and absolute paths
+  cannot leave the root set. A refused path is answered -32602 naming the path and the roots.
+  Every file operation then uses the resolved path.
+* Reads honour ``line`` (1-based; 0 reads from the start, as the schema allows it) and
+  ``limit`` (a number of lines; lines end at ``\\n``, line endings are kept). Text is UTF-8;
+  anything else is answered -32602 ("not UTF-8 text"). A read larger than
+  :data:`MAX_READ_BYTES` is refused: ask for fewer lines.
+* **A missing file inside the roots reads as empty content**, ``{"content": ""}``, marked with
+  ``_meta: {"acpcli": {"missing": true}}``. Deliberately: gemini reads a file before writing it
+  and only creates new files when that read succeeds with empty content; an error would make it
+  unable to create any file. Agents that care can tell the difference by the marker.
+* Writes are atomic: a temporary file in the target's directory, ``fsync``, ``os.replace``.
+  Missing parent directories (inside the roots) are created; an existing file keeps its mode,
+  a new one gets the umask's. Writing over a directory or other non-file is refused.
+* Other OS errors (permission denied, disk full) are answered -32603 with the reason.
+
+Terminals: :mod:`acpcli.terminals`. A terminal's ``cwd`` is confined like a path; the default is
+the session's ``cwd``.
+
+Which methods exist: :meth:`ClientServices.handlers` holds only what was offered (fs, terminal),
+so the connection answers anything else -32601. After ``initialize``,
+:meth:`ClientServices.restrict` narrows that to what the negotiated version allows (v2 has no
+client file system or terminals): a handler then answers -32601 itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import errno
+import logging
+import os
+import secrets
+import stat
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import RpcError, UsageError
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
+    from acpcli.negotiate import AgentFeatures, ClientOffer
     from acpcli.session import LiveSession
+    from acpcli.terminals import Terminals
+
+logger = logging.getLogger("acpcli.client_side")
 
 POLICIES = ("ask", "allow", "deny", "read-only")
 READ_ONLY_KINDS = frozenset({"read", "search", "fetch", "think"})
 
 Asker = Callable[["LiveSession", dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
+# -- permissions ---------------------------------------------------------------------------
 
 
 def _options(params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -53,10 +98,36 @@ def selected(option: dict[str, Any]) -> dict[str, Any]:
 CANCELLED = {"outcome": {"outcome": "cancelled"}}
 
 
-def tool_kind(params: dict[str, Any]) -> str:
+def tool_kind(params: dict[str, Any], live: LiveSession | None = None) -> str:
+    """The kind of the tool call a permission request is about.
+
+    The request's own ``toolCall.kind`` if it has one; otherwise the kind the call was announced
+    with (v1 requests may carry only the ``toolCallId``); otherwise ``"other"``.
+    """
     call = params.get("toolCall")
-    kind = call.get("kind") if isinstance(call, dict) else None
-    return kind if isinstance(kind, str) else "other"
+    if not isinstance(call, dict):
+        return "other"
+    kind = call.get("kind")
+    if isinstance(kind, str):
+        return kind
+    tool_id = call.get("toolCallId")
+    store = getattr(live, "store", None)
+    if isinstance(tool_id, str) and store is not None:
+        known = store.tool_call(tool_id)
+        if known is not None and isinstance(known.kind, str):
+            return known.kind
+    return "other"
+
+
+def _answered_option(answer: dict[str, Any], options: list[dict[str, Any]]) -> dict[str, Any] | None:
+    outcome = answer.get("outcome") if isinstance(answer, dict) else None
+    option_id = outcome.get("optionId") if isinstance(outcome, dict) else None
+    return next((o for o in options if o["optionId"] == option_id), None)
+
+
+def _is_cancelled(answer: Any) -> bool:
+    outcome = answer.get("outcome") if isinstance(answer, dict) else None
+    return isinstance(outcome, dict) and outcome.get("outcome") == "cancelled"
 
 
 class PermissionPolicy:
@@ -73,7 +144,7 @@ class PermissionPolicy:
 
     async def __call__(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
         options = _options(params)
-        kind = tool_kind(params)
+        kind = tool_kind(params, live)
         remembered = self._always.get((live.session_id, kind))
         if remembered is not None:
             option = pick(options, f"{remembered}_always", f"{remembered}_once")
@@ -86,12 +157,13 @@ class PermissionPolicy:
         else:
             assert self._ask is not None
             answer = await self._ask(live, params)
-            if answer is None:
+            if answer is None or _is_cancelled(answer):
                 return CANCELLED
-            option_id = answer.get("outcome", {}).get("optionId")
-            option = next((o for o in options if o["optionId"] == option_id), None)
+            option = _answered_option(answer, options)
             if option is None:
-                return answer
+                # An answer naming no offered option must not reach the agent: refuse properly.
+                logger.warning("the permission asker chose no offered option (%.200r): rejecting", answer)
+                option = pick(options, "reject_once", "reject_always")
         if option is None:
             # The agent offered nothing of the kind the policy needs: do not invent one.
             return CANCELLED
@@ -105,3 +177,387 @@ def permission_decider(env: Environment, policy: str | None, ask: Asker | None =
     if policy is None:
         policy = "ask" if env.interactive and ask is not None else "deny"
     return PermissionPolicy(policy, ask)
+
+
+# -- the root set ---------------------------------------------------------------------------
+
+#: ``session_id -> (cwd, additional roots)``, or None for a session this client does not hold.
+SessionRoots = Callable[[str], "tuple[str, Sequence[str]] | None"]
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+#: The most a single ``fs/read_text_file`` answers with (the selected lines, in bytes).
+MAX_READ_BYTES = 32 * 1024 * 1024
+
+_MISSING_META = {"acpcli": {"missing": True}}
+
+
+def roots_of(sessions: Callable[[], Mapping[str, LiveSession] | None]) -> SessionRoots:
+    """A :data:`SessionRoots` reading ``cwd`` and ``additional_directories`` off live sessions.
+
+    ``sessions`` is called on every request (``lambda: link.sessions``), so the lookup can be
+    built before the link exists and always sees the session's current roots.
+    """
+
+    def lookup(session_id: str) -> tuple[str, Sequence[str]] | None:
+        live = (sessions() or {}).get(session_id)
+        if live is None or not live.cwd:
+            return None
+        return live.cwd, list(live.additional_directories)
+
+    return lookup
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
+
+
+def confine(path: str, roots: Sequence[str]) -> str:
+    """``path`` resolved (symlinks followed), if it lies inside one of ``roots``.
+
+    Raises :class:`RpcError` -32602 for a relative path, or one that resolves outside every
+    root (roots are resolved the same way, so a root reached through a symlink still counts).
+    """
+    if not isinstance(path, str) or not path:
+        raise RpcError(RpcError.INVALID_PARAMS, "path must be a non-empty string")
+    if not os.path.isabs(path):
+        raise RpcError(
+            RpcError.INVALID_PARAMS,
+            f"path must be absolute: {path!r}",
+            {"path": path, "roots": list(roots)},
+        )
+    try:
+        resolved = os.path.realpath(path)
+        real_roots = [os.path.realpath(root) for root in roots if isinstance(root, str) and os.path.isabs(root)]
+    except (ValueError, OSError) as exc:  # an embedded NUL byte, a symlink loop
+        raise RpcError(RpcError.INVALID_PARAMS, f"unusable path {path!r}: {exc}") from exc
+    if any(_inside(resolved, root) for root in real_roots):
+        return resolved
+    shown = path if resolved == path else f"{path} (resolves to {resolved})"
+    raise RpcError(
+        RpcError.INVALID_PARAMS,
+        f"{shown} is outside the session's directories: {', '.join(roots)}",
+        {"path": path, "resolved": resolved, "roots": list(roots)},
+    )
+
+
+# -- files ------------------------------------------------------------------------------------
+
+
+def _os_error(action: str, path: str, exc: OSError) -> RpcError:
+    if exc.errno in (errno.EISDIR, errno.ENOTDIR):
+        return RpcError(RpcError.INVALID_PARAMS, f"cannot {action} {path}: {exc.strerror}")
+    return RpcError(RpcError.INTERNAL_ERROR, f"cannot {action} {path}: {exc.strerror or exc}")
+
+
+def read_text(path: str, line: int | None = None, limit: int | None = None) -> str | None:
+    """The UTF-8 text of ``path`` (already confined), from ``line`` (1-based), at most
+    ``limit`` lines; ``None`` if the file does not exist. Raises :class:`RpcError`."""
+    start = max((line or 1) - 1, 0)
+    try:
+        # O_NONBLOCK: opening a FIFO must not hang; regular files ignore the flag.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_error("read", path, exc) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RpcError(RpcError.INVALID_PARAMS, f"cannot read {path}: not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if start == 0 and limit is None:
+                data = handle.read(MAX_READ_BYTES + 1)
+            else:
+                # Binary lines end at b"\n" only, which never occurs inside a UTF-8 character.
+                chosen = islice(handle, start, None if limit is None else start + limit)
+                parts, size = [], 0
+                for piece in chosen:
+                    parts.append(piece)
+                    size += len(piece)
+                    if size > MAX_READ_BYTES:
+                        break
+                data = b"".join(parts)
+        except OSError as exc:
+            raise _os_error("read", path, exc) from exc
+    if len(data) > MAX_READ_BYTES:
+        raise RpcError(
+            RpcError.INVALID_PARAMS,
+            f"{path} is larger than {MAX_READ_BYTES} bytes: read it in parts with line and limit",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RpcError(
+            RpcError.INVALID_PARAMS,
+            f"{path} is not UTF-8 text (invalid byte at offset {exc.start} of what was read)",
+        ) from exc
+
+
+def write_text(path: str, content: str) -> None:
+    """Write ``content`` to ``path`` (already confined) atomically, as UTF-8.
+
+    Creates missing parent directories, keeps an existing file's mode. Raises :class:`RpcError`.
+    """
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates from a "\\ud800" escape
+        raise RpcError(RpcError.INVALID_PARAMS, f"content for {path} is not valid Unicode text") from exc
+    parent, name = os.path.split(path)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        try:
+            existing = os.stat(path)
+        except FileNotFoundError:
+            existing = None
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            raise RpcError(RpcError.INVALID_PARAMS, f"cannot write {path}: not a regular file")
+        temp = os.path.join(parent, f".{name}.{secrets.token_hex(4)}.acpcli-tmp")
+        # 0o666 lets the umask decide a new file's mode, as any editor would.
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())  # the rename must never expose an empty file after a crash
+                if existing is not None:
+                    os.fchmod(out.fileno(), stat.S_IMODE(existing.st_mode))
+            os.replace(temp, path)
+        except BaseException:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            raise
+    except OSError as exc:
+        raise _os_error("write", path, exc) from exc
+
+
+# -- the services -----------------------------------------------------------------------------
+
+
+class ClientServices:
+    """The agent→client methods acpcli serves besides permissions: files and terminals.
+
+    Use as ``async with ClientServices(roots, fs=..., terminal=...) as services:`` around the
+    connection, and pass :meth:`handlers` as its extra handlers; leaving the block kills and
+    reaps every terminal still alive. ``session_roots`` gives a session's root set (see
+    :func:`roots_of`). ``fs_write`` defaults to ``fs``.
+    """
+
+    def __init__(
+        self,
+        session_roots: SessionRoots,
+        *,
+        fs: bool = True,
+        terminal: bool = True,
+        fs_write: bool | None = None,
+        kill_grace: float | None = None,
+    ) -> None:
+        self._roots = session_roots
+        self._fs_read = fs
+        self._fs_write = fs if fs_write is None else fs_write
+        self._terminal = terminal
+        self._kill_grace = kill_grace
+        self._tg: Any = None
+        self._terminals: Terminals | None = None
+
+    @classmethod
+    def for_offer(cls, session_roots: SessionRoots, offer: ClientOffer, **kwargs: Any) -> ClientServices:
+        """Services matching what ``offer`` advertises in ``initialize``."""
+        return cls(
+            session_roots,
+            fs=offer.read_text_file,
+            fs_write=offer.write_text_file,
+            terminal=offer.terminal,
+            **kwargs,
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> ClientServices:
+        import anyio
+
+        from acpcli.terminals import KILL_GRACE, Terminals
+
+        if self._tg is not None:
+            raise RuntimeError("ClientServices can be entered only once")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        grace = KILL_GRACE if self._kill_grace is None else self._kill_grace
+        self._terminals = Terminals(tg, kill_grace=grace)
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            await self.aclose()
+        finally:
+            tg = self._tg
+            tg.cancel_scope.cancel()
+            # The group holds only terminal tasks: the body's exception must reach the caller
+            # as it is, not wrapped in an exception group.
+            await tg.__aexit__(None, None, None)
+
+    async def aclose(self) -> None:
+        """Kill and reap every terminal still alive. Idempotent."""
+        if self._terminals is not None:
+            await self._terminals.aclose()
+
+    def restrict(self, features: AgentFeatures) -> None:
+        """Serve only what the negotiated connection lets the agent call (call after
+        ``initialize``): a v2 agent gets -32601 for every fs and terminal method."""
+        self._fs_read = self._fs_read and features.client_fs_read
+        self._fs_write = self._fs_write and features.client_fs_write
+        self._terminal = self._terminal and features.client_terminal
+
+    @property
+    def terminals(self) -> Terminals | None:
+        """The live terminals (for a view showing terminals embedded in tool calls)."""
+        return self._terminals
+
+    def handlers(self) -> dict[str, Handler]:
+        """The handlers for what was offered; methods not offered are absent (→ -32601)."""
+        from acpcli.protocol import methods as m
+
+        out: dict[str, Handler] = {}
+        if self._fs_read:
+            out[m.FS_READ_TEXT_FILE] = self.read_text_file
+        if self._fs_write:
+            out[m.FS_WRITE_TEXT_FILE] = self.write_text_file
+        if self._terminal:
+            out.update(
+                {
+                    m.TERMINAL_CREATE: self.terminal_create,
+                    m.TERMINAL_OUTPUT: self.terminal_output,
+                    m.TERMINAL_WAIT_FOR_EXIT: self.terminal_wait_for_exit,
+                    m.TERMINAL_KILL: self.terminal_kill,
+                    m.TERMINAL_RELEASE: self.terminal_release,
+                }
+            )
+        return out
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _parse(method: str, params: Any) -> Any:
+        from acpcli.protocol import parse_params
+
+        try:
+            return parse_params(1, method, params)
+        except ValueError as exc:
+            raise RpcError(RpcError.INVALID_PARAMS, f"{method}: invalid params: {exc}") from exc
+
+    def _roots_for(self, session_id: str) -> list[str]:
+        found = self._roots(session_id)
+        if found is None:
+            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {session_id!r}")
+        cwd, extra = found
+        return [cwd, *extra]
+
+    @staticmethod
+    def _not_offered(method: str) -> RpcError:
+        return RpcError(RpcError.METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _terminals_for(self, method: str) -> Terminals:
+        if not self._terminal:
+            raise self._not_offered(method)
+        if self._terminals is None:
+            raise RpcError(RpcError.INTERNAL_ERROR, "terminals are not available (services not started)")
+        return self._terminals
+
+    # -- fs -------------------------------------------------------------------------------------
+
+    async def read_text_file(self, params: Any) -> dict[str, Any]:
+        """``fs/read_text_file``."""
+        import anyio.to_thread
+
+        from acpcli.protocol import dump, models
+
+        method = "fs/read_text_file"
+        if not self._fs_read:
+            raise self._not_offered(method)
+        req = self._parse(method, params)
+        path = confine(req.path, self._roots_for(req.session_id))
+        text = await anyio.to_thread.run_sync(read_text, path, req.line, req.limit)
+        v1 = models(1)
+        if text is None:
+            return dump(v1.ReadTextFileResponse(content="", meta=_MISSING_META))
+        return dump(v1.ReadTextFileResponse(content=text))
+
+    async def write_text_file(self, params: Any) -> dict[str, Any]:
+        """``fs/write_text_file``."""
+        import anyio.to_thread
+
+        from acpcli.protocol import dump, models
+
+        method = "fs/write_text_file"
+        if not self._fs_write:
+            raise self._not_offered(method)
+        req = self._parse(method, params)
+        path = confine(req.path, self._roots_for(req.session_id))
+        await anyio.to_thread.run_sync(write_text, path, req.content)
+        return dump(models(1).WriteTextFileResponse())
+
+    # -- terminals ------------------------------------------------------------------------------
+
+    async def terminal_create(self, params: Any) -> dict[str, Any]:
+        """``terminal/create``: start the command; answer at once with its id."""
+        from acpcli.protocol import dump, models
+
+        terminals = self._terminals_for("terminal/create")
+        req = self._parse("terminal/create", params)
+        roots = self._roots_for(req.session_id)
+        cwd = confine(req.cwd, roots) if req.cwd is not None else roots[0]
+        env = {var.name: var.value for var in req.env or ()}
+        terminal = await terminals.create(
+            req.session_id,
+            req.command,
+            req.args or [],
+            cwd=cwd,
+            env=env,
+            output_limit=req.output_byte_limit,
+        )
+        return dump(models(1).CreateTerminalResponse(terminal_id=terminal.terminal_id))
+
+    async def terminal_output(self, params: Any) -> dict[str, Any]:
+        """``terminal/output``: the output so far, and the exit status once exited."""
+        from acpcli.protocol import dump, models
+
+        terminals = self._terminals_for("terminal/output")
+        req = self._parse("terminal/output", params)
+        terminal = terminals.get(req.session_id, req.terminal_id)
+        text, truncated = terminal.output()
+        v1 = models(1)
+        answer = v1.TerminalOutputResponse(output=text, truncated=truncated)
+        status = terminal.exit_status
+        if status is not None:
+            answer.exit_status = v1.TerminalExitStatus(exit_code=status[0], signal=status[1])
+        return dump(answer)
+
+    async def terminal_wait_for_exit(self, params: Any) -> dict[str, Any]:
+        """``terminal/wait_for_exit``."""
+        from acpcli.protocol import dump, models
+
+        terminals = self._terminals_for("terminal/wait_for_exit")
+        req = self._parse("terminal/wait_for_exit", params)
+        code, sig = await terminals.get(req.session_id, req.terminal_id).wait_for_exit()
+        return dump(models(1).WaitForTerminalExitResponse(exit_code=code, signal=sig))
+
+    async def terminal_kill(self, params: Any) -> dict[str, Any]:
+        """``terminal/kill``: kill the command; the terminal stays until released."""
+        from acpcli.protocol import dump, models
+
+        terminals = self._terminals_for("terminal/kill")
+        req = self._parse("terminal/kill", params)
+        await terminals.kill(req.session_id, req.terminal_id)
+        return dump(models(1).KillTerminalResponse())
+
+    async def terminal_release(self, params: Any) -> dict[str, Any]:
+        """``terminal/release``: kill the command if it still runs and forget the terminal."""
+        from acpcli.protocol import dump, models
+
+        terminals = self._terminals_for("terminal/release")
+        req = self._parse("terminal/release", params)
+        await terminals.release(req.session_id, req.terminal_id)
+        return dump(models(1).ReleaseTerminalResponse())

@@ -424,6 +424,15 @@ class Connection:
             waiter.error = self._closed_error(waiter.method)
             waiter.done.set()
 
+    async def wait_closed(self, method: str | None = None) -> ConnectionClosed:
+        """Wait until the peer's output has ended; return the error that describes it.
+
+        For waits that no request covers (a v2 turn ends with a notification, not a response).
+        """
+        assert self._reader_done is not None, "the connection was never entered"
+        await self._reader_done.wait()
+        return self._closed_error(method)
+
     async def _wait_for_reader(self) -> None:
         # A send failed because the agent is gone; its stdout ends about now. Waiting for the
         # reader to see that lets the error carry the exit status.

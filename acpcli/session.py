@@ -110,6 +110,7 @@ class AgentLink:
         self._store_factory = store_factory
         self._decide_permission = decide_permission
         self.process: Any = None  # the AgentProcess, when the link spawned one
+        self.services: Any = None  # the ClientServices answering fs/terminal requests
 
     def kill(self) -> None:
         """Kill the agent's process group at once (no grace periods)."""
@@ -278,12 +279,26 @@ class AgentLink:
             stop = result.get("stopReason") if isinstance(result, dict) else None
             live.store.turn_boundary()
             return stop if isinstance(stop, str) else "end_turn"
-        live._turn_idle = anyio.Event()
+        idle = live._turn_idle = anyio.Event()
+        gone: list[Exception] = []
         try:
             await self.conn.request("session/prompt", wire.prompt_params(live.session_id, blocks))
-            await live._turn_idle.wait()
+            async with anyio.create_task_group() as tg:
+
+                async def until_idle() -> None:
+                    await idle.wait()
+                    tg.cancel_scope.cancel()
+
+                async def until_closed() -> None:
+                    gone.append(await self.conn.wait_closed("session/prompt"))
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(until_idle)
+                tg.start_soon(until_closed)
         finally:
             live._turn_idle = None
+        if gone and not idle.is_set():
+            raise gone[0]
         live.store.turn_boundary()
         stop = live.store.stop_reason
         return stop if isinstance(stop, str) else "end_turn"
@@ -352,7 +367,13 @@ async def open_link(
     decide_permission: PermissionDecider | None = None,
     extra_handlers: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
 ) -> AsyncIterator[AgentLink]:
-    """Spawn the agent, connect, ``initialize``; yield the link; shut everything down."""
+    """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
+
+    The client services (file system inside each session's root set, terminals) are served
+    as the ``offer`` advertises, and only on v1 connections (v2 has no such methods).
+    Terminals outlive nothing: they are killed after the connection stops.
+    """
+    from acpcli.client_side import ClientServices, roots_of
     from acpcli.connection import Connection
     from acpcli.negotiate import ClientOffer, initialize
     from acpcli.store import Store
@@ -361,23 +382,27 @@ async def open_link(
 
     offer = offer or ClientOffer()
     tap = WireTap(log_file) if log_file is not None else WireTap.from_env()
-    async with AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
-        link_box: list[AgentLink] = []
+    link_box: list[AgentLink] = []
+    services = ClientServices.for_offer(roots_of(lambda: link_box[0].sessions if link_box else None), offer)
 
-        def on_notification(method: str, params: Any) -> None:
-            if link_box:
-                link_box[0].on_notification(method, params)
+    def on_notification(method: str, params: Any) -> None:
+        if link_box:
+            link_box[0].on_notification(method, params)
 
-        handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {}
+    async def permission(params: Any) -> Any:
+        if not link_box:
+            raise RpcError(RpcError.INVALID_PARAMS, "no session exists yet")
+        return await link_box[0].on_request_permission(params)
 
-        async def permission(params: Any) -> Any:
-            return await link_box[0].on_request_permission(params)
-
-        handlers["session/request_permission"] = permission
-        handlers.update(extra_handlers or {})
+    handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {"session/request_permission": permission}
+    handlers.update(services.handlers())
+    handlers.update(extra_handlers or {})
+    async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
         async with Connection(proc, handlers=handlers, on_notification=on_notification, tap=tap) as conn:
             features = await initialize(conn, choice=choice, offer=offer)
+            services.restrict(features)
             link = AgentLink(conn, features, store_factory=Store, decide_permission=decide_permission)
             link.process = proc
+            link.services = services
             link_box.append(link)
             yield link

@@ -62,6 +62,20 @@ def report(err: AcpcliError) -> None:
         sys.stderr.write(f"acpcli: hint: {err.hint}\n")
 
 
+def _leaf(err: BaseException) -> BaseException:
+    """The error to report from an exception group (task groups wrap what they raise):
+    the first acpcli error or Ctrl-C inside it, else the group itself."""
+    inner = getattr(err, "exceptions", None)
+    if not inner:
+        return err
+    leaves = [_leaf(sub) for sub in inner]
+    for wanted in (AcpcliError, KeyboardInterrupt):
+        for leaf in leaves:
+            if isinstance(leaf, wanted):
+                return leaf
+    return err
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command tree; map every :class:`AcpcliError` to its exit code.
 
@@ -69,9 +83,12 @@ def main(argv: list[str] | None = None) -> None:
     """
     try:
         app(args=argv, prog_name="acpcli")
-    except AcpcliError as err:
-        report(err)
-        sys.exit(int(err.exit_code))
-    except KeyboardInterrupt:
-        sys.stderr.write("acpcli: interrupted\n")
-        sys.exit(int(ExitCode.INTERRUPTED))
+    except BaseException as exc:  # noqa: BLE001 - this is the one place errors become codes
+        err = _leaf(exc)
+        if isinstance(err, AcpcliError):
+            report(err)
+            sys.exit(int(err.exit_code))
+        if isinstance(err, KeyboardInterrupt):
+            sys.stderr.write("acpcli: interrupted\n")
+            sys.exit(int(ExitCode.INTERRUPTED))
+        raise

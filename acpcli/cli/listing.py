@@ -105,15 +105,14 @@ def sessions(
 def _remote_sessions(env: Any, agent: str | None, cmd: str | None, cwd: str | None, as_json: bool) -> int:
     import anyio
 
-    from acpcli.cli.ops import pick_agent
-    from acpcli.session import open_link
+    from acpcli.cli.ops import link_for, pick_agent
 
     if agent is None and cmd is None:
         raise UsageError("--remote asks an agent: pass --agent NAME or --cmd 'COMMAND'")
     choice = pick_agent(agent, cmd)
 
     async def main() -> list[dict[str, Any]]:
-        async with open_link(choice.argv) as link:
+        async with link_for(choice) as link:
             return [info async for info in link.list_remote(cwd)]
 
     infos = anyio.run(main)

@@ -273,16 +273,30 @@ async def attach(
     return live
 
 
-def _link(inputs: SessionInputs, run: Run) -> Any:
+def agent_stderr_log(agent: AgentChoice) -> Path:
+    """Where the agent's stderr is kept (appended, one file per agent name)."""
+    from acpcli.persistence import ensure_dir, log_dir
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent.name)
+    return ensure_dir(log_dir()) / f"{safe}.stderr.log"
+
+
+def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | None = None, run: Run | None = None) -> Any:
+    """``open_link`` for a chosen agent: its env additions, stderr log, permission policy."""
     from acpcli.session import open_link
 
     return open_link(
-        inputs.agent.argv,
-        env_extra=_env_extra(inputs.agent),
-        choice=inputs.protocol,  # type: ignore[arg-type]
-        log_file=inputs.log_file,
-        decide_permission=_decider(run),
+        agent.argv,
+        env_extra=_env_extra(agent),
+        choice=protocol,  # type: ignore[arg-type]
+        log_file=log_file,
+        stderr_log=agent_stderr_log(agent),
+        decide_permission=_decider(run) if run is not None else None,
     )
+
+
+def _link(inputs: SessionInputs, run: Run) -> Any:
+    return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run)
 
 
 def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
@@ -332,29 +346,21 @@ def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
     from acpcli.errors import CapabilityMissing, ExitCode
 
     async def main() -> int:
+        import json
+
         from acpcli.persistence import Index
-        from acpcli.session import open_link
+        from acpcli.protocol import wire
 
-        async with open_link(
-            inputs.agent.argv,
-            env_extra=_env_extra(inputs.agent),
-            choice=inputs.protocol,  # type: ignore[arg-type]
-            log_file=inputs.log_file,
-        ) as link:
+        async with _link(inputs, run) as link:
             try:
-                if not link.features.close:
-                    from acpcli.protocol import wire
-
-                    wire.require(link.features, "session/close")
+                wire.require(link.features, "session/close")
                 if link.features.resume:
                     await link.resume(record.id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers)
                 answer = await link.close(record.id)
             finally:
                 with Index.open() as index:
                     index.mark_closed(record.id)
-        import json as _json
-
-        run.env.err.print(f"closed {record.id}: the agent answered {_json.dumps(answer)}", markup=False, highlight=False)
+        run.env.err.print(f"closed {record.id}: the agent answered {json.dumps(answer)}", markup=False, highlight=False)
         return int(ExitCode.OK)
 
     try:

@@ -1,0 +1,153 @@
+"""A v1 ACP agent written with the official Python SDK (``acp``) that exercises the client's
+file system and terminals, as a peer we did not write.
+
+Each prompt is one command; its text drives the agent. The result is reported back as one
+``agent_message_chunk`` whose text is JSON: ``{"ok": <the client's answer>}`` or
+``{"error": {"code": ..., "message": ..., "data": ...}}``. Commands::
+
+    caps                              the clientCapabilities the client sent in initialize
+    read PATH [LINE|- [LIMIT|-]]      fs/read_text_file
+    write PATH TEXT                   fs/write_text_file (TEXT: the rest of the prompt, verbatim)
+    run [OPTIONS] [--] CMD ARGS...    terminal/create, wait_for_exit, output, release
+    start [OPTIONS] [--] CMD ARGS...  terminal/create only; answers {"terminalId": ...}
+    shell LINE                        terminal/create with LINE as command and no args
+    output ID | wait ID | kill ID | release ID    the terminal method of that name
+
+OPTIONS: ``--limit N`` (outputByteLimit), ``--cwd DIR``, ``--env NAME=VALUE`` (repeatable).
+The agent calls what it is told even when the client did not advertise it (a test peer must
+be able to misbehave), so tests can check the client's -32601.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import uuid
+from typing import Any
+
+import acp
+from acp.exceptions import RequestError
+from acp.schema import (
+    AgentCapabilities,
+    EnvVariable,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    SessionAdditionalDirectoriesCapabilities,
+    SessionCapabilities,
+)
+
+
+def _dump(model: Any) -> Any:
+    if model is None:
+        return None
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _terminal_options(words: list[str]) -> tuple[dict[str, Any], list[str]]:
+    options: dict[str, Any] = {}
+    env: list[EnvVariable] = []
+    while words:
+        word = words[0]
+        if word == "--":
+            words = words[1:]
+            break
+        if word == "--limit":
+            options["output_byte_limit"] = int(words[1])
+        elif word == "--cwd":
+            options["cwd"] = words[1]
+        elif word == "--env":
+            name, _, value = words[1].partition("=")
+            env.append(EnvVariable(name=name, value=value))
+        else:
+            break
+        words = words[2:]
+    if env:
+        options["env"] = env
+    return options, words
+
+
+class FsAgent:
+    """Implements the part of ``acp.Agent`` this test peer needs."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._client_caps: Any = None
+
+    def on_connect(self, conn: Any) -> None:
+        self._client = conn
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None, **kwargs: Any) -> InitializeResponse:
+        self._client_caps = client_capabilities
+        return InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=False,
+                session_capabilities=SessionCapabilities(
+                    additional_directories=SessionAdditionalDirectoriesCapabilities()
+                ),
+            ),
+            agent_info=Implementation(name="sdk-fs", version="0.1"),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        return NewSessionResponse(session_id=f"fs-{uuid.uuid4().hex[:8]}")
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        text = "".join(getattr(block, "text", "") for block in prompt)
+        try:
+            report: dict[str, Any] = {"ok": await self._command(session_id, text)}
+        except RequestError as exc:
+            report = {"error": {"code": exc.code, "message": str(exc), "data": exc.data}}
+        except Exception as exc:  # a bug in the test or a malformed answer: say so, do not die
+            report = {"error": {"code": None, "message": f"{type(exc).__name__}: {exc}", "data": None}}
+        await self._client.session_update(session_id, acp.update_agent_message_text(json.dumps(report)))
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _command(self, sid: str, text: str) -> Any:
+        verb, _, rest = text.partition(" ")
+        client = self._client
+        if verb == "caps":
+            return _dump(self._client_caps)
+        if verb == "read":
+            words = rest.split(" ")
+            path = words[0]
+            line = int(words[1]) if len(words) > 1 and words[1] != "-" else None
+            limit = int(words[2]) if len(words) > 2 and words[2] != "-" else None
+            return _dump(await client.read_text_file(session_id=sid, path=path, line=line, limit=limit))
+        if verb == "write":
+            path, _, content = rest.partition(" ")
+            return _dump(await client.write_text_file(session_id=sid, path=path, content=content))
+        if verb in ("run", "start"):
+            options, argv = _terminal_options(shlex.split(rest))
+            created = await client.create_terminal(session_id=sid, command=argv[0], args=argv[1:], **options)
+            tid = created.terminal_id
+            if verb == "start":
+                return {"terminalId": tid}
+            try:
+                exited = await client.wait_for_terminal_exit(session_id=sid, terminal_id=tid)
+                output = await client.terminal_output(session_id=sid, terminal_id=tid)
+            finally:
+                await client.release_terminal(session_id=sid, terminal_id=tid)
+            return {"terminalId": tid, "exit": _dump(exited), "output": _dump(output)}
+        if verb == "shell":
+            created = await client.create_terminal(session_id=sid, command=rest)
+            return {"terminalId": created.terminal_id}
+        if verb == "output":
+            return _dump(await client.terminal_output(session_id=sid, terminal_id=rest))
+        if verb == "wait":
+            return _dump(await client.wait_for_terminal_exit(session_id=sid, terminal_id=rest))
+        if verb == "kill":
+            return _dump(await client.kill_terminal(session_id=sid, terminal_id=rest))
+        if verb == "release":
+            return _dump(await client.release_terminal(session_id=sid, terminal_id=rest))
+        raise ValueError(f"unknown command {verb!r}")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+
+if __name__ == "__main__":
+    asyncio.run(acp.run_agent(FsAgent()))
