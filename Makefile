@@ -13,8 +13,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
+# A session with the built-in demo agent: the interactive prompt on a terminal,
+# a one-shot prompt when there is none (CI, pipes).
 demo: $(STAMP)
-	$(BIN)/acpcli --help
+	@if [ -t 0 ] && [ -t 1 ]; then \
+		$(BIN)/acpcli new --agent demo; \
+	else \
+		$(BIN)/acpcli prompt --agent demo --permissions allow "Show me what a session looks like"; \
+	fi
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
