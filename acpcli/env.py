@@ -67,3 +67,45 @@ class Environment:
     def interactive(self) -> bool:
         """A person is at the keyboard: stdin and stdout are both terminals."""
         return self.stdin_isatty and _isatty(self.stdout)
+
+
+def configure_logging() -> None:
+    """Send acpcli's log records to ``logs/acpcli.log`` under the state directory, never to
+    the terminal the transcript and the REPL draw on. ``ACPCLI_DEBUG=1`` logs everything.
+
+    The file (and its directory) is created on the first record, so commands that log
+    nothing create nothing.
+    """
+    import logging
+    import os
+
+    logger = logging.getLogger("acpcli")
+    if getattr(logger, "_acpcli_configured", False):
+        return
+
+    class LazyFile(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self._inner: logging.Handler | None = None
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if self._inner is None:
+                from acpcli.persistence import ensure_dir, log_dir
+
+                path = ensure_dir(log_dir()) / "acpcli.log"
+                self._inner = logging.FileHandler(path, encoding="utf-8")
+                self._inner.setFormatter(
+                    logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")
+                )
+            self._inner.emit(record)
+
+        def close(self) -> None:
+            if self._inner is not None:
+                self._inner.close()
+            super().close()
+
+    debug = os.environ.get("ACPCLI_DEBUG", "") not in ("", "0")
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.addHandler(LazyFile())
+    logger.propagate = False
+    logger._acpcli_configured = True  # type: ignore[attr-defined]

@@ -71,6 +71,8 @@ class LiveSession:
     _turn_idle: anyio.Event | None = field(default=None, repr=False)
     _pending_permissions: set[anyio.Event] = field(default_factory=set, repr=False)
     cancel_requested: bool = False
+    output_error: BaseException | None = None
+    output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
     def feed(self, update: Any) -> None:
         """Apply one ``session/update`` payload: store, event log, view, turn state."""
@@ -82,7 +84,14 @@ class LiveSession:
             kind = update.get("sessionUpdate")
             self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", json.dumps(update))
         if change is not None and self.sink is not None:
-            self.sink.on_change(self, change)
+            try:
+                self.sink.on_change(self, change)
+            except BrokenPipeError as err:
+                # Whoever reads our output has gone (`| head -1`): stop rendering, and let
+                # the turn's owner end the command (run_turn watches `output_lost`).
+                self.sink = None
+                self.output_error = err
+                self.output_lost.set()
         if self._turn_idle is not None and update.get("sessionUpdate") == "state_update" and self.store.state == "idle":
             self._turn_idle.set()
 
@@ -350,8 +359,14 @@ async def run_turn(
                     notice("cancelling… (press Ctrl-C again to kill the agent)")
                     await link.cancel(live)
 
+        async def watch_output() -> None:
+            await live.output_lost.wait()
+            assert live.output_error is not None
+            raise live.output_error
+
         tg.start_soon(run)
         tg.start_soon(watch)
+        tg.start_soon(watch_output)
     return stop
 
 

@@ -69,7 +69,7 @@ def _leaf(err: BaseException) -> BaseException:
     if not inner:
         return err
     leaves = [_leaf(sub) for sub in inner]
-    for wanted in (AcpcliError, KeyboardInterrupt):
+    for wanted in (AcpcliError, KeyboardInterrupt, BrokenPipeError):
         for leaf in leaves:
             if isinstance(leaf, wanted):
                 return leaf
@@ -91,4 +91,12 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(err, KeyboardInterrupt):
             sys.stderr.write("acpcli: interrupted\n")
             sys.exit(int(ExitCode.INTERRUPTED))
+        if isinstance(err, BrokenPipeError):
+            # The reader went away (`acpcli prompt … | head -1`): that was its choice, so
+            # leave quietly. Point stdout at /dev/null so the interpreter's final flush
+            # cannot complain about the same pipe again.
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(int(ExitCode.OK))
         raise

@@ -80,6 +80,14 @@ def sessions(
     if not rows:
         env.err.print("no sessions recorded yet — start one with `acpcli new --agent demo`", markup=False)
         return int(ExitCode.OK)
+    if not env.stdout_is_terminal:
+        # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.
+        env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\n")
+        for rec in rows:
+            fields = (rec.id, rec.agent, rec.title or "", rec.cwd, str(rec.protocol_version or ""),
+                      _when(rec.created_at), _when(rec.last_used_at), rec.state)
+            env.stdout.write("\t".join(f.replace("\t", " ").replace("\n", " ") for f in fields) + "\n")
+        return int(ExitCode.OK)
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False, header_style="bold")
@@ -126,25 +134,58 @@ def _remote_sessions(env: Any, agent: str | None, cmd: str | None, cwd: str | No
     return int(ExitCode.OK)
 
 
-def show(session_id: str) -> int:
-    """Print the stored transcript of a session (rich on a terminal, plain text otherwise)."""
-    from acpcli.cli.ops import environment
-    from acpcli.persistence import Index, db_path
+def _stored(session_id: str) -> tuple[Any, Any]:
+    """The index record and the rebuilt store of a session, read-only."""
     from acpcli.errors import SessionNotFound
+    from acpcli.persistence import Index, db_path
 
-    env = environment()
     if not db_path().exists():
         raise SessionNotFound(f"no session {session_id!r} in the local index")
     with Index.open(read_only=True) as index:
         record = index.get(session_id)
-        store = store_from_events(index, record.id)
+        return record, store_from_events(index, record.id)
+
+
+def show(session_id: str) -> int:
+    """Print the stored transcript of a session (rich on a terminal, plain text otherwise)."""
+    from acpcli.cli.ops import environment
     from acpcli.render import make_view
 
+    env = environment()
+    _record, store = _stored(session_id)
     view = make_view(env, final_only=True)
     try:
         view.print_store(store)
     finally:
         view.close()
+    return int(ExitCode.OK)
+
+
+def export(session_id: str, output_format: str, output: Path | None) -> int:
+    """Write a stored transcript as markdown, jsonl or plain text."""
+    from acpcli.cli.ops import environment
+    from acpcli.env import Environment
+    from acpcli.render import FORMATS, make_view
+
+    if output_format not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {output_format!r})")
+    env = environment()
+    record, store = _stored(session_id)
+    stream = open(output, "w", encoding="utf-8") if output is not None else env.stdout  # noqa: SIM115
+    try:
+        target = Environment(stdin=env.stdin, stdout=stream, stderr=env.stderr)
+        if output_format == "text":
+            from acpcli.render.transcript import to_text
+
+            stream.write(to_text(store))
+        else:
+            view = make_view(target, format=output_format, final_only=True)
+            view.print_store(store)
+            view.close()
+        stream.flush()
+    finally:
+        if output is not None:
+            stream.close()
     return int(ExitCode.OK)
 
 

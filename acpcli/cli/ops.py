@@ -158,6 +158,10 @@ def fail_if_error(err: BaseException) -> None:
 
 
 def environment() -> Environment:
+    """The process's streams, with logging pointed away from them (to the log file)."""
+    from acpcli.env import configure_logging
+
+    configure_logging()
     return Environment.from_process()
 
 

@@ -6,6 +6,7 @@ function, so ``--help`` stays fast).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -235,3 +236,19 @@ def show(session_id: SessionId) -> None:
     from acpcli.cli import listing
 
     raise typer.Exit(listing.show(session_id))
+
+
+@app.command()
+def export(
+    session_id: SessionId,
+    output_format: Annotated[str, typer.Option("--format", metavar="markdown|jsonl|text", help="Transcript format.", autocompletion=complete.formats)] = "markdown",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
+) -> None:
+    """Export a session's transcript from the local index (no agent is started).
+
+    markdown: a readable transcript; jsonl: one normalized event per line; text: plain text.
+    Exporting after `acpcli load ID` gives the same messages as before it.
+    """
+    from acpcli.cli import listing
+
+    raise typer.Exit(listing.export(session_id, output_format, output))
