@@ -125,6 +125,9 @@ async def run_repl(
         key_bindings=keys,
         bottom_toolbar=toolbar,
         multiline=False,
+        # The sent prompt is rendered from the session itself (the v2 echo, or the local
+        # record of a v1 prompt), so the input line is erased rather than shown twice.
+        erase_when_done=True,
     )
     env.err.print(f"[dim]session {live.session_id} with {link.features.display_name} — /help for commands[/]")
     code = int(ExitCode.OK)
