@@ -1,0 +1,358 @@
+"""Finished transcripts, and the plain-text formatting every view shares.
+
+Pure functions from a :class:`~acpcli.store.Store` (or its ``entries``) to a string:
+:func:`to_text` (the plain layout, the same as :class:`~acpcli.render.plain.PlainView`
+streams) and :func:`to_markdown` (a readable document). Used by ``show``/``export``, by
+``load`` when stdout is piped, and by the streaming views for the per-entry pieces.
+
+The plain layout, one block per entry, blocks separated by one blank line::
+
+    > the user's prompt            user messages, every line prefixed "> "
+    The agent's answer, as sent.   agent messages, verbatim
+    [image image/png]              a non-text block: a note on a line of its own
+    [thought] reasoning ...        thoughts, every line prefixed "[thought] "
+    [tool] Edit config (edit): completed
+      at /abs/path.json:3          locations, then content, indented two spaces
+      --- /abs/path.json           diffs as unified diffs (difflib, from oldText/newText)
+      +++ /abs/path.json
+      [terminal term_1]            terminal refs as a note
+    [plan] [x] done step           plans: [ ] pending, [~] in progress, [x] completed, [?] other
+    [turn ended: ...]              a stop reason other than end_turn (streaming views only)
+
+Invariant: a message's text is laid out by :class:`LineWriter`, whose output does not
+depend on how the text was chunked, so a streamed transcript and one formatted at the end
+read the same.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Any, Callable
+
+from acpcli.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall
+
+#: Line prefix per message kind in the plain layout.
+PREFIXES = {USER: "> ", AGENT: "", THOUGHT: "[thought] "}
+
+#: Plan entry status -> plain check mark.
+PLAN_MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+
+_STOP_TEXT = {
+    "cancelled": "cancelled",
+    "refusal": "the agent refused to continue",
+    "max_tokens": "the agent reached its token limit",
+    "max_turn_requests": "the agent reached its limit of model requests for this turn",
+}
+
+
+def stop_reason_text(stop_reason: str | None) -> str | None:
+    """A plain phrase for a stop reason, or None for ``end_turn`` (nothing to say)."""
+    if stop_reason is None or stop_reason == "end_turn":
+        return None
+    return _STOP_TEXT.get(stop_reason) or stop_reason.strip("_").replace("_", " ") or stop_reason
+
+
+def _str(value: Any, default: str = "") -> str:
+    return value if isinstance(value, str) else default
+
+
+class LineWriter:
+    """Writes one message's text with a per-line prefix, independent of chunking.
+
+    Leading newlines of the message are dropped and trailing ones are held back until more
+    text follows, so the output never depends on where chunks were cut and :meth:`end`
+    closes the message on exactly one newline. Empty lines get the prefix without its
+    trailing space (``"> "`` -> ``">"``). Each :meth:`feed` costs O(len(text)).
+    """
+
+    __slots__ = ("_write", "_prefix", "_blank", "_pending", "_started")
+
+    def __init__(self, write: Callable[[str], Any], prefix: str = "") -> None:
+        self._write = write
+        self._prefix = prefix
+        self._blank = prefix.rstrip()
+        self._pending = 0  # newlines seen but not written yet
+        self._started = False  # some text was written
+
+    @property
+    def started(self) -> bool:
+        """True once some text was written (and :meth:`end` has not been called)."""
+        return self._started
+
+    def feed(self, text: str) -> None:
+        """Lay out ``text``, the next piece of the message."""
+        if "\n" not in text:
+            if text:
+                self._piece(text)
+            return
+        for i, piece in enumerate(text.split("\n")):
+            if i and self._started:
+                self._pending += 1
+            if piece:
+                self._piece(piece)
+
+    def _piece(self, piece: str) -> None:
+        if not self._started:
+            self._write(self._prefix + piece)
+            self._started = True
+        elif self._pending:
+            blanks = (self._blank + "\n") * (self._pending - 1)
+            self._write("\n" + blanks + self._prefix + piece)
+            self._pending = 0
+        else:
+            self._write(piece)
+
+    def own_line(self, line: str) -> None:
+        """Write ``line`` (no newlines) on a line of its own: a note for a non-text block."""
+        if self._started and not self._pending:
+            self._pending = 1
+        self._piece(line)
+        self._pending = 1
+
+    def end(self) -> bool:
+        """Finish the message (one newline if anything was written); True if it wrote."""
+        wrote = self._started
+        if wrote:
+            self._write("\n")
+        self._started = False
+        self._pending = 0
+        return wrote
+
+
+def block_label(block: dict[str, Any]) -> str:
+    """A one-line note for a non-text content block (image, audio, resource, link, ...)."""
+    btype = _str(block.get("type"), "?")
+    if btype in ("image", "audio"):
+        mime = _str(block.get("mimeType"))
+        uri = _str(block.get("uri"))
+        return f"[{btype}{' ' + mime if mime else ''}{' ' + uri if uri else ''}]"
+    if btype == "resource_link":
+        name = _str(block.get("title")) or _str(block.get("name"))
+        return f"[link {name} <{_str(block.get('uri'))}>]" if name else f"[link <{_str(block.get('uri'))}>]"
+    if btype == "resource":
+        resource = block.get("resource")
+        uri = _str(resource.get("uri")) if isinstance(resource, dict) else ""
+        return f"[resource {uri}]" if uri else "[resource]"
+    if btype == "text":
+        return _str(block.get("text"))
+    return f"[{btype}]"
+
+
+def feed_block(writer: LineWriter, block: dict[str, Any]) -> None:
+    """Lay out one content block: text as it is, anything else as a note on its own line."""
+    if block.get("type") == "text":
+        writer.feed(_str(block.get("text")))
+    else:
+        writer.own_line(" ".join(block_label(block).split("\n")))
+
+
+def message_text(message: Message) -> str:
+    """The plain layout of one message ("" when it has nothing to show)."""
+    out: list[str] = []
+    writer = LineWriter(out.append, PREFIXES.get(message.kind, ""))
+    for block in message.content:
+        feed_block(writer, block)
+    writer.end()
+    return "".join(out)
+
+
+# -- tool calls ------------------------------------------------------------------------
+
+
+def diff_lines(item: dict[str, Any]) -> list[str]:
+    """A ``diff`` tool content item as unified diff lines (``oldText`` null = new file)."""
+    path = _str(item.get("path"), "?")
+    old = item.get("oldText")
+    new = _str(item.get("newText"))
+    old_lines = old.splitlines() if isinstance(old, str) else []
+    fromfile = path if isinstance(old, str) else "/dev/null"
+    lines = list(difflib.unified_diff(old_lines, new.splitlines(), fromfile, path, lineterm=""))
+    return lines or [f"(no changes to {path})"]
+
+
+def tool_header(call: ToolCall) -> str:
+    """``[tool] title (kind): status``."""
+    title = call.title or call.tool_call_id
+    return f"[tool] {title} ({call.kind}): {call.status}"
+
+
+def location_line(location: dict[str, Any]) -> str:
+    """``path:line`` (or ``path``) of a tool call location."""
+    path = _str(location.get("path"), "?")
+    line = location.get("line")
+    return f"{path}:{line}" if isinstance(line, int) and not isinstance(line, bool) else path
+
+
+def content_item_lines(item: dict[str, Any]) -> list[str]:
+    """The lines of one tool call content item (unindented)."""
+    itype = item.get("type")
+    if itype == "diff":
+        return diff_lines(item)
+    if itype == "terminal":
+        return [f"[terminal {_str(item.get('terminalId'), '?')}]"]
+    if itype == "content":
+        block = item.get("content")
+        if not isinstance(block, dict):
+            return ["[content]"]
+        if block.get("type") == "text":
+            return _str(block.get("text")).rstrip("\n").split("\n")
+        return [block_label(block)]
+    return [f"[{_str(itype, '?')}]"]
+
+
+def _indent(lines: Iterable[str]) -> list[str]:
+    return ["  " + line if line else "" for line in lines]
+
+
+def tool_detail_lines(locations: Iterable[dict[str, Any]], content: Iterable[dict[str, Any]]) -> list[str]:
+    """Indented detail lines: locations first, then content items."""
+    out = ["  at " + location_line(loc) for loc in locations]
+    for item in content:
+        out += _indent(content_item_lines(item))
+    return out
+
+
+def tool_text(call: ToolCall) -> str:
+    """The plain layout of a tool call in its current state."""
+    lines = [tool_header(call), *tool_detail_lines(call.locations, call.content)]
+    return "\n".join(lines) + "\n"
+
+
+# -- plans --------------------------------------------------------------------------------
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """``[plan] [x] step`` lines (one line for an empty or non-list plan)."""
+    if plan.plan_type != "items":
+        return [f"[plan] ({plan.plan_type} plan)"]
+    if not plan.entries:
+        return ["[plan] (empty)"]
+    return [
+        f"[plan] {PLAN_MARKS.get(_str(e.get('status')), '[?]')} {plan_entry_text(e)}".rstrip() for e in plan.entries
+    ]
+
+
+def plan_entry_text(entry: dict[str, Any]) -> str:
+    """A plan entry's description on one line."""
+    return " ".join(_str(entry.get("content")).split("\n"))
+
+
+def plan_text(plan: Plan) -> str:
+    """The plain layout of a plan."""
+    return "\n".join(plan_lines(plan)) + "\n"
+
+
+# -- whole transcripts ----------------------------------------------------------------------
+
+
+def entry_text(entry: Any) -> str:
+    """The plain layout of any entry ("" when it has nothing to show)."""
+    if isinstance(entry, Message):
+        return message_text(entry)
+    if isinstance(entry, ToolCall):
+        return tool_text(entry)
+    if isinstance(entry, Plan):
+        return plan_text(entry)
+    return ""
+
+
+def _entries(store: Store | Iterable[Any]) -> Iterable[Any]:
+    return store.entries if isinstance(store, Store) else store
+
+
+def to_text(store: Store | Iterable[Any]) -> str:
+    """The whole transcript in the plain layout (see the module docstring)."""
+    return "\n".join(text for text in map(entry_text, _entries(store)) if text)
+
+
+def _fence(text: str, info: str = "") -> str:
+    """``text`` in a backtick fence longer than any backtick run inside it."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{info}\n{text.rstrip(chr(10))}\n{ticks}"
+
+
+def _message_markdown(message: Message) -> str:
+    """Text as sent; a non-text block as an italic note in a paragraph of its own."""
+    parts: list[str] = []
+    for block in message.content:
+        if block.get("type") == "text":
+            parts.append(_str(block.get("text")))
+        else:
+            if parts:
+                parts[-1] = parts[-1].rstrip("\n")
+                parts.append("\n\n")
+            parts.append(f"*{block_label(block)}*\n\n")
+    return "".join(parts).strip()
+
+
+def _tool_markdown(call: ToolCall) -> str:
+    title = call.title or call.tool_call_id
+    out = [f"**Tool:** {title} (`{call.kind}`) — {call.status}"]
+    if call.locations:
+        out.append("\n".join(f"- `{location_line(loc)}`" for loc in call.locations))
+    for item in call.content:
+        itype = item.get("type")
+        if itype == "diff":
+            out.append(_fence("\n".join(diff_lines(item)), "diff"))
+        elif itype == "content" and isinstance(item.get("content"), dict) and item["content"].get("type") == "text":
+            out.append(_fence(_str(item["content"].get("text")), "text"))
+        else:
+            out.append("*" + " ".join(content_item_lines(item)) + "*")
+    return "\n\n".join(out)
+
+
+def _plan_markdown(plan: Plan) -> str:
+    if plan.plan_type != "items":
+        return f"**Plan** ({plan.plan_type})"
+    lines = ["**Plan**", ""]
+    for e in plan.entries:
+        status = _str(e.get("status"))
+        box = "[x]" if status == "completed" else "[ ]"
+        note = "" if status in ("pending", "completed") else f" *({status.replace('_', ' ') or 'unknown'})*"
+        lines.append(f"- {box} {plan_entry_text(e)}{note}")
+    if not plan.entries:
+        lines.append("*(empty)*")
+    return "\n".join(lines)
+
+
+def entry_markdown(entry: Any) -> str | None:
+    """One entry as Markdown (None when it has nothing to show)."""
+    if isinstance(entry, Message):
+        text = _message_markdown(entry)
+        if not text:
+            return None
+        if entry.kind == THOUGHT:
+            return f"<details>\n<summary>Thought</summary>\n\n{text}\n\n</details>"
+        return text
+    if isinstance(entry, ToolCall):
+        return _tool_markdown(entry)
+    if isinstance(entry, Plan):
+        return _plan_markdown(entry)
+    return None
+
+
+def to_markdown(store: Store | Iterable[Any], *, title: str | None = None) -> str:
+    """The whole transcript as a Markdown document.
+
+    A ``## User`` / ``## Agent`` heading whenever the speaker changes; agent text as sent;
+    thoughts folded in ``<details>``; tool calls with their status, locations and diffs in
+    ```` ```diff ```` fences; plans as checklists.
+    """
+    heading = title or (store.title if isinstance(store, Store) else None) or "Transcript"
+    out = [f"# {heading}"]
+    speaker = None
+    for entry in _entries(store):
+        md = entry_markdown(entry)
+        if md is None:
+            continue
+        who = "User" if isinstance(entry, Message) and entry.kind == USER else "Agent"
+        if who != speaker:
+            out.append(f"## {who}")
+            speaker = who
+        out.append(md)
+    return "\n\n".join(out) + "\n"

@@ -1,0 +1,861 @@
+"""The terminal view: rich rendering with one live region at the bottom.
+
+Layout: user prompts as ``› text`` in bold; agent text as rich Markdown while it streams;
+thoughts dim and italic, collapsed to a one-line summary once finished (unless
+``show_thoughts``); tool calls with a status icon and colour, title, kind, locations and
+content (diffs as coloured unified diffs, terminals as a note); plans as a checklist.
+Printed pieces are separated by one blank line.
+
+Invariants (what keeps streaming linear, see ``bench/bench_stream.py``):
+
+* **Finished output is printed once** into the scrollback with ``console.print`` and never
+  redrawn. Only the *live block* -- the entry receiving output right now -- is drawn in the
+  one ``rich.live.Live`` region (``auto_refresh=False``, ``transient=False``), refreshed at
+  most ``fps`` times a second (throttled by the injected clock; :meth:`TtyView.tick` lets a
+  timer draw a refresh the throttle held back).
+* **One print per frame.** Finished pieces are queued and printed together at the next
+  refresh, because every ``console.print`` under a ``Live`` also redraws the live region.
+* **A streaming message is split at blank lines outside fenced code** (:class:`BlockSplitter`):
+  finished Markdown blocks go to the scrollback, only the unfinished tail stays live, so a
+  frame costs O(tail), not O(message). Text is taken from ``EntryUpdated.appended`` in
+  O(chunk); ``Message.text`` is never read per chunk.
+* The live region is drawn by a renderable that reads the view's state when rich renders
+  it, so a piece printed above the region never shows stale text below it.
+* A change to an entry that already went to the scrollback adds a piece (a tool call's new
+  status and new content, an updated plan, a replaced message below a ``✎`` note), printed
+  above the live block, which stays at the bottom; chunks for an earlier message reopen it
+  as the live block.
+
+Call :meth:`TtyView.flush` before drawing anything else on the terminal (a permission
+prompt, the REPL prompt): it commits the live block and stops the live region.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
+
+from rich.console import Group
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.text import Text
+
+from acpcli.render.plain import MessageTrace, ToolTracker
+from acpcli.render.transcript import (
+    block_label,
+    content_item_lines,
+    diff_lines,
+    location_line,
+    plan_entry_text,
+    stop_reason_text,
+)
+from acpcli.store import AGENT, THOUGHT, USER, EntryUpdated, Message, NewEntry, Plan, Store, ToolCall
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.live import Live
+
+#: status -> (icon, style); anything else gets a generic look
+STATUS_LOOK = {
+    "pending": ("○", "yellow"),
+    "in_progress": ("◐", "cyan"),
+    "completed": ("✓", "green"),
+    "failed": ("✗", "red"),
+    "cancelled": ("⊘", "magenta"),
+}
+_OTHER_LOOK = ("•", "magenta")
+_UNFINISHED = frozenset(("pending", "in_progress"))
+
+#: plan entry status -> (mark, mark style, text style)
+PLAN_LOOK = {
+    "pending": ("○", "", ""),
+    "in_progress": ("▸", "bold yellow", "bold"),
+    "completed": ("✔", "green", "dim"),
+}
+_PLAN_OTHER = ("?", "magenta", "")
+
+#: tool content longer than this is cut in the terminal (export shows all of it)
+MAX_TEXT_LINES = 20
+MAX_DIFF_LINES = 80
+_RECENT_CHARS = 600  # how much of a collapsed thought the live region shows, at most
+_RECENT_LINES = 3
+
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
+
+
+class BlockSplitter:
+    """Cuts streamed Markdown into finished blocks at blank lines outside fenced code.
+
+    :meth:`feed` returns the blocks a chunk finished; :meth:`tail` is the unfinished rest
+    (what a live region shows); :meth:`close` returns that rest as the last block. A blank
+    line ends a block only when the next line is not indented (an indented line continues
+    a list item or an indented code block). Cost: O(len(chunk)) per feed, plus O(line)
+    when a line completes.
+    """
+
+    __slots__ = ("_lines", "_partial", "_fence", "_blanks")
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []  # complete lines of the open block
+        self._partial: list[str] = []  # parts of the unfinished line (non-empty strings)
+        self._fence: str | None = None  # the opening fence while inside fenced code
+        self._blanks = 0  # blank lines after the open block, not yet known to end it
+
+    def feed(self, text: str) -> list[str]:
+        """Take the next piece of text; return the blocks it finished (often none)."""
+        done: list[str] = []
+        if "\n" not in text:
+            if text:
+                self._partial.append(text)
+        else:
+            pieces = text.split("\n")
+            first = pieces[0]
+            if self._partial:
+                self._partial.append(first)
+                first = "".join(self._partial)
+                self._partial = []
+            self._line(first, done)
+            for piece in pieces[1:-1]:
+                self._line(piece, done)
+            if pieces[-1]:
+                self._partial.append(pieces[-1])
+        # a new block has visibly begun: end the previous one now, not a line later
+        if self._blanks and self._partial and self._partial[0][0] not in " \t":
+            done.append("\n".join(self._lines))
+            self._lines = []
+            self._blanks = 0
+        return done
+
+    def _line(self, line: str, done: list[str]) -> None:
+        if self._fence is not None:
+            self._lines.append(line)
+            m = _FENCE.match(line)
+            if m and m.group(1)[0] == self._fence[0] and len(m.group(1)) >= len(self._fence):
+                if not line[m.end():].strip():
+                    self._fence = None
+            return
+        if not line.strip():
+            if self._lines:
+                self._blanks += 1
+            return
+        if self._blanks:
+            if line[0] in " \t":
+                self._lines.extend([""] * self._blanks)
+            else:
+                done.append("\n".join(self._lines))
+                self._lines = []
+            self._blanks = 0
+        self._lines.append(line)
+        m = _FENCE.match(line)
+        if m and (m.group(1)[0] == "~" or "`" not in line[m.end():]):
+            self._fence = m.group(1)
+
+    def tail(self) -> str:
+        """The unfinished text: O(tail)."""
+        lines = self._lines + [""] * self._blanks
+        if self._partial:
+            lines.append("".join(self._partial))
+        return "\n".join(lines)
+
+    def close(self) -> str:
+        """End of the text: return the rest ("" if none) and start over."""
+        rest = self.tail().strip("\n")
+        self._lines, self._partial, self._fence, self._blanks = [], [], None, 0
+        return rest
+
+
+# -- renderables ------------------------------------------------------------------------
+
+
+def _blank_line(line: list[Segment]) -> bool:
+    for seg in line:
+        if seg.text.strip() or (seg.style is not None and seg.style.bgcolor is not None):
+            return False
+    return True
+
+
+class _Piece:
+    """A renderable with blank lines trimmed off both ends, after an optional blank line.
+
+    Pieces are printed one after another, so the spacing between them is decided here,
+    once, whatever blank lines a renderable (Markdown) adds at its edges.
+    """
+
+    __slots__ = ("renderable", "gap")
+
+    def __init__(self, renderable: RenderableType, gap: bool) -> None:
+        self.renderable = renderable
+        self.gap = gap
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.renderable, options, pad=False)
+        start, end = 0, len(lines)
+        while start < end and _blank_line(lines[start]):
+            start += 1
+        while end > start and _blank_line(lines[end - 1]):
+            end -= 1
+        if start == end:
+            return
+        new_line = Segment.line()
+        if self.gap:
+            yield new_line
+        for line in lines[start:end]:
+            yield from _rstrip(line)
+            yield new_line
+
+
+def _rstrip(line: list[Segment]) -> list[Segment]:
+    """Drop the padding rich adds to the right (unless it is painted: code backgrounds)."""
+    while line:
+        seg = line[-1]
+        if seg.control or (seg.style is not None and seg.style.bgcolor is not None):
+            break
+        text = seg.text.rstrip()
+        if text == seg.text:
+            break
+        if text:
+            line[-1] = Segment(text, seg.style)
+            break
+        line.pop()
+    return line
+
+
+class _LiveArea:
+    """What the live region shows: the view's live block as it is at render time."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: TtyView) -> None:
+        self.view = view
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        view = self.view
+        block = view._live_block
+        if block is None:
+            return
+        gap = view._printed
+        renderable = block.live()
+        if renderable is not None:
+            yield _Piece(renderable, gap)
+            gap = True
+        for stale in view._stale.values():  # changes held back below the streaming message
+            preview = stale.changes(record=False)
+            if preview is not None:
+                yield _Piece(preview, gap)
+                gap = True
+
+
+def _markdown(text: str) -> RenderableType:
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
+def _label(block: dict[str, Any]) -> Text:
+    return Text(block_label(block), style="dim")
+
+
+def _clip(lines: list[str], limit: int) -> tuple[list[str], int]:
+    if len(lines) <= limit:
+        return lines, 0
+    return lines[:limit], len(lines) - limit
+
+
+def diff_text(item: dict[str, Any], max_lines: int = MAX_DIFF_LINES) -> Text:
+    """A ``diff`` content item as a coloured unified diff."""
+    lines, more = _clip(diff_lines(item), max_lines)
+    text = Text()
+    for i, line in enumerate(lines):
+        if i:
+            text.append("\n")
+        if line.startswith(("--- ", "+++ ")):
+            style = "bold"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        else:
+            style = ""
+        text.append(line, style=style)
+    if more:
+        text.append(f"\n… {more} more lines", style="dim")
+    return text
+
+
+def _content_item(item: dict[str, Any]) -> RenderableType:
+    itype = item.get("type")
+    if itype == "diff":
+        return diff_text(item)
+    if itype == "terminal":
+        return Text(f"▸ terminal {item.get('terminalId', '?')} (its output is shown by the agent)", style="dim")
+    lines, more = _clip(content_item_lines(item), MAX_TEXT_LINES)
+    text = Text("\n".join(lines))
+    if more:
+        text.append(f"\n… {more} more lines", style="dim")
+    return text
+
+
+def tool_header_text(call: ToolCall) -> Text:
+    """``✓ title  kind  completed`` with the status icon and colour."""
+    icon, style = STATUS_LOOK.get(call.status, _OTHER_LOOK)
+    title = call.title or call.tool_call_id
+    return Text.assemble(
+        (icon, style), " ", (title, "bold"), "  ", (call.kind, "dim"), "  ", (call.status.replace("_", " "), style)
+    )
+
+
+class _ItemCache:
+    """Rendered tool content items by identity (store items are never mutated)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[dict[str, Any], RenderableType]] = {}
+
+    def get(self, item: dict[str, Any]) -> RenderableType:
+        hit = self._items.get(id(item))
+        if hit is not None and hit[0] is item:
+            return hit[1]
+        renderable = _content_item(item)
+        self._items[id(item)] = (item, renderable)
+        return renderable
+
+
+def tool_renderable(
+    call: ToolCall,
+    locations: Iterable[dict[str, Any]] | None = None,
+    content: Iterable[dict[str, Any]] | None = None,
+    cache: _ItemCache | None = None,
+) -> RenderableType:
+    """A tool call: header, then locations and content (all of them by default)."""
+    parts: list[RenderableType] = [tool_header_text(call)]
+    for loc in call.locations if locations is None else locations:
+        parts.append(Text("  → " + location_line(loc), style="dim"))
+    get = cache.get if cache is not None else _content_item
+    for item in call.content if content is None else content:
+        parts.append(Padding(get(item), (0, 0, 0, 2)))
+    return Group(*parts)
+
+
+def plan_renderable(plan: Plan, *, updated: bool = False) -> Text:
+    """A plan as a checklist."""
+    text = Text("Plan", style="bold")
+    if updated:
+        text.append(" (updated)", style="dim")
+    if plan.plan_type != "items":
+        text.append(f" ({plan.plan_type})", style="dim")
+        return text
+    if not plan.entries:
+        text.append(" (empty)", style="dim")
+    for entry in plan.entries:
+        status = entry.get("status")
+        mark, mark_style, text_style = PLAN_LOOK.get(status, _PLAN_OTHER) if isinstance(status, str) else _PLAN_OTHER
+        text.append("\n  ")
+        text.append(mark, style=mark_style)
+        text.append(" ")
+        text.append(plan_entry_text(entry), style=text_style)
+    return text
+
+
+# -- blocks: one per entry, holding what the view showed of it --------------------------------
+
+
+class _Block:
+    def live(self) -> RenderableType | None:
+        """What the live region shows while this block is live."""
+        return None
+
+    def finish(self) -> list[RenderableType]:
+        """The block is no longer live: what to print for good."""
+        return []
+
+
+class _MessageBlock(_Block):
+    """Shared by agent, thought and user messages: what was consumed, for replacements."""
+
+    def __init__(self, view: TtyView) -> None:
+        self.view = view
+        self.trace = MessageTrace()
+
+    def feed(self, blocks: Iterable[dict[str, Any]]) -> None:
+        for block in blocks:
+            self.trace.add(block)
+            if block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str) and text:
+                    self.text(text)
+            else:
+                self.other(block)
+
+    def reopen(self) -> None:
+        """Live again (new or continued): start a fresh stream."""
+
+    def text(self, text: str) -> None:
+        raise NotImplementedError
+
+    def other(self, block: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+
+class _AgentBlock(_MessageBlock):
+    """Agent text: finished Markdown blocks to the scrollback, the tail live."""
+
+    def __init__(self, view: TtyView) -> None:
+        super().__init__(view)
+        self.splitter = BlockSplitter()
+
+    def reopen(self) -> None:
+        self.splitter = BlockSplitter()
+
+    def text(self, text: str) -> None:
+        for done in self.splitter.feed(text):
+            self.view._print(_markdown(done))
+
+    def other(self, block: dict[str, Any]) -> None:
+        rest = self.splitter.close()
+        if rest:
+            self.view._print(_markdown(rest))
+        self.view._print(_label(block))
+
+    def live(self) -> RenderableType | None:
+        tail = self.splitter.tail()
+        return _markdown(tail) if tail.strip() else None
+
+    def finish(self) -> list[RenderableType]:
+        rest = self.splitter.close()
+        return [_markdown(rest)] if rest else []
+
+
+class _ThoughtBlock(_MessageBlock):
+    """A thought: live while it streams, then one summary line (or all of it, if asked)."""
+
+    def __init__(self, view: TtyView, show: bool) -> None:
+        super().__init__(view)
+        self.show = show
+        self.splitter = BlockSplitter()
+        self.recent: deque[str] = deque()
+        self.recent_len = 0
+        self.printed = False  # (show_thoughts) the first paragraph went out with the header
+
+    def reopen(self) -> None:
+        self.splitter = BlockSplitter()
+        self.recent.clear()
+        self.recent_len = 0
+        self.printed = False
+
+    def _para(self, text: str) -> RenderableType:
+        body = Padding(Text(text, style="dim italic"), (0, 0, 0, 2))
+        if self.printed:
+            return body
+        self.printed = True
+        return Group(Text("✻ Thinking", style="dim"), body)
+
+    def text(self, text: str) -> None:
+        if self.show:
+            for done in self.splitter.feed(text):
+                self.view._print(self._para(done))
+            return
+        recent = self.recent
+        recent.append(text)
+        self.recent_len += len(text)
+        while len(recent) > 1 and self.recent_len - len(recent[0]) >= _RECENT_CHARS:
+            self.recent_len -= len(recent.popleft())
+
+    def other(self, block: dict[str, Any]) -> None:
+        self.text("\n" + block_label(block) + "\n")
+
+    def live(self) -> RenderableType | None:
+        if self.show:
+            tail = self.splitter.tail().strip("\n")
+            if not tail:
+                return None
+            return self._peek(tail)
+        text = "".join(self.recent)[-_RECENT_CHARS:].strip("\n")
+        lines = text.split("\n")[-_RECENT_LINES:]
+        body = Text("\n".join(lines), style="dim italic", no_wrap=True, overflow="ellipsis")
+        return Group(Text("✻ Thinking…", style="dim"), Padding(body, (0, 0, 0, 2)))
+
+    def _peek(self, tail: str) -> RenderableType:
+        body = Padding(Text(tail, style="dim italic"), (0, 0, 0, 2))
+        return body if self.printed else Group(Text("✻ Thinking", style="dim"), body)
+
+    def finish(self) -> list[RenderableType]:
+        if self.show:
+            rest = self.splitter.close()
+            return [self._para(rest)] if rest else []
+        text = _joined(self.trace)
+        return [thought_summary(text)] if text.strip() else []
+
+
+def _joined(trace: MessageTrace) -> str:
+    """All the text a trace consumed (O(message): once per finished block)."""
+    parts = [s for s in trace.segments if isinstance(s, str)]
+    if trace.run:
+        joined = "".join(trace.run)
+        trace.run = [joined]  # join once; later appends extend the list again
+        parts.append(joined)
+    return "".join(parts)
+
+
+def thought_summary(text: str) -> Text:
+    """``✻ Thought · N words: first line…`` on one line."""
+    words = len(text.split())
+    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    summary = Text(no_wrap=True, overflow="ellipsis")
+    summary.append(f"✻ Thought · {words} word{'s' if words != 1 else ''}: ", style="dim")
+    summary.append(first, style="dim italic")
+    return summary
+
+
+class _UserBlock(_MessageBlock):
+    """The user's prompt, ``› text`` in bold (short: rendered whole)."""
+
+    def text(self, text: str) -> None:
+        pass  # the trace holds it
+
+    def other(self, block: dict[str, Any]) -> None:
+        pass
+
+    def live(self) -> RenderableType | None:
+        return user_renderable(self.trace.segments + ["".join(self.trace.run)])
+
+    def finish(self) -> list[RenderableType]:
+        rendered = self.live()
+        return [rendered] if rendered is not None else []
+
+
+def user_renderable(segments: Iterable[Any]) -> Text | None:
+    """``› text``: the first line after the marker, the rest indented under it."""
+    body = Text(style="bold")
+    for seg in segments:
+        if isinstance(seg, str):
+            body.append(seg)
+        else:
+            if body.plain and not body.plain.endswith("\n"):
+                body.append("\n")
+            body.append(block_label(seg) + "\n", style="dim")
+    plain = body.plain.strip("\n")
+    if not plain.strip():
+        return None
+    lines = body.split("\n")
+    out = Text()
+    first = True
+    for line in lines:
+        if first and not line.plain.strip():
+            continue
+        out.append("› " if first else "\n  ", style="bold cyan" if first else "")
+        out.append_text(line)
+        first = False
+    out.rstrip()
+    return out
+
+
+class _ToolBlock(_Block):
+    """A tool call: live while it is the latest entry and unfinished."""
+
+    def __init__(self, call: ToolCall) -> None:
+        self.call = call
+        self.tracker = ToolTracker()
+        self.cache = _ItemCache()
+
+    def unfinished(self) -> bool:
+        return self.call.status in _UNFINISHED
+
+    def live(self) -> RenderableType | None:
+        return tool_renderable(self.call, cache=self.cache)
+
+    def finish(self) -> list[RenderableType]:
+        self.tracker.delta(self.call)  # all of it is shown now
+        return [tool_renderable(self.call, cache=self.cache)]
+
+    def changes(self, *, record: bool = True) -> RenderableType | None:
+        """After it was printed: its new status and what content is new, if anything."""
+        header_changed, locations, content = self.tracker.delta(self.call, record=record)
+        if not header_changed and not locations and not content:
+            return None
+        return tool_renderable(self.call, locations, content, self.cache)
+
+
+class _PlanBlock(_Block):
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.shown: tuple[str, list[Any]] | None = None
+
+    def _state(self) -> tuple[str, list[Any]]:
+        return (self.plan.plan_type, [dict(e) for e in self.plan.entries])
+
+    def live(self) -> RenderableType | None:
+        return plan_renderable(self.plan)
+
+    def finish(self) -> list[RenderableType]:
+        self.shown = self._state()
+        return [plan_renderable(self.plan)]
+
+    def changes(self, *, record: bool = True) -> RenderableType | None:
+        """After it was printed: the plan again, if it changed."""
+        state = self._state()
+        if state == self.shown:
+            return None
+        if record:
+            self.shown = state
+        return plan_renderable(self.plan, updated=True)
+
+
+_STOP_STYLE = {"cancelled": "yellow", "refusal": "bold red", "max_tokens": "bold yellow", "max_turn_requests": "bold yellow"}
+_KIND_NAMES = {AGENT: "message", THOUGHT: "thought", USER: "prompt"}
+
+
+class TtyView:
+    """Renders a session on a terminal console (see the module docstring).
+
+    ``show_thoughts``: print thoughts in full instead of a summary line. ``quiet``: agent
+    text only. ``fps``: live refreshes per second at most. ``clock``: seconds, monotonic
+    (injected by tests). ``final_only``: show nothing while changes arrive; :meth:`close`
+    prints the session's store finished (for a ``load`` whose replay interleaves messages,
+    which streamed would show as alternating fragments).
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        *,
+        show_thoughts: bool = False,
+        quiet: bool = False,
+        fps: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        store: Store | None = None,
+        final_only: bool = False,
+    ) -> None:
+        self.console = console
+        self._final_only = final_only
+        self._closed = False
+        self._show_thoughts = show_thoughts
+        self._quiet = quiet
+        self._interval = 1.0 / fps if fps > 0 else float("inf")
+        self._clock = clock
+        self._store = store
+        self._blocks: dict[int, _Block] = {}
+        self._live_block: _Block | None = None
+        self._live: Live | None = None
+        self._printed = False  # something is in the scrollback: pieces get a blank line first
+        self._last_refresh = float("-inf")
+        self._due = False  # a refresh was skipped by the throttle
+        # pieces for the scrollback, printed together at the next refresh: printing redraws
+        # the live region, so one print per frame rather than one per finished paragraph
+        self._queue: list[_Piece] = []
+        # tool calls and plans already printed that changed while a message streams: shown
+        # below it in the live region and printed after it, so the message is not cut
+        self._stale: dict[int, _ToolBlock | _PlanBlock] = {}
+
+    # -- the Sink protocol ------------------------------------------------------------------
+
+    def on_change(self, session: Any, change: Any) -> None:
+        """Show what ``change`` changed."""
+        if self._store is None:
+            store = getattr(session, "store", None)
+            if isinstance(store, Store):
+                self._store = store
+        if self._final_only:
+            return
+        if isinstance(change, NewEntry):
+            self._new(change.index, change.entry)
+        elif isinstance(change, EntryUpdated):
+            self._updated(change)
+        else:
+            return
+        self._touch()
+
+    def turn_ended(self, stop_reason: str | None) -> None:
+        """Commit the live block, stop the live region; say a stop reason other than end_turn."""
+        self.flush()
+        if self._final_only:
+            return
+        text = stop_reason_text(stop_reason)
+        if text is not None:
+            style = _STOP_STYLE.get(stop_reason or "", "bold yellow")
+            self._print(Text(f"■ Turn ended: {text}", style=style))
+            self._drain()
+
+    def tick(self) -> None:
+        """Draw a refresh the throttle held back, once its time has come.
+
+        Call it from a timer (any rate: the throttle still holds) so that the end of a
+        burst of chunks shows even when nothing else arrives for a while.
+        """
+        if self._due and self._clock() - self._last_refresh >= self._interval:
+            self._refresh()
+
+    def flush(self) -> None:
+        """Commit the live block to the scrollback and stop the live region."""
+        self._commit()
+        self._drain()
+        self._due = False
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def print_store(self, store: Store) -> None:
+        """Print every entry of ``store`` in its final state (``show``)."""
+        self.flush()
+        for entry in store.entries:
+            block = self._block_for(entry)
+            if block is None:
+                continue
+            if isinstance(block, _MessageBlock):
+                block.feed(entry.content)  # type: ignore[union-attr]
+            for piece in block.finish():
+                self._print(piece)
+        self._drain()
+
+    def close(self) -> None:
+        """Commit everything and release the terminal (``final_only``: print the store)."""
+        self.flush()
+        if self._final_only and not self._closed and self._store is not None:
+            self.print_store(self._store)
+        self._closed = True
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _print(self, renderable: RenderableType) -> None:
+        """Queue a piece for the scrollback; it is printed at the next refresh (or flush)."""
+        self._queue.append(_Piece(renderable, self._printed))
+        self._printed = True
+
+    def _drain(self) -> None:
+        """Print the queued pieces, in one ``console.print`` (which also redraws the live region)."""
+        if self._queue:
+            pieces, self._queue = self._queue, []
+            self.console.print(pieces[0] if len(pieces) == 1 else Group(*pieces))
+
+    def _commit(self) -> None:
+        """The live block is finished: print it for good (it leaves the live region first)."""
+        block = self._live_block
+        self._live_block = None
+        if block is not None:
+            for piece in block.finish():
+                self._print(piece)
+        stale, self._stale = self._stale, {}
+        for index in sorted(stale):
+            piece = stale[index].changes()
+            if piece is not None:
+                self._print(piece)
+
+    def _set_live(self, block: _Block) -> None:
+        self._live_block = block
+        if self._live is None:
+            from rich.live import Live
+
+            self._live = Live(
+                _LiveArea(self),
+                console=self.console,
+                auto_refresh=False,
+                transient=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._live.start()
+
+    def _touch(self) -> None:
+        """Something changed: refresh now, or later if the last refresh is too recent."""
+        if self._clock() - self._last_refresh >= self._interval:
+            self._refresh()
+        else:
+            self._due = True
+
+    def _refresh(self) -> None:
+        """Print the queued pieces and redraw the live region (printing redraws it too)."""
+        self._due = False
+        self._last_refresh = self._clock()
+        if self._queue:
+            self._drain()
+        elif self._live is not None:
+            self._live.refresh()
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def _block_for(self, entry: Any) -> _Block | None:
+        if isinstance(entry, Message):
+            if entry.kind == AGENT:
+                return _AgentBlock(self)
+            if self._quiet:
+                return None
+            if entry.kind == THOUGHT:
+                return _ThoughtBlock(self, self._show_thoughts)
+            return _UserBlock(self)
+        if self._quiet:
+            return None
+        if isinstance(entry, ToolCall):
+            return _ToolBlock(entry)
+        if isinstance(entry, Plan):
+            return _PlanBlock(entry)
+        return None
+
+    def _new(self, index: int, entry: Any) -> None:
+        block = self._block_for(entry)
+        if block is None:
+            return
+        self._blocks[index] = block
+        self._commit()
+        if isinstance(block, _ToolBlock) and not block.unfinished():
+            for piece in block.finish():
+                self._print(piece)
+            return
+        if isinstance(block, _MessageBlock):
+            block.feed(entry.content)  # finished Markdown blocks are queued for the scrollback
+        self._set_live(block)
+
+    def _updated(self, change: EntryUpdated) -> None:
+        block = self._blocks.get(change.index)
+        if block is None:
+            self._new(change.index, change.entry)
+            return
+        if isinstance(block, _MessageBlock):
+            self._message_updated(block, change)
+        elif block is self._live_block:  # a live tool call or plan is redrawn by the refresh
+            if isinstance(block, _ToolBlock) and not block.unfinished():
+                self._commit()
+        elif isinstance(block, (_ToolBlock, _PlanBlock)):
+            if isinstance(self._live_block, _MessageBlock):
+                self._stale[change.index] = block
+            else:
+                piece = block.changes()
+                if piece is not None:
+                    self._print(piece)
+
+    def _reopen(self, block: _MessageBlock) -> None:
+        """Make a message the live block again (chunks for it after other output)."""
+        if block is not self._live_block:
+            self._commit()
+            block.reopen()
+            self._set_live(block)
+
+    def _message_updated(self, block: _MessageBlock, change: EntryUpdated) -> None:
+        message: Message = change.entry  # type: ignore[assignment]
+        if change.appended is not None:
+            self._reopen(block)
+            block.feed((change.appended,))
+            return
+        content = message.content
+        rest = block.trace.rest(content)
+        if rest is not None:  # the update extends what was shown (or repeats it)
+            if rest:
+                self._reopen(block)
+                block.feed(rest)
+            return
+        # the content changed under what was shown: say so and show the new content
+        if block is self._live_block:
+            self._live_block = None  # its unfinished tail is dropped, not committed
+        else:
+            self._commit()
+        name = _KIND_NAMES.get(message.kind, "message")
+        self._print(Text(f"✎ {name} {'replaced' if content else 'cleared'}", style="dim"))
+        block.trace.reset([])
+        block.reopen()
+        self._set_live(block)
+        block.feed(content)

@@ -1,0 +1,113 @@
+"""Finished transcripts: the same from chunks as from whole messages; readable Markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acpcli.render.transcript import diff_lines, stop_reason_text, to_markdown, to_text
+from acpcli.store import Store
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+DIFF = {"type": "diff", "path": "/p/a.py", "oldText": "x = 1\ny = 2\n", "newText": "x = 1\ny = 3\n"}
+TOOL = {"toolCallId": "t1", "title": "Edit a.py", "kind": "edit", "status": "completed",
+        "locations": [{"path": "/p/a.py", "line": 2}],
+        "content": [DIFF, {"type": "content", "content": text("ran ```weird``` output")}]}
+PLAN = [{"content": "Edit a.py", "priority": "high", "status": "completed"},
+        {"content": "Run tests", "priority": "medium", "status": "in_progress"},
+        {"content": "Report", "priority": "low", "status": "pending"}]
+USER, THOUGHT = "Set y to 3, please.", "The user wants y = 3.\n\nEdit line 2."
+ANSWER = "Done: `y` is now **3**.\n\n```python\ny = 3\n```\n\nAnything else?"
+
+
+def build(updates: list[dict[str, Any]]) -> Store:
+    store = Store()
+    for update in updates:
+        store.apply(update)
+    return store
+
+
+def from_chunks(size: int) -> Store:
+    """v1 style: id-less chunks of ``size`` characters, tool_call + update, plan."""
+
+    def chunks(kind: str, body: str) -> list[dict[str, Any]]:
+        return [{"sessionUpdate": kind, "content": text(body[i:i + size])} for i in range(0, len(body), size)]
+
+    return build([
+        *chunks("user_message_chunk", USER),
+        *chunks("agent_thought_chunk", THOUGHT),
+        {"sessionUpdate": "plan", "entries": [dict(e, status="pending") for e in PLAN]},
+        {"sessionUpdate": "tool_call", **{k: v for k, v in TOOL.items() if k != "content"}, "status": "pending"},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed", "content": TOOL["content"]},
+        {"sessionUpdate": "plan", "entries": PLAN},
+        *chunks("agent_message_chunk", ANSWER),
+    ])
+
+
+def from_whole() -> Store:
+    """v2 style: whole messages with ids, the tool call in one update, a keyed plan."""
+    return build([
+        {"sessionUpdate": "user_message", "messageId": "u", "content": [text(USER)]},
+        {"sessionUpdate": "agent_thought", "messageId": "t", "content": [text(THOUGHT)]},
+        {"sessionUpdate": "plan_update", "plan": {"planId": "p", "type": "items", "entries": PLAN}},
+        {"sessionUpdate": "tool_call_update", **TOOL},
+        {"sessionUpdate": "agent_message", "messageId": "a", "content": [text(ANSWER)]},
+    ])
+
+
+def test_transcripts_are_the_same_from_chunks_and_from_whole_messages() -> None:
+    whole = from_whole()
+    for size in (1, 3, 20, 1000):
+        chunked = from_chunks(size)
+        assert to_markdown(chunked, title="T") == to_markdown(whole, title="T")
+        assert to_text(chunked) == to_text(whole)
+
+
+def test_markdown_layout() -> None:
+    md = to_markdown(from_whole(), title="Fixing y")
+    assert md.startswith("# Fixing y\n\n## User\n\nSet y to 3, please.\n\n## Agent\n\n")
+    assert "<details>\n<summary>Thought</summary>\n\nThe user wants y = 3.\n\nEdit line 2.\n\n</details>" in md
+    assert "**Plan**\n\n- [x] Edit a.py\n- [ ] Run tests *(in progress)*\n- [ ] Report" in md
+    assert "**Tool:** Edit a.py (`edit`) — completed\n\n- `/p/a.py:2`" in md
+    assert "```diff\n--- /p/a.py\n+++ /p/a.py\n@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n```" in md
+    assert "````text\nran ```weird``` output\n````" in md  # a fence longer than the content's
+    assert md.endswith(ANSWER + "\n")
+    assert md.count("## User") == 1 and md.count("## Agent") == 1
+
+
+def test_markdown_heading_follows_the_speaker_and_title_defaults() -> None:
+    store = build([
+        {"sessionUpdate": "user_message_chunk", "content": text("one")},
+        {"sessionUpdate": "agent_message_chunk", "content": text("two")},
+        {"sessionUpdate": "user_message_chunk", "content": text("three")},
+        {"sessionUpdate": "agent_message_chunk", "content": text("four")},
+        {"sessionUpdate": "session_info_update", "title": "Counting"},
+    ])
+    md = to_markdown(store)
+    assert md == "# Counting\n\n## User\n\none\n\n## Agent\n\ntwo\n\n## User\n\nthree\n\n## Agent\n\nfour\n"
+    assert to_markdown(Store()) == "# Transcript\n"
+
+
+def test_text_layout() -> None:
+    out = to_text(from_whole())
+    assert out.startswith("> Set y to 3, please.\n\n[thought] The user wants y = 3.\n[thought]\n[thought] Edit line 2.\n\n")
+    assert "[plan] [x] Edit a.py\n[plan] [~] Run tests\n[plan] [ ] Report\n" in out
+    assert "[tool] Edit a.py (edit): completed\n  at /p/a.py:2\n  --- /p/a.py\n" in out
+    assert out.endswith("Anything else?\n")
+    assert to_text(Store()) == ""
+
+
+def test_diff_of_a_new_file_and_of_no_change() -> None:
+    assert diff_lines({"type": "diff", "path": "/p/new.txt", "oldText": None, "newText": "hello\n"}) == [
+        "--- /dev/null", "+++ /p/new.txt", "@@ -0,0 +1 @@", "+hello"]
+    assert diff_lines({"type": "diff", "path": "/p/same", "oldText": "a", "newText": "a"}) == ["(no changes to /p/same)"]
+
+
+def test_stop_reason_text() -> None:
+    assert stop_reason_text("end_turn") is None and stop_reason_text(None) is None
+    assert stop_reason_text("cancelled") == "cancelled"
+    assert "token limit" in (stop_reason_text("max_tokens") or "")
+    assert stop_reason_text("_vendor_reason") == "vendor reason"
