@@ -326,13 +326,16 @@ async def run_turn(
     blocks: Sequence[dict[str, Any]],
     *,
     notice: Callable[[str], None],
+    tick: Callable[[], None] | None = None,
     double_interrupt_seconds: float = 3.0,
 ) -> str:
     """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
     waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
     agent's process group and raises :class:`KeyboardInterrupt` (exit 130 at the CLI).
 
-    ``notice`` receives the one-line status messages ("cancelling…") for the caller to show.
+    ``notice`` receives the one-line status messages ("cancelling…") for the caller to show;
+    ``tick`` (if given) is called about ten times a second while the turn runs, so a view
+    can redraw its live part even when the stream pauses.
     """
     import signal
     import time
@@ -364,9 +367,17 @@ async def run_turn(
             assert live.output_error is not None
             raise live.output_error
 
+        async def ticker() -> None:
+            assert tick is not None
+            while True:
+                await anyio.sleep(0.1)
+                tick()
+
         tg.start_soon(run)
         tg.start_soon(watch)
         tg.start_soon(watch_output)
+        if tick is not None:
+            tg.start_soon(ticker)
     return stop
 
 

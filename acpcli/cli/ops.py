@@ -445,6 +445,7 @@ def run_prompt(
                     live,
                     [wire.text_block(text)],
                     notice=lambda m: run.env.err.print(m, style="yellow", markup=False, highlight=False),
+                    tick=getattr(view, "tick", None),
                 )
                 view.turn_ended(stop)
                 writer.flush()

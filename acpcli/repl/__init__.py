@@ -62,6 +62,8 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         from prompt_toolkit import PromptSession
 
+        if live.sink is not None and hasattr(live.sink, "flush"):
+            live.sink.flush()  # commit the live region before drawing the question
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
         call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
@@ -132,6 +134,8 @@ async def run_repl(
     env.err.print(f"[dim]session {live.session_id} with {link.features.display_name} — /help for commands[/]")
     code = int(ExitCode.OK)
     while True:
+        if live.sink is not None and hasattr(live.sink, "flush"):
+            live.sink.flush()
         try:
             text = await session.prompt_async("› ")
         except EOFError:
@@ -159,7 +163,11 @@ async def run_repl(
             return code
         try:
             stop = await run_turn(
-                link, live, [wire.text_block(text)], notice=lambda m: env.err.print(m, style="yellow", markup=False)
+                link,
+                live,
+                [wire.text_block(text)],
+                notice=lambda m: env.err.print(m, style="yellow", markup=False),
+                tick=getattr(live.sink, "tick", None),
             )
         except KeyboardInterrupt:
             return int(ExitCode.INTERRUPTED)
