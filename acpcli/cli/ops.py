@@ -176,6 +176,8 @@ class Run:
     repl: bool
     title: str | None = None
     permissions: str | None = None
+    fs: bool = True
+    terminal: bool = True
 
 
 def _env_extra(agent: AgentChoice) -> dict[str, str]:
@@ -287,12 +289,17 @@ def agent_stderr_log(agent: AgentChoice) -> Path:
 
 def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | None = None, run: Run | None = None) -> Any:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy."""
+    from acpcli.negotiate import ClientOffer
     from acpcli.session import open_link
 
+    offer = ClientOffer()
+    if run is not None:
+        offer = ClientOffer(read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal)
     return open_link(
         agent.argv,
         env_extra=_env_extra(agent),
         choice=protocol,  # type: ignore[arg-type]
+        offer=offer,
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
         decide_permission=_decider(run) if run is not None else None,

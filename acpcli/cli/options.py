@@ -130,3 +130,14 @@ SessionId = Annotated[
         show_default=False,
     ),
 ]
+NoFs = Annotated[
+    bool,
+    typer.Option(
+        "--no-fs",
+        help="Do not offer file reads/writes to the agent (v1 fs/read_text_file, fs/write_text_file).",
+    ),
+]
+NoTerminal = Annotated[
+    bool,
+    typer.Option("--no-terminal", help="Do not offer terminals to the agent (v1 terminal/*)."),
+]

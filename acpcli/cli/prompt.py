@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from acpcli.cli import complete
-from acpcli.cli.options import AddDir, Agent, Cmd, Cwd, LogFile, Mcp, McpConfig, Permissions, Protocol
+from acpcli.cli.options import AddDir, Agent, Cmd, Cwd, LogFile, Mcp, McpConfig, NoFs, NoTerminal, Permissions, Protocol
 
 app = typer.Typer()
 
@@ -30,6 +30,8 @@ def prompt(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the agent's answer.")] = False,
     permissions: Permissions = None,
+    no_fs: NoFs = False,
+    no_terminal: NoTerminal = False,
     log_file: LogFile = None,
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
@@ -65,7 +67,7 @@ def prompt(
         session = ops.last_session(inputs.agent.name, inputs.cwd)
         record = ops.lookup(session)
         inputs.additional_directories = list(record.additional_dirs) if not add_dir else inputs.additional_directories
-    run = ops.Run(env=env, repl=False, permissions=permissions)
+    run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal)
     if output is not None:
         run.env = ops.Environment(stdin=env.stdin, stdout=open(output, "w", encoding="utf-8"), stderr=env.stderr)  # noqa: SIM115
     try:

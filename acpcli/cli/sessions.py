@@ -21,6 +21,8 @@ from acpcli.cli.options import (
     Mcp,
     McpConfig,
     NoAddDirs,
+    NoFs,
+    NoTerminal,
     NoRepl,
     Permissions,
     Protocol,
@@ -40,11 +42,16 @@ NewIfMissing = Annotated[
 Title = Annotated[Optional[str], typer.Option("--title", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
 
 
-def _run(no_repl: bool, title: str | None = None, permissions: str | None = None):  # noqa: ANN202
+def _run(  # noqa: ANN202
+    no_repl: bool, title: str | None = None, permissions: str | None = None, no_fs: bool = False, no_terminal: bool = False
+):
     from acpcli.cli.ops import Run, environment
 
     env = environment()
-    return Run(env=env, repl=env.interactive and not no_repl, title=title, permissions=permissions)
+    return Run(
+        env=env, repl=env.interactive and not no_repl, title=title, permissions=permissions,
+        fs=not no_fs, terminal=not no_terminal,
+    )
 
 
 @app.command()
@@ -59,6 +66,8 @@ def new(
     title: Title = None,
     no_repl: NoRepl = False,
     permissions: Permissions = None,
+    no_fs: NoFs = False,
+    no_terminal: NoTerminal = False,
     log_file: LogFile = None,
 ) -> None:
     """Start a new session with an agent.
@@ -78,7 +87,7 @@ def new(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
         protocol=protocol, log_file=log_file,
     )
-    raise typer.Exit(ops.run_lifecycle("new", inputs, _run(no_repl, title, permissions)))
+    raise typer.Exit(ops.run_lifecycle("new", inputs, _run(no_repl, title, permissions, no_fs, no_terminal)))
 
 
 def _reattach(
@@ -150,6 +159,8 @@ def load(
     new_if_missing: NewIfMissing = False,
     no_repl: NoRepl = False,
     permissions: Permissions = None,
+    no_fs: NoFs = False,
+    no_terminal: NoTerminal = False,
     log_file: LogFile = None,
 ) -> None:
     """Load a session: the agent replays the conversation, then the prompt opens.
@@ -161,7 +172,7 @@ def load(
     """
     raise typer.Exit(
         _reattach("load", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
-                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions))
+                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal))
     )
 
 
@@ -179,6 +190,8 @@ def resume(
     new_if_missing: NewIfMissing = False,
     no_repl: NoRepl = False,
     permissions: Permissions = None,
+    no_fs: NoFs = False,
+    no_terminal: NoTerminal = False,
     log_file: LogFile = None,
 ) -> None:
     """Resume a session without replay; the locally stored transcript is shown for context.
@@ -188,7 +201,7 @@ def resume(
     """
     raise typer.Exit(
         _reattach("resume", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
-                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions))
+                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal))
     )
 
 
