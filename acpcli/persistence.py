@@ -394,6 +394,13 @@ class Index:
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise ConfigError(f"the session index {path} is unusable: {exc}") from exc
+        if version == 0:
+            # Another process is creating the index right now (the file exists, the schema
+            # not yet): to a reader that is an empty index, not an error.
+            conn.close()
+            empty = sqlite3.connect(":memory:", isolation_level=None)
+            migrate(empty)
+            return empty
         if version != len(MIGRATIONS):
             conn.close()
             raise ConfigError(

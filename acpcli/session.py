@@ -72,6 +72,7 @@ class LiveSession:
     _pending_permissions: set[anyio.Event] = field(default_factory=set, repr=False)
     cancel_requested: bool = False
     output_error: BaseException | None = None
+    updates_seen: int = 0
     output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
     def feed(self, update: Any) -> None:
@@ -79,6 +80,7 @@ class LiveSession:
         if not isinstance(update, dict):
             log.debug("ignoring a session/update whose update is %s", type(update).__name__)
             return
+        self.updates_seen += 1
         change = self.store.apply(update)
         if self.recorder is not None:
             kind = update.get("sessionUpdate")
@@ -249,6 +251,17 @@ class AgentLink:
             raise
         live.response = result if isinstance(result, dict) else {}
         return live
+
+    async def settle(self, live: LiveSession, *, quiet: float = 0.3, limit: float = 10.0) -> None:
+        """Wait until the session's update stream has been quiet for ``quiet`` seconds (at
+        most ``limit``). Some agents answer ``session/load`` first and replay afterwards
+        (gemini): a command that exits after loading waits here so it loses nothing."""
+        with anyio.move_on_after(limit):
+            while True:
+                before = live.updates_seen
+                await anyio.sleep(quiet)
+                if live.updates_seen == before or self.conn.closed:
+                    return
 
     async def close(self, session_id: str) -> Any:
         """``session/close``; returns exactly what the agent answered."""

@@ -271,8 +271,14 @@ async def attach(
             writer.flush()
         raise
     if command == "load":
+        if not run.repl:
+            await link.settle(live)  # a replay may trail the response (gemini)
         writer.append(sid, REPLAY_END, "{}")
     writer.flush()
+    if known is not None and list(known.additional_dirs) != list(inputs.additional_directories):
+        # --add-dir / --no-add-dirs replaced the roots: remember what the agent now has.
+        known.additional_dirs = list(inputs.additional_directories)
+        index.upsert_session(known)
     index.touch(sid)
     if run.title:
         index.set_title(sid, run.title)

@@ -29,7 +29,7 @@ _METHOD_CAPABILITY = {
 _ALTERNATIVE = {
     "load": "use `acpcli resume` instead (no replay; the local transcript is shown)",
     "resume": "use `acpcli load` instead (the agent replays the conversation)",
-    "close": "the session simply stays open on the agent side; `acpcli sessions` still lists it",
+    "close": "acpcli marks it closed locally all the same; the agent keeps it until it exits",
     "list": "use `acpcli sessions` to list the sessions recorded locally",
 }
 
