@@ -33,5 +33,9 @@ models: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,dev]'
 	$(BIN)/python tools/gen_models.py
 
+# Regenerate completions/acpcli.{bash,zsh,fish} from the program.
+completions: $(STAMP)
+	$(BIN)/python tools/gen_completions.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

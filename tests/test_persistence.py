@@ -110,10 +110,21 @@ def test_open_is_eager_and_read_only_creates_nothing(monkeypatch: pytest.MonkeyP
                 ro.touch("s1")
 
 
-def test_read_only_refuses_an_unmigrated_db() -> None:
+def test_read_only_sees_an_index_still_being_created_as_empty() -> None:
     ensure_dir(db_path().parent)
     sqlite3.connect(db_path()).close()  # an empty database, schema version 0
-    with pytest.raises(ConfigError, match="schema 0"):
+    with Index.open(read_only=True) as index:
+        assert index.list_sessions() == []
+    # ...and the reader wrote nothing: the file is still at schema 0.
+    with sqlite3.connect(db_path()) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (0,)
+
+
+def test_read_only_refuses_an_older_schema() -> None:
+    ensure_dir(db_path().parent)
+    with sqlite3.connect(db_path()) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(ConfigError, match="schema 99"):
         Index.open(read_only=True)
 
 

@@ -7,6 +7,7 @@ inside the function.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -46,9 +47,9 @@ def _root(
 
 
 def _register() -> None:
-    from acpcli.cli import agents, prompt, sessions
+    from acpcli.cli import agents, completion, prompt, sessions
 
-    for sub in (sessions.app, prompt.app, agents.app):
+    for sub in (sessions.app, prompt.app, agents.app, completion.app):
         app.registered_commands.extend(sub.registered_commands)
 
 
@@ -80,7 +81,13 @@ def main(argv: list[str] | None = None) -> None:
     """Run the command tree; map every :class:`AcpcliError` to its exit code.
 
     click (standalone mode) reports its own usage errors with exit code 2 (``ExitCode.USAGE``).
+    A shell asking for completions (``_ACPCLI_COMPLETE`` set, see :mod:`acpcli.cli.completion`)
+    is answered before typer builds the whole command tree.
     """
+    if os.environ.get("_ACPCLI_COMPLETE"):
+        from acpcli.cli.completion import respond
+
+        sys.exit(respond(app))
     try:
         app(args=argv, prog_name="acpcli")
     except BaseException as exc:  # noqa: BLE001 - this is the one place errors become codes
@@ -95,8 +102,6 @@ def main(argv: list[str] | None = None) -> None:
             # The reader went away (`acpcli prompt … | head -1`): that was its choice, so
             # leave quietly. Point stdout at /dev/null so the interpreter's final flush
             # cannot complain about the same pipe again.
-            import os
-
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(int(ExitCode.OK))
         raise

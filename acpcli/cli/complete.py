@@ -1,7 +1,10 @@
 """Shell-completion callbacks. They run on every TAB: fast, side-effect free, no agent.
 
 Each returns ``(value, help)`` pairs; shells that show descriptions (zsh, fish) display them.
-Nothing here may create the state directory or the database.
+Nothing here may create the state directory or the database, start an agent, or import
+anything heavy (pydantic, rich, prompt_toolkit, the protocol models); sqlite3 is imported
+only when there is an index to read. A broken config or index yields no candidates rather
+than an error: the TAB is not the place to report it.
 """
 
 from __future__ import annotations
@@ -15,28 +18,46 @@ _POLICIES = (
     ("deny", "reject every request"),
     ("read-only", "allow reads, reject edits and commands"),
 )
+_FORMATS = (
+    ("text", "plain text, rich on a terminal"),
+    ("markdown", "a Markdown transcript"),
+    ("jsonl", "one JSON event per line"),
+)
+_SHELLS = (("bash", "GNU Bash"), ("zsh", "Z shell"), ("fish", "the friendly interactive shell"))
+_SESSION_LIMIT = 200  # newest first; more is noise in a completion menu
 
 
-def protocols(incomplete: str) -> Iterator[tuple[str, str]]:
-    return ((v, h) for v, h in _PROTOCOLS if v.startswith(incomplete))
-
-
-def permission_policies(incomplete: str) -> Iterator[tuple[str, str]]:
-    return ((v, h) for v, h in _POLICIES if v.startswith(incomplete))
-
-
-def formats(incomplete: str) -> Iterator[tuple[str, str]]:
-    choices = (("text", "plain text, rich on a terminal"), ("markdown", "a Markdown transcript"), ("jsonl", "one JSON event per line"))
+def _matching(choices: tuple[tuple[str, str], ...], incomplete: str) -> Iterator[tuple[str, str]]:
     return ((v, h) for v, h in choices if v.startswith(incomplete))
 
 
+def protocols(incomplete: str) -> Iterator[tuple[str, str]]:
+    """The ``--protocol`` choices."""
+    return _matching(_PROTOCOLS, incomplete)
+
+
+def permission_policies(incomplete: str) -> Iterator[tuple[str, str]]:
+    """The ``--permissions`` policies."""
+    return _matching(_POLICIES, incomplete)
+
+
+def formats(incomplete: str) -> Iterator[tuple[str, str]]:
+    """The transcript formats of ``--format``."""
+    return _matching(_FORMATS, incomplete)
+
+
+def shells(incomplete: str) -> Iterator[tuple[str, str]]:
+    """The shells ``acpcli completion`` has a script for."""
+    return _matching(_SHELLS, incomplete)
+
+
 def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
-    """Built-in and configured agent names."""
+    """Built-in and configured agent names (config.toml is read, never written)."""
     try:
         from acpcli.config import load_config
 
         agents = load_config().agents
-    except Exception:  # a broken config must not break TAB
+    except Exception:  # noqa: BLE001 - a broken config must not break TAB
         return iter(())
     return (
         (name, spec.description or " ".join(spec.argv))
@@ -46,18 +67,19 @@ def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
 
 
 def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
-    """Locally recorded session ids, newest first, with title and agent as the description."""
+    """Locally recorded session ids, most recently used first; the description is the
+    title and the agent (and "closed" for a closed session)."""
     try:
         from acpcli.persistence import Index, db_path
 
-        if not db_path().exists():
+        if not db_path().is_file():  # no index yet: do not let anything create one
             return iter(())
         with Index.open(read_only=True) as index:
-            rows = index.list_sessions(limit=200)
-    except Exception:
+            rows = index.list_sessions(limit=_SESSION_LIMIT)
+    except Exception:  # noqa: BLE001 - nor a broken or foreign index
         return iter(())
     return (
-        (rec.id, f"{rec.title or '(untitled)'} [{rec.agent}]")
+        (rec.id, f"{rec.title or '(untitled)'} [{rec.agent}{', closed' if rec.state == 'closed' else ''}]")
         for rec in rows
         if rec.id.startswith(incomplete)
     )

@@ -133,11 +133,31 @@ def now() -> float:
 
 
 def lookup(session_id: str) -> Any:
-    """The index record for an id or unique prefix (SessionNotFound otherwise)."""
-    from acpcli.persistence import Index
+    """The index record for an id or unique prefix (SessionNotFound otherwise).
 
-    with Index.open() as index:
+    Read-only: looking up a bad id creates nothing, not even the database."""
+    from acpcli.persistence import Index, db_path
+
+    if not db_path().exists():
+        raise SessionNotFound(f"no session {session_id!r} in the local index")
+    with Index.open(read_only=True) as index:
         return index.get(session_id)
+
+
+def recorded_agent(record: Any) -> AgentChoice:
+    """The agent a recorded session ran with: its argv, plus the env and cwd additions of the
+    configured agent of that name when it still launches the same command."""
+    from acpcli import config
+
+    choice = AgentChoice(record.agent, list(record.argv))
+    try:
+        spec = config.load_config().agents.get(record.agent)
+    except AcpcliError:
+        return choice  # a broken config must not stop a session that needs none of it
+    if spec is not None and list(spec.argv) == choice.argv:
+        choice.env = dict(spec.env)
+        choice.cwd = str(spec.cwd) if spec.cwd else None
+    return choice
 
 
 def lookup_or_none(session_id: str) -> Any:
@@ -255,6 +275,9 @@ async def attach(
         view.print_store(store_from_events(index, sid))
         run.env.err.print("[dim]── resumed ──[/]")
     if command == "load":
+        from acpcli.protocol import wire
+
+        wire.require(link.features, "session/load")  # refuse before marking the log
         writer.append(sid, REPLAY_START, "{}")
     method = link.load if command == "load" else link.resume
     try:

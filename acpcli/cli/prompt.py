@@ -56,7 +56,7 @@ def prompt(
     if session is not None:
         record = ops.lookup(session)
         session = record.id
-        default_agent = ops.AgentChoice(record.agent, list(record.argv))
+        default_agent = ops.recorded_agent(record)
         default_cwd, default_dirs = record.cwd, list(record.additional_dirs)
     inputs = ops.session_inputs(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,

@@ -113,7 +113,7 @@ def _reattach(
     default_cwd = None
     default_dirs: list[str] = []
     if record is not None:
-        default_agent = ops.AgentChoice(record.agent, list(record.argv))
+        default_agent = ops.recorded_agent(record)
         default_cwd = record.cwd
         default_dirs = list(record.additional_dirs)
         if cwd is not None and ops.resolve_dir(cwd, "--cwd") != record.cwd:
@@ -222,7 +222,7 @@ def close(
     record = ops.lookup(session_id)
     inputs = ops.session_inputs(
         agent=agent, cmd=cmd, cwd=None, add_dir=None, mcp_config=None, mcp=None, protocol=protocol,
-        log_file=log_file, default_agent=ops.AgentChoice(record.agent, list(record.argv)),
+        log_file=log_file, default_agent=ops.recorded_agent(record),
         default_cwd=record.cwd, default_add_dirs=record.additional_dirs,
     )
     raise typer.Exit(ops.run_close(record, inputs, _run(True)))
