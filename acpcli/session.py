@@ -220,15 +220,7 @@ class AgentLink:
     ) -> LiveSession:
         """Load with replay; the replay is over when the response arrives (``null`` or ``{}``)."""
         method, params = wire.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
-        live = self._attach(session_id, sink, recorder)
-        live.cwd, live.additional_directories = cwd, list(additional_directories)
-        try:
-            result = await self.conn.request(method, params)
-        except BaseException:
-            self.sessions.pop(session_id, None)
-            raise
-        live.response = result if isinstance(result, dict) else {}
-        return live
+        return await self._reattach(method, params, sink, recorder)
 
     async def resume(
         self,
@@ -242,10 +234,18 @@ class AgentLink:
     ) -> LiveSession:
         """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
         params = wire.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        return await self._reattach("session/resume", params, sink, recorder)
+
+    async def _reattach(
+        self, method: str, params: dict[str, Any], sink: Sink | None, recorder: Recorder | None
+    ) -> LiveSession:
+        """Send a load/resume whose view exists first (the replay arrives before the answer,
+        or after it); forget the view again if the agent refuses."""
+        session_id = params["sessionId"]
         live = self._attach(session_id, sink, recorder)
-        live.cwd, live.additional_directories = cwd, list(additional_directories)
+        live.cwd, live.additional_directories = params["cwd"], list(params.get("additionalDirectories", []))
         try:
-            result = await self.conn.request("session/resume", params)
+            result = await self.conn.request(method, params)
         except BaseException:
             self.sessions.pop(session_id, None)
             raise
