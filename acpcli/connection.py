@@ -105,6 +105,10 @@ class Connection:
         self._reader_done: anyio.Event | None = None
         self._closed_locally = False
         self._bad_frames = 0
+        self.frame_text: str | None = None
+        """The text of the frame being dispatched, as received; set only while a single
+        (non-batch) message's notification callback runs, so a consumer can store it without
+        re-serializing (the event log does)."""
         self.closed = False
         """True once the peer's output ended or the connection was closed: requests fail at once."""
 
@@ -228,12 +232,15 @@ class Connection:
                 if tap is not None:
                     tap.received(frame)
                 try:
-                    message = _decode(frame.decode("utf-8"))
+                    text = frame.decode("utf-8")
+                    message = _decode(text)
                 except ValueError as exc:  # invalid UTF-8 (UnicodeDecodeError) or not JSON
                     self._bad_frame(frame, exc)
                     continue
                 if type(message) is dict:
+                    self.frame_text = text
                     consuming = dispatch(message)
+                    self.frame_text = None
                     if consuming is not None:
                         await self._consume(consuming, message)
                 elif type(message) is list:

@@ -215,7 +215,7 @@ MIGRATIONS: tuple[str, ...] = (
         seq         INTEGER NOT NULL,
         received_at REAL NOT NULL,
         kind        TEXT NOT NULL,                     -- the sessionUpdate discriminator
-        payload     TEXT NOT NULL,                     -- the update's JSON text, as received
+        payload     TEXT NOT NULL,                     -- the update's JSON, or its whole session/update frame as received
         UNIQUE (session_id, seq)
     );
     CREATE TRIGGER events_are_append_only BEFORE UPDATE ON events

@@ -75,8 +75,12 @@ class LiveSession:
     updates_seen: int = 0
     output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
-    def feed(self, update: Any) -> None:
-        """Apply one ``session/update`` payload: store, event log, view, turn state."""
+    def feed(self, update: Any, frame_text: str | None = None) -> None:
+        """Apply one ``session/update`` payload: store, event log, view, turn state.
+
+        ``frame_text`` is the whole notification as received; when given, the event log
+        stores it as is (readers unwrap ``params.update``) instead of re-encoding the update.
+        """
         if not isinstance(update, dict):
             log.debug("ignoring a session/update whose update is %s", type(update).__name__)
             return
@@ -84,7 +88,8 @@ class LiveSession:
         change = self.store.apply(update)
         if self.recorder is not None:
             kind = update.get("sessionUpdate")
-            self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", json.dumps(update))
+            payload = frame_text if frame_text is not None else json.dumps(update)
+            self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", payload)
         if change is not None and self.sink is not None:
             try:
                 self.sink.on_change(self, change)
@@ -139,7 +144,7 @@ class AgentLink:
         if live is None:
             log.debug("update for a session this link does not hold: %r", params.get("sessionId"))
             return
-        live.feed(params.get("update"))
+        live.feed(params.get("update"), self.conn.frame_text)
 
     async def on_request_permission(self, params: Any) -> dict[str, Any]:
         """``session/request_permission``: show the tool call, ask the decider."""

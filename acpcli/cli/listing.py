@@ -36,6 +36,10 @@ def store_from_events(index: Any, session_id: str) -> Any:
         elif kind == REPLAY_ABORT:
             pending = None
         else:
+            if "jsonrpc" in update:  # stored as the whole frame it arrived in
+                update = update.get("params", {}).get("update")
+                if not isinstance(update, dict):
+                    continue
             # turn boundaries are implied by the recorded user messages
             (pending or store).apply(update)
     return store
