@@ -12,7 +12,8 @@
     ├── RpcError                     AGENT_ERROR        the agent answered a request with a JSON-RPC error
     │   └── AuthRequired             AUTH_REQUIRED      ... and that error says authentication is needed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
-    └── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
+    ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
+    └── OutputClosed                 OK                 whoever read stdout went away (`| head -1`)
 
 Library code raises these; only ``acpcli.cli`` turns them into a one-line message and an
 exit code (``acpcli.cli.main``). Nothing below the CLI calls ``sys.exit``.
@@ -166,3 +167,12 @@ class TurnEnded(AcpcliError):
         super().__init__(f"the turn ended: {stop_reason.replace('_', ' ')}")
         self.stop_reason = stop_reason
         self.exit_code = self._CODES.get(stop_reason, ExitCode.AGENT_ERROR)
+
+
+class OutputClosed(AcpcliError):
+    """stdout's reader went away (a broken pipe). Not a failure: the CLI leaves quietly."""
+
+    exit_code = ExitCode.OK
+
+    def __init__(self) -> None:
+        super().__init__("the reader of the output went away")

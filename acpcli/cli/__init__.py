@@ -13,7 +13,7 @@ import sys
 import typer
 
 from acpcli import __version__
-from acpcli.errors import AcpcliError, ExitCode
+from acpcli.errors import AcpcliError, ExitCode, OutputClosed
 
 app = typer.Typer(
     name="acpcli",
@@ -50,7 +50,28 @@ def _register() -> None:
     from acpcli.cli import agents, completion, prompt, sessions
 
     for sub in (sessions.app, prompt.app, agents.app, completion.app):
+        for info in sub.registered_commands:
+            info.callback = _pipe_safe(info.callback)
         app.registered_commands.extend(sub.registered_commands)
+
+
+def _pipe_safe(func):  # noqa: ANN001, ANN202
+    """Turn a broken pipe anywhere in a command into :class:`OutputClosed` before click
+    sees it (click would report a bare BrokenPipeError as a failure, exit 1)."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        try:
+            return func(*args, **kwargs)
+        except BrokenPipeError:
+            raise OutputClosed() from None
+        except BaseException as exc:
+            if isinstance(_leaf(exc), BrokenPipeError):
+                raise OutputClosed() from None
+            raise
+
+    return wrapper
 
 
 _register()
@@ -70,7 +91,7 @@ def _leaf(err: BaseException) -> BaseException:
     if not inner:
         return err
     leaves = [_leaf(sub) for sub in inner]
-    for wanted in (AcpcliError, KeyboardInterrupt, BrokenPipeError):
+    for wanted in (OutputClosed, BrokenPipeError, AcpcliError, KeyboardInterrupt):
         for leaf in leaves:
             if isinstance(leaf, wanted):
                 return leaf
@@ -92,16 +113,16 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, prog_name="acpcli")
     except BaseException as exc:  # noqa: BLE001 - this is the one place errors become codes
         err = _leaf(exc)
+        if isinstance(err, (BrokenPipeError, OutputClosed)):
+            # The reader went away (`acpcli prompt … | head -1`): that was its choice, so
+            # leave quietly. Point stdout at /dev/null so the interpreter's final flush
+            # cannot complain about the same pipe again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(int(ExitCode.OK))
         if isinstance(err, AcpcliError):
             report(err)
             sys.exit(int(err.exit_code))
         if isinstance(err, KeyboardInterrupt):
             sys.stderr.write("acpcli: interrupted\n")
             sys.exit(int(ExitCode.INTERRUPTED))
-        if isinstance(err, BrokenPipeError):
-            # The reader went away (`acpcli prompt … | head -1`): that was its choice, so
-            # leave quietly. Point stdout at /dev/null so the interpreter's final flush
-            # cannot complain about the same pipe again.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(int(ExitCode.OK))
         raise

@@ -168,8 +168,7 @@ def show(session_id: str) -> int:
 def export(session_id: str, output_format: str, output: Path | None) -> int:
     """Write a stored transcript as markdown, jsonl or plain text."""
     from acpcli.cli.ops import environment
-    from acpcli.env import Environment
-    from acpcli.render import FORMATS, make_view
+    from acpcli.render import FORMATS
 
     if output_format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {output_format!r})")
@@ -177,15 +176,17 @@ def export(session_id: str, output_format: str, output: Path | None) -> int:
     record, store = _stored(session_id)
     stream = open(output, "w", encoding="utf-8") if output is not None else env.stdout  # noqa: SIM115
     try:
-        target = Environment(stdin=env.stdin, stdout=stream, stderr=env.stderr)
-        if output_format == "text":
-            from acpcli.render.transcript import to_text
+        if output_format == "jsonl":
+            from acpcli.render.jsonl import JsonlView
 
-            stream.write(to_text(store))
-        else:
-            view = make_view(target, format=output_format, final_only=True)
+            view = JsonlView(stream, session_id=record.id, final_only=True)
             view.print_store(store)
             view.close()
+        else:
+            from acpcli.render.transcript import to_markdown, to_text
+
+            text = to_markdown(store, title=record.title) if output_format == "markdown" else to_text(store)
+            stream.write(text)
         stream.flush()
     finally:
         if output is not None:

@@ -488,6 +488,8 @@ def run_prompt(
                 index.touch(live.session_id)
                 if live.store.title:
                     index.set_title(live.session_id, live.store.title)
+                if stop == "cancelled" and live.cancel_requested:
+                    raise KeyboardInterrupt  # our Ctrl-C cancelled it: exit 130, as shells expect
                 if stop != "end_turn":
                     raise TurnEnded(stop)
                 return int(ExitCode.OK)
