@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("acpcli.session")
 
+#: Bounds on updates kept for sessions not attached yet (see ``AgentLink.on_notification``).
+_EARLY_SESSIONS = 8
+_EARLY_UPDATES = 256
+
 #: ``_meta`` marker on updates acpcli synthesized itself (v1 user prompts).
 LOCAL_META = {"acpcli": {"local": True}}
 
@@ -126,6 +130,7 @@ class AgentLink:
         self._store_factory = store_factory
         self._decide_permission = decide_permission
         self.process: Any = None  # the AgentProcess, when the link spawned one
+        self._early: dict[str, list[tuple[Any, str | None]]] = {}  # updates before attach
         self.services: Any = None  # the ClientServices answering fs/terminal requests
 
     def kill(self) -> None:
@@ -140,9 +145,18 @@ class AgentLink:
         if method != "session/update" or not isinstance(params, dict):
             log.debug("ignoring notification %s", method)
             return
-        live = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        session_id = params.get("sessionId")
+        live = self.sessions.get(session_id)  # type: ignore[arg-type]
         if live is None:
-            log.debug("update for a session this link does not hold: %r", params.get("sessionId"))
+            # An agent may send updates for a new session in the same write as the
+            # session/new answer, before `new()` has attached it: keep a few, replay them
+            # on attach (`_attach`).
+            if isinstance(session_id, str) and (session_id in self._early or len(self._early) < _EARLY_SESSIONS):
+                early = self._early.setdefault(session_id, [])
+                if len(early) < _EARLY_UPDATES:
+                    early.append((params.get("update"), self.conn.frame_text))
+                    return
+            log.debug("update for a session this link does not hold: %r", session_id)
             return
         live.feed(params.get("update"), self.conn.frame_text)
 
@@ -191,6 +205,8 @@ class AgentLink:
     def _attach(self, session_id: str, sink: Sink | None, recorder: Recorder | None) -> LiveSession:
         live = LiveSession(session_id=session_id, store=self._store_factory(), sink=sink, recorder=recorder)
         self.sessions[session_id] = live
+        for update, frame_text in self._early.pop(session_id, ()):
+            live.feed(update, frame_text)
         return live
 
     async def new(
