@@ -426,6 +426,7 @@ async def open_link(
     stderr_log: Path | None = None,
     decide_permission: PermissionDecider | None = None,
     extra_handlers: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
+    tap: Any = None,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 
@@ -441,7 +442,8 @@ async def open_link(
     from acpcli.wiretap import WireTap
 
     offer = offer or ClientOffer()
-    tap = WireTap(log_file) if log_file is not None else WireTap.from_env()
+    if tap is None:  # an explicit tap (``--raw``) wins over the log file
+        tap = WireTap(log_file) if log_file is not None else WireTap.from_env()
     link_box: list[AgentLink] = []
     services = ClientServices.for_offer(roots_of(lambda: link_box[0].sessions if link_box else None), offer)
 

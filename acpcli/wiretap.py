@@ -124,3 +124,35 @@ def _mask(entries: Any) -> bool:
                 entries[name] = REDACTED
                 changed = True
     return changed
+
+
+class StreamTap:
+    """``--raw``: every frame both ways as one JSON line on a text stream (stdout).
+
+    ``{"direction": "send"|"receive", "message": <the frame>}``; secrets are redacted as in the
+    log file, and a received line that is not JSON is carried as a string under ``"line"``.
+    Flushed per frame so a pipe sees each one as it happens.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def sent(self, frame: bytes) -> None:
+        self._write("send", frame)
+
+    def received(self, frame: bytes) -> None:
+        self._write("receive", frame)
+
+    def close(self) -> None:
+        """Nothing to close: the stream belongs to the caller."""
+
+    def _write(self, direction: str, frame: bytes) -> None:
+        text = redact_frame(frame).decode("utf-8", "replace")
+        try:
+            json.loads(text)
+        except ValueError:
+            line = json.dumps({"direction": direction, "line": text}, ensure_ascii=False)
+        else:
+            line = '{"direction":"%s","message":%s}' % (direction, text)
+        self._stream.write(line + "\n")
+        self._stream.flush()

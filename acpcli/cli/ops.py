@@ -198,6 +198,7 @@ class Run:
     permissions: str | None = None
     fs: bool = True
     terminal: bool = True
+    raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
 
 
 def _env_extra(agent: AgentChoice) -> dict[str, str]:
@@ -332,7 +333,16 @@ def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | Non
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
         decide_permission=_decider(run) if run is not None else None,
+        tap=_raw_tap(run),
     )
+
+
+def _raw_tap(run: Run | None) -> Any:
+    if run is None or not run.raw:
+        return None
+    from acpcli.wiretap import StreamTap
+
+    return StreamTap(run.env.stdout)
 
 
 def _link(inputs: SessionInputs, run: Run) -> Any:
@@ -457,7 +467,12 @@ def run_prompt(
 
         index = Index.open()
         writer = index.writer()
-        view = make_view(run.env, format=output_format, quiet=quiet)
+        if run.raw:
+            from acpcli.render import Collector
+
+            view = Collector()  # stdout carries the frames; nothing else may write there
+        else:
+            view = make_view(run.env, format=output_format, quiet=quiet)
         try:
             async with _link(inputs, run) as link:
                 if session_id is None:

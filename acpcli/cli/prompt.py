@@ -29,6 +29,7 @@ def prompt(
     output_format: Annotated[str, typer.Option("--format", metavar="text|markdown|jsonl", help="Output format on stdout.", autocompletion=complete.formats)] = "text",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the agent's answer.")] = False,
+    raw: Annotated[bool, typer.Option("--raw", help="Print the JSON-RPC frames both ways instead of the transcript, one JSON object per line (secrets redacted).")] = False,
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
@@ -67,7 +68,7 @@ def prompt(
         session = ops.last_session(inputs.agent.name, inputs.cwd)
         record = ops.lookup(session)
         inputs.additional_directories = list(record.additional_dirs) if not add_dir else inputs.additional_directories
-    run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal)
+    run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
     if output is not None:
         run.env = ops.Environment(stdin=env.stdin, stdout=open(output, "w", encoding="utf-8"), stderr=env.stderr)  # noqa: SIM115
     try:
