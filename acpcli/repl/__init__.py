@@ -171,6 +171,11 @@ async def run_repl(
             )
         except KeyboardInterrupt:
             return int(ExitCode.INTERRUPTED)
+        except Exception:
+            # The agent died mid-turn (or worse): the error is reported by the CLI; say how
+            # to come back, since the session may well survive on the agent's side.
+            env.err.print(f"[dim]to come back later:[/] acpcli resume {live.session_id}")
+            raise
         finally:
             writer.flush()
         if live.sink is not None and hasattr(live.sink, "turn_ended"):
