@@ -75,6 +75,7 @@ class LiveSession:
     _turn_idle: anyio.Event | None = field(default=None, repr=False)
     _pending_permissions: set[anyio.Event] = field(default_factory=set, repr=False)
     cancel_requested: bool = False
+    interrupted: bool = False  # the person pressed Ctrl-C during the current turn
     output_error: BaseException | None = None
     updates_seen: int = 0
     output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
@@ -105,6 +106,11 @@ class LiveSession:
                 self.output_lost.set()
         if self._turn_idle is not None and update.get("sessionUpdate") == "state_update" and self.store.state == "idle":
             self._turn_idle.set()
+
+
+def _is_cancelled(result: Any) -> bool:
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    return isinstance(outcome, dict) and outcome.get("outcome") == "cancelled"
 
 
 def _user_echo(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -192,7 +198,14 @@ class AgentLink:
 
                 tg.start_soon(ask)
                 tg.start_soon(watch)
-            return result if result is not None else {"outcome": {"outcome": "cancelled"}}
+            if result is None or _is_cancelled(result):
+                if not live.cancel_requested:
+                    # The person dismissed the question (Ctrl-C) or no option could be
+                    # chosen: "cancelled" only means something for a cancelled turn (spec),
+                    # so cancel the turn too rather than leave the agent guessing.
+                    await self.cancel(live)
+                return {"outcome": {"outcome": "cancelled"}}
+            return result
         finally:
             live._pending_permissions.discard(cancelled)
 
@@ -314,7 +327,7 @@ class AgentLink:
         acknowledges; the turn ends with ``state_update`` ``idle`` and its ``stopReason``.
         """
         live.store.turn_boundary()
-        live.cancel_requested = False
+        live.cancel_requested = live.interrupted = False
         if self.features.protocol_version == 1:
             for update in _user_echo(blocks):
                 live.feed(update)
@@ -394,6 +407,7 @@ async def run_turn(
                         raise KeyboardInterrupt
                     last = now
                     notice("cancelling… (press Ctrl-C again to kill the agent)")
+                    live.interrupted = True
                     await link.cancel(live)
 
         async def watch_output() -> None:

@@ -80,3 +80,20 @@ async def test_sdk_agent_turn_and_permission(tmp_path) -> None:
         agent_text = "".join(text for kind, text in texts(live) if kind == "agent")
         assert "you said: ask permission please" in agent_text
         assert "allow" in agent_text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", ["1", "2"])
+async def test_dismissing_a_permission_question_cancels_the_turn(tmp_path, protocol: str) -> None:
+    async def dismiss(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+        return {"outcome": {"outcome": "cancelled"}}
+
+    async with open_link([*DEMO, "--protocol", protocol], decide_permission=dismiss) as link:
+        live = await link.new(str(tmp_path))
+        stop = await link.prompt(live, [wire.text_block("edit something")])
+        # "cancelled" is only meaningful for a cancelled turn: acpcli sent session/cancel.
+        assert stop == "cancelled"
+        assert live.cancel_requested and not live.interrupted
+        # The session is still usable afterwards.
+        live_stop = await link.prompt(live, [wire.text_block("no-permission please")])
+        assert live_stop == "end_turn"

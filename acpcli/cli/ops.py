@@ -503,7 +503,7 @@ def run_prompt(
                 index.touch(live.session_id)
                 if live.store.title:
                     index.set_title(live.session_id, live.store.title)
-                if stop == "cancelled" and live.cancel_requested:
+                if stop == "cancelled" and live.interrupted:
                     raise KeyboardInterrupt  # our Ctrl-C cancelled it: exit 130, as shells expect
                 if stop != "end_turn":
                     raise TurnEnded(stop)
