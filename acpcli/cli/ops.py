@@ -516,16 +516,21 @@ def run_prompt(
     return anyio.run(main)
 
 
-def last_session(agent: str, cwd: str) -> str:
-    """The most recently used active session of ``agent`` in ``cwd`` (for ``--last``)."""
+def last_session(agent: AgentChoice, cwd: str) -> str:
+    """The most recently used active session of this agent (same name *and* command line,
+    so two different ``--cmd`` agents are not confused) in ``cwd``, for ``--last``."""
     from acpcli.persistence import Index, db_path
 
     rows = []
     if db_path().exists():
         with Index.open(read_only=True) as index:
-            rows = index.list_sessions(agent=agent, cwd=cwd, state="active", limit=1)
+            rows = [
+                rec
+                for rec in index.list_sessions(agent=agent.name, cwd=cwd, state="active")
+                if list(rec.argv) == list(agent.argv)
+            ]
     if not rows:
         raise SessionNotFound(
-            f"no earlier session of {agent!r} in {cwd}", hint="drop --last to start a new session"
+            f"no earlier session of {agent.name!r} in {cwd}", hint="drop --last to start a new session"
         )
     return rows[0].id

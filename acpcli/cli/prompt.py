@@ -65,7 +65,7 @@ def prompt(
         default_add_dirs=default_dirs,
     )
     if last:
-        session = ops.last_session(inputs.agent.name, inputs.cwd)
+        session = ops.last_session(inputs.agent, inputs.cwd)
         record = ops.lookup(session)
         inputs.additional_directories = list(record.additional_dirs) if not add_dir else inputs.additional_directories
     run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
