@@ -38,8 +38,9 @@ MCP files (``load_mcp_file``) use the JSON shape shared by other MCP clients::
                     "web": {"type": "http", "url": "https://...", "headers": {"K": "V"}}}}
 
 :func:`merge_mcp` combines MCP files with the config servers picked by ``--mcp NAME``;
-:func:`to_acp_servers` turns named entries into ACP ``mcpServers`` wire objects and
-:func:`adapt_servers` fits them to the negotiated protocol version. Secrets stay out of the
+:func:`to_acp_servers` turns named entries into tagged ACP ``mcpServers`` wire objects
+(:func:`acpcli.protocol.wire.server_for_version` fits them to the negotiated version when a
+request is built). Secrets stay out of the
 session index (it stores names only) and out of logs (:func:`acpcli.persistence.redact_mcp`).
 """
 
@@ -467,7 +468,6 @@ def to_acp_servers(
     named: Mapping[str, Mapping[str, Any]],
     environ: Mapping[str, str] | None = None,
     *,
-    protocol_version: int | None = None,
     base_dir: str | os.PathLike[str] | None = None,
 ) -> list[dict[str, Any]]:
     """ACP ``mcpServers`` wire objects for named entries, with ``${VAR}`` expanded.
@@ -478,11 +478,10 @@ def to_acp_servers(
     * http / sse → ``{"type", name, url, headers: [{name, value}]}``.
     * ``_``-prefixed custom types are passed through unchanged (``name`` added if absent).
 
-    The shapes differ by version: v1's stdio variant is untagged (no ``type``) and only v1
-    has ``sse``. With ``protocol_version=None`` (not negotiated yet) every server is tagged
-    and ``sse`` is allowed; call :func:`adapt_servers` once the version is known. Read the
-    transport of any returned server with :func:`mcp_transport`. Whether the agent
-    supports each transport is the session layer's check, not ours.
+    Every server is tagged (the version is not negotiated yet): the v1 shape (untagged
+    stdio) and the check that the agent supports each transport (``sse`` exists in v1 only)
+    are made once, where requests are built (:mod:`acpcli.protocol.wire`). Read the
+    transport of any returned server with :func:`mcp_transport`.
     """
     environ = os.environ if environ is None else environ
     base = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -520,26 +519,4 @@ def to_acp_servers(
                 ],
             }
         servers.append(server)
-    return servers if protocol_version is None else adapt_servers(servers, protocol_version)
-
-
-def adapt_servers(servers: Iterable[Mapping[str, Any]], protocol_version: int) -> list[dict[str, Any]]:
-    """Wire servers (from :func:`to_acp_servers`) in the shape of a negotiated version.
-
-    v1: stdio loses its ``type`` (the v1 stdio variant is untagged). v2: ``sse`` does not
-    exist, so an sse server is a ConfigError. Everything else is copied unchanged.
-    """
-    out: list[dict[str, Any]] = []
-    for server in servers:
-        copy = dict(server)
-        transport = mcp_transport(copy)
-        if protocol_version < 2 and transport == "stdio":
-            copy.pop("type", None)
-        elif protocol_version >= 2 and transport == "stdio":
-            copy["type"] = "stdio"
-        elif protocol_version >= 2 and transport == "sse":
-            raise ConfigError(
-                f"MCP server {copy.get('name')!r}: the sse transport is not part of ACP v2; use http"
-            )
-        out.append(copy)
-    return out
+    return servers

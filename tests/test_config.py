@@ -13,7 +13,6 @@ from conftest import SPEC_DIR
 from acpcli.config import (
     AgentSpec,
     Config,
-    adapt_servers,
     agent_from_cmd,
     builtin_agents,
     expand_vars,
@@ -25,7 +24,9 @@ from acpcli.config import (
     resolve_agent,
     to_acp_servers,
 )
-from acpcli.errors import ConfigError, ExitCode, UsageError
+from acpcli.errors import CapabilityMissing, ConfigError, ExitCode, UsageError
+from acpcli.negotiate import features_from_result
+from acpcli.protocol import wire
 from acpcli.persistence import config_path, redact_mcp
 
 
@@ -352,6 +353,19 @@ def schema_required(version: str, name: str) -> set[str]:
     return set(schema["$defs"][name]["required"])
 
 
+def shaped(named, environ, version=None, **kwargs):  # noqa: ANN001, ANN003, ANN201
+    """``to_acp_servers`` as a request to an agent of ``version`` would carry them (the
+    version shaping lives in ``acpcli.protocol.wire``)."""
+    servers = to_acp_servers(named, environ, **kwargs)
+    return servers if version is None else [wire.server_for_version(s, version) for s in servers]
+
+
+def v2_features():  # noqa: ANN201
+    return features_from_result(
+        {"protocolVersion": 2, "capabilities": {"session": {"mcp": {"stdio": {}, "http": {}}}}}
+    )
+
+
 @pytest.fixture
 def mcp_bin(tmp_path: Path) -> Path:
     make_exe(tmp_path / "mcpbin" / "mcp-fs")
@@ -361,7 +375,7 @@ def mcp_bin(tmp_path: Path) -> Path:
 def test_stdio_v2(mcp_bin: Path) -> None:
     named = {"fs": {"command": "mcp-fs", "args": ["--root", "${ROOT}"], "env": {"TOKEN": "${MY_TOKEN}"}}}
     environ = {"PATH": str(mcp_bin), "ROOT": "/src", "MY_TOKEN": "t0k"}
-    (server,) = to_acp_servers(named, environ, protocol_version=2)
+    (server,) = shaped(named, environ, 2)
     assert server == {
         "type": "stdio",
         "name": "fs",
@@ -374,7 +388,7 @@ def test_stdio_v2(mcp_bin: Path) -> None:
 
 
 def test_stdio_v1_is_untagged(mcp_bin: Path) -> None:
-    (server,) = to_acp_servers({"fs": {"command": "mcp-fs"}}, {"PATH": str(mcp_bin)}, protocol_version=1)
+    (server,) = shaped({"fs": {"command": "mcp-fs"}}, {"PATH": str(mcp_bin)}, 1)
     assert "type" not in server
     assert set(server) == schema_required("v1", "McpServerStdio") == {"name", "command", "args", "env"}
     assert mcp_transport(server) == "stdio"
@@ -386,7 +400,7 @@ def test_http(version: int) -> None:
         "web": {"url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}"}},
         "alias": {"type": "streamable-http", "url": "https://x/mcp"},
     }
-    web, alias = to_acp_servers(named, {"HOST": "e.com", "API_TOKEN": "abc"}, protocol_version=version)
+    web, alias = shaped(named, {"HOST": "e.com", "API_TOKEN": "abc"}, version)
     assert web == {
         "type": "http",
         "name": "web",
@@ -400,29 +414,30 @@ def test_http(version: int) -> None:
 
 def test_sse_exists_only_in_v1() -> None:
     named = {"old": {"type": "sse", "url": "https://x/sse"}}
-    (server,) = to_acp_servers(named, {}, protocol_version=1)
+    (server,) = shaped(named, {}, 1)
     assert server == {"type": "sse", "name": "old", "url": "https://x/sse", "headers": []}
     assert schema_required("v1", "McpServerSse") <= set(server)
-    with pytest.raises(ConfigError, match="sse"):
-        to_acp_servers(named, {}, protocol_version=2)
+    # A v2 agent cannot advertise sse: the request is refused before it is built.
+    with pytest.raises(CapabilityMissing, match="sse"):
+        wire.new_params(v2_features(), "/w", [], shaped(named, {}))
 
 
 def test_before_negotiation_then_adapted(mcp_bin: Path) -> None:
     named = {"fs": {"command": "mcp-fs"}, "old": {"type": "sse", "url": "https://x"}, "c": {"type": "_c"}}
     servers = to_acp_servers(named, {"PATH": str(mcp_bin)})  # version not known yet
     assert [s["type"] for s in servers] == ["stdio", "sse", "_c"]
-    v1 = adapt_servers(servers, 1)
+    v1 = [wire.server_for_version(s, 1) for s in servers]
     assert "type" not in v1[0] and v1[1:] == servers[1:]
     assert servers[0]["type"] == "stdio"  # the input is not modified
-    assert adapt_servers(v1[:1], 2) == servers[:1]
-    with pytest.raises(ConfigError, match=r"'old'.*sse"):
-        adapt_servers(servers, 2)
+    assert [wire.server_for_version(s, 2) for s in v1[:1]] == servers[:1]
+    with pytest.raises(CapabilityMissing, match=r"'old'"):
+        wire.new_params(v2_features(), "/w", [], servers)
 
 
 def test_custom_transport_passes_through_unchanged() -> None:
     entry = {"type": "_acme", "socket": "/run/${NOT_EXPANDED}", "env": {"K": "V"}}
     for version in (None, 1, 2):
-        (server,) = to_acp_servers({"ext": entry}, {}, protocol_version=version)
+        (server,) = shaped({"ext": entry}, {}, version)
         assert server == {"name": "ext", **entry}
     assert mcp_transport(server) == "_acme"
 
@@ -460,7 +475,7 @@ def test_every_server_says_its_transport(mcp_bin: Path) -> None:
         "ext": {"type": "_acme"},
     }
     for version in (None, 1, 2):
-        servers = to_acp_servers(named, {"PATH": str(mcp_bin)}, protocol_version=version)
+        servers = shaped(named, {"PATH": str(mcp_bin)}, version)
         assert [mcp_transport(s) for s in servers] == ["stdio", "http", "_acme"]
     assert [s["type"] for s in to_acp_servers(named, {"PATH": str(mcp_bin)})] == ["stdio", "http", "_acme"]
 

@@ -9,7 +9,6 @@ the index, so a bad input costs nothing and leaves nothing behind.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,10 +127,6 @@ def session_inputs(
     return SessionInputs(choice, the_cwd, dirs, servers, names, protocol, log_file)
 
 
-def now() -> float:
-    return time.time()
-
-
 def lookup(session_id: str) -> Any:
     """The index record for an id or unique prefix (SessionNotFound otherwise).
 
@@ -165,16 +160,6 @@ def lookup_or_none(session_id: str) -> Any:
         return lookup(session_id)
     except SessionNotFound:
         return None
-
-
-def fail_if_error(err: BaseException) -> None:
-    """Re-raise the first :class:`AcpcliError` inside an exception group, if any."""
-    if isinstance(err, AcpcliError):
-        raise err
-    inner = getattr(err, "exceptions", None)
-    if inner:
-        for sub in inner:
-            fail_if_error(sub)
 
 
 def environment() -> Environment:

@@ -78,14 +78,18 @@ def _roots_and_servers(
                 f"(server {server.get('name')!r})",
                 hint="remove that server from --mcp / --mcp-config",
             )
-    params["mcpServers"] = [_server_for_version(s, features.protocol_version) for s in mcp_servers]
+    params["mcpServers"] = [server_for_version(s, features.protocol_version) for s in mcp_servers]
     return params
 
 
-def _server_for_version(server: dict[str, Any], version: int) -> dict[str, Any]:
-    """v1's stdio variant has no ``type`` discriminator; v2 requires it."""
-    if version == 1 and server.get("type") == "stdio":
+def server_for_version(server: dict[str, Any], version: int) -> dict[str, Any]:
+    """An MCP server in the shape of ``version``: v1's stdio variant has no ``type``
+    discriminator; v2 requires it. The input is not modified."""
+    untagged_stdio = server.get("type", "stdio") == "stdio"
+    if version == 1 and untagged_stdio:
         return {k: v for k, v in server.items() if k != "type"}
+    if version >= 2 and untagged_stdio and "type" not in server:
+        return {"type": "stdio", **server}
     return server
 
 
