@@ -50,6 +50,10 @@ class ClientOffer:
     read_text_file: bool = True
     write_text_file: bool = True
     terminal: bool = True
+    # v1 extensions acpcli handles: boolean config options (`/config NAME on`) and terminal
+    # login methods (`acpcli auth` runs the agent's own login in the terminal).
+    config_boolean: bool = True
+    auth_terminal: bool = True
     name: str = "acpcli"
     title: str = "acpcli"
     version: str = __version__
@@ -81,6 +85,7 @@ class AgentFeatures:
     prompt_audio: bool = False
     prompt_embedded_context: bool = False
     auth_methods: tuple[dict[str, Any], ...] = ()
+    auth_logout: bool = False  # v1 agentCapabilities.auth.logout; v2 auth/logout needs no marker
     # What the client advertised and the agent may therefore call (v1 only).
     client_fs_read: bool = False
     client_fs_write: bool = False
@@ -148,6 +153,10 @@ def initialize_params(choice: ProtocolChoice, offer: ClientOffer) -> dict[str, A
             "fs": {"readTextFile": offer.read_text_file, "writeTextFile": offer.write_text_file},
             "terminal": offer.terminal,
         }
+        if offer.config_boolean:
+            params["clientCapabilities"]["session"] = {"configOptions": {"boolean": {}}}
+        if offer.auth_terminal:
+            params["clientCapabilities"]["auth"] = {"terminal": True}
         params["clientInfo"] = {"name": offer.name, "title": offer.title, "version": offer.version}
     if choice in ("auto", "2"):
         # v2 defines no standard client capability fields: fs and terminals are gone.
@@ -243,6 +252,7 @@ def _features_v1(result: dict[str, Any], offer: ClientOffer) -> AgentFeatures:
         prompt_audio=_flag(prompt, "audio"),
         prompt_embedded_context=_flag(prompt, "embeddedContext"),
         auth_methods=_auth_methods(result),
+        auth_logout=_flag(caps.get("auth"), "logout"),
         client_fs_read=offer.read_text_file,
         client_fs_write=offer.write_text_file,
         client_terminal=offer.terminal,

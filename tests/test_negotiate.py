@@ -19,6 +19,9 @@ def test_auto_offer_carries_v1_and_v2_fields() -> None:
     assert params["clientCapabilities"] == {
         "fs": {"readTextFile": True, "writeTextFile": True},
         "terminal": True,
+        # the v1 extensions acpcli implements: boolean config options, terminal logins
+        "session": {"configOptions": {"boolean": {}}},
+        "auth": {"terminal": True},
     }
     assert params["clientInfo"]["name"] == "acpcli"
     assert params["capabilities"] == {}  # v2 has no client fs/terminal capabilities
@@ -30,6 +33,8 @@ def test_forced_versions_carry_only_their_fields() -> None:
     assert v1["protocolVersion"] == 1
     assert "capabilities" not in v1 and "info" not in v1
     assert v1["clientCapabilities"]["terminal"] is False
+    bare = initialize_params("1", ClientOffer(config_boolean=False, auth_terminal=False))
+    assert "session" not in bare["clientCapabilities"] and "auth" not in bare["clientCapabilities"]
     v2 = initialize_params("2", ClientOffer())
     assert v2["protocolVersion"] == 2
     assert "clientCapabilities" not in v2 and "clientInfo" not in v2

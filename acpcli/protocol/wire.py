@@ -162,3 +162,51 @@ def text_block(text: str) -> dict[str, Any]:
 def cancel_params(session_id: str) -> dict[str, Any]:
     """``session/cancel`` params."""
     return {"sessionId": session_id}
+
+
+# -- authentication -------------------------------------------------------------------------
+
+
+def auth_method_id(method: dict[str, Any]) -> str | None:
+    """An advertised method's id: v1 ``id``, v2 ``methodId``."""
+    value = method.get("methodId", method.get("id"))
+    return value if isinstance(value, str) and value else None
+
+
+def auth_method_type(method: dict[str, Any]) -> str:
+    """``agent`` (the default when absent, v1), ``terminal`` (v1), or whatever else is given."""
+    kind = method.get("type")
+    return kind if isinstance(kind, str) and kind else "agent"
+
+
+def login_request(features: AgentFeatures, method_id: str) -> tuple[str, dict[str, Any]]:
+    """``authenticate`` (v1) or ``auth/login`` (v2) for an advertised, protocol-driven method.
+
+    A ``terminal`` method is never sent (the spec forbids it: the client runs the agent's own
+    login instead), nor is a method the agent did not advertise.
+    """
+    methods = {auth_method_id(m): m for m in features.auth_methods}
+    method = methods.get(method_id)
+    if method is None:
+        known = ", ".join(k for k in methods if k) or "none"
+        raise CapabilityMissing(
+            f"{features.display_name} does not offer the login method {method_id!r} (it offers: {known})"
+        )
+    if auth_method_type(method) != "agent":
+        raise CapabilityMissing(
+            f"{method_id!r} is a {auth_method_type(method)} login, which is not done over the protocol",
+            hint="run `acpcli auth` for this agent: it runs terminal logins in your terminal",
+        )
+    return ("authenticate" if features.protocol_version == 1 else "auth/login"), {"methodId": method_id}
+
+
+def logout_request(features: AgentFeatures) -> tuple[str, dict[str, Any]]:
+    """``logout`` (v1, only when ``agentCapabilities.auth.logout`` is advertised) or
+    ``auth/logout`` (v2, part of the authentication methods)."""
+    if features.protocol_version == 1:
+        if not features.auth_logout:
+            raise CapabilityMissing(
+                f"{features.display_name} does not support logout: it does not advertise agentCapabilities.auth.logout"
+            )
+        return "logout", {}
+    return "auth/logout", {}

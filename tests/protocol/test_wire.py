@@ -96,3 +96,45 @@ def test_v2_latest_load_is_resume_with_replay() -> None:
     latest = features_from_result({"protocolVersion": 2, "capabilities": {"session": {}}}, v2_reading="latest")
     method, params = wire.load_params(latest, "s", "/w")
     assert method == "session/resume" and params["replayFrom"] == {"type": "start"}
+
+
+# -- authentication ---------------------------------------------------------------------------
+
+from acpcli.errors import CapabilityMissing as _Missing  # noqa: E402
+from acpcli.negotiate import features_from_result  # noqa: E402
+
+
+def _auth_features(version: int, methods: list[dict], logout: bool = False):  # type: ignore[no-untyped-def]
+    if version == 1:
+        caps = {"auth": {"logout": {}}} if logout else {}
+        return features_from_result({"protocolVersion": 1, "agentCapabilities": caps, "authMethods": methods})
+    return features_from_result({"protocolVersion": 2, "capabilities": {"session": {}}, "authMethods": methods})
+
+
+@pytest.mark.parametrize(
+    ("version", "methods", "expected"),
+    [
+        (1, [{"id": "chatgpt", "name": "ChatGPT"}], "authenticate"),
+        (2, [{"methodId": "chatgpt", "name": "ChatGPT", "type": "agent"}], "auth/login"),
+    ],
+)
+def test_login_request_per_version_matches_the_models(version: int, methods: list, expected: str) -> None:
+    features = _auth_features(version, methods)
+    method, params = wire.login_request(features, "chatgpt")
+    assert (method, params) == (expected, {"methodId": "chatgpt"})
+    assert dump(parse_params(version, method, params)) == params
+
+
+def test_login_refuses_unadvertised_and_terminal_methods() -> None:
+    features = _auth_features(1, [{"id": "a", "name": "A"}, {"id": "t", "name": "T", "type": "terminal", "args": ["--login"]}])
+    with pytest.raises(_Missing, match="offers: a, t"):
+        wire.login_request(features, "nope")
+    with pytest.raises(_Missing, match="terminal login"):
+        wire.login_request(features, "t")  # the spec: never send authenticate for a terminal method
+
+
+def test_logout_only_when_advertised_on_v1() -> None:
+    with pytest.raises(_Missing, match="auth.logout"):
+        wire.logout_request(_auth_features(1, []))
+    assert wire.logout_request(_auth_features(1, [], logout=True)) == ("logout", {})
+    assert wire.logout_request(_auth_features(2, [])) == ("auth/logout", {})

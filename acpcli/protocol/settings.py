@@ -1,0 +1,166 @@
+"""Session settings -- v1 modes and v1/v2 config options -- read alike, and the requests that
+change them. Pure data, no I/O.
+
+What the agent offers arrives in the session setup response (``modes`` in v1 only,
+``configOptions`` in both), in ``set_config_option`` answers (always the complete list) and in
+``current_mode_update`` / ``config_option_update`` notifications. The two versions differ in
+small ways this module hides:
+
+* a v1 option is named by ``id``, a v2 option by ``configId``;
+* v1 knows ``select`` and (when the client advertised it) ``boolean`` options, v2 ``select``
+  only; values of a ``select`` may be grouped (``[{groupId, name, options: [...]}]``);
+* v1 also has the older ``modes`` (``session/set_mode``); the spec says a client that supports
+  config options uses a ``category: "mode"`` option when there is one and falls back to
+  ``modes`` only when there is not. v2 has no modes.
+
+Options of a type acpcli does not know are kept (so nothing is lost when state is shown or
+stored) but cannot be set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from acpcli.errors import CapabilityMissing, UsageError
+
+if TYPE_CHECKING:
+    from acpcli.negotiate import AgentFeatures
+
+#: ``/mode`` and ``/model`` look for the config option of this category first.
+MODE, MODEL = "mode", "model"
+
+
+def option_id(option: dict[str, Any]) -> str | None:
+    """An option's identifier: v1 ``id``, v2 ``configId``."""
+    value = option.get("configId", option.get("id"))
+    return value if isinstance(value, str) and value else None
+
+
+def option_values(option: dict[str, Any]) -> list[dict[str, Any]]:
+    """The selectable values of a ``select`` option, groups flattened, in the agent's order."""
+    out: list[dict[str, Any]] = []
+    for item in option.get("options") or ():
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("options"), list) and "value" not in item:  # a group
+            out.extend(v for v in item["options"] if isinstance(v, dict) and isinstance(v.get("value"), str))
+        elif isinstance(item.get("value"), str):
+            out.append(item)
+    return out
+
+
+def value_name(option: dict[str, Any], value: Any = None) -> str:
+    """How to show a value (the current one by default): its name when the agent gave one."""
+    value = option.get("currentValue") if value is None else value
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    for item in option_values(option):
+        if item.get("value") == value:
+            return str(item.get("name") or value)
+    return str(value) if value is not None else "?"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One setting as the REPL lists it: what it is, its current value, what it may become."""
+
+    key: str  # what the person types: the option id (or "mode" for v1 modes)
+    name: str
+    current: str  # shown value
+    values: tuple[tuple[str, str, str], ...]  # (value, name, description); empty for booleans
+    category: str | None = None
+    kind: str = "select"  # "select", "boolean", "modes" (v1 session/set_mode) or unknown
+
+
+def choices(config_options: Sequence[dict[str, Any]], modes: dict[str, Any] | None, current_mode: str | None) -> list[Choice]:
+    """Every setting the session offers, config options first (the agent's order), then the
+    v1 modes when no config option of category ``mode`` stands in for them."""
+    out: list[Choice] = []
+    for option in config_options:
+        key = option_id(option)
+        if key is None:
+            continue
+        kind = option.get("type") if isinstance(option.get("type"), str) else "select"
+        values = tuple(_value(v["value"], v) for v in option_values(option))
+        category = option.get("category") if isinstance(option.get("category"), str) else None
+        out.append(Choice(key, str(option.get("name") or key), value_name(option), values, category, kind))
+    if modes_available(modes) and not any(c.category == MODE for c in out):
+        assert modes is not None
+        current = current_mode or modes.get("currentModeId")
+        values = tuple(
+            _value(m["id"], m) for m in modes["availableModes"] if isinstance(m, dict) and isinstance(m.get("id"), str)
+        )
+        shown = next((name for value, name, _ in values if value == current), str(current))
+        out.append(Choice(MODE, "Mode", shown, values, MODE, "modes"))
+    return out
+
+
+def _value(value: str, item: dict[str, Any]) -> tuple[str, str, str]:
+    description = item.get("description")
+    return value, str(item.get("name") or value), description if isinstance(description, str) else ""
+
+
+def modes_available(modes: Any) -> bool:
+    """Whether a v1 ``modes`` state lists any mode."""
+    return isinstance(modes, dict) and isinstance(modes.get("availableModes"), list) and bool(modes["availableModes"])
+
+
+def find(found: Sequence[Choice], key: str) -> Choice | None:
+    """The setting ``key`` names: an option id, else the first of that category (the spec
+    says earlier options win ties), else a name, compared without case."""
+    folded = key.casefold()
+    for test in (
+        lambda c: c.key == key,
+        lambda c: c.key.casefold() == folded,
+        lambda c: (c.category or "").casefold() == folded,
+        lambda c: c.name.casefold() == folded,
+    ):
+        for choice in found:
+            if test(choice):
+                return choice
+    return None
+
+
+_TRUE = {"on", "true", "yes", "1", "enable", "enabled"}
+_FALSE = {"off", "false", "no", "0", "disable", "disabled"}
+
+
+def resolve(choice: Choice, text: str) -> str | bool:
+    """The value the person meant: a value id or its name (without case); ``on``/``off`` for
+    a boolean. Raises :class:`UsageError` naming the valid values."""
+    if choice.kind == "boolean":
+        word = text.strip().casefold()
+        if word in _TRUE:
+            return True
+        if word in _FALSE:
+            return False
+        raise UsageError(f"{choice.key} is on or off, not {text!r}")
+    if choice.kind not in ("select", "modes"):
+        raise UsageError(f"{choice.key} is a {choice.kind} option, which acpcli cannot set")
+    folded = text.strip().casefold()
+    for value, name, _ in choice.values:
+        if value == text.strip() or value.casefold() == folded or name.casefold() == folded:
+            return value
+    valid = ", ".join(v for v, _, _ in choice.values) or "none"
+    raise UsageError(f"{text!r} is not a value of {choice.key} (choose from: {valid})")
+
+
+def change_request(features: AgentFeatures, session_id: str, choice: Choice, value: str | bool) -> tuple[str, dict[str, Any]]:
+    """The method and params that set ``choice`` to ``value`` on this connection.
+
+    v1 modes go through ``session/set_mode``; everything else through
+    ``session/set_config_option`` (v2 has nothing else). A boolean carries ``type: boolean``
+    (v1 only: v2 has no boolean options).
+    """
+    if choice.kind == "modes":
+        if features.protocol_version != 1:
+            raise CapabilityMissing("session/set_mode exists in protocol v1 only", hint="use /config")
+        return "session/set_mode", {"sessionId": session_id, "modeId": value}
+    params: dict[str, Any] = {"sessionId": session_id, "configId": choice.key, "value": value}
+    if choice.kind == "boolean":
+        if features.protocol_version != 1:
+            raise CapabilityMissing("boolean config options exist in protocol v1 only")
+        params["type"] = "boolean"
+    return "session/set_config_option", params
