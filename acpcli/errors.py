@@ -11,6 +11,7 @@
     ├── CapabilityMissing            CAPABILITY         the agent did not advertise what was asked for
     ├── RpcError                     AGENT_ERROR        the agent answered a request with a JSON-RPC error
     │   └── AuthRequired             AUTH_REQUIRED      ... and that error says authentication is needed
+    ├── LoginFailed                  AUTH_REQUIRED      `acpcli auth`: the agent's login program failed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
     ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
     └── OutputClosed                 OK                 whoever read stdout went away (`| head -1`)
@@ -146,6 +147,12 @@ class RpcError(AcpcliError):
 
 
 class AuthRequired(RpcError):
+    exit_code = ExitCode.AUTH_REQUIRED
+
+
+class LoginFailed(AcpcliError):
+    """A login run by ``acpcli auth`` did not succeed (the agent still needs one)."""
+
     exit_code = ExitCode.AUTH_REQUIRED
 
 

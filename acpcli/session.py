@@ -72,6 +72,7 @@ class LiveSession:
     cwd: str | None = None
     additional_directories: list[str] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
+    modes: dict[str, Any] | None = None  # v1 SessionModeState from the setup response
     _turn_idle: anyio.Event | None = field(default=None, repr=False)
     _pending_permissions: set[anyio.Event] = field(default_factory=set, repr=False)
     cancel_requested: bool = False
@@ -106,6 +107,25 @@ class LiveSession:
                 self.output_lost.set()
         if self._turn_idle is not None and update.get("sessionUpdate") == "state_update" and self.store.state == "idle":
             self._turn_idle.set()
+
+
+def _seed_settings(live: LiveSession, result: Any) -> None:
+    """Take the session's settings from a setup response (v1 ``modes``, ``configOptions``).
+
+    Updates that arrived before the response (a replayed ``config_option_update``) are newer
+    than nothing but older than the response, so the response wins when it has the field.
+    """
+    if not isinstance(result, dict):
+        return
+    options = result.get("configOptions")
+    if isinstance(options, list):
+        live.store.config_options = [o for o in options if isinstance(o, dict)]
+    modes = result.get("modes")
+    if isinstance(modes, dict):
+        live.modes = modes
+        current = modes.get("currentModeId")
+        if isinstance(current, str):
+            live.store.current_mode_id = current
 
 
 def _is_cancelled(result: Any) -> bool:
@@ -240,6 +260,7 @@ class AgentLink:
         live = self._attach(session_id, sink, recorder)
         live.cwd, live.additional_directories = cwd, list(additional_directories)
         live.response = result
+        _seed_settings(live, result)
         return live
 
     async def load(
@@ -284,6 +305,7 @@ class AgentLink:
             self.sessions.pop(session_id, None)
             raise
         live.response = result if isinstance(result, dict) else {}
+        _seed_settings(live, result)
         return live
 
     async def settle(self, live: LiveSession, *, quiet: float = 0.3, limit: float = 10.0) -> None:
@@ -317,6 +339,43 @@ class AgentLink:
             if not isinstance(cursor, str) or not cursor or cursor in seen:
                 return  # no more pages (or an agent repeating a cursor: stop, do not loop)
             seen.add(cursor)
+
+    # -- settings and authentication ---------------------------------------------------------
+
+    async def change_setting(self, live: LiveSession, choice: Any, value: str | bool) -> None:
+        """Set a mode or config option (a :class:`~acpcli.protocol.settings.Choice`).
+
+        A ``set_config_option`` answer carries the complete option list, which replaces ours;
+        a ``set_mode`` answer carries nothing, so the mode we asked for becomes current.
+        """
+        from acpcli.protocol import settings
+
+        method, params = settings.change_request(self.features, live.session_id, choice, value)
+        result = await self.conn.request(method, params)
+        if method == "session/set_mode":
+            live.store.current_mode_id = str(value)
+            if live.modes is not None:
+                live.modes = {**live.modes, "currentModeId": value}
+            return
+        options = result.get("configOptions") if isinstance(result, dict) else None
+        if isinstance(options, list):
+            live.store.config_options = [o for o in options if isinstance(o, dict)]
+        else:  # an agent that answered {}: record what we asked for
+            for option in live.store.config_options:
+                if settings.option_id(option) == choice.key:
+                    option["currentValue"] = value
+        if choice.category == settings.MODE and isinstance(value, str):
+            live.store.current_mode_id = value
+
+    async def login(self, method_id: str) -> Any:
+        """``authenticate`` (v1) / ``auth/login`` (v2) with an advertised method."""
+        method, params = wire.login_request(self.features, method_id)
+        return await self.conn.request(method, params)
+
+    async def logout(self) -> Any:
+        """``logout`` (v1, when advertised) / ``auth/logout`` (v2)."""
+        method, params = wire.logout_request(self.features)
+        return await self.conn.request(method, params)
 
     # -- prompt turn ----------------------------------------------------------------------
 

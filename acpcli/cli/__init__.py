@@ -47,9 +47,9 @@ def _root(
 
 
 def _register() -> None:
-    from acpcli.cli import agents, completion, prompt, sessions
+    from acpcli.cli import agents, auth, completion, prompt, sessions
 
-    for sub in (sessions.app, prompt.app, agents.app, completion.app):
+    for sub in (sessions.app, prompt.app, auth.app, agents.app, completion.app):
         for info in sub.registered_commands:
             info.callback = _pipe_safe(info.callback)
         app.registered_commands.extend(sub.registered_commands)

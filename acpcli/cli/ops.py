@@ -9,7 +9,8 @@ the index, so a bad input costs nothing and leaves nothing behind.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -242,7 +243,9 @@ async def attach(
     again if the agent refuses it, so a failed command leaves nothing behind.
     """
     if command == "new":
-        live = await link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
+        live = await _logged_in(
+            link, run, lambda: link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
+        )
         index.upsert_session(_record(inputs, live.session_id, link.features, run.title))
         live.recorder = writer
         return live
@@ -267,8 +270,12 @@ async def attach(
         writer.append(sid, REPLAY_START, "{}")
     method = link.load if command == "load" else link.resume
     try:
-        live = await method(
-            sid, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer
+        live = await _logged_in(
+            link,
+            run,
+            lambda: method(
+                sid, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer
+            ),
         )
     except BaseException:
         if known is None:
@@ -292,6 +299,41 @@ async def attach(
     if run.title:
         index.set_title(sid, run.title)
     return live
+
+
+async def _logged_in(link: Any, run: Run, setup: Any) -> Any:
+    """Run a session setup; when the agent answers ``auth_required`` on a terminal, offer its
+    login methods and try once more after a login (scripts get exit 10 and the hint)."""
+    from acpcli.errors import AuthRequired
+
+    try:
+        return await setup()
+    except AuthRequired as err:
+        if not run.repl:
+            raise
+        from acpcli.repl import offer_login
+
+        if not await offer_login(run.env, link, err):
+            raise
+    return await setup()
+
+
+@contextmanager
+def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
+    """An ``auth_required`` error leaves with how to log in outside a session."""
+    import shlex
+
+    from acpcli.cli import _leaf
+    from acpcli.errors import AuthRequired
+
+    try:
+        yield
+    except BaseException as err:
+        leaf = _leaf(err)
+        if isinstance(leaf, AuthRequired) and not leaf.hint:
+            target = agent.name if agent.name != "cmd" else f"--cmd {shlex.quote(shlex.join(agent.argv))}"
+            leaf.hint = f"log in with `acpcli auth {target}`, then run this again"
+        raise
 
 
 def agent_stderr_log(agent: AgentChoice) -> Path:
@@ -334,6 +376,20 @@ def _link(inputs: SessionInputs, run: Run) -> Any:
     return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run)
 
 
+def _exporter(session_id: str) -> Any:
+    """``/export``: the stored transcript of the REPL's session, like ``acpcli export``."""
+
+    def export(path: str, output_format: str) -> None:
+        from acpcli.cli.listing import export
+
+        try:
+            export(session_id, output_format, Path(path))
+        except OSError as err:
+            raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+
+    return export
+
+
 def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
     """``new``, ``load`` or ``resume``: start the agent, set the session up, record it,
     then hand over to the REPL or print what a script needs (``new``: the id; ``load``:
@@ -355,7 +411,9 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
                 if run.repl:
                     from acpcli.repl import run_repl
 
-                    return await run_repl(run.env, link, live, index=index, writer=writer, agent=inputs.agent.name)
+                    return await run_repl(
+                        run.env, link, live, index=index, writer=writer, agent=inputs.agent.name, export=_exporter(live.session_id)
+                    )
                 if view is not None:
                     view.close()
                     view = None
@@ -371,7 +429,8 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
             writer.close()
             index.close()
 
-    return anyio.run(main)
+    with _auth_hinted(inputs.agent):
+        return anyio.run(main)
 
 
 def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
@@ -445,8 +504,8 @@ def run_prompt(
     from acpcli.errors import CapabilityMissing, ExitCode, TurnEnded
 
     async def main() -> int:
+        from acpcli.mentions import build_prompt
         from acpcli.persistence import Index
-        from acpcli.protocol import wire
         from acpcli.render import make_view
         from acpcli.session import run_turn
 
@@ -471,6 +530,10 @@ def run_prompt(
                         f"{link.features.display_name} can neither resume nor load a session",
                         hint="drop --session to start a new one",
                     )
+                # Mentions are checked before the session is touched: a bad one costs nothing.
+                blocks = build_prompt(
+                    text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
+                )
                 # A load's replay is context, not output: attach without a view first.
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)
                 live.sink = view
@@ -479,7 +542,7 @@ def run_prompt(
                 stop = await run_turn(
                     link,
                     live,
-                    [wire.text_block(text)],
+                    blocks,
                     notice=lambda m: run.env.err.print(m, style="yellow", markup=False, highlight=False),
                     tick=getattr(view, "tick", None),
                 )
@@ -498,7 +561,8 @@ def run_prompt(
             writer.close()
             index.close()
 
-    return anyio.run(main)
+    with _auth_hinted(inputs.agent):
+        return anyio.run(main)
 
 
 def last_session(agent: AgentChoice, cwd: str) -> str:

@@ -653,6 +653,15 @@ class TtyView:
         # below it in the live region and printed after it, so the message is not cut
         self._stale: dict[int, _ToolBlock | _PlanBlock] = {}
 
+    @property
+    def show_thoughts(self) -> bool:
+        """Whether thoughts starting from now are printed in full (the REPL's ``/thoughts``)."""
+        return self._show_thoughts
+
+    @show_thoughts.setter
+    def show_thoughts(self, value: bool) -> None:
+        self._show_thoughts = value
+
     # -- the Sink protocol ------------------------------------------------------------------
 
     def on_change(self, session: Any, change: Any) -> None:

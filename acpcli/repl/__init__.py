@@ -5,15 +5,17 @@ Ctrl-D leaves (the session stays resumable and the exact ``acpcli resume ID`` is
 During a turn, Ctrl-C sends ``session/cancel``; a second Ctrl-C within 3 seconds kills the
 agent and leaves with exit code 130.
 
-Slash commands are data (:data:`COMMANDS`); the agent's own commands (from
-``available_commands_update``) are sent to it as prompts.
+Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`); the agent's own commands
+(from ``available_commands_update``) are sent to it as prompts. TAB completion is the pure
+:func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.status.status_line`.
+``@path`` in a prompt mentions a file (:mod:`acpcli.mentions`). A prompt the agent refuses,
+or one whose mention cannot be sent, comes back on the input line: nothing typed is lost.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import ExitCode
@@ -21,32 +23,6 @@ from acpcli.errors import ExitCode
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.session import AgentLink, LiveSession
-
-@dataclass(frozen=True)
-class SlashCommand:
-    name: str
-    help: str
-
-
-COMMANDS = (
-    SlashCommand("help", "show the commands and keys"),
-    SlashCommand("cancel", "cancel the running turn"),
-    SlashCommand("close", "close the session on the agent and leave"),
-    SlashCommand("quit", "leave (the session stays resumable)"),
-)
-
-
-def complete_slash(text: str, agent_commands: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Completions for a line starting with ``/``: local commands, then the agent's own."""
-    if not text.startswith("/") or " " in text:
-        return []
-    prefix = text[1:]
-    out = [(f"/{c.name}", c.help) for c in COMMANDS if c.name.startswith(prefix)]
-    for cmd in agent_commands:
-        name = cmd.get("name")
-        if isinstance(name, str) and name.startswith(prefix) and all(name != c.name for c in COMMANDS):
-            out.append((f"/{name}", str(cmd.get("description") or "")))
-    return out
 
 
 def _history_file(cwd: str | None) -> Any:
@@ -82,6 +58,48 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     return ask
 
 
+async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> bool:
+    """The agent answered ``auth_required``: explain, list its login methods, let the person
+    pick one and log in. True when logged in (the caller retries what failed)."""
+    from prompt_toolkit import PromptSession
+
+    from acpcli.errors import AcpcliError
+    from acpcli.protocol import wire
+
+    env.err.print(f"[bold yellow]{link.features.display_name} asks you to log in[/] [dim]({err})[/]")
+    methods = [m for m in link.features.auth_methods if wire.auth_method_id(m)]
+    usable = [m for m in methods if wire.auth_method_type(m) == "agent"]
+    for method in methods:
+        if method not in usable:
+            env.err.print(
+                f"  [dim]{wire.auth_method_id(method)}: a {wire.auth_method_type(method)} login — "
+                f"run `acpcli auth` for this agent in a terminal[/]"
+            )
+    if not usable:
+        if not methods:
+            env.err.print("  it lists no login methods: log in with the agent's own tools, then try again")
+        return False
+    for n, method in enumerate(usable, 1):
+        desc = f" — {method['description']}" if isinstance(method.get("description"), str) else ""
+        env.err.print(f"  [bold]{n}[/] {method.get('name') or wire.auth_method_id(method)}{desc}")
+    session: PromptSession[str] = PromptSession()
+    while True:
+        try:
+            answer = (await session.prompt_async(f"log in with 1-{len(usable)} (Ctrl-C: not now): ")).strip()
+        except (KeyboardInterrupt, EOFError):
+            return False
+        if answer.isdigit() and 1 <= int(answer) <= len(usable):
+            method_id = wire.auth_method_id(usable[int(answer) - 1])
+            assert method_id is not None
+            try:
+                await link.login(method_id)
+            except AcpcliError as failure:
+                env.err.print(f"[red]login failed:[/] {failure.message}", highlight=False)
+                continue
+            env.err.print(f"[green]logged in[/] with {method_id}", highlight=False)
+            return True
+
+
 async def run_repl(
     env: Environment,
     link: AgentLink,
@@ -90,21 +108,37 @@ async def run_repl(
     index: Any,
     writer: Any,
     agent: str,
+    export: Callable[[str, str], None] | None = None,
 ) -> int:
     """The read-prompt-render loop. Returns the exit code."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
-
-    from acpcli.protocol import wire
-    from acpcli.session import run_turn
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
 
-    class SlashCompleter(Completer):
+    from acpcli import mentions
+    from acpcli.errors import AuthRequired, RpcError, UsageError
+    from acpcli.repl import commands
+    from acpcli.repl.completion import Inputs, complete
+    from acpcli.repl.status import status_line
+    from acpcli.session import run_turn
+
+    ctx = commands.Context(env, link, live, index, writer, agent, export)
+    local = [(c.name, c.help) for c in commands.COMMANDS]
+
+    def roots() -> list[str]:
+        return [live.cwd or ".", *live.additional_directories]
+
+    class ReplCompleter(Completer):
         def get_completions(self, document: Any, complete_event: Any) -> Any:
-            text = document.text_before_cursor
-            for value, meta in complete_slash(text, live.store.available_commands or []):
-                yield Completion(value, start_position=-len(text), display_meta=meta)
+            inputs = Inputs(
+                agent_commands=live.store.available_commands or [],
+                choices=ctx.choices(),
+                login_methods=ctx.login_methods(),
+                mention=lambda word: mentions.complete_mention(word, live.cwd or ".", roots()),
+            )
+            for offer in complete(document.text_before_cursor, local, inputs):
+                yield Completion(offer.text, start_position=-offer.replace, display_meta=offer.meta)
 
     keys = KeyBindings()
 
@@ -117,13 +151,15 @@ async def run_repl(
         event.current_buffer.reset()
 
     def toolbar() -> str:
-        title = live.store.title or "(untitled)"
-        state = live.store.state or "idle"
-        return f" {agent} · {title} · {state} · Enter send, Alt-Enter newline, Ctrl-D leave "
+        return status_line(
+            agent, live.store.title, live.store.state, ctx.choices(), live.store.usage,
+            waiting=bool(live._pending_permissions),
+        )
 
     session: PromptSession[str] = PromptSession(
         history=FileHistory(str(_history_file(live.cwd))),
-        completer=SlashCompleter(),
+        completer=ReplCompleter(),
+        complete_while_typing=False,
         key_bindings=keys,
         bottom_toolbar=toolbar,
         multiline=False,
@@ -133,44 +169,57 @@ async def run_repl(
     )
     env.err.print(f"[dim]session {live.session_id} with {link.features.display_name} — /help for commands[/]")
     code = int(ExitCode.OK)
+    keep = ""  # a line that could not be sent comes back for editing: nothing typed is lost
     while True:
         if live.sink is not None and hasattr(live.sink, "flush"):
             live.sink.flush()
         try:
-            text = await session.prompt_async("› ")
+            text = await session.prompt_async("› ", default=keep)
         except EOFError:
             break
+        keep = ""
         text = text.strip()
         if not text:
             continue
-        if text in ("/quit", "/exit"):
-            break
-        if text == "/help":
-            for c in COMMANDS:
-                env.err.print(f"  /{c.name:<8} {c.help}", markup=False)
-            env.err.print("  Enter sends · Alt-Enter newline · Ctrl-C cancels a turn · Ctrl-D leaves", markup=False)
-            continue
-        if text == "/cancel":
-            env.err.print("nothing is running", markup=False)
-            continue
-        if text == "/close":
-            if not link.features.close:
-                env.err.print("this agent does not support session/close", markup=False)
+        local_command = commands.lookup(text)
+        if local_command is not None:
+            leave = await commands.run(ctx, *local_command)
+            if leave is None:
                 continue
-            answer = await link.close(live.session_id)
-            index.mark_closed(live.session_id)
-            env.err.print(f"closed: the agent answered {answer}", markup=False)
-            return code
+            if local_command[0].name == "close":
+                return leave  # closed: there is nothing to come back to
+            code = leave
+            break
+        try:
+            blocks = mentions.build_prompt(text, live.cwd or ".", roots(), link.features)
+        except UsageError as err:
+            env.err.print(f"[red]not sent:[/] {err.message}", highlight=False)
+            keep = text
+            continue
         try:
             stop = await run_turn(
                 link,
                 live,
-                [wire.text_block(text)],
+                blocks,
                 notice=lambda m: env.err.print(m, style="yellow", markup=False),
                 tick=getattr(live.sink, "tick", None),
             )
         except KeyboardInterrupt:
             return int(ExitCode.INTERRUPTED)
+        except AuthRequired as err:
+            if live.sink is not None and hasattr(live.sink, "flush"):
+                live.sink.flush()
+            if await offer_login(env, link, err):
+                env.err.print("[dim]press Enter to send the prompt again[/]")
+            keep = text
+            continue
+        except RpcError as err:
+            # The agent refused this prompt but is still there: say so and stay.
+            if live.sink is not None and hasattr(live.sink, "flush"):
+                live.sink.flush()
+            env.err.print(f"[red]the agent answered an error:[/] {err.message}", highlight=False)
+            keep = text
+            continue
         except Exception:
             # The agent died mid-turn (or worse): the error is reported by the CLI; say how
             # to come back, since the session may well survive on the agent's side.

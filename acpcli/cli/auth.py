@@ -1,0 +1,51 @@
+"""``acpcli auth``: log in to (or out of) an agent outside a session."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from acpcli.cli import complete
+from acpcli.cli.options import Cmd, LogFile, Protocol
+
+app = typer.Typer()
+
+
+@app.command()
+def auth(
+    agent_name: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="AGENT",
+            help="The agent to log in to (see `acpcli agents`); or use --cmd.",
+            autocompletion=complete.agent_names,
+            show_default=False,
+        ),
+    ] = None,
+    cmd: Cmd = None,
+    method: Annotated[
+        Optional[str],
+        typer.Option("--method", "-m", metavar="ID", help="The login method to use (see --list).", show_default=False),
+    ] = None,
+    list_only: Annotated[bool, typer.Option("--list", help="Only list the agent's login methods.")] = False,
+    logout: Annotated[bool, typer.Option("--logout", help="Log out instead (when the agent supports it).")] = False,
+    protocol: Protocol = "auto",
+    log_file: LogFile = None,
+) -> None:
+    """Log in to an agent, using one of the login methods it advertises.
+
+    With one method, that one is used; with several, you are asked (on a terminal) or must
+    pass --method. A method of type "terminal" runs the agent's own login program in this
+    terminal (the agent's command line plus the arguments the method names). Sessions need
+    no restart afterwards: `acpcli resume ID` picks up where you were.
+
+    \b
+    Examples:
+      acpcli auth claude             log in (asks which way when there are several)
+      acpcli auth codex --list       show the login methods
+      acpcli auth gemini --logout    log out
+    """
+    from acpcli.cli import login
+
+    raise typer.Exit(login.run_auth(agent_name, cmd, method, list_only=list_only, logout=logout, protocol=protocol, log_file=log_file))

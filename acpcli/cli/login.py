@@ -1,0 +1,142 @@
+"""What ``acpcli auth`` does: list, pick and run an agent's login method, or log out.
+
+Protocol-driven methods (type ``agent``) are sent as ``authenticate`` (v1) / ``auth/login``
+(v2). A ``terminal`` method is never sent: the spec has the client run the agent's own
+command line plus the method's ``args`` and ``env`` in the person's terminal, and take exit
+status 0 as success. That runs after the ACP connection is closed, so the login program has
+the terminal to itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from acpcli.errors import CapabilityMissing, ExitCode, LoginFailed, UsageError
+
+
+def _describe(method: dict[str, Any]) -> tuple[str, str, str, str]:
+    from acpcli.protocol import wire
+
+    desc = method.get("description")
+    return (
+        wire.auth_method_id(method) or "?",
+        wire.auth_method_type(method),
+        str(method.get("name") or ""),
+        desc if isinstance(desc, str) else "",
+    )
+
+
+def _list(env: Any, methods: list[dict[str, Any]]) -> None:
+    for method in methods:
+        mid, kind, name, desc = _describe(method)
+        if env.stdout_is_terminal:
+            env.out.print(f"[bold]{mid}[/]  {name} [dim]({kind})[/]" + (f" — {desc}" if desc else ""), highlight=False)
+        else:
+            env.stdout.write("\t".join(x.replace("\t", " ").replace("\n", " ") for x in (mid, kind, name, desc)) + "\n")
+    env.stdout.flush()
+
+
+async def _pick(env: Any, methods: list[dict[str, Any]], wanted: str | None, agent: str) -> dict[str, Any]:
+    from acpcli.protocol import wire
+
+    if wanted is not None:
+        for method in methods:
+            if wire.auth_method_id(method) == wanted:
+                return method
+        known = ", ".join(_describe(m)[0] for m in methods)
+        raise UsageError(f"{agent} has no login method {wanted!r}", hint=f"choose one of: {known}")
+    if len(methods) == 1:
+        return methods[0]
+    if not env.stdin_isatty:
+        known = ", ".join(_describe(m)[0] for m in methods)
+        raise UsageError(f"{agent} offers several login methods: pass --method ID", hint=f"one of: {known}")
+    from prompt_toolkit import PromptSession
+
+    for n, method in enumerate(methods, 1):
+        mid, kind, name, desc = _describe(method)
+        env.err.print(f"  [bold]{n}[/] {name or mid} [dim]({mid}, {kind})[/]" + (f" — {desc}" if desc else ""), highlight=False)
+    session: PromptSession[str] = PromptSession()
+    while True:
+        answer = (await session.prompt_async(f"log in with 1-{len(methods)}: ")).strip()
+        if answer.isdigit() and 1 <= int(answer) <= len(methods):
+            return methods[int(answer) - 1]
+
+
+def _terminal_login(env: Any, choice: Any, method: dict[str, Any], agent_env: dict[str, str]) -> int:
+    """Run the agent's login program in this terminal; 0 means logged in."""
+    import subprocess
+
+    args = [a for a in method.get("args") or [] if isinstance(a, str)]
+    extra = {k: v for k, v in (method.get("env") or {}).items() if isinstance(k, str) and isinstance(v, str)}
+    argv = [*choice.argv, *args]
+    env.err.print(f"[dim]running the agent's login: {' '.join(argv)}[/]", highlight=False)
+    try:
+        done = subprocess.run(argv, env={**os.environ, **agent_env, **extra}, cwd=choice.cwd or None, check=False)
+    except OSError as err:
+        raise LoginFailed(f"cannot run the login command {argv[0]}: {err.strerror or err}") from None
+    except KeyboardInterrupt:
+        raise LoginFailed("the login was interrupted") from None
+    if done.returncode != 0:
+        raise LoginFailed(f"the login command exited with status {done.returncode}")
+    return int(ExitCode.OK)
+
+
+def run_auth(
+    agent_name: str | None,
+    cmd: str | None,
+    method_id: str | None,
+    *,
+    list_only: bool,
+    logout: bool,
+    protocol: str,
+    log_file: Path | None,
+) -> int:
+    """``acpcli auth``; see the command's help."""
+    import anyio
+
+    from acpcli.cli.ops import _env_extra, environment, link_for, pick_agent
+    from acpcli.negotiate import parse_protocol_choice
+    from acpcli.protocol import wire
+
+    parse_protocol_choice(protocol)
+    if sum((list_only, logout, method_id is not None)) > 1:
+        raise UsageError("give only one of --list, --logout and --method")
+    choice = pick_agent(agent_name, cmd)
+    env = environment()
+    agent_env = _env_extra(choice)
+
+    async def main() -> dict[str, Any] | None:
+        async with link_for(choice, protocol=protocol, log_file=log_file) as link:
+            features = link.features
+            name = features.display_name
+            methods = [m for m in features.auth_methods if wire.auth_method_id(m)]
+            if list_only:
+                if not methods:
+                    env.err.print(f"{name} advertises no login methods", markup=False, highlight=False)
+                _list(env, methods)
+                return None
+            if logout:
+                await link.logout()
+                env.err.print(f"logged out of {name}", markup=False, highlight=False)
+                return None
+            if not methods:
+                raise CapabilityMissing(
+                    f"{name} advertises no login methods",
+                    hint="it may need none, or its own login tool (see the agent's documentation)",
+                )
+            method = await _pick(env, methods, method_id, name)
+            mid, kind, label, _ = _describe(method)
+            if kind == "terminal":
+                return method  # run once the connection is closed
+            if kind != "agent":
+                raise CapabilityMissing(f"{mid!r} is a {kind} login, which acpcli does not know how to run")
+            await link.login(mid)
+            env.err.print(f"logged in to {name} with {label or mid}", markup=False, highlight=False)
+            return None
+
+    terminal = anyio.run(main)
+    if terminal is None:
+        return int(ExitCode.OK)
+    return _terminal_login(env, choice, terminal, agent_env)

@@ -1,0 +1,90 @@
+"""What TAB offers in the REPL: a pure function of the line, tested without a terminal.
+
+* ``/`` then a word: local commands, then the agent's own (``available_commands_update``);
+* ``/mode ``, ``/model ``: the values of that setting; ``/config ``: the settings, then the
+  values of the one named; ``/login ``: the advertised login methods;
+* a word starting with ``@`` anywhere: file names inside the session's directories (the
+  ``mention`` callback, which reads the file system, is injected).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from acpcli.mentions import mention_prefix
+from acpcli.protocol.settings import Choice, find
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One completion: replace the last ``replace`` characters before the cursor by ``text``."""
+
+    text: str
+    replace: int
+    meta: str = ""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What completion may offer besides the local commands (all optional)."""
+
+    agent_commands: Sequence[dict[str, Any]] = ()
+    choices: Sequence[Choice] = ()
+    login_methods: Sequence[tuple[str, str]] = ()  # (id, name)
+    mention: Callable[[str], list[tuple[str, str]]] | None = None
+
+
+def complete(text: str, commands: Sequence[tuple[str, str]], inputs: Inputs = Inputs()) -> list[Offer]:
+    """Completions for ``text`` (the line up to the cursor). ``commands``: local (name, help)."""
+    if text.startswith("/"):
+        if " " not in text:
+            return _commands(text[1:], commands, inputs.agent_commands)
+        name, _, rest = text[1:].partition(" ")
+        offers = _arguments(name, rest, inputs)
+        if offers is not None:
+            return offers
+    if inputs.mention is not None:
+        word = mention_prefix(text)
+        if word is not None:
+            return [Offer(value, len(word), meta) for value, meta in inputs.mention(word)]
+    return []
+
+
+def _commands(prefix: str, commands: Sequence[tuple[str, str]], agent_commands: Sequence[dict[str, Any]]) -> list[Offer]:
+    replace = len(prefix) + 1
+    out = [Offer(f"/{name}", replace, help) for name, help in commands if name.startswith(prefix)]
+    local = {name for name, _ in commands}
+    for cmd in agent_commands:
+        name = cmd.get("name") if isinstance(cmd, dict) else None
+        if isinstance(name, str) and name.startswith(prefix) and name not in local:
+            out.append(Offer(f"/{name}", replace, str(cmd.get("description") or "")))
+    return out
+
+
+def _values(choice: Choice | None, typed: str) -> list[Offer]:
+    if choice is None:
+        return []
+    if choice.kind == "boolean":
+        pairs = [("on", ""), ("off", "")]
+    else:
+        pairs = [(value, name if name != value else description) for value, name, description in choice.values]
+    return [Offer(value, len(typed), meta) for value, meta in pairs if value.startswith(typed)]
+
+
+def _arguments(name: str, rest: str, inputs: Inputs) -> list[Offer] | None:
+    """Completions of a local command's arguments; ``None`` when the command takes none
+    we can offer (the line may still hold an ``@`` mention)."""
+    if name in ("mode", "model") and " " not in rest:
+        return _values(find(inputs.choices, name), rest)
+    if name == "config":
+        key, space, typed = rest.partition(" ")
+        if not space:
+            return [Offer(c.key, len(key), f"{c.name}: {c.current}") for c in inputs.choices if c.key.startswith(key)]
+        if " " not in typed:
+            return _values(find(inputs.choices, key), typed)
+        return []
+    if name == "login" and " " not in rest:
+        return [Offer(mid, len(rest), label) for mid, label in inputs.login_methods if mid.startswith(rest)]
+    return None

@@ -1,0 +1,86 @@
+"""TAB completion in the REPL: a pure function of the line (no terminal, no agent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acpcli.mentions import complete_mention
+from acpcli.protocol import settings
+from acpcli.repl.commands import COMMANDS, lookup
+from acpcli.repl.completion import Inputs, Offer, complete
+
+LOCAL = [(c.name, c.help) for c in COMMANDS]
+AGENT_COMMANDS = [{"name": "review", "description": "review the diff"}, {"name": "help", "description": "agent help"}]
+CHOICES = settings.choices(
+    [
+        {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "fast",
+         "options": [{"value": "fast", "name": "Fast"}, {"value": "smart", "name": "Smart"}]},
+        {"id": "brave", "name": "Brave", "type": "boolean", "currentValue": False},
+    ],
+    {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]},
+    "ask",
+)
+FULL = Inputs(agent_commands=AGENT_COMMANDS, choices=CHOICES, login_methods=[("demo-login", "Demo login")])
+
+
+def texts(offers: list[Offer]) -> list[str]:
+    return [o.text for o in offers]
+
+
+def test_slash_lists_local_commands_then_the_agents_own() -> None:
+    offers = complete("/", LOCAL, FULL)
+    assert texts(offers)[: len(LOCAL)] == [f"/{name}" for name, _ in LOCAL]
+    # the agent's /help is shadowed by the local one; its /review is offered with its hint
+    assert texts(offers)[len(LOCAL):] == ["/review"]
+    assert offers[-1].meta == "review the diff"
+    assert all(o.replace == 1 for o in offers)
+
+
+def test_a_prefix_narrows_and_replaces_what_was_typed() -> None:
+    assert complete("/mo", LOCAL, FULL) == [
+        Offer("/mode", 3, "show or set the agent's mode"),
+        Offer("/model", 3, "show or set the model"),
+    ]
+    assert texts(complete("/re", LOCAL, FULL)) == ["/review"]
+    assert complete("/zzz", LOCAL, FULL) == []
+
+
+def test_setting_values_complete_after_mode_model_and_config() -> None:
+    assert texts(complete("/mode ", LOCAL, FULL)) == ["ask", "code"]  # v1 modes stand in
+    assert complete("/model sm", LOCAL, FULL) == [Offer("smart", 2, "Smart")]
+    assert texts(complete("/config ", LOCAL, FULL)) == ["model", "brave", "mode"]
+    assert complete("/config b", LOCAL, FULL)[0].meta == "Brave: off"
+    assert texts(complete("/config brave ", LOCAL, FULL)) == ["on", "off"]
+    assert texts(complete("/config model f", LOCAL, FULL)) == ["fast"]
+    assert complete("/config model fast x", LOCAL, FULL) == []
+    assert complete("/mode ", LOCAL, Inputs()) == []  # an agent without modes offers nothing
+
+
+def test_login_methods_complete() -> None:
+    assert complete("/login d", LOCAL, FULL) == [Offer("demo-login", 1, "Demo login")]
+
+
+def test_plain_text_completes_nothing_without_a_mention() -> None:
+    assert complete("hello wor", LOCAL, FULL) == []
+    assert complete("", LOCAL, FULL) == []
+
+
+def test_mentions_complete_anywhere_in_the_line(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("print(1)\n")
+    (tmp_path / "setup.cfg").write_text("")
+    inputs = Inputs(mention=lambda word: complete_mention(word, str(tmp_path), [str(tmp_path)]))
+    offers = complete("explain @s", LOCAL, inputs)
+    assert [(o.text, o.replace) for o in offers] == [("@src/", 2), ("@setup.cfg", 2)]
+    assert texts(complete("look at @src/m", LOCAL, inputs)) == ["@src/main.py"]
+    # after a command's arguments run out, a mention still completes (/export has none we offer)
+    assert texts(complete("/export @src/", LOCAL, inputs)) == ["@src/main.py"]
+    assert complete("mail me@s", LOCAL, inputs) == []  # not a mention: no space before @
+
+
+def test_lookup_finds_local_commands_and_aliases_only() -> None:
+    found = lookup("/config model smart")
+    assert found is not None and found[0].name == "config" and found[1] == "model smart"
+    assert lookup("/exit") is not None and lookup("/exit")[0].name == "quit"  # type: ignore[index]
+    assert lookup("/review please") is None  # the agent's own: sent as a prompt
+    assert lookup("plain text") is None

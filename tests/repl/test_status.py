@@ -1,0 +1,37 @@
+"""The REPL toolbar text."""
+
+from __future__ import annotations
+
+from acpcli.protocol import settings
+from acpcli.repl.status import status_line, usage_text
+
+CHOICES = settings.choices(
+    [
+        {"configId": "mode", "name": "Mode", "category": "mode", "currentValue": "code",
+         "options": [{"value": "code", "name": "Code"}]},
+        {"configId": "model", "name": "Model", "category": "model", "currentValue": "m2",
+         "options": [{"value": "m2", "name": "Model Two"}]},
+    ],
+    None,
+    None,
+)
+
+
+def test_everything_known_is_shown_in_order() -> None:
+    usage = {"used": 12_345, "size": 200_000, "cost": {"amount": 0.0412, "currency": "USD"}}
+    line = status_line("claude", "Fix the bug", "running", CHOICES, usage)
+    assert line == " claude · Fix the bug · running · mode: Code · model: Model Two · 12.3k/200k tokens (6%) · $0.04 "
+
+
+def test_unknowns_are_left_out_and_waiting_wins() -> None:
+    assert status_line("demo", None, None, [], None) == " demo · (untitled) · idle "
+    assert "waiting for you" in status_line("demo", "t", "running", [], None, waiting=True)
+    assert "requires action" in status_line("demo", "t", "requires_action", [], None)
+
+
+def test_usage_shapes() -> None:
+    assert usage_text(None) is None
+    assert usage_text({"used": 999}) == "999 tokens"
+    assert usage_text({"used": 2_500_000, "size": 0}) == "2.5M tokens"
+    assert usage_text({"used": 10, "size": 100, "cost": {"amount": 3, "currency": "EUR"}}) == "10/100 tokens (10%) · 3.00 EUR"
+    assert usage_text({"cost": "free"}) is None
