@@ -35,6 +35,10 @@ class Agent:
     def __init__(self, *args: str, delay: bool = False) -> None:
         cmd = [sys.executable, "-m", "acpcli.demo_agent", *([] if delay else ["--delay", "0"]), *args]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._setup()
+
+    def _setup(self) -> None:
+        """Start the reader threads of ``self.proc`` (subclasses start other programs)."""
         self._lines: queue.Queue[bytes] = queue.Queue()
         self._stderr: list[str] = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines.put), daemon=True).start()
@@ -641,7 +645,8 @@ def test_load_in_a_new_process_replays_the_conversation(spawn: Any, tmp_path: Pa
     second = spawn("--protocol", str(version))
     second.initialize(version)
     resp, replayed = second.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
-    assert resp["result"] == ({} if version == 1 else None)
+    # The load answer carries the session's settings (v1: modes too); nothing else.
+    assert set(resp["result"]) == ({"modes", "configOptions"} if version == 1 else {"configOptions"})
     got = reduce_messages(updates(replayed))
     live = reduce_messages(updates(msgs1) + updates(msgs2))
     if version == 1:  # v1 does not echo prompts live, but they are replayed
@@ -672,7 +677,7 @@ def test_resume_does_not_replay_and_checks_cwd(spawn: Any, tmp_path: Path) -> No
     second = spawn()
     second.initialize(2)
     resp, before = second.request("session/resume", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
-    assert resp["result"] == {} and before == []
+    assert set(resp["result"]) == {"configOptions"} and before == []
     resp, _ = second.request("session/load", {"sessionId": sid, "cwd": str(tmp_path / "elsewhere"), "mcpServers": []})
     assert resp["error"]["code"] == -32602
     resp, _ = second.request("session/load", {"sessionId": "demo-" + "0" * 32, "cwd": str(tmp_path), "mcpServers": []})
@@ -784,7 +789,7 @@ def test_load_answers_first(spawn: Any, tmp_path: Path) -> None:
     agent = spawn("--load-answers-first")
     agent.initialize(2)
     resp, before = agent.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
-    assert resp["result"] is None and before == [], "answered before replaying"
+    assert "configOptions" in resp["result"] and before == [], "answered before replaying"
     # Requests are handled in order, so this answer comes after the whole replay.
     _, after = agent.request("session/list", {})
     assert reduce_messages(updates(after)) == reduce_messages(updates(live))
@@ -799,7 +804,9 @@ def test_help_lists_flags_and_keywords() -> None:
                          check=True).stdout
     for word in ("--protocol", "--without", "--state-dir", "--page-size", "--replay", "--load-answers-first",
                  "--v1-message-ids", "--chunk-size", "--delay", "slow", "refuse", "max tokens", "crash",
-                 "read PATH", "write PATH", "run CMD", "no-permission"):
+                 "read PATH", "write PATH", "run CMD", "no-permission", "--with", "--require-auth",
+                 "--forget-auth", "plan mode", "status", "modes", "config-options", "embedded-context",
+                 "credentials.json"):
         assert word in out, word
 
 

@@ -12,10 +12,24 @@ Versions: ``initialize`` answers the lower of the client's ``protocolVersion`` a
 
 Capabilities: everything is advertised unless withheld with ``--without`` (repeatable):
 ``load``, ``resume``, ``close``, ``list``, ``additional-directories``, ``mcp-http``,
-``mcp-stdio`` (v2 only: v1 makes stdio mandatory). Calling a withheld or unknown method
-answers -32601 and logs ``UNADVERTISED METHOD CALLED: <method>``; sending a withheld field
-(``additionalDirectories``, an MCP server of a withheld transport) answers -32602 and logs
+``mcp-stdio`` (v2 only: v1 makes stdio mandatory), ``modes`` (v1 ``modes`` and
+``session/set_mode``), ``config-options`` (``configOptions`` and ``session/set_config_option``),
+``embedded-context`` (``resource`` prompt blocks). ``--with image`` / ``--with audio`` turn on
+prompt capabilities that are off by default. Calling a withheld or unknown method (or one of
+the other protocol version) answers -32601 and logs ``UNADVERTISED METHOD CALLED: <method>``;
+sending a withheld field (``additionalDirectories``, an MCP server of a withheld transport, a
+prompt block of a kind not advertised) answers -32602 and logs
 ``UNADVERTISED FIELD SENT: <what> in <method>``.
+
+Settings (:mod:`.settings`): new/load/resume answers carry v1 ``modes`` (ask, code, plan) and
+``configOptions`` (``mode``, ``model``, ``effort``; v1 adds the boolean ``brave`` for clients
+that advertised ``session.configOptions.boolean``), stored with the session. v1 ``id`` vs v2
+``configId``; a change through modes is announced as ``config_option_update`` and vice versa.
+
+Auth (:mod:`.auth`): ``--require-auth`` advertises the ``demo-login`` method; until
+``authenticate`` (v1) / ``auth/login`` (v2), new/load/resume/prompt fail with -32000
+"Authentication required". The login is kept in ``<state-dir>/credentials.json`` across
+processes; ``logout`` (v1, advertised) / ``auth/logout`` (v2) / ``--forget-auth`` drop it.
 
 Sessions: stored as JSON in ``$ACPCLI_HOME/demo-agent/sessions/<sessionId>.json`` (or under
 ``--state-dir``), ids ``demo-<uuid hex>``; ``session/load`` (replay styles: ``--replay``,
@@ -36,10 +50,16 @@ fixture:
                    ``fs/write_text_file`` (if advertised)
 ``run CMD...``     v1: ``terminal/create`` + ``wait_for_exit`` + ``output`` + ``release`` for the
                    rest of the line (if the client advertised ``terminal``)
+``plan mode``      switch the session to mode ``plan`` mid-turn and announce it
+``status``         a short turn answering ``mode=<id> model=<id> effort=<id>``
+
+Every answer states the settings and lists the prompt's non-text blocks, one
+``received <kind> ...`` line each (:mod:`.content`).
 
 Modules: :mod:`.options` (flags), :mod:`.rpc` (framing, ids, cancellation),
 :mod:`.agent` (method table, main loop), :mod:`.turn` (the prompt turn), :mod:`.script` (its
 texts), :mod:`.wire` (canonical → v1/v2 shapes), :mod:`.replay` (load replay styles),
 :mod:`.storage` (session files), :mod:`.caps` (initialize answer and gates), :mod:`.live`
-(an active session).
+(an active session), :mod:`.settings` (modes, config options), :mod:`.auth` (login,
+credentials), :mod:`.content` (prompt blocks).
 """

@@ -11,8 +11,13 @@ Invariants:
   v1 ``session/prompt``, by its turn. Work that must follow the answer on the wire
   (``available_commands_update`` after ``session/new``, the v2 turn after its acknowledgement,
   a replay under ``--load-answers-first``) is queued with :meth:`DemoAgent._after_reply`.
-- A session is *active* on this connection after new/load/resume until close; prompts are
-  accepted only for active sessions.
+- A session is *active* on this connection after new/load/resume until close; prompts and
+  settings changes are accepted only for active sessions.
+- Session setup answers (new/load/resume) and ``session/set_config_option`` carry the
+  session's complete current settings (:mod:`acpcli.demo_agent.settings`); a change made
+  through one API (v1 modes, config options) is announced through the other after the answer.
+- With ``--require-auth``, :data:`acpcli.demo_agent.auth.GATED_METHODS` fail with -32000 while
+  no login is on record.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ import threading
 import traceback
 from typing import Any, Callable
 
-from acpcli.demo_agent import caps
+from acpcli.demo_agent import caps, settings
+from acpcli.demo_agent.auth import GATED_METHODS, Credentials, auth_required_error
+from acpcli.demo_agent.content import check_prompt
 from acpcli.demo_agent.live import LiveSession
 from acpcli.demo_agent.options import Options, parse_options
 from acpcli.demo_agent.replay import effective_style, replay
@@ -53,6 +60,7 @@ class DemoAgent:
         self.peer = peer
         self.options = options
         self.store = SessionStore(options.state_dir)
+        self.credentials = Credentials(options.state_dir)
         self.version: int | None = None
         self.client = caps.ClientFacts()
         self._live: dict[str, LiveSession] = {}
@@ -66,6 +74,12 @@ class DemoAgent:
             "session/close": self._session_close,
             "session/list": self._session_list,
             "session/prompt": self._session_prompt,
+            "session/set_mode": self._session_set_mode,
+            "session/set_config_option": self._session_set_config_option,
+            "authenticate": self._login,
+            "auth/login": self._login,
+            "logout": self._logout,
+            "auth/logout": self._logout,
         }
 
     # -- dispatch --------------------------------------------------------------------------------
@@ -117,6 +131,11 @@ class DemoAgent:
             raise caps.refuse_method(method)
         if method != "initialize" and self.version is None:
             raise RpcError(RpcError.INVALID_REQUEST, f"{method} before initialize")
+        if method != "initialize" and not caps.method_available(method, self._v, self.options):
+            raise caps.refuse_method(method)
+        if method in GATED_METHODS and self.options.require_auth and not self.credentials.logged_in():
+            log(f"{method} refused: not logged in")
+            raise auth_required_error()
         if params is None:
             params = {}
         if not isinstance(params, dict):
@@ -161,7 +180,7 @@ class DemoAgent:
             live.save(touch=False)
 
         self._after_reply(announce)
-        return {"sessionId": record.sessionId}
+        return {"sessionId": record.sessionId, **self._settings_fields(live)}
 
     def _session_load(self, req_id: Any, params: dict[str, Any]) -> Any:
         live = self._activate(self._restore(params, "session/load"))
@@ -179,12 +198,14 @@ class DemoAgent:
             self._after_reply(replay_all)
         else:
             replay_all()
-        return None if self._v >= 2 else {}
+        fields = self._settings_fields(live)
+        # v2 draft: the load result is null (seed) or an object carrying configOptions (schema).
+        return (fields or None) if self._v >= 2 else fields
 
     def _session_resume(self, req_id: Any, params: dict[str, Any]) -> Any:
         live = self._activate(self._restore(params, "session/resume"))
         live.save(touch=False)
-        return {}
+        return self._settings_fields(live)
 
     def _session_close(self, req_id: Any, params: dict[str, Any]) -> Any:
         sid = _session_id(params)
@@ -215,29 +236,53 @@ class DemoAgent:
         return result
 
     def _session_prompt(self, req_id: Any, params: dict[str, Any]) -> Any:
-        sid = _session_id(params)
         prompt = params.get("prompt")
         if not isinstance(prompt, list):
             raise RpcError(RpcError.INVALID_PARAMS, "prompt must be an array of content blocks")
-        with self._lock:
-            live = self._live.get(sid)
-        if live is None:
-            if self.store.load(sid) is None:
-                raise _not_found(sid)
-            raise RpcError(RpcError.RESOURCE_NOT_FOUND,
-                           f"session {sid} is not active on this connection: load or resume it first")
+        live = self._active(params)
+        received = check_prompt(prompt, self.options)
         if live.busy:
-            raise RpcError(RpcError.INVALID_REQUEST, f"a turn is already running in session {sid}")
+            raise RpcError(RpcError.INVALID_REQUEST, f"a turn is already running in session {live.session_id}")
         token = CancelToken()
         turn = Turn(live=live, version=self._v, client=self.client, options=self.options, token=token,
-                    request_id=req_id, prompt=prompt)
+                    request_id=req_id, prompt=prompt, received=received)
         live.token = token
-        live.thread = threading.Thread(target=turn.run, name=f"turn-{sid}", daemon=True)
+        live.thread = threading.Thread(target=turn.run, name=f"turn-{live.session_id}", daemon=True)
         if self._v >= 2:
             self._after_reply(live.thread.start)  # the acknowledgement goes out first
             return {}
         live.thread.start()
         return _DEFERRED  # v1: the turn answers with its stopReason
+
+    def _session_set_mode(self, req_id: Any, params: dict[str, Any]) -> Any:
+        live = self._active(params)
+        with live.lock:
+            settings.set_mode(live.record.config, params.get("modeId"))
+            live.save(touch=False)
+        log(f"session/set_mode: {live.session_id} is now in mode {params.get('modeId')}")
+        self._announce(live, modes=False, options=self.options.has("config-options"))
+        return {}
+
+    def _session_set_config_option(self, req_id: Any, params: dict[str, Any]) -> Any:
+        live = self._active(params)
+        boolean = self.client.boolean_config
+        with live.lock:
+            changed = settings.set_option(live.record.config, params, version=self._v, boolean=boolean)
+            live.save(touch=False)
+            options = settings.config_options(live.record.config, version=self._v, boolean=boolean)
+        log(f"session/set_config_option: {live.session_id} {changed}={params.get('value')!r}")
+        if changed == settings.MODE.key:
+            self._announce(live, modes=self._v < 2 and self.options.has("modes"), options=False)
+        return {"configOptions": options}
+
+    def _login(self, req_id: Any, params: dict[str, Any]) -> Any:
+        self.credentials.login(params.get("methodId"), self.options.require_auth)
+        return {}
+
+    def _logout(self, req_id: Any, params: dict[str, Any]) -> Any:
+        if not self.credentials.forget():
+            log("logout: was not logged in")
+        return {}
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -245,6 +290,38 @@ class DemoAgent:
     def _v(self) -> int:
         assert self.version is not None
         return self.version
+
+    def _active(self, params: dict[str, Any]) -> LiveSession:
+        """The active session named by ``params.sessionId``, or the error saying why not."""
+        sid = _session_id(params)
+        with self._lock:
+            live = self._live.get(sid)
+        if live is None:
+            if self.store.load(sid) is None:
+                raise _not_found(sid)
+            raise RpcError(RpcError.RESOURCE_NOT_FOUND,
+                           f"session {sid} is not active on this connection: load or resume it first")
+        return live
+
+    def _settings_fields(self, live: LiveSession) -> dict[str, Any]:
+        """``modes`` (v1) and ``configOptions`` for a session setup answer, as advertised."""
+        fields: dict[str, Any] = {}
+        with live.lock:
+            config = live.record.config
+            if self._v < 2 and self.options.has("modes"):
+                fields["modes"] = settings.modes_state(config)
+            if self.options.has("config-options"):
+                fields["configOptions"] = settings.config_options(config, version=self._v,
+                                                                  boolean=self.client.boolean_config)
+        return fields
+
+    def _announce(self, live: LiveSession, *, modes: bool, options: bool) -> None:
+        """After the answer: tell the client about a settings change through the other API."""
+        with live.lock:
+            updates = settings.updates(live.record.config, modes=modes, options=options,
+                                       boolean=self.client.boolean_config)
+        for update in updates:
+            self._after_reply(lambda u=update: live.emit(u))
 
     def _activate(self, record: SessionRecord) -> LiveSession:
         live = LiveSession(record, self.peer, self.store,
@@ -298,6 +375,8 @@ def _not_found(sid: str) -> RpcError:
 def main(argv: list[str] | None = None) -> int:
     """Serve one client on stdin/stdout until end of input. Returns the exit status."""
     options = parse_options(argv)
+    if options.forget_auth:
+        Credentials(options.state_dir).forget()
     # Raw, unbuffered fds: see Peer. Anything printed by mistake goes to stderr, not the protocol.
     rfile = open(0, "rb", buffering=0, closefd=False)  # lives as long as the process
     wfile = open(1, "wb", buffering=0, closefd=False)

@@ -1,7 +1,9 @@
 """Version negotiation, the ``initialize`` answer (v1 and v2 shapes) and request-side gates.
 
 Invariant: what is advertised and what is accepted come from the same :class:`Options`, so a
-capability withheld with ``--without`` is both absent from the answer and refused when used.
+capability withheld with ``--without`` (or not turned on with ``--with``) is both absent from
+the answer and refused when used. Methods of the other protocol version (v1 ``session/set_mode``,
+``authenticate``, ``logout``; v2 ``auth/login``, ``auth/logout``) are refused like unknown ones.
 A refusal is logged as ``UNADVERTISED METHOD CALLED: <method>`` or
 ``UNADVERTISED FIELD SENT: <what> in <method>``; client tests look for those lines.
 """
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acpcli import __version__
+from acpcli.demo_agent.auth import auth_methods
 from acpcli.demo_agent.options import Options
 from acpcli.demo_agent.rpc import log
 from acpcli.errors import RpcError
@@ -25,7 +28,13 @@ METHOD_FEATURES = {
     "session/resume": "resume",
     "session/close": "close",
     "session/list": "list",
+    "session/set_mode": "modes",
+    "session/set_config_option": "config-options",
 }
+
+#: Methods that exist in one protocol version only.
+V1_ONLY = frozenset({"session/set_mode", "authenticate", "logout"})
+V2_ONLY = frozenset({"auth/login", "auth/logout"})
 
 _SESSION_FEATURES = (
     ("load", "load"),
@@ -43,6 +52,7 @@ class ClientFacts:
     read_text_file: bool = False
     write_text_file: bool = False
     terminal: bool = False
+    boolean_config: bool = False  # session.configOptions.boolean: boolean config options allowed
 
 
 def negotiate(offered: Any, maximum: int) -> int:
@@ -54,29 +64,41 @@ def negotiate(offered: Any, maximum: int) -> int:
 
 def initialize_result(version: int, options: Options) -> dict[str, Any]:
     """The ``initialize`` result for ``version``, leaving out every ``--without`` capability."""
+    methods = auth_methods(version, options.require_auth)
     if version >= 2:
         mcp = {key: {} for feat, key in (("mcp-stdio", "stdio"), ("mcp-http", "http")) if options.has(feat)}
-        session: dict[str, Any] = {"prompt": {"embeddedContext": {}}, "mcp": mcp}
+        prompt = {key: {} for key in ("image", "audio") if options.offers(key)}
+        if options.has("embedded-context"):
+            prompt["embeddedContext"] = {}
+        session: dict[str, Any] = {"prompt": prompt, "mcp": mcp}
         session.update({key: {} for feat, key in _SESSION_FEATURES if options.has(feat)})
         return {"protocolVersion": version, "capabilities": {"session": session}, "info": AGENT_INFO,
-                "authMethods": []}
+                "authMethods": methods}
     session_caps = {key: {} for feat, key in _SESSION_FEATURES if feat != "load" and options.has(feat)}
-    return {
-        "protocolVersion": version,
-        "agentCapabilities": {
-            "loadSession": options.has("load"),
-            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-            # v1: stdio is mandatory for every agent, so --without mcp-stdio cannot be expressed.
-            "mcpCapabilities": {"http": options.has("mcp-http"), "sse": False},
-            "sessionCapabilities": session_caps,
-        },
-        "agentInfo": AGENT_INFO,
-        "authMethods": [],
+    agent_caps: dict[str, Any] = {
+        "loadSession": options.has("load"),
+        "promptCapabilities": {"image": options.offers("image"), "audio": options.offers("audio"),
+                               "embeddedContext": options.has("embedded-context")},
+        # v1: stdio is mandatory for every agent, so --without mcp-stdio cannot be expressed.
+        "mcpCapabilities": {"http": options.has("mcp-http"), "sse": False},
+        "sessionCapabilities": session_caps,
     }
+    if options.require_auth:
+        agent_caps["auth"] = {"logout": {}}
+    return {"protocolVersion": version, "agentCapabilities": agent_caps, "agentInfo": AGENT_INFO,
+            "authMethods": methods}
+
+
+def method_available(method: str, version: int, options: Options) -> bool:
+    """Whether ``method`` exists on a connection speaking ``version`` (feature gates aside)."""
+    if method in V1_ONLY and version >= 2 or method in V2_ONLY and version < 2:
+        return False
+    # v1 logout exists only when advertised (agentCapabilities.auth.logout); v2 auth/logout is baseline.
+    return method != "logout" or options.require_auth
 
 
 def client_facts(params: dict[str, Any], version: int) -> ClientFacts:
-    """The client methods we may call. Only v1 defines any (fs, terminal)."""
+    """What the client advertised. Only v1 defines any (fs, terminal, boolean config options)."""
     if version >= 2:
         return ClientFacts()
     caps = params.get("clientCapabilities")
@@ -86,7 +108,14 @@ def client_facts(params: dict[str, Any], version: int) -> ClientFacts:
         read_text_file=fs.get("readTextFile") is True,
         write_text_file=fs.get("writeTextFile") is True,
         terminal=caps.get("terminal") is True,
+        boolean_config=isinstance(_dig(caps, "session", "configOptions", "boolean"), dict),
     )
+
+
+def _dig(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
 
 
 def refuse_method(method: str) -> RpcError:

@@ -1,8 +1,13 @@
 """A session that is active on this connection: its record, its translator, its running turn.
 
-Invariant: every update goes through :meth:`LiveSession.emit`, which appends the canonical
-form to the history *before* sending the translated form, so what was sent is what a later
-``session/load`` replays.
+Invariants:
+
+- Every update goes through :meth:`LiveSession.emit`, which appends the canonical form to the
+  history *before* sending the translated form, so what was sent is what a later
+  ``session/load`` replays.
+- The record is touched by two threads (the dispatcher sets the settings, a turn appends to the
+  history and saves): :attr:`LiveSession.lock` guards appends, settings changes and saves, so a
+  save never writes a half-changed record and two saves never race on the file.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ class LiveSession:
         self.translator = translator
         self.token: CancelToken | None = None
         self.thread: threading.Thread | None = None
+        self.lock = threading.RLock()
 
     @property
     def session_id(self) -> str:
@@ -39,7 +45,8 @@ class LiveSession:
 
     def emit(self, update: dict[str, Any]) -> None:
         """Record ``update`` in the history, then send it."""
-        self.record.history.append(update)
+        with self.lock:
+            self.record.history.append(update)
         self.send(update)
 
     def send(self, update: dict[str, Any]) -> None:
@@ -49,9 +56,10 @@ class LiveSession:
 
     def save(self, *, touch: bool = True) -> None:
         """Write the record; ``touch`` bumps ``updatedAt`` (activity, as session/list sorts by)."""
-        if touch:
-            self.record.updatedAt = now_iso()
-        self.store.save(self.record)
+        with self.lock:
+            if touch:
+                self.record.updatedAt = now_iso()
+            self.store.save(self.record)
 
     def cancel(self) -> bool:
         """Cancel the running turn, if any. Returns whether there was one."""

@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 #: Capabilities that ``--without`` can withhold, in the order ``--help`` lists them.
-FEATURES = ("load", "resume", "close", "list", "additional-directories", "mcp-http", "mcp-stdio")
+FEATURES = (
+    "load", "resume", "close", "list", "additional-directories", "mcp-http", "mcp-stdio",
+    "modes", "config-options", "embedded-context",
+)
+
+#: Prompt capabilities that are *not* advertised unless ``--with`` turns them on.
+EXTRAS = ("image", "audio")
 
 #: How ``session/load`` replays stored messages (see :mod:`acpcli.demo_agent.replay`).
 REPLAY_STYLES = ("whole", "chunks", "chunks-then-whole", "whole-then-chunks", "interleaved")
@@ -27,9 +33,25 @@ prompt keywords (anywhere in the prompt text, case-insensitive):
                   fs/write_text_file (if the client advertised fs.writeTextFile)
   run CMD...      v1: terminal/create + wait_for_exit + output + release for the rest of
                   the line (if the client advertised terminal)
-  Relative paths are resolved against the session's cwd.
+  plan mode       switch the session to mode "plan" during the turn and say so
+                  (v1 current_mode_update; config_option_update in v1 and v2)
+  status          a short turn answering "mode=<id> model=<id> effort=<id>"
+  Relative paths are resolved against the session's cwd. Every answer also states the
+  settings, and lists each non-text block of the prompt ("received resource_link URI",
+  "received resource URI (N chars)", "received image MIME (N bytes)").
 
-state: sessions are JSON files in $ACPCLI_HOME/demo-agent/sessions/ (or --state-dir).
+settings: session setup answers carry v1 "modes" (ask, code, plan) and "configOptions"
+  (mode, model, effort; v1 adds the boolean "brave" if the client advertised
+  session.configOptions.boolean). session/set_mode (v1) and session/set_config_option
+  change them; they are stored with the session. brave=true skips permission prompts.
+auth: with --require-auth, session/new, load, resume and prompt fail with -32000
+  "Authentication required" until "authenticate" (v1) / "auth/login" (v2) with method
+  "demo-login"; the login is kept in <state-dir>/credentials.json for later processes.
+  "logout" (v1, advertised as agentCapabilities.auth.logout) / "auth/logout" (v2) or
+  --forget-auth remove it.
+
+state: sessions are JSON files in $ACPCLI_HOME/demo-agent/sessions/ (or --state-dir),
+  credentials in $ACPCLI_HOME/demo-agent/credentials.json.
 logs: stderr only; a client calling something not advertised is logged as
   "UNADVERTISED METHOD CALLED: <method>" (or "UNADVERTISED FIELD SENT: ...").
 """
@@ -41,6 +63,9 @@ class Options:
 
     protocol: int = 2
     without: frozenset[str] = frozenset()
+    extras: frozenset[str] = frozenset()
+    require_auth: bool = False
+    forget_auth: bool = False
     state_dir: Path = field(default_factory=lambda: default_state_dir())
     page_size: int = 50
     replay: str = "chunks"
@@ -53,6 +78,10 @@ class Options:
     def has(self, feature: str) -> bool:
         """True when ``feature`` (one of :data:`FEATURES`) is advertised."""
         return feature not in self.without
+
+    def offers(self, extra: str) -> bool:
+        """True when ``extra`` (one of :data:`EXTRAS`) was turned on with ``--with``."""
+        return extra in self.extras
 
 
 def default_state_dir() -> Path:
@@ -96,6 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="withhold a capability (repeatable): " + ", ".join(FEATURES),
     )
     p.add_argument(
+        "--with", dest="extras", action="append", choices=EXTRAS, default=[], metavar="CAPABILITY",
+        help="also advertise a prompt capability (repeatable): " + ", ".join(EXTRAS),
+    )
+    p.add_argument(
+        "--require-auth", action="store_true",
+        help="advertise the demo-login auth method and refuse sessions until logged in",
+    )
+    p.add_argument(
+        "--forget-auth", action="store_true",
+        help="delete the stored login (credentials.json in the state dir) at start-up",
+    )
+    p.add_argument(
         "--state-dir", type=Path, default=None,
         help="where sessions are stored (default $ACPCLI_HOME/demo-agent)",
     )
@@ -133,6 +174,9 @@ def parse_options(argv: list[str] | None = None) -> Options:
     return Options(
         protocol=ns.protocol,
         without=frozenset(ns.without),
+        extras=frozenset(ns.extras),
+        require_auth=ns.require_auth,
+        forget_auth=ns.forget_auth,
         state_dir=ns.state_dir if ns.state_dir is not None else default_state_dir(),
         page_size=ns.page_size,
         replay=ns.replay,

@@ -4,7 +4,8 @@ The stored history (canonical updates, see :mod:`acpcli.demo_agent.wire`) is fir
 *entries* in order of first appearance: one per message (content accumulated with the seed's
 rules, adjacent text joined), one per tool call (its final state), one per plan (its final
 entries), plus session info updates. Live-only updates (``state_update``, ``usage_update``,
-``available_commands_update``) are not replayed.
+``available_commands_update``, and the settings updates ``current_mode_update`` and
+``config_option_update``, whose current state the load answer carries) are not replayed.
 
 Messages are then emitted in the chosen style; every style yields the same final text per
 message when applied with the seed's rules (whole replaces, chunk appends, keyed by
@@ -30,7 +31,8 @@ from typing import Any, Iterator
 
 from acpcli.demo_agent.wire import CHUNK_TO_WHOLE, WHOLE_TO_CHUNK, merge_text_blocks, text_block
 
-_NOT_REPLAYED = frozenset({"state_update", "usage_update", "available_commands_update"})
+_NOT_REPLAYED = frozenset({"state_update", "usage_update", "available_commands_update",
+                           "current_mode_update", "config_option_update"})
 
 
 def effective_style(style: str, version: int, v1_message_ids: bool) -> tuple[str, str | None]:

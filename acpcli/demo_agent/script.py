@@ -14,6 +14,8 @@ _FLAGS = {
     "max_tokens": re.compile(r"\bmax[ _-]?tokens\b", re.I),
     "crash": re.compile(r"\bcrash\b", re.I),
     "no_permission": re.compile(r"\bno[ _-]permission\b", re.I),
+    "plan_mode": re.compile(r"\bplan[ _-]mode\b", re.I),
+    "status": re.compile(r"\bstatus\b", re.I),
 }
 _READ = re.compile(r"\bread\s+(\S+)", re.I)
 _WRITE = re.compile(r"\bwrite\s+(\S+)", re.I)
@@ -33,6 +35,8 @@ class Directives:
     max_tokens: bool = False
     crash: bool = False
     no_permission: bool = False
+    plan_mode: bool = False
+    status: bool = False
     read_path: str | None = None
     write_path: str | None = None
     run_argv: tuple[str, ...] | None = None
@@ -100,6 +104,11 @@ def demo_new_text(turn: int, text: str) -> str:
     return f"# Demo\n\nHello from the acpcli demo agent.\nTurn {turn}: {first_line(text, 60)}\n"
 
 
+def status_text(settings_line: str, received: list[str]) -> str:
+    """The whole answer of a ``status`` turn: the settings line, then what arrived."""
+    return "\n".join([settings_line, *received]) + "\n"
+
+
 def refusal_text() -> str:
     return "I won't do that: the prompt said `refuse`, so this turn ends with stop reason *refusal*.\n"
 
@@ -114,8 +123,12 @@ def answer_text(
     notes: list[str],
     blocks: list[str],
     slow: bool,
+    settings_line: str = "",
+    received: list[str] | None = None,
+    switched: bool = False,
 ) -> str:
-    """The Markdown answer: heading, the user's words, a list, fenced code, the keyword hint."""
+    """The Markdown answer: heading, the user's words, what arrived, a list, fenced code, the
+    settings line, the keyword hint."""
     quote = first_line(text, 160) or "(no text)"
     parts = [
         "## Demo agent reply",
@@ -124,8 +137,13 @@ def answer_text(
         "",
         f"> {quote}",
         "",
+    ]
+    if received:
+        parts += ["Along with it:", "", *(f"- {line}" for line in received), ""]
+    parts += [
         "What happened in this turn:",
         "",
+        *(["- I switched myself to plan mode, as asked (`plan mode`)."] if switched else []),
         f"- I thought about it and made a plan with {plan_steps} steps.",
         f"- I proposed an edit to `{edit_target}`: {edit}.",
         *(f"- {note}" for note in notes),
@@ -143,9 +161,12 @@ def answer_text(
         parts += ["Streaming slowly, as asked (`slow`):", ""]
         parts += [f"{i}. still streaming, line {i} of {SLOW_LINES}" for i in range(1, SLOW_LINES + 1)]
         parts.append("")
+    if settings_line:
+        parts += [f"Settings: {settings_line}", ""]
     parts.append(
-        "Keywords to try: `slow`, `refuse`, `max tokens`, `crash`, `no-permission`, "
-        "`read PATH`, `write PATH`, `run CMD`."
+        # The hint ends with `run CMD`. (the CLI's tests look for the end of the answer there)
+        "Keywords to try: `status`, `plan mode`, `slow`, `refuse`, `max tokens`, `crash`, "
+        "`no-permission`, `read PATH`, `write PATH`, `run CMD`."
     )
     return "\n".join(parts) + "\n"
 

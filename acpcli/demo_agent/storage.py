@@ -3,7 +3,8 @@
 Invariants:
 
 - A file holds cwd, additionalDirectories, the *names* of the MCP servers (never their
-  commands, env or headers: those may carry secrets), title, timestamps, and ``history``:
+  commands, env or headers: those may carry secrets), title, timestamps, the settings
+  (``config``: mode, model, ...; absent in older files, meaning defaults), and ``history``:
   every session update the agent sent, in order, in the canonical (v2-shaped, always with
   ``messageId``) form that :mod:`acpcli.demo_agent.wire` translates per protocol version.
   ``session/load`` replays from it, so it works from a new process.
@@ -53,6 +54,8 @@ class SessionRecord:
     turns: int = 0
     # "allow_always" / "reject_always" once the user chose one: later edits are not asked again.
     permission: str | None = None
+    # The session's settings (mode, model, effort, brave): see acpcli.demo_agent.settings.
+    config: dict[str, Any] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
 
 

@@ -1,10 +1,14 @@
 """One prompt turn, run on its own thread so ``session/cancel`` and client answers get through.
 
-The script: (v2) echo the user message and go ``running``; stream a thought; a plan whose
+The script: (v2) echo the user message and go ``running``; stream a thought; on ``plan mode``,
+switch the session to mode ``plan`` and announce it (``current_mode_update`` in v1,
+``config_option_update``, each only if advertised); on ``status``, answer with the settings line
+and stop there. Otherwise: a plan whose
 entries progress; optional ``read PATH``; an edit tool call with ``diff`` content and a
 ``session/request_permission`` offering all four option kinds (v2 goes ``requires_action``
 first), honoured (reject → the tool call ends ``failed``); optional ``run CMD``; the Markdown
-answer streamed in ``--chunk-size`` pieces ``--delay`` apart; the plan completed;
+answer (which states the settings and lists the prompt's non-text blocks) streamed in
+``--chunk-size`` pieces ``--delay`` apart; the plan completed;
 ``usage_update``; a ``session_info_update`` title after the first turn.
 
 How a turn ends: v1 answers the ``session/prompt`` request with ``stopReason``; v2 (whose
@@ -20,7 +24,7 @@ import traceback
 import uuid
 from typing import Any
 
-from acpcli.demo_agent import script
+from acpcli.demo_agent import script, settings
 from acpcli.demo_agent.caps import ClientFacts
 from acpcli.demo_agent.live import LiveSession
 from acpcli.demo_agent.options import Options
@@ -56,6 +60,7 @@ class Turn:
         token: CancelToken,
         request_id: Any,
         prompt: list[Any],
+        received: list[str] | None = None,
     ) -> None:
         self.live = live
         self.peer = live.peer
@@ -65,6 +70,7 @@ class Turn:
         self.token = token
         self.request_id = request_id
         self.prompt = prompt
+        self.received = list(received or [])  # "received ..." lines for the prompt's non-text blocks
         self.text = script.prompt_text(prompt)
         self.keys = script.parse_directives(self.text)
         self.cwd = live.record.cwd
@@ -110,6 +116,12 @@ class Turn:
         self._stream("agent_thought_chunk", script.thought_text(self.text))
         if keys.crash:
             self._crash()
+        if keys.plan_mode:
+            self._switch_to_plan()
+        if keys.status:
+            self._stream("agent_message_chunk", script.status_text(self._settings_line(), self.received))
+            self._wrap_up()
+            return "end_turn"
         if keys.refuse:
             self._stream("agent_message_chunk", script.refusal_text())
             self._wrap_up()
@@ -156,6 +168,7 @@ class Turn:
         answer = script.answer_text(
             text=self.text, turn=self.turn_no, plan_steps=len(steps), edit_target=edit_target,
             edit=edit, notes=notes, blocks=blocks, slow=keys.slow,
+            settings_line=self._settings_line(), received=self.received, switched=keys.plan_mode,
         )
         if keys.max_tokens:
             self._stream("agent_message_chunk", answer[: len(answer) // 2])
@@ -194,6 +207,28 @@ class Turn:
             pass
 
     # -- steps -----------------------------------------------------------------------------------
+
+    def _settings_line(self) -> str:
+        with self.live.lock:
+            return settings.status_line(self.live.record.config, boolean=self._boolean_shown)
+
+    @property
+    def _boolean_shown(self) -> bool:
+        """Whether this connection sees the boolean option (and so whether it counts)."""
+        return self.client.boolean_config and self.options.has("config-options")
+
+    def _switch_to_plan(self) -> None:
+        """The agent changes its own mode (saved with the record when the turn ends)."""
+        live = self.live
+        with live.lock:
+            settings.set_mode(live.record.config, "plan")
+            updates = settings.updates(
+                live.record.config, modes=not self.v2 and self.options.has("modes"),
+                options=self.options.has("config-options"), boolean=self._boolean_shown,
+            )
+        log(f"the prompt said 'plan mode': {live.session_id} switched itself to plan")
+        for update in updates:
+            self._emit(update)
 
     def _crash(self) -> None:
         log("the prompt said 'crash': exiting with status 3 in the middle of the turn")
@@ -249,6 +284,10 @@ class Turn:
     def _permission(self, call: dict[str, Any]) -> str:
         """"allow", "reject" or "auto" (not asked). Raises TurnCancelled on a cancelled outcome."""
         if self.keys.no_permission:
+            return "auto"
+        with self.live.lock:
+            brave = settings.current(self.live.record.config)[settings.BRAVE_KEY]
+        if brave and self._boolean_shown:  # "skip permission prompts", as the option says
             return "auto"
         remembered = self.live.record.permission
         if remembered in ("allow_always", "reject_always"):

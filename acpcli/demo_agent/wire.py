@@ -5,7 +5,7 @@ The agent builds every update once, in the *canonical* form: the v2 draft shape,
 session history stores. :class:`Translator` turns one canonical update into what the
 negotiated version allows:
 
-- v2: sent as is.
+- v2: sent as is, except ``current_mode_update`` (v2 has no modes), which is dropped.
 - v1:
   - ``user_message`` / ``agent_message`` / ``agent_thought`` (whole, replacing) become one
     ``*_chunk`` per content block. v1 has no replacing update, so callers send a whole update
@@ -16,6 +16,7 @@ negotiated version allows:
     ``tool_call_content_chunk`` becomes a ``tool_call_update`` carrying the accumulated content.
   - ``state_update`` is dropped (v1 ends a turn with the prompt response instead).
   - an available command's ``input: {type: "text", hint}`` becomes ``input: {hint}``.
+  - ``config_option_update``: each option's ``configId`` becomes ``id``.
 
 A translator has state (which tool calls the client has seen, their content), so use one per
 session per connection.
@@ -62,9 +63,9 @@ class Translator:
 
     def translate(self, update: dict[str, Any]) -> list[dict[str, Any]]:
         """The wire updates for one canonical ``update`` (none, one, or one per content block)."""
-        if self.version >= 2:
-            return [update]
         kind = update.get("sessionUpdate")
+        if self.version >= 2:
+            return [] if kind == "current_mode_update" else [update]
         if kind in WHOLE_TO_CHUNK:
             content = update.get("content") or []
             return [self._v1_chunk(WHOLE_TO_CHUNK[kind], update, block) for block in content]
@@ -84,6 +85,8 @@ class Translator:
             return []
         if kind == "available_commands_update":
             return [_v1_commands(update)]
+        if kind == "config_option_update":
+            return [_v1_config(update)]
         return [update]
 
     def _v1_chunk(self, kind: str, update: dict[str, Any], block: Any) -> dict[str, Any]:
@@ -112,4 +115,12 @@ def _v1_commands(update: dict[str, Any]) -> dict[str, Any]:
         command_input = command.get("input")
         if isinstance(command_input, dict):
             command["input"] = {"hint": command_input.get("hint", "")}
+    return out
+
+
+def _v1_config(update: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(update)
+    for option in out.get("configOptions", []):
+        if "configId" in option:
+            option["id"] = option.pop("configId")
     return out
