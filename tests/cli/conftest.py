@@ -31,6 +31,8 @@ import pytest
 
 from acpcli.errors import ExitCode
 
+from .pty import spawn  # noqa: F401  (the pseudo-terminal fixture of the REPL tests)
+
 RECORD_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_record_agent.py"
 
 #: A guard against hangs only: every command here finishes in about a second when it works.

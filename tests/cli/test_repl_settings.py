@@ -1,0 +1,171 @@
+"""The REPL's settings, login and ``@path`` mentions, driven in a real pseudo-terminal (see
+``test_repl.py`` for the synchronisation rules: on what the screen shows, never on sleeps).
+
+What reached the agent is read back from the wire log (``--log-file``), and the demo agent's
+``status`` keyword answers with its current ``mode=… model=… effort=…``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from acpcli.errors import ExitCode
+
+from .conftest import AgentTrace
+from .pty import PROMPT, REPLY, Pty
+
+TAB = "\t"
+
+
+def _methods(log: Path) -> list[str]:
+    frames = [json.loads(line.split(" ", 2)[2]) for line in log.read_text().splitlines() if line.strip()]
+    return [f["method"] for f in frames if "method" in f]
+
+
+def _start(spawn, trace: AgentTrace, tmp_path: Path, *extra: str, protocol: int = 1, without: tuple[str, ...] = ()) -> tuple[Pty, Path]:  # type: ignore[no-untyped-def]
+    log = tmp_path / "wire.log"
+    pty = spawn("new", "--cmd", trace.demo_cmd(protocol=protocol, without=without, extra=extra), "--log-file", str(log))
+    pty.prompt()
+    return pty, log
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_mode_and_model_go_through_config_options(spawn, trace: AgentTrace, tmp_path: Path, protocol: int) -> None:
+    pty, log = _start(spawn, trace, tmp_path, protocol=protocol)
+    pty.expect(r"mode: Ask")  # the toolbar
+    pty.say("/mode")
+    pty.expect(r"\* ask")  # the current one is starred, every value listed
+    pty.expect(r"plan")
+    pty.prompt()
+    pty.say("/mode code")
+    pty.expect(r"Session Mode: Code|Mode: Code")
+    pty.prompt()
+    pty.say("/model demo-smart")
+    pty.expect(r"Model: ")
+    pty.prompt()
+    pty.say("status")
+    pty.expect(r"mode=code model=demo-smart")
+    pty.prompt()
+    pty.expect(r"mode: Code · model: ")  # the toolbar follows
+    assert pty.leave()[0] == ExitCode.OK
+    methods = _methods(log)
+    assert methods.count("session/set_config_option") == 2
+    assert "session/set_mode" not in methods  # config options win over v1 modes (spec)
+    trace.assert_no_unadvertised()
+
+
+def test_v1_modes_alone_use_set_mode(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    pty, log = _start(spawn, trace, tmp_path, without=("config-options",))
+    pty.say("/mode plan")
+    pty.expect(r"Mode: Plan")
+    pty.prompt()
+    pty.say("/model fast")
+    pty.expect(r"the agent offers no model setting")
+    pty.prompt()
+    pty.say("status")
+    pty.expect(r"mode=plan")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    assert "session/set_mode" in _methods(log) and "session/set_config_option" not in _methods(log)
+    trace.assert_no_unadvertised()
+
+
+def test_v2_without_config_options_has_no_modes(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    pty, log = _start(spawn, trace, tmp_path, protocol=2, without=("config-options",))
+    pty.say("/mode code")
+    pty.expect(r"the agent offers no mode setting")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    assert not {"session/set_mode", "session/set_config_option"} & set(_methods(log))
+    trace.assert_no_unadvertised()
+
+
+def test_config_lists_and_sets_and_bad_values_keep_the_repl(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    pty, log = _start(spawn, trace, tmp_path)
+    pty.say("/config")
+    pty.expect(r"effort\s+Medium")
+    pty.prompt()
+    pty.say("/config effort turbo")
+    pty.expect(r"/config: 'turbo' is not a value of effort \(choose from: low, medium, high\)")
+    pty.prompt()
+    pty.say("/config effort high")
+    pty.expect(r"Effort: High|: High")
+    pty.prompt()
+    pty.say("/config brave on")  # a boolean option: offered because acpcli advertised support
+    pty.expect(r"Brave.*: on")
+    pty.prompt()
+    pty.say("status")
+    pty.expect(r"effort=high")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    assert _methods(log).count("session/set_config_option") == 2  # the bad value was never sent
+
+
+def test_tab_completes_setting_values(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    pty, _ = _start(spawn, trace, tmp_path)
+    pty.child.send("/model demo-s" + TAB)
+    pty.expect(r"demo-smart")
+    pty.child.send("\r")
+    pty.expect(r"Model: ")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+
+
+def test_the_agent_switching_its_own_mode_shows_in_the_toolbar(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    pty, _ = _start(spawn, trace, tmp_path)
+    pty.say("plan mode no-permission")
+    pty.expect(REPLY)
+    pty.prompt()
+    pty.expect(r"mode: Plan")
+    assert pty.leave()[0] == ExitCode.OK
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_login_is_offered_when_the_agent_requires_it(spawn, trace: AgentTrace, tmp_path: Path, protocol: int) -> None:
+    log = tmp_path / "wire.log"
+    cmd = trace.demo_cmd(protocol=protocol, extra=("--require-auth", "--state-dir", str(tmp_path / "state")))
+    pty = spawn("new", "--cmd", cmd, "--log-file", str(log))
+    pty.expect("asks you to log in")
+    pty.expect(r"1.*Demo login")
+    pty.expect(r"log in with 1-1")
+    pty.child.send("1\r")
+    pty.expect("logged in")
+    pty.prompt()  # the session was created after the login
+    pty.say("hello no-permission")
+    pty.expect(REPLY)
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    methods = _methods(log)
+    login = "authenticate" if protocol == 1 else "auth/login"
+    assert methods[:4] == ["initialize", "session/new", login, "session/new"]
+
+
+def test_declining_the_login_exits_with_auth_required(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    cmd = trace.demo_cmd(protocol=1, extra=("--require-auth", "--state-dir", str(tmp_path / "state")))
+    pty = spawn("new", "--cmd", cmd)
+    pty.expect(r"log in with 1-1")
+    pty.child.send("\x03")  # Ctrl-C: not now
+    pty.expect("acpcli auth")  # the hint names the command to log in later
+    assert pty.wait() == ExitCode.AUTH_REQUIRED
+    trace.assert_all_gone()
+
+
+def test_mentions_complete_and_a_bad_one_comes_back_for_editing(
+    spawn, trace: AgentTrace, tmp_path: Path, workdir: Path
+) -> None:
+    (workdir / "notes.txt").write_text("abc")
+    pty, log = _start(spawn, trace, tmp_path)
+    pty.child.send("look at @no" + TAB)
+    pty.expect(r"@notes\.txt")
+    pty.child.send(" and @missing.txt no-permission\r")
+    pty.expect(r"not sent:.*@missing\.txt: no such file")
+    pty.expect(PROMPT)
+    pty.expect(r"look at @notes\.txt and @missing\.txt")  # the line is back, as typed
+    pty.child.send("\x08" * len("@missing.txt no-permission") + "no-permission\r")  # fix it
+    pty.expect(r"notes\.txt \(3 chars\)")  # "received resource file://…" (wrapped on screen)
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    assert _methods(log).count("session/prompt") == 1
