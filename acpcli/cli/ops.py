@@ -539,6 +539,8 @@ def run_prompt(
                 live.sink = view
                 if command == "new":
                     run.env.err.print(f"[dim]session {live.session_id}[/]", highlight=False)
+                if hasattr(view, "begin_turn"):
+                    view.begin_turn(live.store)
                 stop = await run_turn(
                     link,
                     live,

@@ -28,6 +28,11 @@ Invariants (what keeps streaming linear, see ``bench/bench_stream.py``):
 
 Call :meth:`TtyView.flush` before drawing anything else on the terminal (a permission
 prompt, the REPL prompt): it commits the live block and stops the live region.
+
+Between :meth:`TtyView.begin_turn` and :meth:`TtyView.turn_ended` the live region ends with
+a status line (spinner, elapsed time, token usage, how to cancel), so a turn that is
+thinking or running a tool visibly runs. It is never printed into the scrollback: the live
+region's last frame, drawn when it stops, leaves it out.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ STATUS_LOOK = {
     "cancelled": ("⊘", "magenta"),
 }
 _OTHER_LOOK = ("•", "magenta")
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 _UNFINISHED = frozenset(("pending", "in_progress"))
 
 #: plan entry status -> (mark, mark style, text style)
@@ -235,18 +241,20 @@ class _LiveArea:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         view = self.view
         block = view._live_block
-        if block is None:
-            return
         gap = view._printed
-        renderable = block.live()
-        if renderable is not None:
-            yield _Piece(renderable, gap)
-            gap = True
+        if block is not None:
+            renderable = block.live()
+            if renderable is not None:
+                yield _Piece(renderable, gap)
+                gap = True
         for stale in view._stale.values():  # changes held back below the streaming message
             preview = stale.changes(record=False)
             if preview is not None:
                 yield _Piece(preview, gap)
                 gap = True
+        status = view.status_text()
+        if status is not None:
+            yield _Piece(status, gap)
 
 
 def _markdown(text: str) -> RenderableType:
@@ -652,6 +660,8 @@ class TtyView:
         # tool calls and plans already printed that changed while a message streams: shown
         # below it in the live region and printed after it, so the message is not cut
         self._stale: dict[int, _ToolBlock | _PlanBlock] = {}
+        self._turn_started: float | None = None  # a turn runs: the live region shows a status line
+        self._paused = False  # flushed mid-turn (a question is on screen): no status until a change
 
     @property
     def show_thoughts(self) -> bool:
@@ -672,6 +682,7 @@ class TtyView:
                 self._store = store
         if self._final_only:
             return
+        self._paused = False
         if isinstance(change, NewEntry):
             self._new(change.index, change.entry)
         elif isinstance(change, EntryUpdated):
@@ -680,8 +691,21 @@ class TtyView:
             return
         self._touch()
 
+    def begin_turn(self, store: Store | None = None) -> None:
+        """A turn starts: the status line shows until :meth:`turn_ended` (with the token
+        usage of ``store``, the session's, when given)."""
+        if store is not None:
+            self._store = store
+        if self._final_only or self._quiet:
+            return
+        self._turn_started = self._clock()
+        self._paused = False
+        self._start_live()
+        self._refresh()
+
     def turn_ended(self, stop_reason: str | None) -> None:
         """Commit the live block, stop the live region; say a stop reason other than end_turn."""
+        self._turn_started = None
         self.flush()
         if self._final_only:
             return
@@ -697,17 +721,20 @@ class TtyView:
         Call it from a timer (any rate: the throttle still holds) so that the end of a
         burst of chunks shows even when nothing else arrives for a while.
         """
-        if self._due and self._clock() - self._last_refresh >= self._interval:
+        due = self._due or (self._turn_started is not None and not self._paused)  # the spinner turns
+        if due and self._clock() - self._last_refresh >= self._interval:
             self._refresh()
 
     def flush(self) -> None:
-        """Commit the live block to the scrollback and stop the live region."""
+        """Commit the live block to the scrollback and stop the live region (mid-turn: until
+        the next change, so a question drawn below is left alone)."""
         self._commit()
         self._drain()
         self._due = False
+        self._paused = self._turn_started is not None
         if self._live is not None:
-            self._live.stop()
-            self._live = None
+            live, self._live = self._live, None
+            live.stop()
 
     def print_store(self, store: Store) -> None:
         """Print every entry of ``store`` in its final state (``show``)."""
@@ -757,6 +784,28 @@ class TtyView:
 
     def _set_live(self, block: _Block) -> None:
         self._live_block = block
+        self._start_live()
+
+    def status_text(self) -> Text | None:
+        """The status line of a running turn (``None`` outside a turn)."""
+        if self._turn_started is None or self._paused:
+            return None
+        from acpcli.render.usage import usage_text
+
+        elapsed = max(0.0, self._clock() - self._turn_started)
+        spinner = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
+        store = self._store
+        state = getattr(store, "state", None)
+        words = "waiting for the agent's action" if state == "requires_action" else "working"
+        minutes, seconds = divmod(int(elapsed), 60)
+        parts = [f"{spinner} {words}", f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"]
+        usage = usage_text(getattr(store, "usage", None))
+        if usage:
+            parts.append(usage)
+        parts.append("Ctrl-C cancels")
+        return Text(" · ".join(parts), style="dim")
+
+    def _start_live(self) -> None:
         if self._live is None:
             from rich.live import Live
 
@@ -781,6 +830,8 @@ class TtyView:
         """Print the queued pieces and redraw the live region (printing redraws it too)."""
         self._due = False
         self._last_refresh = self._clock()
+        if self._turn_started is not None and not self._paused:
+            self._start_live()
         if self._queue:
             self._drain()
         elif self._live is not None:

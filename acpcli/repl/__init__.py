@@ -196,6 +196,8 @@ async def run_repl(
             env.err.print(f"[red]not sent:[/] {err.message}", highlight=False)
             keep = text
             continue
+        if live.sink is not None and hasattr(live.sink, "begin_turn"):
+            live.sink.begin_turn(live.store)
         try:
             stop = await run_turn(
                 link,

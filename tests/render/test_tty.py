@@ -389,3 +389,49 @@ def test_chunks_for_an_earlier_message_reopen_it() -> None:
              chunk("agent_message", "\n\nSecond part.", "a"))
     run.view.close()
     assert run.screen() == "First part.\n\n✻ Thought · 1 word: hmm\n\nSecond part."
+
+
+def test_a_running_turn_shows_a_status_line_that_never_reaches_the_scrollback() -> None:
+    now = [0.0]
+    run = Run(clock=lambda: now[0], fps=10)
+    run.view.begin_turn(run.session.store)
+    assert run.screen() == "⠋ working · 0s · Ctrl-C cancels"  # before anything arrived
+    now[0] = 65.3
+    run.session.store.apply({"sessionUpdate": "usage_update", "used": 1500, "size": 10000})
+    run.view.tick()  # the spinner turns and the clock runs, with no update
+    assert run.screen() == "⠸ working · 1m 05s · 1.5k/10k tokens (15%) · Ctrl-C cancels"
+    now[0] = 66.0
+    run.feed(chunk("agent_message", "Done."))
+    assert run.screen().splitlines()[0] == "Done." and "working" in run.screen()
+    run.view.turn_ended("end_turn")
+    assert run.screen() == "Done."  # the last frame left the status out
+    size = len(run.raw())
+    now[0] = 70.0
+    run.view.tick()  # no turn: nothing drawn
+    assert len(run.raw()) == size
+
+
+def test_a_question_mid_turn_pauses_the_status_until_the_next_change() -> None:
+    now = [0.0]
+    run = Run(clock=lambda: now[0], fps=10)
+    run.view.begin_turn()
+    run.feed(chunk("agent_message", "Asking."))
+    run.view.flush()  # a permission question is about to be drawn below
+    assert run.screen() == "Asking."
+    size = len(run.raw())
+    now[0] = 5.0
+    run.view.tick()  # the question is on screen: the status must not redraw over it
+    assert len(run.raw()) == size
+    run.feed({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Edit", "status": "in_progress"})
+    assert "working" in run.screen()  # the answer came, the turn goes on
+    run.view.turn_ended("end_turn")
+    assert "working" not in run.screen()
+
+
+def test_no_status_line_when_quiet_or_final_only() -> None:
+    for kwargs in ({"quiet": True}, {"final_only": True}):
+        run = Run(**kwargs)
+        run.view.begin_turn()
+        run.view.tick()
+        assert run.raw() == ""
+        run.view.turn_ended("end_turn")

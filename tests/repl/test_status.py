@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from acpcli.protocol import settings
-from acpcli.repl.status import status_line, usage_text
+from acpcli.render.usage import usage_text
+from acpcli.repl.status import status_line
 
 CHOICES = settings.choices(
     [

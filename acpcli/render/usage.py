@@ -1,0 +1,30 @@
+"""Token usage and cost as people read them (``usage_update``: used / size / cost)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _tokens(n: int) -> str:
+    for scale, suffix in ((1_000_000, "M"), (1000, "k")):
+        if n >= scale:
+            return f"{n / scale:.1f}".removesuffix(".0") + suffix
+    return str(n)
+
+
+def usage_text(usage: dict[str, Any] | None) -> str | None:
+    """``12.3k/200k tokens (6%) · $0.04``; ``None`` when nothing is known."""
+    if not usage:
+        return None
+    used, size = usage.get("used"), usage.get("size")
+    parts = []
+    if isinstance(used, int) and isinstance(size, int) and size > 0:
+        parts.append(f"{_tokens(used)}/{_tokens(size)} tokens ({100 * used // size}%)")
+    elif isinstance(used, int):
+        parts.append(f"{_tokens(used)} tokens")
+    cost = usage.get("cost")
+    if isinstance(cost, dict) and isinstance(cost.get("amount"), (int, float)):
+        currency = cost.get("currency")
+        amount = float(cost["amount"])
+        parts.append(f"${amount:.2f}" if currency in (None, "USD") else f"{amount:.2f} {currency}")
+    return " · ".join(parts) or None
