@@ -10,7 +10,8 @@
     ├── HandshakeError               HANDSHAKE          initialize failed or spoke a version we cannot
     ├── CapabilityMissing            CAPABILITY         the agent did not advertise what was asked for
     ├── RpcError                     AGENT_ERROR        the agent answered a request with a JSON-RPC error
-    │   └── AuthRequired             AUTH_REQUIRED      ... and that error says authentication is needed
+    │   ├── AuthRequired             AUTH_REQUIRED      ... and that error says authentication is needed
+    │   └── UnknownSession           SESSION_NOT_FOUND  ... to a load/resume of a session it does not know
     ├── LoginFailed                  AUTH_REQUIRED      `acpcli auth`: the agent's login program failed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
     ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
@@ -154,6 +155,12 @@ class LoginFailed(AcpcliError):
     """A login run by ``acpcli auth`` did not succeed (the agent still needs one)."""
 
     exit_code = ExitCode.AUTH_REQUIRED
+
+
+class UnknownSession(RpcError):
+    """The agent answered a load or resume with "not found": it does not know the session."""
+
+    exit_code = ExitCode.SESSION_NOT_FOUND
 
 
 class SessionNotFound(AcpcliError):

@@ -277,7 +277,7 @@ async def attach(
                 sid, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer
             ),
         )
-    except BaseException:
+    except BaseException as err:
         if known is None:
             writer.flush()
             index.delete(sid)
@@ -285,6 +285,7 @@ async def attach(
             if command == "load":
                 writer.append(sid, REPLAY_ABORT, "{}")
             writer.flush()
+        _raise_if_unknown(err, sid)
         raise
     if command == "load":
         if not run.repl:
@@ -334,6 +335,19 @@ def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
             target = agent.name if agent.name != "cmd" else f"--cmd {shlex.quote(shlex.join(agent.argv))}"
             leaf.hint = f"log in with `acpcli auth {target}`, then run this again"
         raise
+
+
+def _raise_if_unknown(err: BaseException, session_id: str) -> None:
+    """A load/resume answered "not found" (-32002, or a message saying so) becomes
+    :class:`UnknownSession` (exit 8, like an id missing from the local index)."""
+    from acpcli.errors import AuthRequired, RpcError, UnknownSession
+
+    if not isinstance(err, RpcError) or isinstance(err, (AuthRequired, UnknownSession)):
+        return
+    if err.code == RpcError.RESOURCE_NOT_FOUND or "not found" in err.rpc_message.lower():
+        unknown = UnknownSession(err.code, err.rpc_message, err.data, method=err.method)
+        unknown.hint = f"the agent does not know {session_id}: `acpcli sessions` lists the ones recorded here"
+        raise unknown from err
 
 
 def agent_stderr_log(agent: AgentChoice) -> Path:

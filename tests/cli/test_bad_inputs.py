@@ -70,8 +70,9 @@ def test_bad_inputs_about_a_recorded_session(cli: Cli, trace: AgentTrace, workdi
     message = error_line(wrong_cwd, ExitCode.USAGE)
     assert str(workdir.resolve()) in message and "--cwd" in message
     assert "no-such-root" in error_line(missing_root, ExitCode.USAGE)
-    # An id the agent does not know: the agent's JSON-RPC error, and nothing recorded.
-    assert "demo-0123" in error_line(unknown, ExitCode.AGENT_ERROR)
+    # An id the agent does not know: the agent's "not found", exit 8 as for an id missing from
+    # the local index, and nothing recorded.
+    assert "demo-0123" in error_line(unknown, ExitCode.SESSION_NOT_FOUND)
     assert cli.index() == before
     assert len(trace.pids()) == 2  # the new session's agent, and the one asked about demo-0123
     trace.assert_all_gone()
