@@ -169,3 +169,33 @@ def test_mentions_complete_and_a_bad_one_comes_back_for_editing(
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK
     assert _methods(log).count("session/prompt") == 1
+
+
+def test_login_and_settings_against_the_sdk_agent(spawn, tmp_path: Path) -> None:
+    """A peer we did not write (the official SDK): it refuses session/new until login, has both
+    modes and config options, and states its settings in every answer."""
+    import shlex
+    import sys
+
+    agent = Path(__file__).resolve().parent.parent / "agents" / "sdk_config_agent.py"
+    record = tmp_path / "sdk.jsonl"
+    cmd = shlex.join(["env", f"SDK_RECORD_FILE={record}", sys.executable, str(agent)])
+    pty = spawn("new", "--cmd", cmd)
+    pty.expect("asks you to log in")
+    pty.expect(r"log in with 1-1")
+    pty.child.send("1\r")
+    pty.prompt()
+    pty.say("/model SDK Large")  # a value's name works as well as its id
+    pty.expect(r"Model: SDK Large")
+    pty.prompt()
+    pty.say("/mode code")
+    pty.expect(r"Mode: Code")
+    pty.prompt()
+    pty.say("what now")
+    pty.expect(r"mode=code model=sdk-large")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    sent = [json.loads(line) for line in record.read_text().splitlines()]
+    settings = [(e["method"], e["params"].get("configId"), e["params"].get("value")) for e in sent if "set_" in e["method"]]
+    assert settings == [("session/set_config_option", "model", "sdk-large"), ("session/set_config_option", "mode", "code")]
+    assert [e["method"] for e in sent][:4] == ["initialize", "session/new", "authenticate", "session/new"]
