@@ -153,6 +153,17 @@ class Agent:
         return resp, seen
 
 
+def stop_all(agents: list[Agent]) -> None:
+    """Kill every agent still alive and close its pipes (fixture teardown)."""
+    for agent in agents:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+            agent.proc.wait()
+        for stream in (agent.proc.stdin, agent.proc.stdout, agent.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
 @pytest.fixture
 def spawn() -> Any:
     agents: list[Agent] = []
@@ -163,13 +174,7 @@ def spawn() -> Any:
         return agent
 
     yield make
-    for agent in agents:
-        if agent.proc.poll() is None:
-            agent.proc.kill()
-            agent.proc.wait()
-        for stream in (agent.proc.stdin, agent.proc.stdout, agent.proc.stderr):
-            if stream is not None:
-                stream.close()
+    stop_all(agents)
 
 
 def _update(msg: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.agents import agent_argv
-from tests.test_demo_agent import Agent, _update, updates
+from tests.test_demo_agent import Agent, _update, stop_all, updates
 
 V1_BOOLEAN = {"session": {"configOptions": {"boolean": {}}}}
 SELECTS = ["mode", "model", "effort"]
@@ -25,16 +25,10 @@ SELECTS = ["mode", "model", "effort"]
 
 @pytest.fixture
 def running() -> Iterator[list[Agent]]:
-    """Every agent process a test starts; killed (if still alive) and its pipes closed after."""
+    """Every agent process a test starts; stopped after it."""
     agents: list[Agent] = []
     yield agents
-    for agent in agents:
-        if agent.proc.poll() is None:
-            agent.proc.kill()
-            agent.proc.wait()
-        for stream in (agent.proc.stdin, agent.proc.stdout, agent.proc.stderr):
-            if stream is not None:
-                stream.close()
+    stop_all(agents)
 
 
 @pytest.fixture

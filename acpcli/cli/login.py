@@ -52,16 +52,15 @@ async def _pick(env: Any, methods: list[dict[str, Any]], wanted: str | None, age
     if not env.stdin_isatty:
         known = ", ".join(_describe(m)[0] for m in methods)
         raise UsageError(f"{agent} offers several login methods: pass --method ID", hint=f"one of: {known}")
-    from prompt_toolkit import PromptSession
+    from acpcli.repl import choose
 
     for n, method in enumerate(methods, 1):
         mid, kind, name, desc = _describe(method)
         env.err.print(f"  [bold]{n}[/] {name or mid} [dim]({mid}, {kind})[/]" + (f" — {desc}" if desc else ""), highlight=False)
-    session: PromptSession[str] = PromptSession()
-    while True:
-        answer = (await session.prompt_async(f"log in with 1-{len(methods)}: ")).strip()
-        if answer.isdigit() and 1 <= int(answer) <= len(methods):
-            return methods[int(answer) - 1]
+    picked = await choose(len(methods), f"log in with 1-{len(methods)}: ")
+    if picked is None:
+        raise LoginFailed("no login method chosen")
+    return methods[picked]
 
 
 def _terminal_login(env: Any, choice: Any, method: dict[str, Any], agent_env: dict[str, str]) -> int:

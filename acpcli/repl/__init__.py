@@ -36,8 +36,6 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     """An ``ask`` for :class:`~acpcli.client_side.PermissionPolicy` that shows every option."""
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        from prompt_toolkit import PromptSession
-
         if live.sink is not None and hasattr(live.sink, "flush"):
             live.sink.flush()  # commit the live region before drawing the question
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
@@ -46,23 +44,32 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         env.err.print(f"[bold yellow]permission:[/] {title} [dim]({call.get('kind') or 'other'})[/]")
         for n, option in enumerate(options, 1):
             env.err.print(f"  [bold]{n}[/] {option.get('name')} [dim]{option.get('kind')}[/]")
-        session: PromptSession[str] = PromptSession()
-        while True:
-            try:
-                answer = (await session.prompt_async(f"choose 1-{len(options)}: ")).strip()
-            except (KeyboardInterrupt, EOFError):
-                return None
-            if answer.isdigit() and 1 <= int(answer) <= len(options):
-                return {"outcome": {"outcome": "selected", "optionId": options[int(answer) - 1]["optionId"]}}
+        picked = await choose(len(options), f"choose 1-{len(options)}: ")
+        if picked is None:
+            return None
+        return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
 
     return ask
+
+
+async def choose(count: int, question: str) -> int | None:
+    """Ask for a number from 1 to ``count`` until one is given; its 0-based index, or
+    ``None`` when the person dismisses the question (Ctrl-C, Ctrl-D)."""
+    from prompt_toolkit import PromptSession
+
+    session: PromptSession[str] = PromptSession()
+    while True:
+        try:
+            answer = (await session.prompt_async(question)).strip()
+        except (KeyboardInterrupt, EOFError):
+            return None
+        if answer.isdigit() and 1 <= int(answer) <= count:
+            return int(answer) - 1
 
 
 async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> bool:
     """The agent answered ``auth_required``: explain, list its login methods, let the person
     pick one and log in. True when logged in (the caller retries what failed)."""
-    from prompt_toolkit import PromptSession
-
     from acpcli.errors import AcpcliError
     from acpcli.protocol import wire
 
@@ -82,22 +89,19 @@ async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> 
     for n, method in enumerate(usable, 1):
         desc = f" — {method['description']}" if isinstance(method.get("description"), str) else ""
         env.err.print(f"  [bold]{n}[/] {method.get('name') or wire.auth_method_id(method)}{desc}")
-    session: PromptSession[str] = PromptSession()
     while True:
-        try:
-            answer = (await session.prompt_async(f"log in with 1-{len(usable)} (Ctrl-C: not now): ")).strip()
-        except (KeyboardInterrupt, EOFError):
+        picked = await choose(len(usable), f"log in with 1-{len(usable)} (Ctrl-C: not now): ")
+        if picked is None:
             return False
-        if answer.isdigit() and 1 <= int(answer) <= len(usable):
-            method_id = wire.auth_method_id(usable[int(answer) - 1])
-            assert method_id is not None
-            try:
-                await link.login(method_id)
-            except AcpcliError as failure:
-                env.err.print(f"[red]login failed:[/] {failure.message}", highlight=False)
-                continue
-            env.err.print(f"[green]logged in[/] with {method_id}", highlight=False)
-            return True
+        method_id = wire.auth_method_id(usable[picked])
+        assert method_id is not None
+        try:
+            await link.login(method_id)
+        except AcpcliError as failure:
+            env.err.print(f"[red]login failed:[/] {failure.message}", highlight=False)
+            continue
+        env.err.print(f"[green]logged in[/] with {method_id}", highlight=False)
+        return True
 
 
 async def run_repl(
