@@ -2,11 +2,13 @@
 
 Built once in the CLI (``Environment.from_process()``) and passed down, so tests can hand
 acpcli any streams they like. Whether a stream is "a terminal" is decided by rich (it honours
-``FORCE_COLOR``, ``NO_COLOR`` and ``TERM=dumb``), once, here.
+``FORCE_COLOR``, ``NO_COLOR`` and ``TERM=dumb``), once, here — except that the common "no"
+(a pipe or a file, no ``FORCE_COLOR``) is answered without importing rich (~25 ms).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
@@ -20,6 +22,21 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _surely_not_terminal(stream: TextIO | None) -> bool:
+    """What rich's ``Console.is_terminal`` would answer False for, decided without rich.
+
+    rich 13-15 say "terminal" only when ``TTY_COMPATIBLE=1``, when ``FORCE_COLOR`` is set and
+    not empty, or when the file's ``isatty()`` is true (its Jupyter and IDLE checks only ever
+    turn that into False). A stream rich would swap for another (None, a rich file proxy) is
+    left to rich.
+    """
+    if stream is None or hasattr(stream, "rich_proxied_file"):
+        return False
+    if os.environ.get("TTY_COMPATIBLE", "") == "1" or os.environ.get("FORCE_COLOR"):
+        return False
+    return not _isatty(stream)
 
 
 @dataclass
@@ -58,9 +75,25 @@ class Environment:
             self._err = Console(file=self.stderr, highlight=False, soft_wrap=True)
         return self._err
 
+    def note(self, text: str, *, style: str | None = None) -> None:
+        """Print one line of ``text`` (no markup) on stderr, in ``style`` on a terminal.
+
+        The same as ``err.print(text, style=style, markup=False, highlight=False)``, but a
+        line rich would print unchanged (stderr surely not a terminal, and only printable
+        characters with no ``:`` that an emoji code could start) is written without
+        importing rich (~25 ms on the start-up of a piped command).
+        """
+        if self._err is None and _surely_not_terminal(self.stderr) and text.isprintable() and ":" not in text:
+            self.stderr.write(text + "\n")
+            self.stderr.flush()
+            return
+        self.err.print(text, style=style, markup=False, highlight=False)
+
     @property
     def stdout_is_terminal(self) -> bool:
         """True when stdout gets rich rendering (a terminal, or FORCE_COLOR)."""
+        if self._out is None and _surely_not_terminal(self.stdout):
+            return False
         return self.out.is_terminal
 
     @property
@@ -77,7 +110,6 @@ def configure_logging() -> None:
     nothing create nothing.
     """
     import logging
-    import os
 
     logger = logging.getLogger("acpcli")
     if getattr(logger, "_acpcli_configured", False):

@@ -2,13 +2,18 @@
 models, no pydantic, no rich.markdown and no prompt_toolkit (HOUSE-STYLE rule 5).
 
 A completion answer (one per TAB) is held to more: no rich at all, no anyio, no agent
-plumbing, and sqlite3 only when it lists session ids."""
+plumbing, and sqlite3 only when it lists session ids.
+
+Commands that run are held to "no pydantic" too: typer 0.29 would import it to coerce their
+parameter values, which :mod:`acpcli.cli.options` does without it (checked here against
+typer's own coercion, parameter by parameter). In a pipe, ``acpcli sessions`` loads no rich."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +23,7 @@ PROBE = """
 import json, runpy, sys
 {setup}
 {action}
+print()  # a command's output may not end its line
 print(json.dumps([m for m in {forbidden!r} if m in sys.modules]))
 """
 
@@ -109,3 +115,112 @@ def test_the_completion_probe_sees_sqlite3(acpcli_home) -> None:
     Index.open().close()
     action = COMPLETE.format(shell="bash", words="acpcli load ", cword=2)
     assert offending(action, forbidden=("sqlite3",)) == ["sqlite3"]
+
+
+# -- commands that run: no pydantic -------------------------------------------------------------
+
+RUN_COMMAND = (
+    "from acpcli.cli import main\n"
+    "try:\n"
+    "    main({argv!r})\n"
+    "except SystemExit as exit:\n"
+    "    assert not exit.code, exit.code\n"
+)
+COMMAND_FORBIDDEN = (*FORBIDDEN, "typer._adapters")
+
+
+def test_prompt_in_a_pipe_imports_no_pydantic_nor_rich(python_exe: str, acpcli_home) -> None:
+    # stdout is a pipe here: the plain view; every parameter of `prompt` is coerced, and the
+    # session id note goes to stderr without rich
+    agent = f"{python_exe} -m acpcli.demo_agent --delay 0"
+    action = RUN_COMMAND.format(argv=["prompt", "--cmd", agent, "--cwd", ".", "--format", "text", "hi"])
+    assert offending(action, forbidden=(*COMMAND_FORBIDDEN, "rich")) == []
+
+
+def test_sessions_in_a_pipe_imports_no_rich(acpcli_home) -> None:
+    from acpcli.persistence import Index, SessionRecord
+
+    with Index.open() as index:
+        index.upsert_session(SessionRecord(id="s-1", agent="demo", cwd="/"))
+    action = RUN_COMMAND.format(argv=["sessions"])
+    assert offending(action, forbidden=(*COMMAND_FORBIDDEN, "rich")) == []
+    # and with nothing recorded (the note on stderr)
+    Index.open().conn.execute("DELETE FROM sessions")
+    assert offending(action, forbidden=(*COMMAND_FORBIDDEN, "rich")) == []
+
+
+def test_the_command_probe_sees_typers_own_coercion() -> None:
+    # the guard above can fail: without acpcli's coercer, running a command loads pydantic
+    setup = "import typer.core; typer.core._TyperParameter.get_runtime_param = typer.core._TyperParameter.get_runtime_param.__wrapped__"
+    action = RUN_COMMAND.format(argv=["agents"])
+    assert "pydantic" in offending(action, setup="import acpcli.cli\n" + setup, forbidden=COMMAND_FORBIDDEN)
+
+
+def _outcome(runtime: object, value: object, param: object, ctx: object) -> tuple[str, object]:
+    import typer
+
+    try:
+        result = runtime.coerce(value, param=param, ctx=ctx)  # type: ignore[attr-defined]
+    except typer.BadParameter as exc:
+        return "error", exc.format_message()
+    return type(result).__name__, result
+
+
+def test_plain_coercion_gives_what_typer_gives(tmp_path) -> None:
+    """Every parameter acpcli declares, every kind of value: the same result (type included)
+    or the same error message as typer's own pydantic-based coercion."""
+    import typer.main
+    from typer._click import Context
+    from typer._coercion import build_runtime_param
+
+    from acpcli.cli import app
+    from acpcli.cli.options import plain_runtime_param
+
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    a_dir = tmp_path / "dir"
+    a_dir.mkdir()
+    unreadable = tmp_path / "secret"
+    unreadable.write_text("x")
+    unreadable.chmod(0)
+    singles: list[object] = [
+        None, "", ".", "-", "plain", "ü \udcff", str(a_file), str(a_dir), f"{tmp_path}//dir/",
+        str(tmp_path / "missing"), str(unreadable), a_file, a_dir, True, False, b"bytes", 3,
+    ]
+    lists: list[object] = [None, (), [], (str(a_file),), (str(a_dir), "x", str(a_file)), ("a", b"b"), "no list"]
+    command = typer.main.get_command(app)
+    checked = 0
+    for name, sub in [*command.commands.items(), ("", command)]:  # type: ignore[attr-defined]
+        ctx = Context(sub, info_name=name or "acpcli")
+        for param in sub.params:
+            descriptor = param.type_descriptor
+            plain = plain_runtime_param(descriptor)
+            if plain is None:
+                continue
+            own = build_runtime_param(descriptor)
+            many = param.multiple or param.nargs == -1
+            for value in lists if many else singles:
+                assert _outcome(plain, value, param, ctx) == _outcome(own, value, param, ctx), (name, param.name, value)
+                checked += 1
+    assert checked > 300  # every command's parameters were seen
+
+
+def test_plain_coercion_covers_only_what_it_knows() -> None:
+    import datetime
+    from typing import Literal
+
+    from typer._coercion import resolve_type_descriptor
+    from typer.models import OptionInfo
+
+    from acpcli.cli.options import plain_runtime_param
+
+    def plain(annotation: object, **info: object) -> object:
+        return plain_runtime_param(resolve_type_descriptor(annotation, OptionInfo(**info)))
+
+    for annotation in (str, bool, Path, list[str], list[Path]):
+        assert plain(annotation) is not None, annotation
+    for annotation in (int, float, datetime.datetime, Literal["a", "b"], list[int]):
+        assert plain(annotation) is None, annotation
+    for flags in ({"exists": True}, {"writable": True}, {"resolve_path": True}, {"allow_dash": True}):
+        assert plain(Path, **flags) is None, flags
+    assert plain(str, parser=str.upper) is None

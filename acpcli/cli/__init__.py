@@ -13,7 +13,11 @@ import sys
 import typer
 
 from acpcli import __version__
+from acpcli.cli.options import install_plain_coercion
 from acpcli.errors import AcpcliError, ExitCode, OutputClosed
+
+# typer would import pydantic to coerce the invoked command's parameter values (~0.15 s).
+install_plain_coercion()
 
 app = typer.Typer(
     name="acpcli",

@@ -82,7 +82,7 @@ def sessions(
             )
         return int(ExitCode.OK)
     if not rows:
-        env.err.print("no sessions recorded yet — start one with `acpcli new --agent demo`", markup=False)
+        env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
         return int(ExitCode.OK)
     if not env.stdout_is_terminal:
         # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.

@@ -552,14 +552,14 @@ def run_prompt(
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)
                 live.sink = view
                 if command == "new":
-                    run.env.err.print(f"[dim]session {live.session_id}[/]", highlight=False)
+                    run.env.note(f"session {live.session_id}", style="dim")
                 if hasattr(view, "begin_turn"):
                     view.begin_turn(live.store)
                 stop = await run_turn(
                     link,
                     live,
                     blocks,
-                    notice=lambda m: run.env.err.print(m, style="yellow", markup=False, highlight=False),
+                    notice=lambda m: run.env.note(m, style="yellow"),
                     tick=getattr(view, "tick", None),
                 )
                 view.turn_ended(stop)

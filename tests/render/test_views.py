@@ -153,3 +153,80 @@ def test_odd_but_tolerated_input_renders_without_error(fmt: str, monkeypatch: py
     assert out
     if fmt in ("text", "tty"):
         assert "[resource file:///a]" in out and "[link b <file:///b>]" in out
+
+
+# -- the environment's terminal facts, decided without rich where rich would say no ---------
+
+
+class _Stream(io.StringIO):
+    """A text stream that says whether it is a terminal."""
+
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self._tty = tty
+
+    def isatty(self) -> bool:
+        return self._tty
+
+
+@pytest.mark.parametrize("tty", [False, True])
+@pytest.mark.parametrize("force_color", [None, "", "1", "0"])
+@pytest.mark.parametrize("tty_compatible", [None, "", "0", "1"])
+def test_stdout_is_terminal_agrees_with_rich(
+    tty: bool, force_color: str | None, tty_compatible: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    for var, value in (("FORCE_COLOR", force_color), ("TTY_COMPATIBLE", tty_compatible)):
+        if value is None:
+            monkeypatch.delenv(var, raising=False)
+        else:
+            monkeypatch.setenv(var, value)
+    stream = _Stream(tty)
+    e = Environment(stdin=io.StringIO(), stdout=stream, stderr=io.StringIO())
+    assert e.stdout_is_terminal is Console(file=stream).is_terminal
+    # rich is asked only when it might say yes
+    assert (e._out is None) is (not tty and tty_compatible != "1" and not force_color)
+
+
+def test_stdout_is_terminal_handles_closed_and_missing_streams() -> None:
+    closed = io.StringIO()
+    closed.close()
+    assert Environment(stdout=closed).stdout_is_terminal is False  # isatty() raises ValueError
+    assert Environment(stdout=object()).stdout_is_terminal is False  # type: ignore[arg-type]  # no isatty
+
+
+NOTE_TEXTS = [
+    "session demo-1", "  spaced  ", "x" * 300, "[dim]not markup[/]", "wide 日本語", "", "e\u0301",
+    "zero\u200bwidth", "no sessions recorded yet — start one with `acpcli new --agent demo`",
+    "an emoji code :smile: goes to rich", "tab\tand\nnewline go to rich", "\x1b[31mescape",
+]
+
+
+@pytest.mark.parametrize("style", [None, "dim", "yellow"])
+@pytest.mark.parametrize("force_color", [False, True])
+def test_note_prints_what_rich_prints(style: str | None, force_color: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if force_color:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+    for text in NOTE_TEXTS:
+        ours, theirs = io.StringIO(), io.StringIO()
+        Environment(stderr=ours).note(text, style=style)
+        Environment(stderr=theirs).err.print(text, style=style, markup=False, highlight=False)
+        assert ours.getvalue() == theirs.getvalue(), text
+
+
+def test_note_on_a_pipe_is_rich_free_for_any_printable_text() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(st.characters(blacklist_characters=":"), max_size=120).filter(str.isprintable))
+    def check(text: str) -> None:
+        ours, theirs = io.StringIO(), io.StringIO()
+        e = Environment(stderr=ours)
+        e.note(text, style="yellow")
+        assert e._err is None  # written without building a rich console
+        Environment(stderr=theirs).err.print(text, style="yellow", markup=False, highlight=False)
+        assert ours.getvalue() == theirs.getvalue()
+
+    check()
