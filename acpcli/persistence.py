@@ -17,6 +17,9 @@ Invariants this module keeps:
   rejects anything else); :func:`redact_mcp` masks env/header values for display and logs.
 * **Events are append-only** (a trigger rejects ``UPDATE``) and numbered per session by
   ``seq`` (1, 2, 3, ...), unique per session even when two processes append to one session.
+  They are stored in pages: one ``event_pages`` row holds a flushed batch of one session's
+  consecutive events (:class:`EventWriter`); :meth:`Index.events_raw` reads them back one
+  by one.
 
 Durability trade-off of :class:`EventWriter`: updates are buffered and written in batches
 (one transaction per batch, ``synchronous=NORMAL`` in WAL mode, so commits do not fsync).
@@ -39,6 +42,7 @@ import os
 import sys
 import time
 import weakref
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -190,8 +194,51 @@ def _redact_url(url: str) -> str:
 # Schema
 # --------------------------------------------------------------------------------------
 
-# Append-only. Entry i migrates user_version i -> i + 1. Never edit a shipped entry.
-MIGRATIONS: tuple[str, ...] = (
+# A page holds consecutive events of one session: the i-th has seq first_seq + i. Its
+# payloads are concatenated, cut back apart by their lengths (any text survives: no
+# separator to escape). A row costs SQLite about a microsecond however small it is, so one
+# row per event was the replay's largest cost (BENCHMARKS.md); one per batch costs ~nothing.
+_PAGES_SCHEMA = """
+CREATE TABLE event_pages (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    first_seq   INTEGER NOT NULL CHECK (first_seq >= 1),  -- seq of the page's first event
+    count       INTEGER NOT NULL CHECK (count >= 1),      -- events in the page
+    kinds       TEXT NOT NULL,      -- JSON array: each event's kind (the sessionUpdate discriminator)
+    sizes       TEXT NOT NULL,      -- JSON array: each payload's length in characters
+    payloads    TEXT NOT NULL,      -- the payloads (JSON texts as received), concatenated
+    received_at BLOB NOT NULL,      -- each event's unix time, float64 little-endian
+    UNIQUE (session_id, first_seq)
+);
+CREATE TRIGGER event_pages_are_append_only BEFORE UPDATE ON event_pages
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only');
+END;
+"""
+_PAGE_EVENTS = 500  # events per page when old rows are copied into pages
+
+
+def _events_into_pages(conn: sqlite3.Connection) -> None:
+    """Migration 2: create ``event_pages``, copy every ``events`` row into it (runs of
+    consecutive seqs of a session, up to ``_PAGE_EVENTS`` a page), drop ``events``."""
+    for statement in _statements(_PAGES_SCHEMA):
+        conn.execute(statement)
+    page: _Page | None = None
+    rows = conn.execute("SELECT session_id, seq, received_at, kind, payload FROM events ORDER BY session_id, seq")
+    for session_id, seq, received_at, kind, payload in rows:  # a cursor: not all in memory
+        if page is None or page.session_id != session_id or page.next_seq != seq or len(page) >= _PAGE_EVENTS:
+            if page is not None:
+                page.insert(conn)
+            page = _Page(session_id, seq)
+        page.add(kind, payload, received_at)
+    if page is not None:
+        page.insert(conn)
+    conn.execute("DROP TABLE events")  # its trigger goes with it
+
+
+# Append-only. Entry i migrates user_version i -> i + 1: an SQL script, or a function of the
+# connection for what SQL cannot do. Never edit a shipped entry.
+MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 1: the session index and the raw event log
     """
     CREATE TABLE sessions (
@@ -223,6 +270,8 @@ MIGRATIONS: tuple[str, ...] = (
         SELECT RAISE(ABORT, 'events are append-only');
     END;
     """,
+    # 2: the event log in pages (one row per batch of a session's events); events copied
+    _events_into_pages,
 )
 
 
@@ -300,13 +349,17 @@ class Index:
     Mutators take exact session ids (resolve user input with :meth:`get` first); ``get``
     also accepts a unique prefix. Use as a context manager, or call :meth:`close`.
     A ``read_only`` index never creates, migrates or writes anything (for completion and
-    listings); writing through it raises ``sqlite3.OperationalError``.
+    listings); writing through it raises ``sqlite3.OperationalError``. It reads a file still
+    at schema 1 (one ``events`` row per event) as it is.
     """
 
     def __init__(self, path: Path | None = None, *, read_only: bool = False) -> None:
         self._path = path
         self._read_only = read_only
         self._conn: sqlite3.Connection | None = None
+        # The schema of the open database: the current one, except that a read-only index
+        # also reads a schema-1 file (events one row each) rather than refusing it.
+        self._schema = len(MIGRATIONS)
         self._writers: weakref.WeakSet[EventWriter] = weakref.WeakSet()
 
     @classmethod
@@ -338,6 +391,7 @@ class Index:
         import sqlite3
 
         path = self.path
+        self._schema = len(MIGRATIONS)
         if self._read_only:
             return self._open_read_only(path)
         ensure_dir(path.parent)
@@ -401,7 +455,9 @@ class Index:
             empty = sqlite3.connect(":memory:", isolation_level=None)
             migrate(empty)
             return empty
-        if version != len(MIGRATIONS):
+        if version == 1:
+            self._schema = 1  # not migrated by a reader: read the old events table
+        elif version != len(MIGRATIONS):
             conn.close()
             raise ConfigError(
                 f"the session index {path} is at schema {version}, not {len(MIGRATIONS)}; "
@@ -555,14 +611,30 @@ class Index:
         for writer in list(self._writers):
             writer.flush()
 
+    def _legacy(self) -> bool:
+        """A read-only index on a schema-1 file: events are rows of the old ``events`` table."""
+        self.conn  # noqa: B018 - opening decides the schema
+        return self._schema == 1
+
     def events_raw(self, session_id: str) -> Iterator[tuple[int, str, str]]:
         """``(seq, kind, payload_json_text)`` of a session's events, in order."""
         self._flush_writers()
+        if self._legacy():
+            yield from self.conn.execute(
+                "SELECT seq, kind, payload FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
+            return
         cur = self.conn.execute(
-            "SELECT seq, kind, payload FROM events WHERE session_id = ? ORDER BY seq",
+            "SELECT first_seq, kinds, sizes, payloads FROM event_pages WHERE session_id = ? ORDER BY first_seq",
             (session_id,),
         )
-        yield from cur
+        for seq, kinds, sizes, payloads in cur:
+            start = 0
+            for kind, size in zip(json.loads(kinds), json.loads(sizes)):
+                end = start + size
+                yield seq, kind, payloads[start:end]
+                seq += 1
+                start = end
 
     def events(self, session_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(kind, payload)`` of a session's events, in the order they were received."""
@@ -572,10 +644,24 @@ class Index:
     def event_count(self, session_id: str) -> int:
         """How many events are stored for a session."""
         self._flush_writers()
-        (n,) = self.conn.execute(
-            "SELECT count(*) FROM events WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        sql = "SELECT COALESCE(SUM(count), 0) FROM event_pages WHERE session_id = ?"
+        if self._legacy():
+            sql = "SELECT count(*) FROM events WHERE session_id = ?"
+        (n,) = self.conn.execute(sql, (session_id,)).fetchone()
         return int(n)
+
+    def event_times(self, session_id: str) -> list[float]:
+        """When each of a session's events was received (unix seconds), in seq order."""
+        self._flush_writers()
+        if self._legacy():
+            sql = "SELECT received_at FROM events WHERE session_id = ? ORDER BY seq"
+            return [t for (t,) in self.conn.execute(sql, (session_id,))]
+        times: list[float] = []
+        for (blob,) in self.conn.execute(
+            "SELECT received_at FROM event_pages WHERE session_id = ? ORDER BY first_seq", (session_id,)
+        ):
+            times.extend(_unpack_times(blob))
+        return times
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -620,8 +706,11 @@ def migrate(conn: sqlite3.Connection) -> int:
                 f"the session index was written by a newer acpcli (schema {version}, "
                 f"this one knows {target})"
             )
-        for script in MIGRATIONS[version:]:
-            for statement in _statements(script):
+        for step in MIGRATIONS[version:]:
+            if callable(step):
+                step(conn)
+                continue
+            for statement in _statements(step):
                 conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {target}")
         conn.execute("COMMIT")
@@ -637,18 +726,73 @@ def migrate(conn: sqlite3.Connection) -> int:
 # --------------------------------------------------------------------------------------
 
 
+def _unpack_times(blob: bytes) -> list[float]:
+    """The float64 little-endian unix times of a page's ``received_at``."""
+    times = array("d")
+    times.frombytes(blob)
+    if sys.byteorder != "little":
+        times.byteswap()
+    return times.tolist()
+
+
+class _Page:
+    """A session's events waiting to be written: one ``event_pages`` row."""
+
+    __slots__ = ("first_seq", "kinds", "payloads", "session_id", "times")
+
+    def __init__(self, session_id: str, first_seq: int) -> None:
+        self.session_id = session_id
+        self.first_seq = first_seq
+        self.kinds: list[str] = []
+        self.payloads: list[str] = []
+        self.times = array("d")
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next event added to this page gets."""
+        return self.first_seq + len(self.payloads)
+
+    def add(self, kind: str, payload: str, received_at: float) -> None:
+        self.kinds.append(kind)
+        self.payloads.append(payload)
+        self.times.append(received_at)
+
+    def insert(self, conn: sqlite3.Connection) -> None:
+        """Write the page as it is (numbered from ``first_seq``)."""
+        times = self.times
+        if sys.byteorder != "little":
+            times = array("d", times)
+            times.byteswap()
+        conn.execute(
+            "INSERT INTO event_pages (session_id, first_seq, count, kinds, sizes, payloads, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.session_id,
+                self.first_seq,
+                len(self.payloads),
+                json.dumps(self.kinds),
+                json.dumps(list(map(len, self.payloads))),
+                "".join(self.payloads),
+                times.tobytes(),
+            ),
+        )
+
+
 class EventWriter:
     """Buffered, batched appends of raw session updates.
 
     ``append`` takes the JSON text the connection already has (no re-serializing) and costs
-    a list append; rows reach the database in one ``executemany`` transaction per batch,
-    when ``batch_size`` rows are pending, when ``flush_interval`` seconds have passed since
-    the oldest pending row (checked on ``append`` and :meth:`flush_if_due`), and on
-    :meth:`flush`, :meth:`close` and context exit. See the module docstring for what a
-    crash can lose.
+    a few list appends; the buffered events reach the database in one transaction per
+    batch -- one ``event_pages`` row per session in it -- when ``batch_size`` events are
+    pending, when ``flush_interval`` seconds have passed since the oldest pending one
+    (checked on ``append`` and :meth:`flush_if_due`), and on :meth:`flush`, :meth:`close`
+    and context exit. See the module docstring for what a crash can lose.
 
     The session row must exist (:meth:`Index.upsert_session`) before its first event.
-    ``clock`` (unix seconds) stamps ``received_at`` and times the flushes.
+    ``clock`` (unix seconds) stamps each event's receipt and times the flushes.
     """
 
     def __init__(
@@ -665,7 +809,8 @@ class EventWriter:
         self._clock = clock
         self._batch_size = batch_size
         self._interval = flush_interval
-        self._rows: list[tuple[str, int, float, str, str]] = []
+        self._pages: dict[str, _Page] = {}  # session id -> its pending events
+        self._pending = 0
         self._oldest = 0.0
         self._next_seq: dict[str, int] = {}  # session id -> next seq to hand out
         self._stored: dict[str, int] = {}  # session id -> last seq known to be in the db
@@ -674,28 +819,37 @@ class EventWriter:
 
     @property
     def pending(self) -> int:
-        """Rows buffered but not yet written."""
-        return len(self._rows)
+        """Events buffered but not yet written."""
+        return self._pending
 
     def append(self, session_id: str, kind: str, payload: str) -> int:
         """Buffer one update (its JSON text as received); return its per-session ``seq``.
 
         Raises :class:`SessionNotFound` on the first append for an unknown session.
         """
+        now = self._clock()
+        page = self._pages.get(session_id)
+        if page is None:
+            page = self._open_page(session_id)
+        seq = page.first_seq + len(page.payloads)
+        if not self._pending:
+            self._oldest = now
+        page.kinds.append(kind)
+        page.payloads.append(payload)
+        page.times.append(now)
+        self._pending += 1
+        if self._pending >= self._batch_size or now - self._oldest >= self._interval:
+            self.flush()
+        return seq
+
+    def _open_page(self, session_id: str) -> _Page:
         if self._closed:
             raise ValueError("append on a closed EventWriter")
         seq = self._next_seq.get(session_id)
         if seq is None:
             seq = self._start(session_id)
-        self._next_seq[session_id] = seq + 1
-        now = self._clock()
-        rows = self._rows
-        if not rows:
-            self._oldest = now
-        rows.append((session_id, seq, now, kind, payload))
-        if len(rows) >= self._batch_size or now - self._oldest >= self._interval:
-            self.flush()
-        return seq
+        page = self._pages[session_id] = _Page(session_id, seq)
+        return page
 
     def _start(self, session_id: str) -> int:
         conn = self._index.conn
@@ -703,62 +857,54 @@ class EventWriter:
             raise SessionNotFound(
                 f"no session {session_id!r} in the local index (record it before its events)"
             )
-        (last,) = conn.execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        self._stored[session_id] = int(last)
-        return int(last) + 1
+        last = _last_seq(conn, session_id)
+        self._next_seq[session_id] = last + 1
+        self._stored[session_id] = last
+        return last + 1
 
     def _forget(self, session_id: str) -> None:
         self._next_seq.pop(session_id, None)
         self._stored.pop(session_id, None)
 
     def flush_if_due(self) -> bool:
-        """Flush if the oldest pending row is older than ``flush_interval``; say whether.
+        """Flush if the oldest pending event is older than ``flush_interval``; say whether.
 
         For an event loop's timer, so a quiet stream still reaches the disk promptly.
         """
-        if self._rows and self._clock() - self._oldest >= self._interval:
+        if self._pending and self._clock() - self._oldest >= self._interval:
             self.flush()
             return True
         return False
 
     def flush(self) -> None:
-        """Write every pending row in one transaction."""
-        rows = self._rows
-        if not rows:
+        """Write every pending event in one transaction."""
+        pages = self._pages
+        if not pages:
             return
         conn = self._index.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have appended to one of our sessions since we numbered
-            # our rows: shift ours past theirs (rare; costs one indexed lookup per session).
+            # our events: shift ours past theirs (rare; costs one indexed lookup per page).
             shift: dict[str, int] = {}
-            for session_id, expected in self._stored.items():
-                if self._next_seq[session_id] - 1 == expected:
-                    continue  # nothing of this session in the batch
-                (last,) = conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,)
-                ).fetchone()
-                if last != expected:
-                    shift[session_id] = last - expected
-            if shift:
-                rows = [(s, q + shift.get(s, 0), t, k, p) for s, q, t, k, p in rows]
-            conn.executemany(
-                "INSERT INTO events (session_id, seq, received_at, kind, payload) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
+            for session_id, page in pages.items():
+                last = _last_seq(conn, session_id)
+                if last != self._stored[session_id]:
+                    shift[session_id] = last - self._stored[session_id]
+                    page.first_seq += shift[session_id]
+                page.insert(conn)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            for session_id, delta in shift.items():
+                pages[session_id].first_seq -= delta  # numbered as before the attempt
             raise
-        for session_id, delta in shift.items():
-            self._next_seq[session_id] += delta
-        for session_id, next_seq in self._next_seq.items():
-            self._stored[session_id] = next_seq - 1
-        self._rows = []
+        for session_id, page in pages.items():
+            self._next_seq[session_id] = page.next_seq
+            self._stored[session_id] = page.next_seq - 1
+        self._pages = {}
+        self._pending = 0
 
     def close(self) -> None:
         """Flush and stop accepting appends. Safe to call twice."""
@@ -768,7 +914,8 @@ class EventWriter:
         try:
             self.flush()
         finally:
-            self._rows = []
+            self._pages = {}
+            self._pending = 0
             self._index._writers.discard(self)
 
     def __enter__(self) -> EventWriter:
@@ -776,3 +923,12 @@ class EventWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:
+    """The highest seq stored for a session (0 if none): the end of its last page."""
+    row = conn.execute(
+        "SELECT first_seq + count - 1 FROM event_pages WHERE session_id = ? ORDER BY first_seq DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return 0 if row is None else int(row[0])

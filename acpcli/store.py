@@ -226,15 +226,24 @@ class Plan:
 Entry = Union[Message, ToolCall, Plan]
 
 
-@dataclass(slots=True, frozen=True)
+# One change object is made per update. A frozen dataclass's generated __init__ sets each
+# field through object.__setattr__ (~0.33 us for EntryUpdated); these two write their slots
+# through the slot descriptors instead (~0.2 us), and stay frozen for everyone else.
+
+
+@dataclass(slots=True, frozen=True, init=False)
 class NewEntry:
     """``entry`` was appended at ``index``."""
 
     index: int
     entry: Entry
 
+    def __init__(self, index: int, entry: Entry) -> None:
+        _new_index(self, index)
+        _new_entry(self, entry)
 
-@dataclass(slots=True, frozen=True)
+
+@dataclass(slots=True, frozen=True, init=False)
 class EntryUpdated:
     """``entry`` at ``index`` changed.
 
@@ -246,6 +255,18 @@ class EntryUpdated:
     index: int
     entry: Entry
     appended: dict[str, Any] | None = None
+
+    def __init__(self, index: int, entry: Entry, appended: dict[str, Any] | None = None) -> None:
+        _updated_index(self, index)
+        _updated_entry(self, entry)
+        _updated_appended(self, appended)
+
+
+# (slots=True makes a new class: the descriptors are read from the final classes)
+_new_index, _new_entry = NewEntry.index.__set__, NewEntry.entry.__set__  # type: ignore[attr-defined]
+_updated_index = EntryUpdated.index.__set__  # type: ignore[attr-defined]
+_updated_entry = EntryUpdated.entry.__set__  # type: ignore[attr-defined]
+_updated_appended = EntryUpdated.appended.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(slots=True, frozen=True)

@@ -322,7 +322,7 @@ def test_title_close_and_delete(index: Index) -> None:
     index.delete("s")
     with pytest.raises(SessionNotFound):
         index.get("s")
-    assert index.conn.execute("SELECT count(*) FROM events").fetchone() == (0,)
+    assert index.conn.execute("SELECT count(*) FROM event_pages").fetchone() == (0,)
     for op in (index.touch, index.mark_closed, index.delete, lambda sid: index.set_title(sid, "x")):
         with pytest.raises(SessionNotFound):
             op("s")
@@ -353,7 +353,7 @@ def test_events_are_append_only(index: Index) -> None:
     with index.writer() as w:
         w.append("s", "k", "{}")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        index.conn.execute("UPDATE events SET payload = '[]'")
+        index.conn.execute("UPDATE event_pages SET payloads = '[]'")
 
 
 def test_append_to_an_unknown_session(index: Index) -> None:
@@ -397,8 +397,7 @@ def test_writer_flushes_when_the_oldest_row_is_due(index: Index) -> None:
     w.append("s", "k", "{}")  # append itself notices the age
     assert w.pending == 0 and other.event_count("s") == 4
     w.close()
-    received = [t for (t,) in other.conn.execute("SELECT received_at FROM events ORDER BY seq")]
-    assert received == pytest.approx([1000.0, 1000.05, 1000.11, 1000.31])  # the given clock
+    assert other.event_times("s") == pytest.approx([1000.0, 1000.05, 1000.11, 1000.31])  # the given clock
     other.close()
 
 
@@ -450,6 +449,114 @@ def test_two_writers_on_one_session_renumber_instead_of_colliding(index: Index) 
     rows = list(index.events_raw("s"))
     assert [seq for seq, _, _ in rows] == [1, 2, 3, 4]
     assert [p for _, _, p in rows] == ['"a1"', '"b1"', '"b2"', '"a2"']
+
+
+def test_a_batch_is_one_page_per_session(index: Index) -> None:
+    index.upsert_session(rec("a"))
+    index.upsert_session(rec("b"))
+    with index.writer(batch_size=10, flush_interval=3600) as w:
+        seqs = [w.append("ab"[i % 3 == 0], "k", f'"{i}"') for i in range(25)]
+    # 25 events in batches of 10, 10, 5: each batch holds both sessions
+    assert index.conn.execute("SELECT count(*) FROM event_pages").fetchone() == (6,)
+    assert seqs[:4] == [1, 1, 2, 2]  # per session
+    mine = {sid: [json.loads(p) for _, _, p in index.events_raw(sid)] for sid in "ab"}
+    assert mine["b"] == [str(i) for i in range(25) if i % 3 == 0]
+    assert mine["a"] == [str(i) for i in range(25) if i % 3 != 0]
+    assert index.event_count("a") + index.event_count("b") == 25
+
+
+ODD_TEXTS = ["", "line\nbreak", "tab\tand \r\n", "ünï 😀 中文", '{"a": "b"}\n', "\\", "x" * 70000, '"']
+
+
+def test_any_payload_and_kind_text_comes_back_as_it_was(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    kinds = ["agent_message_chunk", "new\nline", "", "ü", "acpcli/replay-start", "[", '"', "\ud800"]
+    with index.writer(batch_size=3) as w:
+        for i, text in enumerate(ODD_TEXTS):
+            w.append("s", kinds[i % len(kinds)], text)
+    rows = list(index.events_raw("s"))
+    assert [p for _, _, p in rows] == ODD_TEXTS
+    assert [k for _, k, _ in rows] == [kinds[i % len(kinds)] for i in range(len(ODD_TEXTS))]
+    assert [q for q, _, _ in rows] == list(range(1, len(ODD_TEXTS) + 1))
+
+
+def test_a_failed_flush_keeps_the_events_and_their_numbers(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    other = Index()
+    a = index.writer(batch_size=1000, flush_interval=3600)
+    b = other.writer(batch_size=1000, flush_interval=3600)
+    a.append("s", "k", '"a1"')
+    b.append("s", "k", '"b1"')
+    a.flush()  # b's event must now move to seq 2 ...
+    index.conn.execute(
+        "CREATE TEMP TRIGGER no_pages BEFORE INSERT ON event_pages BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
+    other.conn.execute(
+        "CREATE TEMP TRIGGER no_pages BEFORE INSERT ON event_pages BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+    )
+    with pytest.raises(sqlite3.DatabaseError, match="disk full"):
+        b.flush()  # ... but its write fails: nothing is lost, nothing half-renumbered
+    assert b.pending == 1
+    other.conn.execute("DROP TRIGGER no_pages")
+    index.conn.execute("DROP TRIGGER no_pages")
+    assert b.append("s", "k", '"b2"') == 2  # numbered as if nothing was written yet
+    b.close()
+    a.close()
+    other.close()
+    assert [(q, p) for q, _, p in index.events_raw("s")] == [(1, '"a1"'), (2, '"b1"'), (3, '"b2"')]
+
+
+def test_events_of_a_schema_1_index_are_migrated_into_pages(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in persistence._statements(MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    for sid in ("s1", "s2", "empty"):
+        conn.execute(
+            "INSERT INTO sessions (id, agent, cwd, created_at, last_used_at) VALUES (?, 'demo', '/', 1, 1)", (sid,)
+        )
+    old = [("s1", seq, 1000.0 + seq / 1e6, f"k{seq % 3}", json.dumps({"n": seq, "t": ODD_TEXTS[seq % 8]}))
+           for seq in range(1, 1203)]
+    old += [("s2", 1, 5.5, "plan", '{ "x" : 1 }'), ("s2", 2, 6.25, "odd\nkind", "\u00e9"),
+            ("s2", 4, 7.0, "after a gap", "{}")]
+    conn.executemany("INSERT INTO events (session_id, seq, received_at, kind, payload) VALUES (?, ?, ?, ?, ?)", old)
+    conn.close()
+
+    with Index(path) as index:
+        assert index.conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        tables = {name for (name,) in index.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "events" not in tables and "event_pages" in tables
+        for sid in ("s1", "s2", "empty"):
+            mine = [row[1:] for row in old if row[0] == sid]
+            assert [(q, t, k, p) for (q, k, p), t in zip(index.events_raw(sid), index.event_times(sid))] == mine
+            assert index.event_count(sid) == len(mine)
+        assert index.conn.execute("SELECT count(*) FROM event_pages WHERE session_id = 's1'").fetchone() == (3,)
+        with index.writer() as w:
+            assert w.append("s2", "k", "{}") == 5  # numbering goes on after the last old event
+        assert index.conn.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+def test_a_reader_reads_a_schema_1_index_without_migrating_it(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in persistence._statements(MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO sessions (id, agent, cwd, created_at, last_used_at) VALUES ('s', 'demo', '/', 1, 1)")
+    conn.executemany(
+        "INSERT INTO events (session_id, seq, received_at, kind, payload) VALUES ('s', ?, ?, ?, ?)",
+        [(1, 10.5, "plan", '{"a": 1}'), (2, 11.0, "k", "{}")],
+    )
+    conn.close()
+    with Index(path, read_only=True) as reader:  # `acpcli load ID` looks the id up read-only
+        assert reader.get("s").agent == "demo"
+        assert list(reader.events_raw("s")) == [(1, "plan", '{"a": 1}'), (2, "k", "{}")]
+        assert (reader.event_count("s"), reader.event_times("s")) == (2, [10.5, 11.0])
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (1,)  # the reader wrote nothing
+    with Index(path) as index, Index(path, read_only=True) as reader:
+        assert list(index.events_raw("s")) == list(reader.events_raw("s")) == [(1, "plan", '{"a": 1}'), (2, "k", "{}")]
 
 
 def test_batch_size_must_be_positive(index: Index) -> None:
@@ -524,19 +631,19 @@ def test_concurrent_processes_do_not_corrupt_the_index(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (workers * own_sessions + 1,)
-        assert conn.execute("SELECT count(*) FROM events").fetchone() == (workers * n_events,)
+        (events,) = conn.execute("SELECT sum(count) FROM event_pages").fetchone()
+        assert events == workers * n_events
         per_session = n_events // (own_sessions + 1)
-        for sid, in conn.execute("SELECT id FROM sessions"):
-            rows = conn.execute(
-                "SELECT seq, payload FROM events WHERE session_id = ? ORDER BY seq", (sid,)
-            ).fetchall()
-            assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1)), sid
-            payloads = [json.loads(p) for _, p in rows]
-            expected = per_session * (workers if sid == "shared" else 1)
-            assert len(payloads) == expected, sid
-            for w in range(workers):  # each writer's own events stay in its order
-                mine = [p["i"] for p in payloads if p["worker"] == w]
-                assert mine == sorted(mine) and mine == list(range(len(mine)))
+        with Index(home / "acpcli.db", read_only=True) as reader:
+            for sid, in conn.execute("SELECT id FROM sessions"):
+                rows = [(seq, payload) for seq, _, payload in reader.events_raw(sid)]
+                assert [seq for seq, _ in rows] == list(range(1, len(rows) + 1)), sid
+                payloads = [json.loads(p) for _, p in rows]
+                expected = per_session * (workers if sid == "shared" else 1)
+                assert len(payloads) == expected, sid
+                for w in range(workers):  # each writer's own events stay in its order
+                    mine = [p["i"] for p in payloads if p["worker"] == w]
+                    assert mine == sorted(mine) and mine == list(range(len(mine)))
         titles = conn.execute("SELECT count(*) FROM sessions WHERE title LIKE 'worker %'").fetchone()
         assert titles == (workers,)
     finally:

@@ -702,3 +702,28 @@ def test_add_user_message_records_the_prompt_and_opens_a_turn() -> None:
     store.apply(chunk("agent_message", "new answer"))
     assert isinstance(store.apply({"sessionUpdate": "plan", "entries": [plan_entry("new")]}), NewEntry)
     assert texts(store) == [("agent", "earlier answer"), ("user", "next question"), ("agent", "new answer")]
+
+
+def test_change_objects_stay_frozen_values() -> None:
+    # NewEntry / EntryUpdated have hand-written (faster) constructors: still dataclasses
+    # with value equality, a repr, match support and no assignment after construction.
+    import dataclasses
+
+    from acpcli.store import EntryUpdated, Message, NewEntry
+
+    message = Message("agent")
+    block = {"type": "text", "text": "x"}
+    changed = EntryUpdated(3, message, block)
+    assert changed == EntryUpdated(index=3, entry=message, appended=block)
+    assert changed != EntryUpdated(3, message) and EntryUpdated(3, message).appended is None
+    assert NewEntry(1, message) == NewEntry(entry=message, index=1) != EntryUpdated(1, message)
+    assert repr(NewEntry(1, message)).startswith("NewEntry(index=1, entry=Message(")
+    for change in (changed, NewEntry(1, message)):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            change.index = 9  # type: ignore[misc]
+    match changed:
+        case EntryUpdated(index, entry, appended):
+            assert (index, entry, appended) == (3, message, block)
+        case _:
+            pytest.fail("no match")
+    assert [f.name for f in dataclasses.fields(EntryUpdated)] == ["index", "entry", "appended"]
