@@ -36,9 +36,11 @@ cached under the run's temporary directory, filled by a warm-up run), as an inst
 acpcli would.
 
 Run: ``.venv/bin/python bench/bench_replay.py [--messages 2000 | --n UPDATES] [--protocol
-1|2|both] [--repeat 3] [--keep DIR] [--acpcli COMMAND] [--check]``. ``--profile FILE``
-runs acpcli once under cProfile instead and prints its top functions; ``--acpcli`` runs
-another build or a patched launcher in place of the console script (A/B comparisons).
+1|2|both] [--repeat 3] [--keep DIR] [--acpcli COMMAND] [--compare COMMAND] [--check]``.
+``--profile FILE`` runs acpcli once under cProfile instead and prints its top functions;
+``--acpcli`` runs another build or a patched launcher in place of the console script;
+``--compare`` runs another build too, in the same rounds, and prints its CPU next to this
+one's (A/B comparisons).
 """
 
 from __future__ import annotations
@@ -223,9 +225,13 @@ class Workdir:
         return env
 
 
-def run_acpcli(python: str, args: argparse.Namespace, protocol: int, work: Workdir, messages: int) -> Sample:
+def run_acpcli(
+    python: str, args: argparse.Namespace, protocol: int, work: Workdir, messages: int, command: str | None = None
+) -> Sample:
+    """One ``acpcli load`` run: ``command`` (else ``--acpcli``, else the console script)."""
     cmd = shlex.join(agent_argv(python, args, protocol, work.report, messages))
-    argv = (shlex.split(args.acpcli) if args.acpcli else acpcli_argv(python)) + [
+    command = command or args.acpcli
+    argv = (shlex.split(command) if command else acpcli_argv(python)) + [
         "load",
         SESSION_ID,
         "--cmd",
@@ -266,9 +272,14 @@ def verify(work: Workdir, expected: dict[str, Any]) -> str:
         raise SystemExit(f"{work.out}: {tools} [tool] headers, expected {expected['tool_calls']}")
     db = sqlite3.connect(work.home / "acpcli.db")
     try:
-        (stored,) = db.execute(
-            "SELECT COUNT(*) FROM events WHERE session_id = ? AND kind NOT LIKE 'acpcli/%'", (SESSION_ID,)
-        ).fetchone()
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "event_pages" in tables:  # schema 2: pages of events, kinds a JSON array per page
+            pages = db.execute("SELECT kinds FROM event_pages WHERE session_id = ?", (SESSION_ID,))
+            stored = sum(not kind.startswith("acpcli/") for (kinds,) in pages for kind in json.loads(kinds))
+        else:  # schema 1 (an older build given with --compare): a row per event
+            (stored,) = db.execute(
+                "SELECT COUNT(*) FROM events WHERE session_id = ? AND kind NOT LIKE 'acpcli/%'", (SESSION_ID,)
+            ).fetchone()
     finally:
         db.close()
     if stored != expected["updates"]:
@@ -300,11 +311,18 @@ def bench_protocol(python: str, args: argparse.Namespace, protocol: int, root: P
     # warm-up: fills the bytecode cache for acpcli, the agent and the floor client
     run_acpcli(python, args, protocol, Workdir(root, f"v{protocol}-warmup"), 0)
     run_floor(python, args, protocol, Workdir(root, f"v{protocol}-floor-warmup"), 0)
+    other: list[Sample] = []
+    if args.compare:
+        run_acpcli(python, args, protocol, Workdir(root, f"v{protocol}-compare-warmup"), 0, args.compare)
     for r in range(max(1, args.repeat)):  # interleaved, so drift on a shared machine hits both
         floor.append(run_floor(python, args, protocol, Workdir(root, f"v{protocol}-floor-{r}"), args.messages))
         work = Workdir(root, f"v{protocol}-acpcli-{r}")
         cli.append(run_acpcli(python, args, protocol, work, args.messages))
         summary = verify(work, expected)
+        if args.compare:
+            work = Workdir(root, f"v{protocol}-compare-{r}")
+            other.append(run_acpcli(python, args, protocol, work, args.messages, args.compare))
+            verify(work, expected)
     # fixed costs: the same commands against an empty conversation (start-up, handshake, exit)
     empty = [run_acpcli(python, args, protocol, Workdir(root, f"v{protocol}-empty-{r}"), 0) for r in range(2)]
     empty_floor = [
@@ -340,6 +358,12 @@ def bench_protocol(python: str, args: argparse.Namespace, protocol: int, root: P
     cross = [f"{s.tree_maxrss_kb / 1024:.1f}" for s in cli if s.tree_maxrss_kb > s.agent_maxrss_kb]
     if cross:
         print(f"  peak RSS cross-check (wait4 ru_maxrss, agent lower): {', '.join(cross)} MB")
+    if other:
+        best_other = min(s.cpu for s in other)
+        print(
+            f"  compare CPU {best_other:6.2f} s, {best_other / best_floor.cpu:.2f} x floor, this build / compare "
+            f"{best_cli.cpu / best_other:.3f}   ({args.compare})"
+        )
     print(f"  output  {summary}")
     print(f"  ratio   CPU {ratio:.2f} x floor (target <= {TARGET_CPU_RATIO:.1f})  {'PASS' if cpu_ok else 'MISS'}")
     print(
@@ -408,6 +432,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         metavar="COMMAND",
         help="how to run acpcli (default: the console script next to this interpreter); for A/B runs",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="COMMAND",
+        default=None,
+        help="also run this acpcli build in the same rounds (A/B, e.g. 'env PYTHONPATH=/tmp/old python -m acpcli')",
     )
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     args = parser.parse_args(argv)

@@ -22,6 +22,10 @@ should feel immediate; the start-up benchmark gives the import budget behind it)
 Exits 0 unless ``--check`` is given and the target is missed.
 
 Run: ``.venv/bin/python bench/bench_roundtrip.py [--n 11] [--agent-protocol 1|2] [--check]``.
+``--acpcli COMMAND`` runs another build instead of the console script (e.g.
+``"env PYTHONPATH=/tmp/old /path/to/python -m acpcli"``); ``--compare COMMAND`` runs that
+build as well, in the same rounds, and prints its figure next to this one's (an A/B that
+the machine's drift hits equally).
 """
 
 from __future__ import annotations
@@ -195,11 +199,22 @@ def main(argv: list[str] | None = None) -> int:
         "--agent-protocol", type=int, choices=(1, 2), default=2, help="the demo agent's protocol (default 2)"
     )
     parser.add_argument("--check", action="store_true", help="exit 1 if the target is missed")
+    parser.add_argument(
+        "--acpcli", metavar="COMMAND", default=None,
+        help="how to run acpcli (default: the console script next to this interpreter)",
+    )
+    parser.add_argument(
+        "--compare", metavar="COMMAND", default=None,
+        help="also run this acpcli build in the same rounds (A/B) and print its figure",
+    )
     args = parser.parse_args(argv)
 
     python = sys.executable
     agent = demo_argv(python, args.agent_protocol)
-    cli_argv = acpcli_argv(python) + ["prompt", "--cmd", shlex.join(agent), PROMPT]
+    tail = ["prompt", "--cmd", shlex.join(agent), PROMPT]
+    cli_argv = (shlex.split(args.acpcli) if args.acpcli else acpcli_argv(python)) + tail
+    other_argv = shlex.split(args.compare) + tail if args.compare else None
+    other_first: list[float] = []
     floor_argv = [python, str(Path(__file__).resolve()), "--floor-client", str(args.agent_protocol), "--", *agent]
     startups: list[float] = []
     cli_first: list[float] = []
@@ -215,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
             startup = agent_startup(agent, args.agent_protocol, work, env)
             first, answer, total, out = timed_output(cli_argv, work, env, ECHO)
             floor = timed_output(floor_argv, work, env, "")[0]
+            if other_argv is not None:
+                env["ACPCLI_HOME"] = str(work / "home-compare")
+                other = timed_output(other_argv, work, env, ECHO)[0]
+                if i >= 0:
+                    other_first.append(other)
             if i < 0:
                 continue
             startups.append(startup)
@@ -247,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         f"  acpcli:       spawn -> first answer text         {med(cli_answer) * 1000:7.1f} ms;"
         f" -> exit {med(cli_total) * 1000:7.1f} ms"
     )
+    if other_first:
+        other = (med(other_first) - startup) * 1000
+        print(
+            f"  compare:      spawn -> first agent chunk         {med(other_first) * 1000:7.1f} ms"
+            f"   minus agent start-up {other:7.1f} ms   ({args.compare})"
+        )
     print(f"  ratio   acpcli's share {figure:.0f} ms = {figure / baseline:.1f} x the floor's {baseline:.0f} ms")
     print(f"  target  acpcli's share <= {TARGET_MS:.0f} ms  {verdict}")
     return 1 if args.check and verdict == "MISS" else 0
