@@ -81,6 +81,12 @@ class LiveSession:
     updates_seen: int = 0
     output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
 
+    def settings(self) -> list[Any]:
+        """The settings this session offers now (:class:`acpcli.protocol.settings.Choice`)."""
+        from acpcli.protocol import settings
+
+        return settings.choices(self.store.config_options, self.modes, self.store.current_mode_id)
+
     def feed(self, update: Any, frame_text: str | None = None) -> None:
         """Apply one ``session/update`` payload: store, event log, view, turn state.
 
@@ -341,6 +347,23 @@ class AgentLink:
             seen.add(cursor)
 
     # -- settings and authentication ---------------------------------------------------------
+
+    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Any:
+        """Set the setting ``key`` names (an option id, a category such as ``mode`` or
+        ``model``, or a name) to the value ``value_text`` names; returns the setting as it now
+        is. :class:`~acpcli.errors.UsageError` when there is no such setting or value (then
+        nothing is sent)."""
+        from acpcli.errors import UsageError
+        from acpcli.protocol import settings
+
+        found = settings.find(live.settings(), key)
+        if found is None:
+            offered = ", ".join(c.key for c in live.settings())
+            raise UsageError(
+                f"{self.features.display_name} offers no {key} setting" + (f" (it offers: {offered})" if offered else "")
+            )
+        await self.change_setting(live, found, settings.resolve(found, value_text))
+        return settings.find(live.settings(), found.key) or found
 
     async def change_setting(self, live: LiveSession, choice: Any, value: str | bool) -> None:
         """Set a mode or config option (a :class:`~acpcli.protocol.settings.Choice`).

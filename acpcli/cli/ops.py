@@ -501,6 +501,18 @@ def prompt_text(text: Sequence[str] | None, file: Path | None, env: Environment)
     return result
 
 
+def wanted_settings(mode: str | None, model: str | None, pairs: Sequence[str] | None) -> list[tuple[str, str]]:
+    """``--mode``, ``--model`` and ``--set NAME=VALUE`` as (setting, value) pairs, in that
+    order; a malformed ``--set`` is a usage error before anything starts."""
+    wanted = [(key, value) for key, value in (("mode", mode), ("model", model)) if value is not None]
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"--set wants NAME=VALUE, got {pair!r}")
+        wanted.append((key.strip(), value.strip()))
+    return wanted
+
+
 def run_prompt(
     inputs: SessionInputs,
     run: Run,
@@ -509,6 +521,7 @@ def run_prompt(
     session_id: str | None,
     output_format: str,
     quiet: bool,
+    settings: Sequence[tuple[str, str]] = (),
 ) -> int:
     """One turn: a new session (or ``--session``: resume if supported, else load without
     printing the replay), the prompt, the streamed answer; the exit code follows the stop
@@ -550,6 +563,8 @@ def run_prompt(
                 )
                 # A load's replay is context, not output: attach without a view first.
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)
+                for key, value in settings:  # before the turn, so the prompt runs with them
+                    await link.set_by_name(live, key, value)
                 live.sink = view
                 if command == "new":
                     run.env.note(f"session {live.session_id}", style="dim")

@@ -30,6 +30,9 @@ def prompt(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the agent's answer.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Print the JSON-RPC frames both ways instead of the transcript, one JSON object per line (secrets redacted).")] = False,
+    mode: Annotated[Optional[str], typer.Option("--mode", metavar="MODE", help="Switch the session to this mode before the prompt.", show_default=False)] = None,
+    model: Annotated[Optional[str], typer.Option("--model", metavar="MODEL", help="Switch the session to this model before the prompt.", show_default=False)] = None,
+    set_: Annotated[Optional[List[str]], typer.Option("--set", metavar="NAME=VALUE", help="Set one of the agent's session settings before the prompt (repeatable; see /config in the REPL).", show_default=False)] = None,
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
@@ -44,10 +47,13 @@ def prompt(
       echo "summarize" | acpcli prompt --agent demo > answer.md
 
       acpcli prompt --last "and now the tests"
+
+      acpcli prompt --agent claude --mode plan --model opus "how would you split this module?"
     """
     from acpcli.cli import ops
     from acpcli.errors import UsageError
 
+    wanted = ops.wanted_settings(mode, model, set_)
     env = ops.environment()
     the_text = ops.prompt_text(text, file, env)
     if session and last:
@@ -72,7 +78,9 @@ def prompt(
     if output is not None:
         run.env = ops.Environment(stdin=env.stdin, stdout=open(output, "w", encoding="utf-8"), stderr=env.stderr)  # noqa: SIM115
     try:
-        code = ops.run_prompt(inputs, run, the_text, session_id=session, output_format=output_format, quiet=quiet)
+        code = ops.run_prompt(
+            inputs, run, the_text, session_id=session, output_format=output_format, quiet=quiet, settings=wanted
+        )
     finally:
         if output is not None:
             run.env.stdout.close()

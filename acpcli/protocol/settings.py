@@ -128,8 +128,9 @@ _FALSE = {"off", "false", "no", "0", "disable", "disabled"}
 
 
 def resolve(choice: Choice, text: str) -> str | bool:
-    """The value the person meant: a value id or its name (without case); ``on``/``off`` for
-    a boolean. Raises :class:`UsageError` naming the valid values."""
+    """The value the person meant: a value id or its name (without case), else a part of
+    exactly one of them; ``on``/``off`` for a boolean. Raises :class:`UsageError` naming the
+    valid values."""
     if choice.kind == "boolean":
         word = text.strip().casefold()
         if word in _TRUE:
@@ -143,6 +144,10 @@ def resolve(choice: Choice, text: str) -> str | bool:
     for value, name, _ in choice.values:
         if value == text.strip() or value.casefold() == folded or name.casefold() == folded:
             return value
+    # "smart" for "demo-smart" / "Demo Smart": a part that names exactly one value
+    partial = {value for value, name, _ in choice.values if folded and (folded in value.casefold() or folded in name.casefold())}
+    if len(partial) == 1:
+        return partial.pop()
     valid = ", ".join(v for v, _, _ in choice.values) or "none"
     raise UsageError(f"{text!r} is not a value of {choice.key} (choose from: {valid})")
 

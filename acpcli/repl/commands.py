@@ -38,7 +38,7 @@ class Context:
         self.env.err.print(text, style=style, markup=False, highlight=False)
 
     def choices(self) -> list[settings.Choice]:
-        return settings.choices(self.live.store.config_options, self.live.modes, self.live.store.current_mode_id)
+        return self.live.settings()
 
     def login_methods(self) -> list[tuple[str, str]]:
         from acpcli.protocol import wire
@@ -120,18 +120,16 @@ def _show_setting(ctx: Context, choice: settings.Choice) -> None:
 
 
 async def _set(ctx: Context, key: str, value_text: str) -> None:
+    if value_text:
+        now = await ctx.link.set_by_name(ctx.live, key, value_text)
+        ctx.say(f"{now.name}: {now.current}")
+        return
     found = settings.find(ctx.choices(), key)
     if found is None:
         offered = ", ".join(c.key for c in ctx.choices())
-        ctx.say(f"the agent offers no {key} setting" + (f" (it offers: {offered})" if offered else ""))
+        ctx.say(f"{ctx.link.features.display_name} offers no {key} setting" + (f" (it offers: {offered})" if offered else ""))
         return
-    if not value_text:
-        _show_setting(ctx, found)
-        return
-    value = settings.resolve(found, value_text)
-    await ctx.link.change_setting(ctx.live, found, value)
-    now = settings.find(ctx.choices(), found.key) or found
-    ctx.say(f"{now.name}: {now.current}")
+    _show_setting(ctx, found)
 
 
 async def _mode(ctx: Context, arg: str) -> int | None:

@@ -196,3 +196,34 @@ def test_sdk_agent_requiring_auth_then_settings_via_prompt(cli: Cli, tmp_path: P
     assert cli.run("auth", "--cmd", cmd, env=env).returncode == 0
     methods = [json.loads(line).get("method") for line in record.read_text().splitlines()]
     assert "authenticate" in methods
+
+
+# -- session settings from the command line ---------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_mode_model_and_set_apply_before_the_prompt(cli: Cli, trace: AgentTrace, tmp_path: Path, protocol: int) -> None:
+    log = tmp_path / "wire.jsonl"
+    proc = cli.ok(
+        "prompt", "--cmd", trace.demo_cmd(protocol=protocol), "--log-file", str(log),
+        "--mode", "Code", "--model", "smart", "--set", "effort=high", "status",
+    )
+    assert "mode=code model=demo-smart effort=high" in proc.stdout
+    methods = [f.get("method") for f in _frames(log) if f.get("method")]
+    assert methods.count("session/set_config_option") == 3
+    assert methods.index("session/prompt") > max(i for i, m in enumerate(methods) if m == "session/set_config_option")
+    trace.assert_no_unadvertised()
+
+
+def test_a_bad_setting_is_a_usage_error_and_no_prompt_is_sent(cli: Cli, trace: AgentTrace, tmp_path: Path) -> None:
+    log = tmp_path / "wire.jsonl"
+    bad_value = cli.run("prompt", "--cmd", trace.demo_cmd(), "--log-file", str(log), "--set", "effort=turbo", "hi")
+    assert bad_value.returncode == ExitCode.USAGE
+    assert "'turbo' is not a value of effort (choose from: low, medium, high)" in bad_value.stderr
+    no_such = cli.run("prompt", "--cmd", trace.demo_cmd(protocol=1, without=["config-options", "modes"]), "--model", "x", "hi")
+    assert no_such.returncode == ExitCode.USAGE and "offers no model setting" in no_such.stderr
+    assert "session/prompt" not in [f.get("method") for f in _frames(log)]
+    pids = len(trace.pids())
+    malformed = cli.run("prompt", "--cmd", trace.demo_cmd(), "--set", "effort", "hi")
+    assert malformed.returncode == ExitCode.USAGE and "--set wants NAME=VALUE" in malformed.stderr
+    assert len(trace.pids()) == pids  # refused before any agent started

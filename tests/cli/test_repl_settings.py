@@ -63,7 +63,7 @@ def test_v1_modes_alone_use_set_mode(spawn, trace: AgentTrace, tmp_path: Path) -
     pty.expect(r"Mode: Plan")
     pty.prompt()
     pty.say("/model fast")
-    pty.expect(r"the agent offers no model setting")
+    pty.expect(r"offers no model setting")
     pty.prompt()
     pty.say("status")
     pty.expect(r"mode=plan")
@@ -76,7 +76,7 @@ def test_v1_modes_alone_use_set_mode(spawn, trace: AgentTrace, tmp_path: Path) -
 def test_v2_without_config_options_has_no_modes(spawn, trace: AgentTrace, tmp_path: Path) -> None:
     pty, log = _start(spawn, trace, tmp_path, protocol=2, without=("config-options",))
     pty.say("/mode code")
-    pty.expect(r"the agent offers no mode setting")
+    pty.expect(r"offers no mode setting")
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK
     assert not {"session/set_mode", "session/set_config_option"} & set(_methods(log))

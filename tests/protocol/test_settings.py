@@ -79,8 +79,11 @@ def test_resolve_values_by_id_or_name() -> None:
     model = settings.choices([MODEL_V1], None, None)[0]
     assert settings.resolve(model, "m-smart") == "m-smart"
     assert settings.resolve(model, "smart") == "m-smart"
+    assert settings.resolve(model, "SMA") == "m-smart"  # a part naming exactly one value
     with pytest.raises(UsageError, match="choose from: m-fast, m-smart"):
         settings.resolve(model, "slow")
+    with pytest.raises(UsageError, match="choose from"):
+        settings.resolve(model, "m-")  # a part of both: ambiguous
     brave = settings.choices([BRAVE], None, None)[0]
     assert settings.resolve(brave, "on") is True and settings.resolve(brave, "OFF") is False
     with pytest.raises(UsageError, match="on or off"):
