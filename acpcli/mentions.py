@@ -30,7 +30,9 @@ block per distinct file (mentions resolving to the same file count once), in ord
 URIs are ``file://`` URIs of the resolved path (symlinks followed). Confinement is
 :func:`acpcli.client_side.confine`'s, the same check the agent's own file requests get: a
 mention resolving outside the root set (through ``..``, a symlink or an absolute path) is a
-:class:`~acpcli.errors.UsageError`, as is a missing file. Nothing here prints.
+:class:`~acpcli.errors.UsageError`, as is a missing file -- except with ``strict=False``
+(``acpcli prompt``, whose input may be pasted code full of ``@decorators``), where an ``@word``
+naming nothing stays plain text. Nothing here prints.
 """
 
 from __future__ import annotations

@@ -445,3 +445,18 @@ def test_import_is_cheap(python_exe: str) -> None:
     )
     out = subprocess.run([python_exe, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
     assert json.loads(out.stdout) == []
+
+
+def test_not_strict_keeps_an_at_word_naming_nothing_as_text(tmp_path: Path) -> None:
+    (tmp_path / "real.txt").write_text("x")
+    text = "@dataclass\nclass A: see @real.txt"
+    blocks = build_prompt(text, str(tmp_path), [str(tmp_path)], features(embed=True), strict=False)
+    assert [b["type"] for b in blocks] == ["text", "resource"]  # only the file that exists
+    with pytest.raises(UsageError, match="no such file"):
+        build_prompt(text, str(tmp_path), [str(tmp_path)], features(embed=True))
+    outside = tmp_path.parent / "outside-of-root.txt"
+    outside.write_text("no")
+    root = tmp_path / "root"
+    root.mkdir()
+    with pytest.raises(UsageError, match="outside the session's directories"):  # still refused
+        build_prompt(f"@{outside}", str(root), [str(root)], features(), strict=False)
