@@ -1,7 +1,7 @@
 """Configuration: named agents and MCP servers.
 
 The user config lives at ``config_path()`` (``<home>/config.toml``; see
-:mod:`acpcli.persistence` for where home is). A missing file is an empty config; an
+:mod:`acpcli.paths` for where home is). A missing file is an empty config; an
 unreadable or malformed one is a :class:`~acpcli.errors.ConfigError` whose one-line message
 names the file (and the line, when known). Shape::
 
@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from acpcli.errors import ConfigError, UsageError
-from acpcli.persistence import config_path
+from acpcli.paths import config_path
 
 # --------------------------------------------------------------------------------------
 # Agents

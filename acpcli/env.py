@@ -122,7 +122,7 @@ def configure_logging() -> None:
 
         def emit(self, record: logging.LogRecord) -> None:
             if self._inner is None:
-                from acpcli.persistence import ensure_dir, log_dir
+                from acpcli.paths import ensure_dir, log_dir
 
                 path = ensure_dir(log_dir()) / "acpcli.log"
                 self._inner = logging.FileHandler(path, encoding="utf-8")

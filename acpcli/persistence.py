@@ -1,11 +1,10 @@
-"""Local state: one root directory, a SQLite session index and a raw event log.
+"""Local state: the SQLite session index, its migrations, and MCP redaction.
 
 Invariants this module keeps:
 
-* **One root.** Every path acpcli reads or writes derives from :func:`home_dir`
-  (``$ACPCLI_HOME`` if set, else the platform's config directory). Nothing is created on
-  import; directories are created with mode 0700 on first write (:func:`ensure_dir`), the
-  database file with mode 0600 (SQLite gives its ``-wal``/``-shm`` files the same mode).
+* **Under the one root.** The database is ``db_path()`` (:mod:`acpcli.paths` owns the
+  root and creates directories 0700); the database file is created with mode 0600 (SQLite
+  gives its ``-wal``/``-shm`` files the same mode).
 * **Lazy.** :class:`Index` opens the database on first use (or :meth:`Index.open`), so
   ``acpcli --help`` never touches the disk; completion uses a read-only index.
 * **Migrations are an append-only list.** ``MIGRATIONS[i]`` takes the schema from version
@@ -15,20 +14,10 @@ Invariants this module keeps:
   append a new one.
 * **No secrets.** The index stores MCP server *names* only (:meth:`Index.upsert_session`
   rejects anything else); :func:`redact_mcp` masks env/header values for display and logs.
-* **Events are append-only** (a trigger rejects ``UPDATE``) and numbered per session by
-  ``seq`` (1, 2, 3, ...), unique per session even when two processes append to one session.
-  They are stored in pages: one ``event_pages`` row holds a flushed batch of one session's
-  consecutive events (:class:`EventWriter`); :meth:`Index.events_raw` reads them back one
-  by one.
 
-Durability trade-off of :class:`EventWriter`: updates are buffered and written in batches
-(one transaction per batch, ``synchronous=NORMAL`` in WAL mode, so commits do not fsync).
-An agent crash loses nothing, because the writer flushes on ``flush()``/``close()``/context
-exit; a SIGKILL of acpcli itself may lose the last, unflushed batch (at most ``batch_size``
-updates or ``flush_interval`` seconds' worth); a power cut may also lose the last committed
-batches. In every case the database stays consistent (WAL), and each batch is all or
-nothing. Writers only flush when asked or on ``append``: a writer dropped without
-:meth:`EventWriter.close` (or :meth:`Index.close`) loses its buffer.
+The event log -- its page format, :class:`~acpcli.eventlog.EventWriter` and the reading
+of pages -- lives in :mod:`acpcli.eventlog`; :class:`Index` hands out writers, flushes them
+before every read, and delegates its event methods there.
 
 Concurrency: several acpcli processes may use one database at once (WAL mode, a 5 s busy
 timeout, writers serialized by ``BEGIN IMMEDIATE``). An :class:`Index` and its writers
@@ -39,24 +28,24 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import weakref
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import ConfigError, SessionNotFound, UsageError
+from acpcli.paths import db_path, ensure_dir
 
 if TYPE_CHECKING:
     import sqlite3
 
-# sqlite3 and urllib.parse are imported where used: config.py needs config_path() from
-# here, and the CLI's start-up path and completion must stay cheap.
+    from acpcli.eventlog import EventWriter
 
-APP_NAME = "acpcli"
+# sqlite3, urllib.parse and acpcli.eventlog are imported where used: the CLI's start-up path
+# and completion (which lists sessions, never reads events) must stay cheap.
+
 BUSY_TIMEOUT_MS = 5000
 # Event rows are ~250 bytes; 8 KB pages (SQLite's default is 4 KB) mean fewer page splits
 # per appended row (about 15% less insert CPU). Only takes effect on a new database.
@@ -64,76 +53,6 @@ PAGE_SIZE = 8192
 WAL_AUTOCHECKPOINT_PAGES = (64 << 20) // PAGE_SIZE  # let the WAL reach 64 MB
 SESSION_STATES = ("active", "closed")
 REDACTED = "***"
-
-# --------------------------------------------------------------------------------------
-# Paths
-# --------------------------------------------------------------------------------------
-
-
-def home_dir() -> Path:
-    """The root of all acpcli state: ``$ACPCLI_HOME``, else the platform config dir.
-
-    Linux and other Unixes: ``$XDG_CONFIG_HOME/acpcli`` (when absolute) or
-    ``~/.config/acpcli``; macOS: ``~/Library/Application Support/acpcli``; Windows:
-    ``%APPDATA%\\acpcli``. The directory is not created here.
-    """
-    override = os.environ.get("ACPCLI_HOME")
-    if override:
-        return Path(override).expanduser()
-    if sys.platform == "win32":
-        appdata = os.environ.get("APPDATA")
-        base = Path(appdata) if appdata else Path.home() / "AppData" / "Roaming"
-        return base / APP_NAME
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / APP_NAME
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    # The XDG spec says relative values are invalid and must be ignored.
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / APP_NAME
-    return Path.home() / ".config" / APP_NAME
-
-
-def db_path() -> Path:
-    """The session index and event log: ``<home>/acpcli.db``."""
-    return home_dir() / "acpcli.db"
-
-
-def config_path() -> Path:
-    """The user configuration: ``<home>/config.toml``."""
-    return home_dir() / "config.toml"
-
-
-def log_dir() -> Path:
-    """Where diagnostic logs go: ``<home>/logs/`` (not created here)."""
-    return home_dir() / "logs"
-
-
-def history_dir() -> Path:
-    """Where REPL input history goes: ``<home>/history/`` (not created here)."""
-    return home_dir() / "history"
-
-
-def ensure_dir(path: Path) -> Path:
-    """Create ``path`` and any missing parents with mode 0700; return it.
-
-    Existing directories keep their mode: we only tighten what we create. The explicit
-    chmod is there because ``mkdir``'s mode is filtered by the umask.
-    """
-    missing: list[Path] = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        if p.parent == p:
-            break
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:  # another process won the race; leave its mode alone
-            continue
-        os.chmod(d, 0o700)
-    return path
-
 
 # --------------------------------------------------------------------------------------
 # Secrets
@@ -194,45 +113,18 @@ def _redact_url(url: str) -> str:
 # Schema
 # --------------------------------------------------------------------------------------
 
-# A page holds consecutive events of one session: the i-th has seq first_seq + i. Its
-# payloads are concatenated, cut back apart by their lengths (any text survives: no
-# separator to escape). A row costs SQLite about a microsecond however small it is, so one
-# row per event was the replay's largest cost (BENCHMARKS.md); one per batch costs ~nothing.
-_PAGES_SCHEMA = """
-CREATE TABLE event_pages (
-    id          INTEGER PRIMARY KEY,
-    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-    first_seq   INTEGER NOT NULL CHECK (first_seq >= 1),  -- seq of the page's first event
-    count       INTEGER NOT NULL CHECK (count >= 1),      -- events in the page
-    kinds       TEXT NOT NULL,      -- JSON array: each event's kind (the sessionUpdate discriminator)
-    sizes       TEXT NOT NULL,      -- JSON array: each payload's length in characters
-    payloads    TEXT NOT NULL,      -- the payloads (JSON texts as received), concatenated
-    received_at BLOB NOT NULL,      -- each event's unix time, float64 little-endian
-    UNIQUE (session_id, first_seq)
-);
-CREATE TRIGGER event_pages_are_append_only BEFORE UPDATE ON event_pages
-BEGIN
-    SELECT RAISE(ABORT, 'events are append-only');
-END;
-"""
 _PAGE_EVENTS = 500  # events per page when old rows are copied into pages
 
 
 def _events_into_pages(conn: sqlite3.Connection) -> None:
     """Migration 2: create ``event_pages``, copy every ``events`` row into it (runs of
     consecutive seqs of a session, up to ``_PAGE_EVENTS`` a page), drop ``events``."""
-    for statement in _statements(_PAGES_SCHEMA):
+    from acpcli import eventlog
+
+    for statement in _statements(eventlog.PAGES_SCHEMA):
         conn.execute(statement)
-    page: _Page | None = None
     rows = conn.execute("SELECT session_id, seq, received_at, kind, payload FROM events ORDER BY session_id, seq")
-    for session_id, seq, received_at, kind, payload in rows:  # a cursor: not all in memory
-        if page is None or page.session_id != session_id or page.next_seq != seq or len(page) >= _PAGE_EVENTS:
-            if page is not None:
-                page.insert(conn)
-            page = _Page(session_id, seq)
-        page.add(kind, payload, received_at)
-    if page is not None:
-        page.insert(conn)
+    eventlog.write_pages(conn, rows, per_page=_PAGE_EVENTS)  # a cursor: not all in memory
     conn.execute("DROP TABLE events")  # its trigger goes with it
 
 
@@ -604,7 +496,9 @@ class Index:
         flush_interval: float = 0.1,
         clock: Callable[[], float] = time.time,
     ) -> EventWriter:
-        """A buffered :class:`EventWriter` on this index."""
+        """A buffered :class:`~acpcli.eventlog.EventWriter` on this index."""
+        from acpcli.eventlog import EventWriter
+
         return EventWriter(self, batch_size=batch_size, flush_interval=flush_interval, clock=clock)
 
     def _flush_writers(self) -> None:
@@ -618,50 +512,31 @@ class Index:
 
     def events_raw(self, session_id: str) -> Iterator[tuple[int, str, str]]:
         """``(seq, kind, payload_json_text)`` of a session's events, in order."""
+        from acpcli import eventlog
+
         self._flush_writers()
-        if self._legacy():
-            yield from self.conn.execute(
-                "SELECT seq, kind, payload FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-            )
-            return
-        cur = self.conn.execute(
-            "SELECT first_seq, kinds, sizes, payloads FROM event_pages WHERE session_id = ? ORDER BY first_seq",
-            (session_id,),
-        )
-        for seq, kinds, sizes, payloads in cur:
-            start = 0
-            for kind, size in zip(json.loads(kinds), json.loads(sizes)):
-                end = start + size
-                yield seq, kind, payloads[start:end]
-                seq += 1
-                start = end
+        yield from eventlog.events_raw(self.conn, session_id, legacy=self._legacy())
 
     def events(self, session_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(kind, payload)`` of a session's events, in the order they were received."""
-        for _seq, kind, payload in self.events_raw(session_id):
-            yield kind, json.loads(payload)
+        from acpcli import eventlog
+
+        self._flush_writers()
+        yield from eventlog.events(self.conn, session_id, legacy=self._legacy())
 
     def event_count(self, session_id: str) -> int:
         """How many events are stored for a session."""
+        from acpcli import eventlog
+
         self._flush_writers()
-        sql = "SELECT COALESCE(SUM(count), 0) FROM event_pages WHERE session_id = ?"
-        if self._legacy():
-            sql = "SELECT count(*) FROM events WHERE session_id = ?"
-        (n,) = self.conn.execute(sql, (session_id,)).fetchone()
-        return int(n)
+        return eventlog.event_count(self.conn, session_id, legacy=self._legacy())
 
     def event_times(self, session_id: str) -> list[float]:
         """When each of a session's events was received (unix seconds), in seq order."""
+        from acpcli import eventlog
+
         self._flush_writers()
-        if self._legacy():
-            sql = "SELECT received_at FROM events WHERE session_id = ? ORDER BY seq"
-            return [t for (t,) in self.conn.execute(sql, (session_id,))]
-        times: list[float] = []
-        for (blob,) in self.conn.execute(
-            "SELECT received_at FROM event_pages WHERE session_id = ? ORDER BY first_seq", (session_id,)
-        ):
-            times.extend(_unpack_times(blob))
-        return times
+        return eventlog.event_times(self.conn, session_id, legacy=self._legacy())
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -719,216 +594,3 @@ def migrate(conn: sqlite3.Connection) -> int:
             conn.execute("ROLLBACK")
         raise
     return target
-
-
-# --------------------------------------------------------------------------------------
-# The hot path
-# --------------------------------------------------------------------------------------
-
-
-def _unpack_times(blob: bytes) -> list[float]:
-    """The float64 little-endian unix times of a page's ``received_at``."""
-    times = array("d")
-    times.frombytes(blob)
-    if sys.byteorder != "little":
-        times.byteswap()
-    return times.tolist()
-
-
-class _Page:
-    """A session's events waiting to be written: one ``event_pages`` row."""
-
-    __slots__ = ("first_seq", "kinds", "payloads", "session_id", "times")
-
-    def __init__(self, session_id: str, first_seq: int) -> None:
-        self.session_id = session_id
-        self.first_seq = first_seq
-        self.kinds: list[str] = []
-        self.payloads: list[str] = []
-        self.times = array("d")
-
-    def __len__(self) -> int:
-        return len(self.payloads)
-
-    @property
-    def next_seq(self) -> int:
-        """The seq the next event added to this page gets."""
-        return self.first_seq + len(self.payloads)
-
-    def add(self, kind: str, payload: str, received_at: float) -> None:
-        self.kinds.append(kind)
-        self.payloads.append(payload)
-        self.times.append(received_at)
-
-    def insert(self, conn: sqlite3.Connection) -> None:
-        """Write the page as it is (numbered from ``first_seq``)."""
-        times = self.times
-        if sys.byteorder != "little":
-            times = array("d", times)
-            times.byteswap()
-        conn.execute(
-            "INSERT INTO event_pages (session_id, first_seq, count, kinds, sizes, payloads, received_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.session_id,
-                self.first_seq,
-                len(self.payloads),
-                json.dumps(self.kinds),
-                json.dumps(list(map(len, self.payloads))),
-                "".join(self.payloads),
-                times.tobytes(),
-            ),
-        )
-
-
-class EventWriter:
-    """Buffered, batched appends of raw session updates.
-
-    ``append`` takes the JSON text the connection already has (no re-serializing) and costs
-    a few list appends; the buffered events reach the database in one transaction per
-    batch -- one ``event_pages`` row per session in it -- when ``batch_size`` events are
-    pending, when ``flush_interval`` seconds have passed since the oldest pending one
-    (checked on ``append`` and :meth:`flush_if_due`), and on :meth:`flush`, :meth:`close`
-    and context exit. See the module docstring for what a crash can lose.
-
-    The session row must exist (:meth:`Index.upsert_session`) before its first event.
-    ``clock`` (unix seconds) stamps each event's receipt and times the flushes.
-    """
-
-    def __init__(
-        self,
-        index: Index,
-        *,
-        batch_size: int = 500,
-        flush_interval: float = 0.1,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be at least 1")
-        self._index = index
-        self._clock = clock
-        self._batch_size = batch_size
-        self._interval = flush_interval
-        self._pages: dict[str, _Page] = {}  # session id -> its pending events
-        self._pending = 0
-        self._oldest = 0.0
-        self._next_seq: dict[str, int] = {}  # session id -> next seq to hand out
-        self._stored: dict[str, int] = {}  # session id -> last seq known to be in the db
-        self._closed = False
-        index._writers.add(self)
-
-    @property
-    def pending(self) -> int:
-        """Events buffered but not yet written."""
-        return self._pending
-
-    def append(self, session_id: str, kind: str, payload: str) -> int:
-        """Buffer one update (its JSON text as received); return its per-session ``seq``.
-
-        Raises :class:`SessionNotFound` on the first append for an unknown session.
-        """
-        now = self._clock()
-        page = self._pages.get(session_id)
-        if page is None:
-            page = self._open_page(session_id)
-        seq = page.first_seq + len(page.payloads)
-        if not self._pending:
-            self._oldest = now
-        page.kinds.append(kind)
-        page.payloads.append(payload)
-        page.times.append(now)
-        self._pending += 1
-        if self._pending >= self._batch_size or now - self._oldest >= self._interval:
-            self.flush()
-        return seq
-
-    def _open_page(self, session_id: str) -> _Page:
-        if self._closed:
-            raise ValueError("append on a closed EventWriter")
-        seq = self._next_seq.get(session_id)
-        if seq is None:
-            seq = self._start(session_id)
-        page = self._pages[session_id] = _Page(session_id, seq)
-        return page
-
-    def _start(self, session_id: str) -> int:
-        conn = self._index.conn
-        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-            raise SessionNotFound(
-                f"no session {session_id!r} in the local index (record it before its events)"
-            )
-        last = _last_seq(conn, session_id)
-        self._next_seq[session_id] = last + 1
-        self._stored[session_id] = last
-        return last + 1
-
-    def _forget(self, session_id: str) -> None:
-        self._next_seq.pop(session_id, None)
-        self._stored.pop(session_id, None)
-
-    def flush_if_due(self) -> bool:
-        """Flush if the oldest pending event is older than ``flush_interval``; say whether.
-
-        For an event loop's timer, so a quiet stream still reaches the disk promptly.
-        """
-        if self._pending and self._clock() - self._oldest >= self._interval:
-            self.flush()
-            return True
-        return False
-
-    def flush(self) -> None:
-        """Write every pending event in one transaction."""
-        pages = self._pages
-        if not pages:
-            return
-        conn = self._index.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Another process may have appended to one of our sessions since we numbered
-            # our events: shift ours past theirs (rare; costs one indexed lookup per page).
-            shift: dict[str, int] = {}
-            for session_id, page in pages.items():
-                last = _last_seq(conn, session_id)
-                if last != self._stored[session_id]:
-                    shift[session_id] = last - self._stored[session_id]
-                    page.first_seq += shift[session_id]
-                page.insert(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            for session_id, delta in shift.items():
-                pages[session_id].first_seq -= delta  # numbered as before the attempt
-            raise
-        for session_id, page in pages.items():
-            self._next_seq[session_id] = page.next_seq
-            self._stored[session_id] = page.next_seq - 1
-        self._pages = {}
-        self._pending = 0
-
-    def close(self) -> None:
-        """Flush and stop accepting appends. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self.flush()
-        finally:
-            self._pages = {}
-            self._pending = 0
-            self._index._writers.discard(self)
-
-    def __enter__(self) -> EventWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:
-    """The highest seq stored for a session (0 if none): the end of its last page."""
-    row = conn.execute(
-        "SELECT first_seq + count - 1 FROM event_pages WHERE session_id = ? ORDER BY first_seq DESC LIMIT 1",
-        (session_id,),
-    ).fetchone()
-    return 0 if row is None else int(row[0])

@@ -70,7 +70,8 @@ def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
     """Locally recorded session ids, most recently used first; the description is the
     title and the agent (and "closed" for a closed session)."""
     try:
-        from acpcli.persistence import Index, db_path
+        from acpcli.paths import db_path
+        from acpcli.persistence import Index
 
         if not db_path().is_file():  # no index yet: do not let anything create one
             return iter(())

@@ -54,7 +54,8 @@ def sessions(
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
     if remote:
         return _remote_sessions(env, agent, cmd, the_cwd, as_json)
-    from acpcli.persistence import Index, db_path
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
 
     if not db_path().exists():
         rows = []
@@ -141,7 +142,8 @@ def _remote_sessions(env: Any, agent: str | None, cmd: str | None, cwd: str | No
 def _stored(session_id: str) -> tuple[Any, Any]:
     """The index record and the rebuilt store of a session, read-only."""
     from acpcli.errors import SessionNotFound
-    from acpcli.persistence import Index, db_path
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
 
     if not db_path().exists():
         raise SessionNotFound(f"no session {session_id!r} in the local index")

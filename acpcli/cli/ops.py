@@ -132,7 +132,8 @@ def lookup(session_id: str) -> Any:
     """The index record for an id or unique prefix (SessionNotFound otherwise).
 
     Read-only: looking up a bad id creates nothing, not even the database."""
-    from acpcli.persistence import Index, db_path
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
 
     if not db_path().exists():
         raise SessionNotFound(f"no session {session_id!r} in the local index")
@@ -352,7 +353,7 @@ def _raise_if_unknown(err: BaseException, session_id: str) -> None:
 
 def agent_stderr_log(agent: AgentChoice) -> Path:
     """Where the agent's stderr is kept (appended, one file per agent name)."""
-    from acpcli.persistence import ensure_dir, log_dir
+    from acpcli.paths import ensure_dir, log_dir
 
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent.name)
     return ensure_dir(log_dir()) / f"{safe}.stderr.log"
@@ -599,7 +600,8 @@ def run_prompt(
 def last_session(agent: AgentChoice, cwd: str) -> str:
     """The most recently used active session of this agent (same name *and* command line,
     so two different ``--cmd`` agents are not confused) in ``cwd``, for ``--last``."""
-    from acpcli.persistence import Index, db_path
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
 
     rows = []
     if db_path().exists():

@@ -87,7 +87,7 @@ class Options:
 def default_state_dir() -> Path:
     """``<acpcli home>/demo-agent``.
 
-    The home follows the same rule as ``acpcli.persistence.home_dir`` (``$ACPCLI_HOME``, else
+    The home follows the same rule as ``acpcli.paths.home_dir`` (``$ACPCLI_HOME``, else
     the platform config dir), restated here because the demo agent imports no acpcli layer.
     """
     override = os.environ.get("ACPCLI_HOME")

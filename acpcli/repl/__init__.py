@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def _history_file(cwd: str | None) -> Any:
-    from acpcli.persistence import ensure_dir, history_dir
+    from acpcli.paths import ensure_dir, history_dir
 
     key = hashlib.sha256((cwd or "").encode()).hexdigest()[:16]
     return ensure_dir(history_dir()) / f"{key}.history"

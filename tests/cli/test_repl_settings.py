@@ -199,3 +199,32 @@ def test_login_and_settings_against_the_sdk_agent(spawn, tmp_path: Path) -> None
     settings = [(e["method"], e["params"].get("configId"), e["params"].get("value")) for e in sent if "set_" in e["method"]]
     assert settings == [("session/set_config_option", "model", "sdk-large"), ("session/set_config_option", "mode", "code")]
     assert [e["method"] for e in sent][:4] == ["initialize", "session/new", "authenticate", "session/new"]
+
+
+def test_export_sessions_and_thoughts_commands(spawn, trace: AgentTrace, tmp_path: Path, workdir: Path) -> None:
+    pty, _ = _start(spawn, trace, tmp_path)
+    pty.say("first question no-permission")
+    pty.expect(REPLY)
+    pty.prompt()
+    pty.say("/export notes/out.md")  # a directory that does not exist: one line, the REPL stays
+    pty.expect(r"/export: cannot write notes/out\.md")
+    pty.prompt()
+    pty.say("/export out.md")
+    pty.expect(r"wrote markdown transcript to out\.md")
+    pty.prompt()
+    exported = (workdir / "out.md").read_text()
+    assert "first question no-permission" in exported and "Demo agent reply" in exported
+    pty.say("/sessions")
+    pty.expect(r"\* demo-[0-9a-f]{32}")  # this one, starred
+    pty.prompt()
+    pty.say("/thoughts")
+    pty.expect("thoughts: shown in full")
+    pty.prompt()
+    before = len(pty.seen)
+    pty.say("second no-permission")
+    pty.expect(REPLY)
+    pty.prompt()
+    second_turn = pty.seen[before:]
+    assert "Plan: take stock" in second_turn  # the thought in full ...
+    assert "Thought · " not in second_turn  # ... not its one-line summary
+    assert pty.leave()[0] == ExitCode.OK

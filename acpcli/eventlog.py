@@ -1,0 +1,375 @@
+"""The raw event log: every session update as received, stored in pages.
+
+This module owns the log's on-disk format, its writer (:class:`EventWriter`) and its
+readers (:func:`events_raw`, :func:`event_count`, :func:`event_times`).
+:class:`acpcli.persistence.Index` opens the database, applies the migrations and hands
+out writers; its event methods delegate here.
+
+The page format (table ``event_pages``, created by migration 2, see :data:`PAGES_SCHEMA`):
+
+* A page is one row holding ``count`` consecutive events of one session; the i-th has
+  ``seq = first_seq + i``.
+* ``kinds`` is a JSON array of each event's kind (the ``sessionUpdate`` discriminator).
+* ``payloads`` is the events' JSON texts, exactly as received, concatenated; ``sizes`` is
+  a JSON array of their lengths in characters, which cut them back apart. There is no
+  separator, so any text survives as it was.
+* ``received_at`` is each event's unix time, float64 little-endian, packed.
+
+Why pages: a row costs SQLite about a microsecond however small it is, so one row per event
+was the replay's largest cost (BENCHMARKS.md); one row per flushed batch costs ~nothing.
+
+A database still at schema 1 (one ``events`` row per event) is read as it is by a
+read-only index, which never migrates: the readers take ``legacy=True`` for it.
+
+Invariants:
+
+* **Append-only.** A trigger rejects ``UPDATE`` of a page; events are only ever added
+  (and deleted with their session).
+* **Numbering.** ``seq`` counts 1, 2, 3, ... per session, without gaps or duplicates, even
+  when two processes append to one session: a flush renumbers its pages past whatever
+  another writer committed meanwhile, under ``BEGIN IMMEDIATE``.
+* **Readers see what writers buffered.** The index flushes its own writers before every
+  read, so a process always reads its own events.
+
+Durability trade-off of :class:`EventWriter`: updates are buffered and written in batches
+(one transaction per batch, ``synchronous=NORMAL`` in WAL mode, so commits do not fsync).
+An agent crash loses nothing, because the writer flushes on ``flush()``/``close()``/context
+exit; a SIGKILL of acpcli itself may lose the last, unflushed batch (at most ``batch_size``
+updates or ``flush_interval`` seconds' worth); a power cut may also lose the last committed
+batches. In every case the database stays consistent (WAL), and each batch is all or
+nothing. Writers only flush when asked or on ``append``: a writer dropped without
+:meth:`EventWriter.close` (or ``Index.close``) loses its buffer. A writer belongs to the
+thread of its index.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from acpcli.errors import SessionNotFound
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from acpcli.persistence import Index
+
+# Migration 2 runs this text (acpcli.persistence.MIGRATIONS): it is shipped, never edit it;
+# change the format with a new migration. SQLite keeps the text, comments included.
+PAGES_SCHEMA = """
+CREATE TABLE event_pages (
+    id          INTEGER PRIMARY KEY,
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    first_seq   INTEGER NOT NULL CHECK (first_seq >= 1),  -- seq of the page's first event
+    count       INTEGER NOT NULL CHECK (count >= 1),      -- events in the page
+    kinds       TEXT NOT NULL,      -- JSON array: each event's kind (the sessionUpdate discriminator)
+    sizes       TEXT NOT NULL,      -- JSON array: each payload's length in characters
+    payloads    TEXT NOT NULL,      -- the payloads (JSON texts as received), concatenated
+    received_at BLOB NOT NULL,      -- each event's unix time, float64 little-endian
+    UNIQUE (session_id, first_seq)
+);
+CREATE TRIGGER event_pages_are_append_only BEFORE UPDATE ON event_pages
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only');
+END;
+"""
+
+
+# --------------------------------------------------------------------------------------
+# Encoding and decoding one page
+# --------------------------------------------------------------------------------------
+
+
+def _unpack_times(blob: bytes) -> list[float]:
+    """The float64 little-endian unix times of a page's ``received_at``."""
+    times = array("d")
+    times.frombytes(blob)
+    if sys.byteorder != "little":
+        times.byteswap()
+    return times.tolist()
+
+
+class _Page:
+    """A session's events waiting to be written: one ``event_pages`` row."""
+
+    __slots__ = ("first_seq", "kinds", "payloads", "session_id", "times")
+
+    def __init__(self, session_id: str, first_seq: int) -> None:
+        self.session_id = session_id
+        self.first_seq = first_seq
+        self.kinds: list[str] = []
+        self.payloads: list[str] = []
+        self.times = array("d")
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    @property
+    def next_seq(self) -> int:
+        """The seq the next event added to this page gets."""
+        return self.first_seq + len(self.payloads)
+
+    def add(self, kind: str, payload: str, received_at: float) -> None:
+        self.kinds.append(kind)
+        self.payloads.append(payload)
+        self.times.append(received_at)
+
+    def insert(self, conn: sqlite3.Connection) -> None:
+        """Write the page as it is (numbered from ``first_seq``)."""
+        times = self.times
+        if sys.byteorder != "little":
+            times = array("d", times)
+            times.byteswap()
+        conn.execute(
+            "INSERT INTO event_pages (session_id, first_seq, count, kinds, sizes, payloads, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.session_id,
+                self.first_seq,
+                len(self.payloads),
+                json.dumps(self.kinds),
+                json.dumps(list(map(len, self.payloads))),
+                "".join(self.payloads),
+                times.tobytes(),
+            ),
+        )
+
+
+def write_pages(conn: sqlite3.Connection, rows: Iterable[tuple[str, int, float, str, str]], *, per_page: int) -> None:
+    """Write ``(session_id, seq, received_at, kind, payload)`` rows as pages.
+
+    ``rows`` come ordered by session, then seq. A page holds a run of one session's
+    consecutive seqs, at most ``per_page`` events; a gap in the seqs starts a new page, so
+    every event keeps its number. Rows are consumed as they come (a cursor works), never
+    all held in memory. For migration 2, which copies the old ``events`` rows.
+    """
+    page: _Page | None = None
+    for session_id, seq, received_at, kind, payload in rows:
+        if page is None or page.session_id != session_id or page.next_seq != seq or len(page) >= per_page:
+            if page is not None:
+                page.insert(conn)
+            page = _Page(session_id, seq)
+        page.add(kind, payload, received_at)
+    if page is not None:
+        page.insert(conn)
+
+
+def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:
+    """The highest seq stored for a session (0 if none): the end of its last page."""
+    row = conn.execute(
+        "SELECT first_seq + count - 1 FROM event_pages WHERE session_id = ? ORDER BY first_seq DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+
+def events_raw(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> Iterator[tuple[int, str, str]]:
+    """``(seq, kind, payload_json_text)`` of a session's stored events, in order.
+
+    ``legacy``: the database is at schema 1 (one ``events`` row per event).
+    """
+    if legacy:
+        yield from conn.execute(
+            "SELECT seq, kind, payload FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+        )
+        return
+    cur = conn.execute(
+        "SELECT first_seq, kinds, sizes, payloads FROM event_pages WHERE session_id = ? ORDER BY first_seq",
+        (session_id,),
+    )
+    for seq, kinds, sizes, payloads in cur:
+        start = 0
+        for kind, size in zip(json.loads(kinds), json.loads(sizes)):
+            end = start + size
+            yield seq, kind, payloads[start:end]
+            seq += 1
+            start = end
+
+
+def events(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(kind, payload)`` of a session's stored events, payloads parsed, in order."""
+    for _seq, kind, payload in events_raw(conn, session_id, legacy=legacy):
+        yield kind, json.loads(payload)
+
+
+def event_count(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> int:
+    """How many events are stored for a session."""
+    sql = "SELECT COALESCE(SUM(count), 0) FROM event_pages WHERE session_id = ?"
+    if legacy:
+        sql = "SELECT count(*) FROM events WHERE session_id = ?"
+    (n,) = conn.execute(sql, (session_id,)).fetchone()
+    return int(n)
+
+
+def event_times(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> list[float]:
+    """When each of a session's stored events was received (unix seconds), in seq order."""
+    if legacy:
+        sql = "SELECT received_at FROM events WHERE session_id = ? ORDER BY seq"
+        return [t for (t,) in conn.execute(sql, (session_id,))]
+    times: list[float] = []
+    for (blob,) in conn.execute(
+        "SELECT received_at FROM event_pages WHERE session_id = ? ORDER BY first_seq", (session_id,)
+    ):
+        times.extend(_unpack_times(blob))
+    return times
+
+
+# --------------------------------------------------------------------------------------
+# Writing: the hot path
+# --------------------------------------------------------------------------------------
+
+
+class EventWriter:
+    """Buffered, batched appends of raw session updates.
+
+    ``append`` takes the JSON text the connection already has (no re-serializing) and costs
+    a few list appends; the buffered events reach the database in one transaction per
+    batch -- one ``event_pages`` row per session in it -- when ``batch_size`` events are
+    pending, when ``flush_interval`` seconds have passed since the oldest pending one
+    (checked on ``append`` and :meth:`flush_if_due`), and on :meth:`flush`, :meth:`close`
+    and context exit. See the module docstring for what a crash can lose.
+
+    The writer registers with ``index``, which flushes it before every read and closes it
+    on ``Index.close``. The session row must exist (``Index.upsert_session``) before its
+    first event. ``clock`` (unix seconds) stamps each event's receipt and times the flushes.
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        *,
+        batch_size: int = 500,
+        flush_interval: float = 0.1,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self._index = index
+        self._clock = clock
+        self._batch_size = batch_size
+        self._interval = flush_interval
+        self._pages: dict[str, _Page] = {}  # session id -> its pending events
+        self._pending = 0
+        self._oldest = 0.0
+        self._next_seq: dict[str, int] = {}  # session id -> next seq to hand out
+        self._stored: dict[str, int] = {}  # session id -> last seq known to be in the db
+        self._closed = False
+        # The index and its writers are one unit: it owns the (weak) registry.
+        index._writers.add(self)
+
+    @property
+    def pending(self) -> int:
+        """Events buffered but not yet written."""
+        return self._pending
+
+    def append(self, session_id: str, kind: str, payload: str) -> int:
+        """Buffer one update (its JSON text as received); return its per-session ``seq``.
+
+        Raises :class:`SessionNotFound` on the first append for an unknown session.
+        """
+        now = self._clock()
+        page = self._pages.get(session_id)
+        if page is None:
+            page = self._open_page(session_id)
+        seq = page.first_seq + len(page.payloads)
+        if not self._pending:
+            self._oldest = now
+        page.kinds.append(kind)
+        page.payloads.append(payload)
+        page.times.append(now)
+        self._pending += 1
+        if self._pending >= self._batch_size or now - self._oldest >= self._interval:
+            self.flush()
+        return seq
+
+    def _open_page(self, session_id: str) -> _Page:
+        if self._closed:
+            raise ValueError("append on a closed EventWriter")
+        seq = self._next_seq.get(session_id)
+        if seq is None:
+            seq = self._start(session_id)
+        page = self._pages[session_id] = _Page(session_id, seq)
+        return page
+
+    def _start(self, session_id: str) -> int:
+        conn = self._index.conn
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            raise SessionNotFound(
+                f"no session {session_id!r} in the local index (record it before its events)"
+            )
+        last = _last_seq(conn, session_id)
+        self._next_seq[session_id] = last + 1
+        self._stored[session_id] = last
+        return last + 1
+
+    def _forget(self, session_id: str) -> None:
+        # Called by Index.delete: a deleted session's numbering starts afresh.
+        self._next_seq.pop(session_id, None)
+        self._stored.pop(session_id, None)
+
+    def flush_if_due(self) -> bool:
+        """Flush if the oldest pending event is older than ``flush_interval``; say whether.
+
+        For an event loop's timer, so a quiet stream still reaches the disk promptly.
+        """
+        if self._pending and self._clock() - self._oldest >= self._interval:
+            self.flush()
+            return True
+        return False
+
+    def flush(self) -> None:
+        """Write every pending event in one transaction."""
+        pages = self._pages
+        if not pages:
+            return
+        conn = self._index.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have appended to one of our sessions since we numbered
+            # our events: shift ours past theirs (rare; costs one indexed lookup per page).
+            shift: dict[str, int] = {}
+            for session_id, page in pages.items():
+                last = _last_seq(conn, session_id)
+                if last != self._stored[session_id]:
+                    shift[session_id] = last - self._stored[session_id]
+                    page.first_seq += shift[session_id]
+                page.insert(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            for session_id, delta in shift.items():
+                pages[session_id].first_seq -= delta  # numbered as before the attempt
+            raise
+        for session_id, page in pages.items():
+            self._next_seq[session_id] = page.next_seq
+            self._stored[session_id] = page.next_seq - 1
+        self._pages = {}
+        self._pending = 0
+
+    def close(self) -> None:
+        """Flush and stop accepting appends. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.flush()
+        finally:
+            self._pages = {}
+            self._pending = 0
+            self._index._writers.discard(self)
+
+    def __enter__(self) -> EventWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

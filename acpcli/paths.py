@@ -1,0 +1,85 @@
+"""Where acpcli keeps its state: one root directory and the paths under it.
+
+Invariants this module keeps:
+
+* **One root.** Every path acpcli reads or writes derives from :func:`home_dir`
+  (``$ACPCLI_HOME`` if set, else the platform's config directory).
+* **Nothing is created on import or on asking for a path.** Directories are created on
+  first write, with mode 0700, by :func:`ensure_dir` (the umask cannot loosen them).
+
+It imports nothing of acpcli and nothing heavier than :mod:`pathlib`: the config loader,
+logging and completion need these paths on the start-up path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+APP_NAME = "acpcli"
+
+
+def home_dir() -> Path:
+    """The root of all acpcli state: ``$ACPCLI_HOME``, else the platform config dir.
+
+    Linux and other Unixes: ``$XDG_CONFIG_HOME/acpcli`` (when absolute) or
+    ``~/.config/acpcli``; macOS: ``~/Library/Application Support/acpcli``; Windows:
+    ``%APPDATA%\\acpcli``. The directory is not created here.
+    """
+    override = os.environ.get("ACPCLI_HOME")
+    if override:
+        return Path(override).expanduser()
+    if sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        base = Path(appdata) if appdata else Path.home() / "AppData" / "Roaming"
+        return base / APP_NAME
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP_NAME
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    # The XDG spec says relative values are invalid and must be ignored.
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / APP_NAME
+    return Path.home() / ".config" / APP_NAME
+
+
+def db_path() -> Path:
+    """The session index and event log: ``<home>/acpcli.db``."""
+    return home_dir() / "acpcli.db"
+
+
+def config_path() -> Path:
+    """The user configuration: ``<home>/config.toml``."""
+    return home_dir() / "config.toml"
+
+
+def log_dir() -> Path:
+    """Where diagnostic logs go: ``<home>/logs/`` (not created here)."""
+    return home_dir() / "logs"
+
+
+def history_dir() -> Path:
+    """Where REPL input history goes: ``<home>/history/`` (not created here)."""
+    return home_dir() / "history"
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create ``path`` and any missing parents with mode 0700; return it.
+
+    Existing directories keep their mode: we only tighten what we create. The explicit
+    chmod is there because ``mkdir``'s mode is filtered by the umask.
+    """
+    missing: list[Path] = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:  # another process won the race; leave its mode alone
+            continue
+        os.chmod(d, 0o700)
+    return path
