@@ -647,7 +647,8 @@ class Store:
         return SessionChanged(AVAILABLE_COMMANDS)
 
     def _mode(self, update: dict[str, Any]) -> Change | None:
-        mode = update.get("currentModeId")
+        # The schema says currentModeId; the v1 Session Modes page's example says modeId.
+        mode = update.get("currentModeId", update.get("modeId"))
         if type(mode) is not str:
             log.debug("ignored current_mode_update: %.200r", update)
             return None

@@ -552,6 +552,9 @@ def test_session_level_updates() -> None:
     assert store.available_commands == commands
     assert store.apply({"sessionUpdate": "current_mode_update", "currentModeId": "code"}) == SessionChanged(CURRENT_MODE)
     assert store.current_mode_id == "code"
+    # the shape of the v1 Session Modes page's own example (the schema says currentModeId)
+    assert store.apply({"sessionUpdate": "current_mode_update", "modeId": "ask"}) == SessionChanged(CURRENT_MODE)
+    assert store.current_mode_id == "ask"
     options = [{"id": "model", "name": "Model", "type": "select", "currentValue": "m1", "options": []}]
     assert store.apply({"sessionUpdate": "config_option_update", "configOptions": options}) == SessionChanged(CONFIG_OPTIONS)
     assert store.config_options == options
