@@ -12,20 +12,8 @@ import pytest
 from acpcli import eventlog
 from acpcli.errors import SessionNotFound
 from acpcli.eventlog import EventWriter
-from acpcli.persistence import Index, SessionRecord
-
-
-def rec(sid: str, **kw: object) -> SessionRecord:
-    fields: dict[str, object] = {"agent": "demo", "cwd": "/work"}
-    fields.update(kw)
-    return SessionRecord(id=sid, **fields)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def index() -> Index:
-    idx = Index()
-    yield idx  # type: ignore[misc]
-    idx.close()
+from acpcli.persistence import Index
+from tests.helpers.records import rec
 
 
 # -- the page format -----------------------------------------------------------------------

@@ -17,25 +17,13 @@ from acpcli import persistence
 from acpcli.errors import ConfigError, ExitCode, SessionNotFound, UsageError
 from acpcli.paths import config_path, db_path, ensure_dir, history_dir, home_dir, log_dir
 from acpcli.persistence import MIGRATIONS, Index, SessionRecord, migrate, redact_mcp
+from tests.helpers.records import rec
 
 HELPER = Path(__file__).resolve().parent / "helpers" / "index_writer.py"
 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-def rec(sid: str, **kw: object) -> SessionRecord:
-    fields: dict[str, object] = {"agent": "demo", "cwd": "/work"}
-    fields.update(kw)
-    return SessionRecord(id=sid, **fields)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def index() -> Index:
-    idx = Index()
-    yield idx  # type: ignore[misc]
-    idx.close()
 
 
 # -- paths ---------------------------------------------------------------------------------

@@ -569,8 +569,7 @@ def run_prompt(
                 live.sink = view
                 if command == "new":
                     run.env.note(f"session {live.session_id}", style="dim")
-                if hasattr(view, "begin_turn"):
-                    view.begin_turn(live.store)
+                view.begin_turn(live.store)
                 stop = await run_turn(
                     link,
                     live,

@@ -38,6 +38,8 @@ class View(Protocol):
 
     def on_change(self, session: Any, change: Any) -> None: ...
 
+    def begin_turn(self, store: Store | None = None) -> None: ...
+
     def turn_ended(self, stop_reason: str | None) -> None: ...
 
     def flush(self) -> None: ...
@@ -100,6 +102,9 @@ class FinalView:
         if self._store is None:
             self._store = getattr(session, "store", None)
 
+    def begin_turn(self, store: Store | None = None) -> None:
+        """Nothing to show while a turn runs (only the terminal view has a status line)."""
+
     def turn_ended(self, stop_reason: str | None) -> None:
         """Nothing to do: the transcript is written at close."""
 
@@ -133,6 +138,9 @@ class Collector:
 
     def on_change(self, session: Any, change: Any) -> None:
         self.changes.append(change)
+
+    def begin_turn(self, store: Store | None = None) -> None:
+        """Nothing to show while a turn runs (only the terminal view has a status line)."""
 
     def turn_ended(self, stop_reason: str | None) -> None:
         self.stop_reasons.append(stop_reason)

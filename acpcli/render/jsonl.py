@@ -202,6 +202,9 @@ class JsonlView:
         for index in sorted(dirty):
             self._emit(message_event(index, dirty[index], self._session_id))
 
+    def begin_turn(self, store: Store | None = None) -> None:
+        """Nothing to show while a turn runs (only the terminal view has a status line)."""
+
     def turn_ended(self, stop_reason: str | None) -> None:
         """Finish the streamed messages; write ``turn_end``."""
         if self._final_only:

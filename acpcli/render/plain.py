@@ -224,6 +224,9 @@ class PlainView:
                 self._plan(change.index, entry)
             self._out.flush()
 
+    def begin_turn(self, store: Store | None = None) -> None:
+        """Nothing to show while a turn runs (only the terminal view has a status line)."""
+
     def turn_ended(self, stop_reason: str | None) -> None:
         """End the open line; say a stop reason other than ``end_turn``."""
         if not self._stream:

@@ -32,12 +32,18 @@ def _history_file(cwd: str | None) -> Any:
     return ensure_dir(history_dir()) / f"{key}.history"
 
 
+def _release_terminal(live: LiveSession) -> None:
+    """Commit the view's live region (if it has one) before drawing on the terminal."""
+    flush = getattr(live.sink, "flush", None)
+    if flush is not None:
+        flush()
+
+
 def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
     """An ``ask`` for :class:`~acpcli.client_side.PermissionPolicy` that shows every option."""
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        if live.sink is not None and hasattr(live.sink, "flush"):
-            live.sink.flush()  # commit the live region before drawing the question
+        _release_terminal(live)  # commit the live region before drawing the question
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
         call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
@@ -175,8 +181,7 @@ async def run_repl(
     code = int(ExitCode.OK)
     keep = ""  # a line that could not be sent comes back for editing: nothing typed is lost
     while True:
-        if live.sink is not None and hasattr(live.sink, "flush"):
-            live.sink.flush()
+        _release_terminal(live)
         try:
             text = await session.prompt_async("› ", default=keep)
         except EOFError:
@@ -213,16 +218,14 @@ async def run_repl(
         except KeyboardInterrupt:
             return int(ExitCode.INTERRUPTED)
         except AuthRequired as err:
-            if live.sink is not None and hasattr(live.sink, "flush"):
-                live.sink.flush()
+            _release_terminal(live)
             if await offer_login(env, link, err):
                 env.err.print("[dim]press Enter to send the prompt again[/]")
             keep = text
             continue
         except RpcError as err:
             # The agent refused this prompt but is still there: say so and stay.
-            if live.sink is not None and hasattr(live.sink, "flush"):
-                live.sink.flush()
+            _release_terminal(live)
             env.err.print(f"[red]the agent answered an error:[/] {err.message}", highlight=False)
             keep = text
             continue
