@@ -33,3 +33,14 @@ def test_unknown_command_is_usage_error() -> None:
     assert proc.returncode == ExitCode.USAGE
     assert "no-such-command" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_agent_arg_names_an_agent_only_while_the_name_runs_the_same_command() -> None:
+    from acpcli.cli.ops import AgentChoice, agent_arg, pick_agent
+
+    demo = pick_agent("demo", None)
+    assert agent_arg(demo) == "demo"
+    assert agent_arg(AgentChoice("demo", ["something", "else"])) == "--cmd 'something else'"
+    # a --cmd session is recorded under the agent's own name, which `--agent` does not know
+    assert agent_arg(AgentChoice("codex-acp", ["codex-acp", "--x"])) == "--cmd 'codex-acp --x'"
+    assert agent_arg(AgentChoice("cmd", ["my-agent"])) == "--cmd my-agent"

@@ -194,12 +194,20 @@ def _env_extra(agent: AgentChoice) -> dict[str, str]:
     return {k: expand_vars(v, os.environ, f"agent {agent.name!r}: env {k}") for k, v in agent.env.items()}
 
 
+def agent_label(agent: AgentChoice, features: Any) -> str:
+    """The name a session is recorded and shown under: the configured name, or for ``--cmd``
+    the agent's own (``agentInfo.name``), else its program's file name."""
+    if agent.name != "cmd":
+        return agent.name
+    return features.agent_name or (Path(agent.argv[0]).name if agent.argv else "cmd")
+
+
 def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | None) -> Any:
     from acpcli.persistence import SessionRecord
 
     return SessionRecord(
         id=session_id,
-        agent=inputs.agent.name,
+        agent=agent_label(inputs.agent, features),
         argv=inputs.agent.argv,
         cwd=inputs.cwd,
         additional_dirs=inputs.additional_directories,
@@ -323,8 +331,6 @@ async def _logged_in(link: Any, run: Run, setup: Any) -> Any:
 @contextmanager
 def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
     """An ``auth_required`` error leaves with how to log in outside a session."""
-    import shlex
-
     from acpcli.cli import _leaf
     from acpcli.errors import AuthRequired
 
@@ -333,9 +339,25 @@ def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
     except BaseException as err:
         leaf = _leaf(err)
         if isinstance(leaf, AuthRequired) and not leaf.hint:
-            target = agent.name if agent.name != "cmd" else f"--cmd {shlex.quote(shlex.join(agent.argv))}"
-            leaf.hint = f"log in with `acpcli auth {target}`, then run this again"
+            leaf.hint = f"log in with `acpcli auth {agent_arg(agent)}`, then run this again"
         raise
+
+
+def agent_arg(agent: AgentChoice) -> str:
+    """What to type to run ``agent`` again: its name while that name still runs this very
+    command line (a configured or built-in agent), else ``--cmd '…'``."""
+    import shlex
+
+    from acpcli import config
+
+    if agent.name != "cmd":
+        try:
+            spec = config.load_config().agents.get(agent.name)
+        except AcpcliError:
+            spec = None
+        if spec is not None and list(spec.argv) == list(agent.argv):
+            return agent.name
+    return f"--cmd {shlex.quote(shlex.join(agent.argv))}"
 
 
 def _raise_if_unknown(err: BaseException, session_id: str) -> None:
@@ -427,7 +449,8 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
                     from acpcli.repl import run_repl
 
                     return await run_repl(
-                        run.env, link, live, index=index, writer=writer, agent=inputs.agent.name, export=_exporter(live.session_id)
+                        run.env, link, live, index=index, writer=writer, agent=agent_label(inputs.agent, link.features),
+                        export=_exporter(live.session_id),
                     )
                 if view is not None:
                     view.close()
@@ -598,7 +621,8 @@ def run_prompt(
 
 def last_session(agent: AgentChoice, cwd: str) -> str:
     """The most recently used active session of this agent (same name *and* command line,
-    so two different ``--cmd`` agents are not confused) in ``cwd``, for ``--last``."""
+    so two different ``--cmd`` agents are not confused; a ``--cmd`` agent by its command
+    line alone, since it was recorded under the agent's own name) in ``cwd``, for ``--last``."""
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
@@ -607,11 +631,11 @@ def last_session(agent: AgentChoice, cwd: str) -> str:
         with Index.open(read_only=True) as index:
             rows = [
                 rec
-                for rec in index.list_sessions(agent=agent.name, cwd=cwd, state="active")
+                for rec in index.list_sessions(agent=None if agent.name == "cmd" else agent.name, cwd=cwd, state="active")
                 if list(rec.argv) == list(agent.argv)
             ]
     if not rows:
         raise SessionNotFound(
-            f"no earlier session of {agent.name!r} in {cwd}", hint="drop --last to start a new session"
+            f"no earlier session of `{agent_arg(agent)}` in {cwd}", hint="drop --last to start a new session"
         )
     return rows[0].id

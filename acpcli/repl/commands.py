@@ -172,7 +172,7 @@ async def _login(ctx: Context, arg: str) -> int | None:
         else:
             for method in methods:
                 kind = wire.auth_method_type(method)
-                note = "" if kind == "agent" else f"  [{kind}: run `acpcli auth {ctx.agent}` outside the REPL]"
+                note = "" if kind == "agent" else f"  [{kind}: run `acpcli auth` for this agent outside the REPL]"
                 desc = f" — {method['description']}" if isinstance(method.get("description"), str) else ""
                 ctx.say(f"  {wire.auth_method_id(method)}  {method.get('name') or ''}{desc}{note}")
             ctx.say("  /login METHOD logs in with one of them")

@@ -42,14 +42,14 @@ def test_new_prints_only_the_id_and_the_index_lists_it_v1_and_v2(
     assert listed.stdout == listed_all.stdout  # nothing closed yet
     assert {r["id"]: r["protocolVersion"] for r in rows} == ids
     for row in rows:
-        assert row["agent"] == "cmd"
+        assert row["agent"] == "acpcli-demo-agent"  # --cmd: recorded under the agent's own name
         assert row["cwd"] == str(workdir.resolve())
         assert row["state"] == "active"
         assert row["title"] == f"v{row['protocolVersion']}"
     for sid, protocol in ids.items():
         [line] = [ln for ln in table.stdout.splitlines() if sid in ln]
         fields = line.split()
-        assert {"cmd", f"v{protocol}", str(protocol), "active"} <= set(fields), line
+        assert {"acpcli-demo-agent", f"v{protocol}", str(protocol), "active"} <= set(fields), line
         assert str(workdir.resolve()) in fields or any(f.startswith("~") for f in fields), line
 
     assert len(trace.pids()) == 2

@@ -346,7 +346,7 @@ def test_last_continues_the_latest_session_here(cli: Cli, trace: AgentTrace, tmp
 
 def test_last_does_not_continue_another_commands_session(cli: Cli, trace: AgentTrace) -> None:
     cli.ok("prompt", "--cmd", trace.demo_cmd(protocol=1), "made by one command")
-    # Same agent name ("cmd"), another command line: nothing to continue.
+    # The same agent (recorded under its own name), another command line: nothing to continue.
     error_line(cli.run("prompt", "--last", "--cmd", trace.demo_cmd(protocol=2), "hi"), ExitCode.SESSION_NOT_FOUND)
 
 
