@@ -54,10 +54,11 @@ async def _pick(env: Any, methods: list[dict[str, Any]], wanted: str | None, age
         raise UsageError(f"{agent} offers several login methods: pass --method ID", hint=f"one of: {known}")
     from acpcli.repl import choose
 
-    for n, method in enumerate(methods, 1):
+    labels = []
+    for method in methods:
         mid, kind, name, desc = _describe(method)
-        env.err.print(f"  [bold]{n}[/] {name or mid} [dim]({mid}, {kind})[/]" + (f" — {desc}" if desc else ""), highlight=False)
-    picked = await choose(len(methods), f"log in with 1-{len(methods)}: ")
+        labels.append(f"{name or mid} ({mid}, {kind})" + (f" — {desc}" if desc else ""))
+    picked = await choose(f"log in with 1-{len(methods)}:", labels)
     if picked is None:
         raise LoginFailed("no login method chosen")
     return methods[picked]

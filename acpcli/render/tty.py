@@ -796,7 +796,7 @@ class TtyView:
         spinner = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
         store = self._store
         state = getattr(store, "state", None)
-        words = "waiting for the agent's action" if state == "requires_action" else "working"
+        words = "waiting for you" if state == "requires_action" else "working"
         minutes, seconds = divmod(int(elapsed), 60)
         parts = [f"{spinner} {words}", f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"]
         usage = usage_text(getattr(store, "usage", None))

@@ -15,7 +15,7 @@ or one whose mention cannot be sent, comes back on the input line: nothing typed
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import ExitCode
@@ -48,9 +48,8 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
         env.err.print(f"[bold yellow]permission:[/] {title} [dim]({call.get('kind') or 'other'})[/]")
-        for n, option in enumerate(options, 1):
-            env.err.print(f"  [bold]{n}[/] {option.get('name')} [dim]{option.get('kind')}[/]")
-        picked = await choose(len(options), f"choose 1-{len(options)}: ")
+        labels = [f"{option.get('name')}  ({option.get('kind')})" for option in options]
+        picked = await choose(f"choose 1-{len(options)}:", labels)
         if picked is None:
             return None
         return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
@@ -58,19 +57,18 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     return ask
 
 
-async def choose(count: int, question: str) -> int | None:
-    """Ask for a number from 1 to ``count`` until one is given; its 0-based index, or
-    ``None`` when the person dismisses the question (Ctrl-C, Ctrl-D)."""
-    from prompt_toolkit import PromptSession
+async def choose(question: str, labels: Sequence[str]) -> int | None:
+    """Let the person pick one of ``labels`` -- arrow keys or its number, then Enter; the
+    0-based index, or ``None`` when the question is dismissed (Ctrl-C, Ctrl-D)."""
+    from prompt_toolkit.shortcuts.choice_input import ChoiceInput
 
-    session: PromptSession[str] = PromptSession()
-    while True:
-        try:
-            answer = (await session.prompt_async(question)).strip()
-        except (KeyboardInterrupt, EOFError):
-            return None
-        if answer.isdigit() and 1 <= int(answer) <= count:
-            return int(answer) - 1
+    picker: ChoiceInput[int] = ChoiceInput(
+        message=question, options=[(n, label) for n, label in enumerate(labels)], symbol="›"
+    )
+    try:
+        return await picker.prompt_async()
+    except (KeyboardInterrupt, EOFError):
+        return None
 
 
 async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> bool:
@@ -92,11 +90,13 @@ async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> 
         if not methods:
             env.err.print("  it lists no login methods: log in with the agent's own tools, then try again")
         return False
-    for n, method in enumerate(usable, 1):
-        desc = f" — {method['description']}" if isinstance(method.get("description"), str) else ""
-        env.err.print(f"  [bold]{n}[/] {method.get('name') or wire.auth_method_id(method)}{desc}")
+    labels = [
+        f"{method.get('name') or wire.auth_method_id(method)}"
+        + (f" — {method['description']}" if isinstance(method.get("description"), str) else "")
+        for method in usable
+    ]
     while True:
-        picked = await choose(len(usable), f"log in with 1-{len(usable)} (Ctrl-C: not now): ")
+        picked = await choose(f"log in with 1-{len(usable)} (Ctrl-C: not now):", labels)
         if picked is None:
             return False
         method_id = wire.auth_method_id(usable[picked])

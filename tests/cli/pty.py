@@ -22,11 +22,12 @@ TIMEOUT = 10  # a guard against hangs only; each step takes well under a second 
 CPR_REQUEST = "\x1b[6n"
 #: Bracketed paste on, any styling/cursor sequences, then the prompt character.
 PROMPT = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])*›"
-CHOICE = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])*choose 1-(\d+):"
+CHOICE = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])* ?choose 1-(\d+):"
 REPLY = "Demo agent reply"
 HELP_TEXT = "Ctrl-C cancels a turn"  # the last /help line (the toolbar and the menu say other things)
 RESUME = re.compile(r"acpcli resume ([A-Za-z0-9_-]+)")
 UP = "\x1b[A"
+DOWN = "\x1b[B"
 CTRL_C = "\x03"
 CTRL_D = "\x04"
 

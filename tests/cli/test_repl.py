@@ -36,7 +36,7 @@ import pytest
 from acpcli.errors import ExitCode
 
 from .conftest import DEMO_ID, AgentTrace
-from .pty import CHOICE, CTRL_C, CTRL_D, HELP_TEXT, REPLY, RESUME, UP, Pty, new_args
+from .pty import CHOICE, CTRL_C, CTRL_D, DOWN, HELP_TEXT, REPLY, RESUME, UP, Pty, new_args
 
 
 def _help_shown(pty: Pty) -> bool:
@@ -58,6 +58,7 @@ def test_prompt_streams_the_answer_and_permission_always_is_remembered(spawn, tr
     pty.expect("permission:")
     pty.expect(CHOICE)
     count = int(pty.child.match.group(1))
+    pty.expect(r"reject_always")  # the options are drawn below the question, the last one last
     question = pty.seen[pty.seen.rindex("permission:") :]
     for name in ("Allow once", "Always allow", "Reject", "Always reject"):
         assert name in question, question
@@ -79,6 +80,19 @@ def test_prompt_streams_the_answer_and_permission_always_is_remembered(spawn, tr
     assert status == ExitCode.OK
     assert DEMO_ID.match(session_id)
     trace.assert_all_gone()
+
+
+def test_permission_options_are_chosen_with_the_arrow_keys(spawn, trace: AgentTrace) -> None:
+    pty = spawn(*new_args(trace))
+    pty.prompt()
+    pty.say("hello")
+    pty.expect(CHOICE)
+    pty.expect(r"reject_always")
+    pty.child.send(DOWN + DOWN + "\r")  # from "Allow once" down to "Reject"
+    pty.expect(REPLY)
+    assert pty.expect(["rejected", "allowed"]) == 0
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
 
 
 def test_reject_is_reported_in_the_answer(spawn, trace: AgentTrace) -> None:

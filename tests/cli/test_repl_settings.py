@@ -129,8 +129,8 @@ def test_login_is_offered_when_the_agent_requires_it(spawn, trace: AgentTrace, t
     cmd = trace.demo_cmd(protocol=protocol, extra=("--require-auth", "--state-dir", str(tmp_path / "state")))
     pty = spawn("new", "--cmd", cmd, "--log-file", str(log))
     pty.expect("asks you to log in")
-    pty.expect(r"1.*Demo login")
     pty.expect(r"log in with 1-1")
+    pty.expect(r"1\. Demo login")
     pty.child.send("1\r")
     pty.expect("logged in")
     pty.prompt()  # the session was created after the login
