@@ -190,3 +190,17 @@ class OutputClosed(AcpcliError):
 
     def __init__(self) -> None:
         super().__init__("the reader of the output went away")
+
+
+def leaf_error(err: BaseException) -> BaseException:
+    """The error to report from an exception group (task groups wrap what they raise): the
+    first broken pipe, acpcli error or Ctrl-C inside it, else the group itself."""
+    inner = getattr(err, "exceptions", None)
+    if not inner:
+        return err
+    leaves = [leaf_error(sub) for sub in inner]
+    for wanted in (OutputClosed, BrokenPipeError, AcpcliError, KeyboardInterrupt):
+        for leaf in leaves:
+            if isinstance(leaf, wanted):
+                return leaf
+    return err

@@ -261,8 +261,11 @@ def _image_mime(head: bytes) -> str | None:
 def _resolve(mention: Mention, cwd: str, roots: Sequence[str], strict: bool = True) -> tuple[str, os.stat_result] | None:
     """The confined, resolved path of a mention and its ``stat``; UsageError otherwise
     (``None`` for a missing path when not ``strict``)."""
+    full = _full_path(mention.path, cwd)
+    if not strict and not os.path.lexists(full):
+        return None  # names nothing: plain text (`curl -d @/tmp/x.json` in a pasted script)
     try:
-        resolved = confine(_full_path(mention.path, cwd), roots)
+        resolved = confine(full, roots)
     except RpcError as exc:
         where = exc.data.get("resolved") if isinstance(exc.data, dict) else None
         shown = mention.raw if not where else f"{mention.raw} (resolves to {where})"

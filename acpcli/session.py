@@ -348,20 +348,28 @@ class AgentLink:
 
     # -- settings and authentication ---------------------------------------------------------
 
-    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Any:
-        """Set the setting ``key`` names (an option id, a category such as ``mode`` or
-        ``model``, or a name) to the value ``value_text`` names; returns the setting as it now
-        is. :class:`~acpcli.errors.UsageError` when there is no such setting or value (then
-        nothing is sent)."""
+    def find_setting(self, live: LiveSession, key: str) -> Any:
+        """The setting ``key`` names (an option id, a category such as ``mode`` or ``model``,
+        or a name); :class:`~acpcli.errors.UsageError` naming those offered otherwise."""
         from acpcli.errors import UsageError
         from acpcli.protocol import settings
 
-        found = settings.find(live.settings(), key)
+        offered = live.settings()
+        found = settings.find(offered, key)
         if found is None:
-            offered = ", ".join(c.key for c in live.settings())
+            names = ", ".join(c.key for c in offered)
             raise UsageError(
-                f"{self.features.display_name} offers no {key} setting" + (f" (it offers: {offered})" if offered else "")
+                f"{self.features.display_name} offers no {key} setting" + (f" (it offers: {names})" if names else "")
             )
+        return found
+
+    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Any:
+        """Set the setting ``key`` names to the value ``value_text`` names; returns the
+        setting as it now is. :class:`~acpcli.errors.UsageError` when there is no such setting
+        or value (then nothing is sent)."""
+        from acpcli.protocol import settings
+
+        found = self.find_setting(live, key)
         await self.change_setting(live, found, settings.resolve(found, value_text))
         return settings.find(live.settings(), found.key) or found
 

@@ -460,3 +460,8 @@ def test_not_strict_keeps_an_at_word_naming_nothing_as_text(tmp_path: Path) -> N
     root.mkdir()
     with pytest.raises(UsageError, match="outside the session's directories"):  # still refused
         build_prompt(f"@{outside}", str(root), [str(root)], features(), strict=False)
+    # naming nothing, wherever it points: text (a pasted `curl -d @/tmp/x.json`)
+    for word in ("@/nonexistent/x.json", "@../nowhere.txt", "@~/no-such-file-here"):
+        assert build_prompt(f"curl -d {word}", str(root), [str(root)], features(), strict=False) == [
+            {"type": "text", "text": f"curl -d {word}"}
+        ]

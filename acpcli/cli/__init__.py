@@ -14,7 +14,7 @@ import typer
 
 from acpcli import __version__
 from acpcli.cli.options import install_plain_coercion
-from acpcli.errors import AcpcliError, ExitCode, OutputClosed
+from acpcli.errors import AcpcliError, ExitCode, OutputClosed, leaf_error
 
 # typer would import pydantic to coerce the invoked command's parameter values (~0.15 s).
 install_plain_coercion()
@@ -71,7 +71,7 @@ def _pipe_safe(func):  # noqa: ANN001, ANN202
         except BrokenPipeError:
             raise OutputClosed() from None
         except BaseException as exc:
-            if isinstance(_leaf(exc), BrokenPipeError):
+            if isinstance(leaf_error(exc), BrokenPipeError):
                 raise OutputClosed() from None
             raise
 
@@ -88,20 +88,6 @@ def report(err: AcpcliError) -> None:
         sys.stderr.write(f"acpcli: hint: {err.hint}\n")
 
 
-def _leaf(err: BaseException) -> BaseException:
-    """The error to report from an exception group (task groups wrap what they raise):
-    the first acpcli error or Ctrl-C inside it, else the group itself."""
-    inner = getattr(err, "exceptions", None)
-    if not inner:
-        return err
-    leaves = [_leaf(sub) for sub in inner]
-    for wanted in (OutputClosed, BrokenPipeError, AcpcliError, KeyboardInterrupt):
-        for leaf in leaves:
-            if isinstance(leaf, wanted):
-                return leaf
-    return err
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run the command tree; map every :class:`AcpcliError` to its exit code.
 
@@ -116,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="acpcli")
     except BaseException as exc:  # noqa: BLE001 - this is the one place errors become codes
-        err = _leaf(exc)
+        err = leaf_error(exc)
         if isinstance(err, (BrokenPipeError, OutputClosed)):
             # The reader went away (`acpcli prompt … | head -1`): that was its choice, so
             # leave quietly. Point stdout at /dev/null so the interpreter's final flush

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from acpcli.cli import complete
-from acpcli.cli.options import Cmd, LogFile, Protocol
+from acpcli.cli.options import Agent, Cmd, LogFile, Protocol
 
 app = typer.Typer()
 
@@ -18,11 +18,12 @@ def auth(
         Optional[str],
         typer.Argument(
             metavar="AGENT",
-            help="The agent to log in to (see `acpcli agents`); or use --cmd.",
+            help="The agent to log in to (see `acpcli agents`); or --agent NAME, or --cmd.",
             autocompletion=complete.agent_names,
             show_default=False,
         ),
     ] = None,
+    agent: Agent = None,
     cmd: Cmd = None,
     method: Annotated[
         Optional[str],
@@ -47,5 +48,8 @@ def auth(
       acpcli auth gemini --logout    log out
     """
     from acpcli.cli import login
+    from acpcli.errors import UsageError
 
-    raise typer.Exit(login.run_auth(agent_name, cmd, method, list_only=list_only, logout=logout, protocol=protocol, log_file=log_file))
+    if agent_name and agent and agent_name != agent:
+        raise UsageError(f"two agents named: {agent_name!r} and --agent {agent!r}")
+    raise typer.Exit(login.run_auth(agent_name or agent, cmd, method, list_only=list_only, logout=logout, protocol=protocol, log_file=log_file))

@@ -29,10 +29,13 @@ def _describe(method: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def _list(env: Any, methods: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+
     for method in methods:
         mid, kind, name, desc = _describe(method)
         if env.stdout_is_terminal:
-            env.out.print(f"[bold]{mid}[/]  {name} [dim]({kind})[/]" + (f" — {desc}" if desc else ""), highlight=False)
+            line = f"[bold]{escape(mid)}[/]  {escape(name)} [dim]({escape(kind)})[/]" + (f" — {escape(desc)}" if desc else "")
+            env.out.print(line, highlight=False)
         else:
             env.stdout.write("\t".join(x.replace("\t", " ").replace("\n", " ") for x in (mid, kind, name, desc)) + "\n")
     env.stdout.flush()
@@ -60,24 +63,23 @@ async def _pick(env: Any, methods: list[dict[str, Any]], wanted: str | None, age
         labels.append(f"{name or mid} ({mid}, {kind})" + (f" — {desc}" if desc else ""))
     picked = await choose(f"log in with 1-{len(methods)}:", labels)
     if picked is None:
-        raise LoginFailed("no login method chosen")
+        raise KeyboardInterrupt  # dismissed: exit 130, as for any Ctrl-C
     return methods[picked]
 
 
 def _terminal_login(env: Any, choice: Any, method: dict[str, Any], agent_env: dict[str, str]) -> int:
     """Run the agent's login program in this terminal; 0 means logged in."""
+    import shlex
     import subprocess
 
     args = [a for a in method.get("args") or [] if isinstance(a, str)]
     extra = {k: v for k, v in (method.get("env") or {}).items() if isinstance(k, str) and isinstance(v, str)}
     argv = [*choice.argv, *args]
-    env.err.print(f"[dim]running the agent's login: {' '.join(argv)}[/]", highlight=False)
+    env.err.print(f"running the agent's login: {shlex.join(argv)}", style="dim", markup=False, highlight=False)
     try:
         done = subprocess.run(argv, env={**os.environ, **agent_env, **extra}, cwd=choice.cwd or None, check=False)
     except OSError as err:
         raise LoginFailed(f"cannot run the login command {argv[0]}: {err.strerror or err}") from None
-    except KeyboardInterrupt:
-        raise LoginFailed("the login was interrupted") from None
     if done.returncode != 0:
         raise LoginFailed(f"the login command exited with status {done.returncode}")
     return int(ExitCode.OK)

@@ -331,13 +331,12 @@ async def _logged_in(link: Any, run: Run, setup: Any) -> Any:
 @contextmanager
 def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
     """An ``auth_required`` error leaves with how to log in outside a session."""
-    from acpcli.cli import _leaf
-    from acpcli.errors import AuthRequired
+    from acpcli.errors import AuthRequired, leaf_error
 
     try:
         yield
     except BaseException as err:
-        leaf = _leaf(err)
+        leaf = leaf_error(err)
         if isinstance(leaf, AuthRequired) and not leaf.hint:
             leaf.hint = f"log in with `acpcli auth {agent_arg(agent)}`, then run this again"
         raise
@@ -361,13 +360,17 @@ def agent_arg(agent: AgentChoice) -> str:
 
 
 def _raise_if_unknown(err: BaseException, session_id: str) -> None:
-    """A load/resume answered "not found" (-32002, or a message saying so) becomes
-    :class:`UnknownSession` (exit 8, like an id missing from the local index)."""
+    """A load/resume answered "not found" (-32002 Resource not found, or a message saying the
+    session was not found) becomes :class:`UnknownSession` (exit 8, like an id missing from the
+    local index). "Method not found" and other failures stay what they are."""
     from acpcli.errors import AuthRequired, RpcError, UnknownSession
 
     if not isinstance(err, RpcError) or isinstance(err, (AuthRequired, UnknownSession)):
         return
-    if err.code == RpcError.RESOURCE_NOT_FOUND or "not found" in err.rpc_message.lower():
+    message = err.rpc_message.lower()
+    if err.code == RpcError.RESOURCE_NOT_FOUND or (
+        err.code != RpcError.METHOD_NOT_FOUND and "session" in message and "not found" in message
+    ):
         unknown = UnknownSession(err.code, err.rpc_message, err.data, method=err.method)
         unknown.hint = f"the agent does not know {session_id}: `acpcli sessions` lists the ones recorded here"
         raise unknown from err
@@ -382,13 +385,20 @@ def agent_stderr_log(agent: AgentChoice) -> Path:
 
 
 def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | None = None, run: Run | None = None) -> Any:
-    """``open_link`` for a chosen agent: its env additions, stderr log, permission policy."""
+    """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
+
+    Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
+    which runs them, and by sessions with a person at the keyboard, who can be sent there; a
+    script would only be told to log in elsewhere, so it does not offer them.
+    """
     from acpcli.negotiate import ClientOffer
     from acpcli.session import open_link
 
     offer = ClientOffer()
     if run is not None:
-        offer = ClientOffer(read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal)
+        offer = ClientOffer(
+            read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
+        )
     return open_link(
         agent.argv,
         env_extra=_env_extra(agent),
@@ -587,11 +597,11 @@ def run_prompt(
                 )
                 # A load's replay is context, not output: attach without a view first.
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)
+                if command == "new":  # first, so a bad --set below still names the session
+                    run.env.note(f"session {live.session_id}", style="dim")
                 for key, value in settings:  # before the turn, so the prompt runs with them
                     await link.set_by_name(live, key, value)
                 live.sink = view
-                if command == "new":
-                    run.env.note(f"session {live.session_id}", style="dim")
                 view.begin_turn(live.store)
                 stop = await run_turn(
                     link,

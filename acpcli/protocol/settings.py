@@ -19,6 +19,7 @@ stored) but cannot be set.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -128,9 +129,9 @@ _FALSE = {"off", "false", "no", "0", "disable", "disabled"}
 
 
 def resolve(choice: Choice, text: str) -> str | bool:
-    """The value the person meant: a value id or its name (without case), else a part of
-    exactly one of them; ``on``/``off`` for a boolean. Raises :class:`UsageError` naming the
-    valid values."""
+    """The value the person meant: a value id or its name (without case), else a whole word
+    of exactly one of them; ``on``/``off`` for a boolean. Raises :class:`UsageError` naming
+    the valid values."""
     if choice.kind == "boolean":
         word = text.strip().casefold()
         if word in _TRUE:
@@ -144,12 +145,17 @@ def resolve(choice: Choice, text: str) -> str | bool:
     for value, name, _ in choice.values:
         if value == text.strip() or value.casefold() == folded or name.casefold() == folded:
             return value
-    # "smart" for "demo-smart" / "Demo Smart": a part that names exactly one value
-    partial = {value for value, name, _ in choice.values if folded and (folded in value.casefold() or folded in name.casefold())}
+    # "smart" for "demo-smart" / "Demo Smart": a whole word of exactly one value (a typo or
+    # a fragment such as "4" of "gpt-4o" must not pick a value by guess)
+    partial = {value for value, name, _ in choice.values if folded and folded in _words(value) | _words(name)}
     if len(partial) == 1:
         return partial.pop()
     valid = ", ".join(v for v, _, _ in choice.values) or "none"
     raise UsageError(f"{text!r} is not a value of {choice.key} (choose from: {valid})")
+
+
+def _words(text: str) -> set[str]:
+    return {word for word in re.split(r"[^0-9a-z]+", text.casefold()) if word}
 
 
 def change_request(features: AgentFeatures, session_id: str, choice: Choice, value: str | bool) -> tuple[str, dict[str, Any]]:

@@ -202,11 +202,14 @@ def login_request(features: AgentFeatures, method_id: str) -> tuple[str, dict[st
 
 def logout_request(features: AgentFeatures) -> tuple[str, dict[str, Any]]:
     """``logout`` (v1, only when ``agentCapabilities.auth.logout`` is advertised) or
-    ``auth/logout`` (v2, part of the authentication methods)."""
+    ``auth/logout`` (v2, only when the agent lists ``authMethods``: with none, there is no
+    authenticated state to end and the spec forbids the call)."""
     if features.protocol_version == 1:
         if not features.auth_logout:
             raise CapabilityMissing(
                 f"{features.display_name} does not support logout: it does not advertise agentCapabilities.auth.logout"
             )
         return "logout", {}
+    if not features.auth_methods:
+        raise CapabilityMissing(f"{features.display_name} lists no login methods, so there is nothing to log out of")
     return "auth/logout", {}

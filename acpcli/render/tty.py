@@ -751,6 +751,7 @@ class TtyView:
 
     def close(self) -> None:
         """Commit everything and release the terminal (``final_only``: print the store)."""
+        self._turn_started = None  # a turn that ended in an error leaves no status line behind
         self.flush()
         if self._final_only and not self._closed and self._store is not None:
             self.print_store(self._store)

@@ -18,6 +18,8 @@ import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from acpcli.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
         call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
-        env.err.print(f"[bold yellow]permission:[/] {title} [dim]({call.get('kind') or 'other'})[/]")
+        env.err.print(f"[bold yellow]permission:[/] {escape(str(title))} [dim]({escape(str(call.get('kind') or 'other'))})[/]")
         labels = [f"{option.get('name')}  ({option.get('kind')})" for option in options]
         picked = await choose(f"choose 1-{len(options)}:", labels)
         if picked is None:
@@ -74,17 +76,17 @@ async def choose(question: str, labels: Sequence[str]) -> int | None:
 async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> bool:
     """The agent answered ``auth_required``: explain, list its login methods, let the person
     pick one and log in. True when logged in (the caller retries what failed)."""
-    from acpcli.errors import AcpcliError
+    from acpcli.errors import RpcError
     from acpcli.protocol import wire
 
-    env.err.print(f"[bold yellow]{link.features.display_name} asks you to log in[/] [dim]({err})[/]")
+    env.err.print(f"[bold yellow]{escape(link.features.display_name)} asks you to log in[/] [dim]({escape(str(err))})[/]")
     methods = [m for m in link.features.auth_methods if wire.auth_method_id(m)]
     usable = [m for m in methods if wire.auth_method_type(m) == "agent"]
     for method in methods:
         if method not in usable:
             env.err.print(
-                f"  [dim]{wire.auth_method_id(method)}: a {wire.auth_method_type(method)} login — "
-                f"run `acpcli auth` for this agent in a terminal[/]"
+                f"  [dim]{escape(str(wire.auth_method_id(method)))}: a {escape(wire.auth_method_type(method))} "
+                "login — run `acpcli auth` for this agent in a terminal[/]"
             )
     if not usable:
         if not methods:
@@ -103,10 +105,10 @@ async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> 
         assert method_id is not None
         try:
             await link.login(method_id)
-        except AcpcliError as failure:
-            env.err.print(f"[red]login failed:[/] {failure.message}", highlight=False)
+        except RpcError as failure:  # refused: ask again; anything else (the agent died) ends it
+            env.err.print(f"[red]login failed:[/] {escape(failure.message)}", highlight=False)
             continue
-        env.err.print(f"[green]logged in[/] with {method_id}", highlight=False)
+        env.err.print(f"[green]logged in[/] with {escape(method_id)}", highlight=False)
         return True
 
 
@@ -127,7 +129,9 @@ async def run_repl(
     from prompt_toolkit.key_binding import KeyBindings
 
     from acpcli import mentions
-    from acpcli.errors import AuthRequired, RpcError, UsageError
+    from rich.text import Text
+
+    from acpcli.errors import AuthRequired, RpcError, UsageError, leaf_error
     from acpcli.repl import commands
     from acpcli.repl.completion import Inputs, complete
     from acpcli.repl.status import status_line
@@ -177,7 +181,7 @@ async def run_repl(
         # record of a v1 prompt), so the input line is erased rather than shown twice.
         erase_when_done=True,
     )
-    env.err.print(f"[dim]session {live.session_id} with {link.features.display_name} — /help for commands[/]")
+    env.err.print(f"[dim]session {escape(live.session_id)} with {escape(link.features.display_name)} — /help for commands[/]")
     code = int(ExitCode.OK)
     keep = ""  # a line that could not be sent comes back for editing: nothing typed is lost
     while True:
@@ -202,42 +206,43 @@ async def run_repl(
         try:
             blocks = mentions.build_prompt(text, live.cwd or ".", roots(), link.features)
         except UsageError as err:
-            env.err.print(f"[red]not sent:[/] {err.message}", highlight=False)
+            env.err.print(Text.assemble(("not sent: ", "red"), err.message))
             keep = text
             continue
-        if live.sink is not None and hasattr(live.sink, "begin_turn"):
-            live.sink.begin_turn(live.store)
+        view = live.sink
+        if view is not None:
+            view.begin_turn(live.store)
         try:
             stop = await run_turn(
                 link,
                 live,
                 blocks,
                 notice=lambda m: env.err.print(m, style="yellow", markup=False),
-                tick=getattr(live.sink, "tick", None),
+                tick=getattr(view, "tick", None),
             )
-        except KeyboardInterrupt:
-            return int(ExitCode.INTERRUPTED)
-        except AuthRequired as err:
-            _release_terminal(live)
-            if await offer_login(env, link, err):
-                env.err.print("[dim]press Enter to send the prompt again[/]")
+        except BaseException as caught:  # run_turn's task group wraps what it raises
+            err = leaf_error(caught)
+            if view is not None and live.sink is view:
+                view.turn_ended(None)  # the turn is over, whatever ended it: no status line
+            if isinstance(err, KeyboardInterrupt):
+                return int(ExitCode.INTERRUPTED)
+            if not isinstance(err, RpcError):
+                # The agent died mid-turn (or worse): the error is reported by the CLI; say
+                # how to come back, since the session may well survive on the agent's side.
+                env.err.print(f"[dim]to come back later:[/] acpcli resume {live.session_id}")
+                raise
+            # The agent refused this prompt but is still there: say so, keep the line, stay.
             keep = text
+            if isinstance(err, AuthRequired):
+                if await offer_login(env, link, err):
+                    env.err.print("[dim]press Enter to send the prompt again[/]")
+            else:
+                env.err.print(Text.assemble(("the agent answered an error: ", "red"), err.message))
             continue
-        except RpcError as err:
-            # The agent refused this prompt but is still there: say so and stay.
-            _release_terminal(live)
-            env.err.print(f"[red]the agent answered an error:[/] {err.message}", highlight=False)
-            keep = text
-            continue
-        except Exception:
-            # The agent died mid-turn (or worse): the error is reported by the CLI; say how
-            # to come back, since the session may well survive on the agent's side.
-            env.err.print(f"[dim]to come back later:[/] acpcli resume {live.session_id}")
-            raise
         finally:
             writer.flush()
-        if live.sink is not None and hasattr(live.sink, "turn_ended"):
-            live.sink.turn_ended(stop or "end_turn")
+        if view is not None and live.sink is view:
+            view.turn_ended(stop or "end_turn")
         index.touch(live.session_id)
         if live.store.title:
             index.set_title(live.session_id, live.store.title)

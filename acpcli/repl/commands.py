@@ -123,13 +123,8 @@ async def _set(ctx: Context, key: str, value_text: str) -> None:
     if value_text:
         now = await ctx.link.set_by_name(ctx.live, key, value_text)
         ctx.say(f"{now.name}: {now.current}")
-        return
-    found = settings.find(ctx.choices(), key)
-    if found is None:
-        offered = ", ".join(c.key for c in ctx.choices())
-        ctx.say(f"{ctx.link.features.display_name} offers no {key} setting" + (f" (it offers: {offered})" if offered else ""))
-        return
-    _show_setting(ctx, found)
+    else:
+        _show_setting(ctx, ctx.link.find_setting(ctx.live, key))
 
 
 async def _mode(ctx: Context, arg: str) -> int | None:

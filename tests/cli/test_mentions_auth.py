@@ -117,7 +117,7 @@ def test_auth_required_in_a_script_exits_10_with_the_login_to_run(
     # the login it names works, and is kept by the agent for its next processes
     login = cli.run("auth", "--cmd", cmd)
     assert login.returncode == 0, login.stderr
-    assert "logged in to" in login.stderr and "demo-login" in login.stderr.replace("Demo login", "demo-login")
+    assert "logged in to acpcli demo agent" in login.stderr and "with Demo login" in login.stderr
     session = cli.new(cmd)
     assert session.startswith("demo-")
     expected = "authenticate" if protocol == 1 else "auth/login"
@@ -187,7 +187,7 @@ for line in sys.stdin:
 # -- a peer we did not write: the official SDK ----------------------------------------------
 
 
-def test_sdk_agent_requiring_auth_then_settings_via_prompt(cli: Cli, tmp_path: Path) -> None:
+def test_sdk_agent_requiring_auth_exits_10_then_logs_in(cli: Cli, tmp_path: Path) -> None:
     record = tmp_path / "sdk.jsonl"
     cmd = shlex.join([sys.executable, str(SDK_CONFIG_AGENT)])
     env = {"SDK_RECORD_FILE": str(record)}
@@ -220,6 +220,9 @@ def test_a_bad_setting_is_a_usage_error_and_no_prompt_is_sent(cli: Cli, trace: A
     bad_value = cli.run("prompt", "--cmd", trace.demo_cmd(), "--log-file", str(log), "--set", "effort=turbo", "hi")
     assert bad_value.returncode == ExitCode.USAGE
     assert "'turbo' is not a value of effort (choose from: low, medium, high)" in bad_value.stderr
+    # the session exists by then (settings are the agent's, per session): its id is said first
+    (made,) = cli.index()
+    assert bad_value.stderr.startswith(f"session {made['id']}\n")
     no_such = cli.run("prompt", "--cmd", trace.demo_cmd(protocol=1, without=["config-options", "modes"]), "--model", "x", "hi")
     assert no_such.returncode == ExitCode.USAGE and "offers no model setting" in no_such.stderr
     assert "session/prompt" not in [f.get("method") for f in _frames(log)]

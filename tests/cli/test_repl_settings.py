@@ -228,3 +228,41 @@ def test_export_sessions_and_thoughts_commands(spawn, trace: AgentTrace, tmp_pat
     assert "Plan: take stock" in second_turn  # the thought in full ...
     assert "Thought · " not in second_turn  # ... not its one-line summary
     assert pty.leave()[0] == ExitCode.OK
+
+
+def test_a_prompt_refused_for_login_offers_it_and_keeps_the_line(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    """The agent answers a prompt with auth_required (after /logout): the REPL stays, offers
+    the login, and the prompt comes back on the input line to be sent again."""
+    log = tmp_path / "wire.log"
+    cmd = trace.demo_cmd(protocol=1, extra=("--require-auth", "--state-dir", str(tmp_path / "state")))
+    pty = spawn("new", "--cmd", cmd, "--log-file", str(log))
+    pty.expect(r"log in with 1-1")
+    pty.child.send("1\r")
+    pty.prompt()
+    pty.say("/logout")
+    pty.expect("logged out")
+    pty.prompt()
+    pty.say("hello again no-permission")
+    pty.expect("asks you to log in")
+    pty.expect(r"log in with 1-1")
+    pty.child.send("1\r")
+    pty.expect("press Enter to send the prompt again")
+    pty.prompt()
+    pty.expect("hello again no-permission")  # back on the input line, as typed
+    pty.child.send("\r")
+    pty.expect(REPLY)
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    assert _methods(log).count("session/prompt") == 2 and _methods(log).count("authenticate") == 2
+
+
+def test_markup_like_text_is_shown_as_typed(spawn, trace: AgentTrace, tmp_path: Path) -> None:
+    pty, _ = _start(spawn, trace, tmp_path)
+    pty.say("look at @notes[/b] please")  # rich markup syntax in a bad mention: no crash
+    pty.expect(r"not sent: (?:\x1b\[[0-9;]*m)*@notes\[/b\]: no such file")
+    pty.prompt()
+    pty.child.send("\x03")  # the line came back for editing: clear it
+    pty.say("/config [bold]x")
+    pty.expect(r"offers no \[bold\]x setting")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK

@@ -79,11 +79,13 @@ def test_resolve_values_by_id_or_name() -> None:
     model = settings.choices([MODEL_V1], None, None)[0]
     assert settings.resolve(model, "m-smart") == "m-smart"
     assert settings.resolve(model, "smart") == "m-smart"
-    assert settings.resolve(model, "SMA") == "m-smart"  # a part naming exactly one value
+    assert settings.resolve(model, "SMART") == "m-smart"  # a whole word of exactly one value
     with pytest.raises(UsageError, match="choose from: m-fast, m-smart"):
         settings.resolve(model, "slow")
     with pytest.raises(UsageError, match="choose from"):
-        settings.resolve(model, "m-")  # a part of both: ambiguous
+        settings.resolve(model, "m")  # a word of both: ambiguous
+    with pytest.raises(UsageError, match="choose from"):
+        settings.resolve(model, "sma")  # not a whole word: no guessing
     brave = settings.choices([BRAVE], None, None)[0]
     assert settings.resolve(brave, "on") is True and settings.resolve(brave, "OFF") is False
     with pytest.raises(UsageError, match="on or off"):

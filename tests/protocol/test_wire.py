@@ -137,4 +137,7 @@ def test_logout_only_when_advertised_on_v1() -> None:
     with pytest.raises(_Missing, match="auth.logout"):
         wire.logout_request(_auth_features(1, []))
     assert wire.logout_request(_auth_features(1, [], logout=True)) == ("logout", {})
-    assert wire.logout_request(_auth_features(2, [])) == ("auth/logout", {})
+    with pytest.raises(_Missing, match="nothing to log out of"):
+        wire.logout_request(_auth_features(2, []))  # v2-latest: MUST NOT without authMethods
+    v2 = _auth_features(2, [{"methodId": "m", "name": "M", "type": "agent"}])
+    assert wire.logout_request(v2) == ("auth/logout", {})

@@ -435,3 +435,13 @@ def test_no_status_line_when_quiet_or_final_only() -> None:
         run.view.tick()
         assert run.raw() == ""
         run.view.turn_ended("end_turn")
+
+
+def test_closing_mid_turn_leaves_no_status_line() -> None:
+    run = Run()
+    run.view.begin_turn(run.session.store)
+    run.feed(chunk("agent_message", "Cut short"))
+    run.view.close()  # the turn raised: no turn_ended, the command closes its view
+    assert run.screen() == "Cut short"
+    raw = run.raw()
+    assert "working" not in raw[raw.rindex("Cut short"):]  # not even drawn once more, then erased
