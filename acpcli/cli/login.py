@@ -14,25 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from acpcli.errors import CapabilityMissing, ExitCode, LoginFailed, UsageError
+from acpcli.protocol.wire import LoginMethod
 
 
-def _describe(method: dict[str, Any]) -> tuple[str, str, str, str]:
-    from acpcli.protocol import wire
-
-    desc = method.get("description")
-    return (
-        wire.auth_method_id(method) or "?",
-        wire.auth_method_type(method),
-        str(method.get("name") or ""),
-        desc if isinstance(desc, str) else "",
-    )
-
-
-def _list(env: Any, methods: list[dict[str, Any]]) -> None:
+def _list(env: Any, methods: list[LoginMethod]) -> None:
     from rich.markup import escape
 
     for method in methods:
-        mid, kind, name, desc = _describe(method)
+        mid, kind, name, desc = method.id, method.type, method.name, method.description
         if env.stdout_is_terminal:
             line = f"[bold]{escape(mid)}[/]  {escape(name)} [dim]({escape(kind)})[/]" + (f" — {escape(desc)}" if desc else "")
             env.out.print(line, highlight=False)
@@ -41,39 +30,32 @@ def _list(env: Any, methods: list[dict[str, Any]]) -> None:
     env.stdout.flush()
 
 
-async def _pick(env: Any, methods: list[dict[str, Any]], wanted: str | None, agent: str) -> dict[str, Any]:
-    from acpcli.protocol import wire
-
+async def _pick(env: Any, methods: list[LoginMethod], wanted: str | None, agent: str) -> LoginMethod:
+    known = ", ".join(m.id for m in methods)
     if wanted is not None:
         for method in methods:
-            if wire.auth_method_id(method) == wanted:
+            if method.id == wanted:
                 return method
-        known = ", ".join(_describe(m)[0] for m in methods)
         raise UsageError(f"{agent} has no login method {wanted!r}", hint=f"choose one of: {known}")
     if len(methods) == 1:
         return methods[0]
     if not env.stdin_isatty:
-        known = ", ".join(_describe(m)[0] for m in methods)
         raise UsageError(f"{agent} offers several login methods: pass --method ID", hint=f"one of: {known}")
     from acpcli.repl import choose
 
-    labels = []
-    for method in methods:
-        mid, kind, name, desc = _describe(method)
-        labels.append(f"{name or mid} ({mid}, {kind})" + (f" — {desc}" if desc else ""))
-    picked = await choose(f"log in with 1-{len(methods)}:", labels)
+    picked = await choose(f"log in with 1-{len(methods)}:", [f"{m.label} ({m.id}, {m.type})" for m in methods])
     if picked is None:
         raise KeyboardInterrupt  # dismissed: exit 130, as for any Ctrl-C
     return methods[picked]
 
 
-def _terminal_login(env: Any, choice: Any, method: dict[str, Any], agent_env: dict[str, str]) -> int:
+def _terminal_login(env: Any, choice: Any, method: LoginMethod, agent_env: dict[str, str]) -> int:
     """Run the agent's login program in this terminal; 0 means logged in."""
     import shlex
     import subprocess
 
-    args = [a for a in method.get("args") or [] if isinstance(a, str)]
-    extra = {k: v for k, v in (method.get("env") or {}).items() if isinstance(k, str) and isinstance(v, str)}
+    args = [a for a in method.raw.get("args") or [] if isinstance(a, str)]
+    extra = {k: v for k, v in (method.raw.get("env") or {}).items() if isinstance(k, str) and isinstance(v, str)}
     argv = [*choice.argv, *args]
     env.err.print(f"running the agent's login: {shlex.join(argv)}", style="dim", markup=False, highlight=False)
     try:
@@ -109,11 +91,11 @@ def run_auth(
     env = environment()
     agent_env = _env_extra(choice)
 
-    async def main() -> dict[str, Any] | None:
+    async def main() -> LoginMethod | None:
         async with link_for(choice, protocol=protocol, log_file=log_file) as link:
             features = link.features
             name = features.display_name
-            methods = [m for m in features.auth_methods if wire.auth_method_id(m)]
+            methods = wire.login_methods(features)
             if list_only:
                 if not methods:
                     env.err.print(f"{name} advertises no login methods", markup=False, highlight=False)
@@ -129,13 +111,12 @@ def run_auth(
                     hint="it may need none, or its own login tool (see the agent's documentation)",
                 )
             method = await _pick(env, methods, method_id, name)
-            mid, kind, label, _ = _describe(method)
-            if kind == "terminal":
+            if method.type == "terminal":
                 return method  # run once the connection is closed
-            if kind != "agent":
-                raise CapabilityMissing(f"{mid!r} is a {kind} login, which acpcli does not know how to run")
-            await link.login(mid)
-            env.err.print(f"logged in to {name} with {label or mid}", markup=False, highlight=False)
+            if method.type != "agent":
+                raise CapabilityMissing(f"{method.id!r} is a {method.type} login, which acpcli does not know how to run")
+            await link.login(method.id)
+            env.err.print(f"logged in to {name} with {method.name or method.id}", markup=False, highlight=False)
             return None
 
     terminal = anyio.run(main)

@@ -10,6 +10,7 @@ because building models on the start-up path of every command costs more than it
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import CapabilityMissing
@@ -177,6 +178,36 @@ def auth_method_type(method: dict[str, Any]) -> str:
     """``agent`` (the default when absent, v1), ``terminal`` (v1), or whatever else is given."""
     kind = method.get("type")
     return kind if isinstance(kind, str) and kind else "agent"
+
+
+@dataclass(frozen=True)
+class LoginMethod:
+    """An advertised login method, read alike for v1 and v2 (``raw`` is what was sent)."""
+
+    id: str
+    type: str  # "agent" (sent as authenticate / auth/login), "terminal", or another
+    name: str
+    description: str
+    raw: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """``Name — description`` for a menu."""
+        return (self.name or self.id) + (f" — {self.description}" if self.description else "")
+
+
+def login_methods(features: AgentFeatures) -> list[LoginMethod]:
+    """The login methods the agent advertises (those without an id are skipped), in order."""
+    out = []
+    for method in features.auth_methods:
+        method_id = auth_method_id(method)
+        if method_id is not None:
+            description = method.get("description")
+            out.append(LoginMethod(
+                method_id, auth_method_type(method), str(method.get("name") or ""),
+                description if isinstance(description, str) else "", method,
+            ))
+    return out
 
 
 def login_request(features: AgentFeatures, method_id: str) -> tuple[str, dict[str, Any]]:

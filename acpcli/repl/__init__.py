@@ -80,29 +80,23 @@ async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> 
     from acpcli.protocol import wire
 
     env.err.print(f"[bold yellow]{escape(link.features.display_name)} asks you to log in[/] [dim]({escape(str(err))})[/]")
-    methods = [m for m in link.features.auth_methods if wire.auth_method_id(m)]
-    usable = [m for m in methods if wire.auth_method_type(m) == "agent"]
+    methods = wire.login_methods(link.features)
+    usable = [m for m in methods if m.type == "agent"]
     for method in methods:
         if method not in usable:
             env.err.print(
-                f"  [dim]{escape(str(wire.auth_method_id(method)))}: a {escape(wire.auth_method_type(method))} "
-                "login — run `acpcli auth` for this agent in a terminal[/]"
+                f"  [dim]{escape(method.id)}: a {escape(method.type)} login — "
+                "run `acpcli auth` for this agent in a terminal[/]"
             )
     if not usable:
         if not methods:
             env.err.print("  it lists no login methods: log in with the agent's own tools, then try again")
         return False
-    labels = [
-        f"{method.get('name') or wire.auth_method_id(method)}"
-        + (f" — {method['description']}" if isinstance(method.get("description"), str) else "")
-        for method in usable
-    ]
     while True:
-        picked = await choose(f"log in with 1-{len(usable)} (Ctrl-C: not now):", labels)
+        picked = await choose(f"log in with 1-{len(usable)} (Ctrl-C: not now):", [m.label for m in usable])
         if picked is None:
             return False
-        method_id = wire.auth_method_id(usable[picked])
-        assert method_id is not None
+        method_id = usable[picked].id
         try:
             await link.login(method_id)
         except RpcError as failure:  # refused: ask again; anything else (the agent died) ends it

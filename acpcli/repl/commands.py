@@ -43,12 +43,7 @@ class Context:
     def login_methods(self) -> list[tuple[str, str]]:
         from acpcli.protocol import wire
 
-        out = []
-        for method in self.link.features.auth_methods:
-            mid = wire.auth_method_id(method)
-            if mid is not None:
-                out.append((mid, str(method.get("name") or mid)))
-        return out
+        return [(m.id, m.name or m.id) for m in wire.login_methods(self.link.features)]
 
 
 Handler = Callable[[Context, str], Awaitable["int | None"]]
@@ -155,23 +150,19 @@ async def _config(ctx: Context, arg: str) -> int | None:
 async def _login(ctx: Context, arg: str) -> int | None:
     from acpcli.protocol import wire
 
-    methods = ctx.link.features.auth_methods
+    methods = wire.login_methods(ctx.link.features)
     if not methods:
         ctx.say(f"{ctx.link.features.display_name} offers no login methods")
         return None
     wanted = arg.strip()
+    if not wanted and len(methods) == 1 and methods[0].type == "agent":
+        wanted = methods[0].id
     if not wanted:
-        protocol_driven = [m for m in methods if wire.auth_method_type(m) == "agent"]
-        if len(protocol_driven) == 1 and len(methods) == 1:
-            wanted = wire.auth_method_id(protocol_driven[0]) or ""
-        else:
-            for method in methods:
-                kind = wire.auth_method_type(method)
-                note = "" if kind == "agent" else f"  [{kind}: run `acpcli auth` for this agent outside the REPL]"
-                desc = f" — {method['description']}" if isinstance(method.get("description"), str) else ""
-                ctx.say(f"  {wire.auth_method_id(method)}  {method.get('name') or ''}{desc}{note}")
-            ctx.say("  /login METHOD logs in with one of them")
-            return None
+        for method in methods:
+            note = "" if method.type == "agent" else f"  [{method.type}: run `acpcli auth` for this agent outside the REPL]"
+            ctx.say(f"  {method.id}  {method.label}{note}")
+        ctx.say("  /login METHOD logs in with one of them")
+        return None
     await ctx.link.login(wanted)
     ctx.say(f"logged in with {wanted}")
     return None

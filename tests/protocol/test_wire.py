@@ -141,3 +141,12 @@ def test_logout_only_when_advertised_on_v1() -> None:
         wire.logout_request(_auth_features(2, []))  # v2-latest: MUST NOT without authMethods
     v2 = _auth_features(2, [{"methodId": "m", "name": "M", "type": "agent"}])
     assert wire.logout_request(v2) == ("auth/logout", {})
+
+
+def test_login_methods_read_v1_and_v2_alike() -> None:
+    v1 = _auth_features(1, [{"id": "a", "name": "A", "description": "the one"}, {"name": "no id"},
+                            {"id": "t", "name": "T", "type": "terminal", "args": ["--login"]}])
+    v2 = _auth_features(2, [{"methodId": "a", "name": "A", "type": "agent", "description": "the one"}])
+    assert [(m.id, m.type, m.label) for m in wire.login_methods(v1)] == [("a", "agent", "A — the one"), ("t", "terminal", "T")]
+    assert [(m.id, m.type, m.label) for m in wire.login_methods(v2)] == [("a", "agent", "A — the one")]
+    assert wire.login_methods(v1)[1].raw["args"] == ["--login"]
