@@ -272,7 +272,9 @@ class EventWriter:
         return self._pending
 
     def append(self, session_id: str, kind: str, payload: str) -> int:
-        """Buffer one update (its JSON text as received); return its per-session ``seq``.
+        """Buffer one update (its JSON text as received); return its per-session ``seq`` --
+        provisional: if another process appended to the session meanwhile, :meth:`flush`
+        numbers the page after those events instead.
 
         Raises :class:`SessionNotFound` on the first append for an unknown session.
         """
