@@ -123,15 +123,19 @@ def _seed_settings(live: LiveSession, result: Any) -> None:
     """
     if not isinstance(result, dict):
         return
-    options = result.get("configOptions")
-    if isinstance(options, list):
-        live.store.config_options = [o for o in options if isinstance(o, dict)]
     modes = result.get("modes")
     if isinstance(modes, dict):
         live.modes = modes
-        current = modes.get("currentModeId")
-        if isinstance(current, str):
-            live.store.current_mode_id = current
+    _settings_changed(live, result.get("configOptions"), modes.get("currentModeId") if isinstance(modes, dict) else None)
+
+
+def _settings_changed(live: LiveSession, options: Any = None, mode: Any = None) -> None:
+    """Settings learnt from an answer (not an update) go through the store's own reducer,
+    as the updates that would say the same do: one place validates and keeps them."""
+    if options is not None:
+        live.store.apply({"sessionUpdate": "config_option_update", "configOptions": options})
+    if mode is not None:
+        live.store.apply({"sessionUpdate": "current_mode_update", "currentModeId": mode})
 
 
 def _is_cancelled(result: Any) -> bool:
@@ -384,19 +388,15 @@ class AgentLink:
         method, params = settings.change_request(self.features, live.session_id, choice, value)
         result = await self.conn.request(method, params)
         if method == "session/set_mode":
-            live.store.current_mode_id = str(value)
-            if live.modes is not None:
-                live.modes = {**live.modes, "currentModeId": value}
+            _settings_changed(live, mode=value)
             return
         options = result.get("configOptions") if isinstance(result, dict) else None
-        if isinstance(options, list):
-            live.store.config_options = [o for o in options if isinstance(o, dict)]
-        else:  # an agent that answered {}: record what we asked for
-            for option in live.store.config_options:
-                if settings.option_id(option) == choice.key:
-                    option["currentValue"] = value
-        if choice.category == settings.MODE and isinstance(value, str):
-            live.store.current_mode_id = value
+        if not isinstance(options, list):  # an agent that answered {}: record what we asked for
+            options = [
+                {**option, "currentValue": value} if settings.option_id(option) == choice.key else option
+                for option in live.store.config_options
+            ]
+        _settings_changed(live, options, value if choice.category == settings.MODE else None)
 
     async def login(self, method_id: str) -> Any:
         """``authenticate`` (v1) / ``auth/login`` (v2) with an advertised method."""

@@ -97,3 +97,37 @@ async def test_dismissing_a_permission_question_cancels_the_turn(tmp_path, proto
         # The session is still usable afterwards.
         live_stop = await link.prompt(live, [wire.text_block("no-permission please")])
         assert live_stop == "end_turn"
+
+
+TERSE_AGENT = r"""
+import json, sys
+OPTIONS = [{"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "a",
+            "options": [{"value": "a", "name": "A"}, {"value": "b", "name": "B"}]}]
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, result = msg.get("method"), {}
+    if method == "initialize":
+        result = {"protocolVersion": 1, "agentCapabilities": {}}
+    elif method == "session/new":
+        result = {"sessionId": "s1", "configOptions": OPTIONS,
+                  "modes": {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}}
+    if "id" in msg:
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+@pytest.mark.anyio
+async def test_settings_from_answers_that_carry_no_option_list(tmp_path) -> None:
+    """An agent answering set_mode / set_config_option with ``{}``: what was asked for
+    becomes current, through the store, and the agent's own option objects are not mutated."""
+    agent = tmp_path / "terse.py"
+    agent.write_text(TERSE_AGENT)
+    async with open_link([sys.executable, str(agent)]) as link:
+        live = await link.new(str(tmp_path))
+        seeded = live.store.config_options
+        assert [(c.key, c.current) for c in live.settings()] == [("model", "A"), ("mode", "Ask")]
+        await link.set_by_name(live, "model", "b")
+        await link.set_by_name(live, "mode", "code")  # no mode option: v1 session/set_mode
+        assert [(c.key, c.current) for c in live.settings()] == [("model", "B"), ("mode", "Code")]
+        assert live.store.current_mode_id == "code"
+        assert seeded[0]["currentValue"] == "a"  # a new list replaced it; the old one is intact
