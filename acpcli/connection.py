@@ -62,7 +62,7 @@ def encode(message: Any) -> bytes:
 
 
 class _Pending:
-    __slots__ = ("method", "done", "result", "error")
+    __slots__ = ("done", "error", "method", "result")
 
     def __init__(self, method: str) -> None:
         self.method = method

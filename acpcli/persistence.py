@@ -78,7 +78,7 @@ def redact_mcp(
         for key in ("env", "headers"):
             value = server.get(key)
             if isinstance(value, Mapping):
-                server[key] = {k: REDACTED for k in value}
+                server[key] = dict.fromkeys(value, REDACTED)
             elif isinstance(value, list):
                 server[key] = [
                     {**item, "value": REDACTED} if isinstance(item, Mapping) else REDACTED

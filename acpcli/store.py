@@ -48,8 +48,9 @@ Invariants (the tests in ``tests/test_store*.py`` hold the store to them):
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 log = logging.getLogger("acpcli.store")
 

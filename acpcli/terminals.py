@@ -109,7 +109,7 @@ def _incomplete_tail(data: bytes) -> int:
 class OutputBuffer:
     """The last ``limit`` bytes of a byte stream, handed out as text cut on character boundaries."""
 
-    __slots__ = ("limit", "_data", "_dropped", "_slack")
+    __slots__ = ("_data", "_dropped", "_slack", "limit")
 
     def __init__(self, limit: int) -> None:
         if limit < 0:

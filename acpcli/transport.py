@@ -85,7 +85,7 @@ class LineFramer:
     ``max_line_bytes`` is discarded up to its newline (its bytes are not kept) and logged.
     """
 
-    __slots__ = ("frames", "max_line_bytes", "_parts", "_size", "_skipping")
+    __slots__ = ("_parts", "_size", "_skipping", "frames", "max_line_bytes")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         if max_line_bytes < 1:
@@ -475,7 +475,7 @@ class _Spawn:
 def _open_stderr_log(path: Path) -> IO[bytes] | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return open(path, "ab")  # noqa: SIM115 - closed by the stderr drain
+        return open(path, "ab")
     except OSError as exc:
         logger.warning("cannot open the agent's stderr log %s: %s", path, exc)
         return None
@@ -496,7 +496,7 @@ def _write_log(log: IO[bytes], chunk: bytes) -> None:
 class _Channel:
     """One direction of a memory pair: a frame queue with a single reader."""
 
-    __slots__ = ("frames", "closed", "_waiter")
+    __slots__ = ("_waiter", "closed", "frames")
 
     def __init__(self) -> None:
         self.frames: deque[bytes] = deque()

@@ -128,9 +128,7 @@ def floor_client(agent: list[str], protocol: int) -> int:
                 printed = True
         elif method == "session/request_permission":
             _send(proc, {"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": {"outcome": "cancelled"}}})
-        elif message.get("id") == 3 and protocol == 1:
-            break
-        elif method == "session/update" and _ends_v2_turn(message["params"]["update"]):
+        elif (message.get("id") == 3 and protocol == 1) or (method == "session/update" and _ends_v2_turn(message["params"]["update"])):
             break
     assert proc.stdin is not None
     proc.stdin.close()

@@ -30,19 +30,16 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from acpcli.store import Store  # noqa: E402
+from acpcli.store import Store
 
 TARGET_RATIO = 2.2
-WORDS = (
-    "the a of to in is that for it as with was on be by this are from or an at which "
-    "function value return error file path test store message update chunk stream client "
-    "agent session prompt tool call plan render text line code change result"
-).split()
+WORDS = ["the", "a", "of", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "or", "an", "at", "which", "function", "value", "return", "error", "file", "path", "test", "store", "message", "update", "chunk", "stream", "client", "agent", "session", "prompt", "tool", "call", "plan", "render", "text", "line", "code", "change", "result"]
 
 
 class NullFile:

@@ -41,11 +41,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-WORDS = (
-    "the a of to in is that for it as with was on be by this are from or an at which "
-    "function value return error file path test store message update chunk stream client "
-    "agent session prompt tool call plan render text line code change result"
-).split()
+WORDS = ["the", "a", "of", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on", "be", "by", "this", "are", "from", "or", "an", "at", "which", "function", "value", "return", "error", "file", "path", "test", "store", "message", "update", "chunk", "stream", "client", "agent", "session", "prompt", "tool", "call", "plan", "render", "text", "line", "code", "change", "result"]
 
 #: Message kinds of one turn, in order; a tool call sits between consecutive agent messages.
 TURN = ("user", "thought", "agent", "agent", "agent")

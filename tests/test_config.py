@@ -26,9 +26,9 @@ from acpcli.config import (
 )
 from acpcli.errors import CapabilityMissing, ConfigError, ExitCode, UsageError
 from acpcli.negotiate import features_from_result
-from acpcli.protocol import wire
 from acpcli.paths import config_path
 from acpcli.persistence import redact_mcp
+from acpcli.protocol import wire
 
 
 def write_config(text: str) -> Path:
@@ -354,14 +354,14 @@ def schema_required(version: str, name: str) -> set[str]:
     return set(schema["$defs"][name]["required"])
 
 
-def shaped(named, environ, version=None, **kwargs):  # noqa: ANN001, ANN003, ANN201
+def shaped(named, environ, version=None, **kwargs):
     """``to_acp_servers`` as a request to an agent of ``version`` would carry them (the
     version shaping lives in ``acpcli.protocol.wire``)."""
     servers = to_acp_servers(named, environ, **kwargs)
     return servers if version is None else [wire.server_for_version(s, version) for s in servers]
 
 
-def v2_features():  # noqa: ANN201
+def v2_features():
     return features_from_result(
         {"protocolVersion": 2, "capabilities": {"session": {"mcp": {"stdio": {}, "http": {}}}}}
     )

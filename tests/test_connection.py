@@ -140,10 +140,9 @@ async def test_concurrent_sends_never_interleave() -> None:
         aclose = client_end.aclose
 
     with anyio.fail_after(LIMIT):
-        async with Connection(SlowWriter()) as conn:
-            async with anyio.create_task_group() as tg:
-                for i in range(20):
-                    tg.start_soon(conn.notify, "test/note", {"i": i, "pad": "p" * (100 * i)})
+        async with Connection(SlowWriter()) as conn, anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(conn.notify, "test/note", {"i": i, "pad": "p" * (100 * i)})
     lines = b"".join(wire).splitlines()
     assert sorted(json.loads(line)["params"]["i"] for line in lines) == list(range(20))
     await agent_end.aclose()

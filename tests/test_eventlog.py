@@ -15,7 +15,6 @@ from acpcli.eventlog import EventWriter
 from acpcli.persistence import Index
 from tests.helpers.records import rec
 
-
 # -- the page format -----------------------------------------------------------------------
 
 

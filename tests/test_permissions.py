@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from acpcli.client_side import CANCELLED, POLICIES, PermissionPolicy, permission_decider, pick, selected
+from acpcli.client_side import (
+    CANCELLED,
+    POLICIES,
+    PermissionPolicy,
+    permission_decider,
+    pick,
+    selected,
+)
 from acpcli.errors import RpcError, UsageError
 from acpcli.protocol import wire
 from acpcli.session import LiveSession, open_link

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acpcli.errors import RpcError
-from tests.helpers.sdk_driver import drive
 from acpcli.terminals import OutputBuffer, Terminal, Terminals, command_argv
+from tests.helpers.sdk_driver import drive
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
 

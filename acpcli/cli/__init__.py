@@ -59,13 +59,13 @@ def _register() -> None:
         app.registered_commands.extend(sub.registered_commands)
 
 
-def _pipe_safe(func):  # noqa: ANN001, ANN202
+def _pipe_safe(func):
     """Turn a broken pipe anywhere in a command into :class:`OutputClosed` before click
     sees it (click would report a bare BrokenPipeError as a failure, exit 1)."""
     import functools
 
     @functools.wraps(func)
-    def wrapper(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
         except BrokenPipeError:
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(respond(app))
     try:
         app(args=argv, prog_name="acpcli")
-    except BaseException as exc:  # noqa: BLE001 - this is the one place errors become codes
+    except BaseException as exc:
         err = leaf_error(exc)
         if isinstance(err, (BrokenPipeError, OutputClosed)):
             # The reader went away (`acpcli prompt … | head -1`): that was its choice, so

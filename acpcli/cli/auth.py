@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,7 +15,7 @@ app = typer.Typer()
 @app.command()
 def auth(
     agent_name: Annotated[
-        Optional[str],
+        str | None,
         typer.Argument(
             metavar="AGENT",
             help="The agent to log in to (see `acpcli agents`); or --agent NAME, or --cmd.",
@@ -26,7 +26,7 @@ def auth(
     agent: Agent = None,
     cmd: Cmd = None,
     method: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--method", "-m", metavar="ID", help="The login method to use (see --list).", show_default=False),
     ] = None,
     list_only: Annotated[bool, typer.Option("--list", help="Only list the agent's login methods.")] = False,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, List, Optional, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import typer
 
@@ -19,7 +19,7 @@ AGENT_PANEL = "Agent"
 SESSION_PANEL = "Session"
 
 Agent = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--agent",
         "-a",
@@ -31,7 +31,7 @@ Agent = Annotated[
     ),
 ]
 Cmd = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--cmd",
         metavar="COMMAND",
@@ -41,7 +41,7 @@ Cmd = Annotated[
     ),
 ]
 Cwd = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--cwd",
         "-C",
@@ -53,7 +53,7 @@ Cwd = Annotated[
     ),
 ]
 AddDir = Annotated[
-    Optional[List[Path]],
+    list[Path] | None,
     typer.Option(
         "--add-dir",
         metavar="DIR",
@@ -68,7 +68,7 @@ NoAddDirs = Annotated[
     typer.Option("--no-add-dirs", help="On load/resume: send no additional directories."),
 ]
 McpConfig = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--mcp-config",
         metavar="FILE",
@@ -78,7 +78,7 @@ McpConfig = Annotated[
     ),
 ]
 Mcp = Annotated[
-    Optional[List[str]],
+    list[str] | None,
     typer.Option(
         "--mcp",
         metavar="NAME",
@@ -104,7 +104,7 @@ NoRepl = Annotated[
     ),
 ]
 LogFile = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--log-file",
         metavar="FILE",
@@ -115,7 +115,7 @@ LogFile = Annotated[
     ),
 ]
 Permissions = Annotated[
-    Optional[str],
+    str | None,
     typer.Option(
         "--permissions",
         metavar="POLICY",

@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated
 
 import typer
 
 from acpcli.cli import complete
-from acpcli.cli.options import AddDir, Agent, Cmd, Cwd, LogFile, Mcp, McpConfig, NoFs, NoTerminal, Permissions, Protocol
+from acpcli.cli.options import (
+    AddDir,
+    Agent,
+    Cmd,
+    Cwd,
+    LogFile,
+    Mcp,
+    McpConfig,
+    NoFs,
+    NoTerminal,
+    Permissions,
+    Protocol,
+)
 
 app = typer.Typer()
 
 
 @app.command()
 def prompt(
-    text: Annotated[Optional[List[str]], typer.Argument(metavar="[TEXT]...", help="The prompt (else -f FILE, else stdin).", show_default=False)] = None,
-    file: Annotated[Optional[Path], typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin).", show_default=False)] = None,
-    session: Annotated[Optional[str], typer.Option("--session", "-s", metavar="SESSION_ID", help="Continue this session (resume, or load without printing the replay).", autocompletion=complete.session_ids, show_default=False)] = None,
+    text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]...", help="The prompt (else -f FILE, else stdin).", show_default=False)] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin).", show_default=False)] = None,
+    session: Annotated[str | None, typer.Option("--session", "-s", metavar="SESSION_ID", help="Continue this session (resume, or load without printing the replay).", autocompletion=complete.session_ids, show_default=False)] = None,
     last: Annotated[bool, typer.Option("--last", help="Continue the most recent session of this agent in this directory.")] = False,
     agent: Agent = None,
     cmd: Cmd = None,
@@ -27,12 +39,12 @@ def prompt(
     mcp: Mcp = None,
     protocol: Protocol = "auto",
     output_format: Annotated[str, typer.Option("--format", metavar="text|markdown|jsonl", help="Output format on stdout.", autocompletion=complete.formats)] = "text",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the agent's answer.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Print the JSON-RPC frames both ways instead of the transcript, one JSON object per line (secrets redacted).")] = False,
-    mode: Annotated[Optional[str], typer.Option("--mode", metavar="MODE", help="Switch the session to this mode before the prompt.", show_default=False)] = None,
-    model: Annotated[Optional[str], typer.Option("--model", metavar="MODEL", help="Switch the session to this model before the prompt.", show_default=False)] = None,
-    set_: Annotated[Optional[List[str]], typer.Option("--set", metavar="NAME=VALUE", help="Set one of the agent's session settings before the prompt (repeatable; see /config in the REPL).", show_default=False)] = None,
+    mode: Annotated[str | None, typer.Option("--mode", metavar="MODE", help="Switch the session to this mode before the prompt.", show_default=False)] = None,
+    model: Annotated[str | None, typer.Option("--model", metavar="MODEL", help="Switch the session to this model before the prompt.", show_default=False)] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", metavar="NAME=VALUE", help="Set one of the agent's session settings before the prompt (repeatable; see /config in the REPL).", show_default=False)] = None,
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,

@@ -7,7 +7,7 @@ function, so ``--help`` stays fast).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,8 +22,8 @@ from acpcli.cli.options import (
     McpConfig,
     NoAddDirs,
     NoFs,
-    NoTerminal,
     NoRepl,
+    NoTerminal,
     Permissions,
     Protocol,
     SessionId,
@@ -39,10 +39,10 @@ NewIfMissing = Annotated[
         "(the explicit, visible fallback; the old context is not carried over).",
     ),
 ]
-Title = Annotated[Optional[str], typer.Option("--title", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
+Title = Annotated[str | None, typer.Option("--title", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
 
 
-def _run(  # noqa: ANN202
+def _run(
     no_repl: bool, title: str | None = None, permissions: str | None = None, no_fs: bool = False, no_terminal: bool = False
 ):
     from acpcli.cli.ops import Run, environment
@@ -95,15 +95,15 @@ def _reattach(
     session_id: str,
     agent: str | None,
     cmd: str | None,
-    cwd,  # noqa: ANN001
-    add_dir,  # noqa: ANN001
+    cwd,
+    add_dir,
     no_add_dirs: bool,
-    mcp_config,  # noqa: ANN001
-    mcp,  # noqa: ANN001
+    mcp_config,
+    mcp,
     protocol: str,
-    log_file,  # noqa: ANN001
+    log_file,
     new_if_missing: bool,
-    run,  # noqa: ANN001
+    run,
 ) -> int:
     from acpcli.cli import ops
     from acpcli.errors import RpcError, UsageError
@@ -230,7 +230,7 @@ def close(
 
 @app.command()
 def sessions(
-    agent: Annotated[Optional[str], typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=complete.agent_names, show_default=False)] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=complete.agent_names, show_default=False)] = None,
     cwd: Cwd = None,
     all_states: Annotated[bool, typer.Option("--all", help="Include closed sessions.")] = False,
     remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
@@ -255,7 +255,7 @@ def show(session_id: SessionId) -> None:
 def export(
     session_id: SessionId,
     output_format: Annotated[str, typer.Option("--format", metavar="markdown|jsonl|text", help="Transcript format.", autocompletion=complete.formats)] = "markdown",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
 ) -> None:
     """Export a session's transcript from the local index (no agent is started).
 

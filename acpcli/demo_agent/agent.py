@@ -27,7 +27,8 @@ import queue
 import sys
 import threading
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from acpcli.demo_agent import caps, settings
 from acpcli.demo_agent.auth import GATED_METHODS, Credentials, auth_required_error

@@ -91,7 +91,7 @@ def initialize_result(version: int, options: Options) -> dict[str, Any]:
 
 def method_available(method: str, version: int, options: Options) -> bool:
     """Whether ``method`` exists on a connection speaking ``version`` (feature gates aside)."""
-    if method in V1_ONLY and version >= 2 or method in V2_ONLY and version < 2:
+    if (method in V1_ONLY and version >= 2) or (method in V2_ONLY and version < 2):
         return False
     # v1 logout exists only when advertised (agentCapabilities.auth.logout); v2 auth/logout is baseline.
     return method != "logout" or options.require_auth

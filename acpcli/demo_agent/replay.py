@@ -27,7 +27,8 @@ when mixed, so ``interleaved`` becomes ``chunks``. :func:`effective_style` says 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from acpcli.demo_agent.wire import CHUNK_TO_WHOLE, WHOLE_TO_CHUNK, merge_text_blocks, text_block
 

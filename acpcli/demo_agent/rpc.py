@@ -19,7 +19,8 @@ import queue
 import sys
 import threading
 import uuid
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from acpcli.errors import RpcError
 
@@ -89,7 +90,7 @@ class CancelToken:
 
 
 class _Pending:
-    __slots__ = ("event", "done", "result", "error")
+    __slots__ = ("done", "error", "event", "result")
 
     def __init__(self) -> None:
         self.event = threading.Event()
@@ -229,9 +230,7 @@ class Peer:
             self._try_send_error(None, RpcError(RpcError.INVALID_REQUEST, "Invalid Request"))
             return
         if isinstance(msg.get("method"), str):
-            if "id" in msg:
-                inbox.put(msg)
-            elif not urgent(msg):
+            if "id" in msg or not urgent(msg):
                 inbox.put(msg)
             return
         if "id" in msg and ("result" in msg or "error" in msg):

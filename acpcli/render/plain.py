@@ -58,7 +58,7 @@ class ToolTracker:
     changed tool call is shown as its new header plus whatever is new.
     """
 
-    __slots__ = ("header", "locations", "content")
+    __slots__ = ("content", "header", "locations")
 
     def __init__(self) -> None:
         self.header: tuple[Any, ...] | None = None
@@ -101,7 +101,7 @@ class MessageTrace:
     other blocks as they are. O(1) per appended chunk.
     """
 
-    __slots__ = ("segments", "run")
+    __slots__ = ("run", "segments")
 
     def __init__(self) -> None:
         self.segments: list[Any] = []  # finished runs (str) and non-text blocks (dict)

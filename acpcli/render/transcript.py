@@ -27,8 +27,8 @@ read the same.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from typing import Any, Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from acpcli.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall
 
@@ -66,7 +66,7 @@ class LineWriter:
     trailing space (``"> "`` -> ``">"``). Each :meth:`feed` costs O(len(text)).
     """
 
-    __slots__ = ("_write", "_prefix", "_blank", "_pending", "_started")
+    __slots__ = ("_blank", "_pending", "_prefix", "_started", "_write")
 
     def __init__(self, write: Callable[[str], Any], prefix: str = "") -> None:
         self._write = write

@@ -40,7 +40,8 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.padding import Padding
@@ -56,7 +57,17 @@ from acpcli.render.transcript import (
     plan_entry_text,
     stop_reason_text,
 )
-from acpcli.store import AGENT, THOUGHT, USER, EntryUpdated, Message, NewEntry, Plan, Store, ToolCall
+from acpcli.store import (
+    AGENT,
+    THOUGHT,
+    USER,
+    EntryUpdated,
+    Message,
+    NewEntry,
+    Plan,
+    Store,
+    ToolCall,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -103,7 +114,7 @@ class BlockSplitter:
     when a line completes.
     """
 
-    __slots__ = ("_lines", "_partial", "_fence", "_blanks")
+    __slots__ = ("_blanks", "_fence", "_lines", "_partial")
 
     def __init__(self) -> None:
         self._lines: list[str] = []  # complete lines of the open block
@@ -191,7 +202,7 @@ class _Piece:
     once, whatever blank lines a renderable (Markdown) adds at its edges.
     """
 
-    __slots__ = ("renderable", "gap")
+    __slots__ = ("gap", "renderable")
 
     def __init__(self, renderable: RenderableType, gap: bool) -> None:
         self.renderable = renderable

@@ -121,10 +121,9 @@ async def run_repl(
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
-
-    from acpcli import mentions
     from rich.text import Text
 
+    from acpcli import mentions
     from acpcli.errors import AuthRequired, RpcError, UsageError, leaf_error
     from acpcli.repl import commands
     from acpcli.repl.completion import Inputs, complete

@@ -8,7 +8,6 @@ import os
 import re
 import sys
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import pexpect

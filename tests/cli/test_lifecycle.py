@@ -17,7 +17,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-
 from acpcli.demo_agent.options import REPLAY_STYLES
 from acpcli.errors import ExitCode
 
