@@ -15,6 +15,9 @@
     ├── LoginFailed                  AUTH_REQUIRED      `acpcli auth`: the agent's login program failed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
     ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
+    ├── StepTimeout                  TIMEOUT            a setup step or a turn outlasted --timeout
+    ├── StorageError                 STORAGE            local state could not be saved (disk full, read-only)
+    ├── OutputError                  OUTPUT             the transcript could not be written (-o FILE, closed stdout)
     └── OutputClosed                 OK                 whoever read stdout went away (`| head -1`)
 
 Library code raises these; only ``acpcli.cli`` turns them into a one-line message and an
@@ -45,7 +48,12 @@ class ExitCode(enum.IntEnum):
     REFUSAL = 12  # stopReason "refusal"
     MAX_TOKENS = 13  # stopReason "max_tokens"
     MAX_TURN_REQUESTS = 14  # stopReason "max_turn_requests"
+    TIMEOUT = 15  # a setup step (initialize, session/new, load, resume) or the turn outlasted --timeout
+    STORAGE = 16  # the turn ran, but what arrived could not all be saved locally (disk full, read-only)
+    OUTPUT = 17  # the transcript could not be written (-o FILE, a closed or full stdout)
+    HANGUP = 129  # SIGHUP (the terminal was closed), 128 + 1
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells expect
+    TERMINATED = 143  # SIGTERM, 128 + 15
 
 
 class AcpcliError(Exception):
@@ -181,6 +189,24 @@ class TurnEnded(AcpcliError):
         super().__init__(f"the turn ended: {stop_reason.replace('_', ' ')}")
         self.stop_reason = stop_reason
         self.exit_code = self._CODES.get(stop_reason, ExitCode.AGENT_ERROR)
+
+
+class StepTimeout(AcpcliError):
+    """A bounded step (initialize, session setup, or a turn under ``--timeout``) took too long."""
+
+    exit_code = ExitCode.TIMEOUT
+
+
+class StorageError(AcpcliError):
+    """Local state (the index, the event log) could not be written: full or read-only disk."""
+
+    exit_code = ExitCode.STORAGE
+
+
+class OutputError(AcpcliError):
+    """The transcript could not be written where the user asked (``-o FILE``, stdout)."""
+
+    exit_code = ExitCode.OUTPUT
 
 
 class OutputClosed(AcpcliError):
