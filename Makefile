@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench models completions clean
+.PHONY: demo test check lint typecheck bench models completions clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,13 +22,23 @@ demo: $(STAMP)
 		$(BIN)/acpcli prompt --agent demo --permissions allow "Show me what a session looks like"; \
 	fi
 
-test: $(STAMP)
+# The one test command (CI runs it too): lint, type check, then the whole suite.
+test: check
 	$(BIN)/python -m pytest -q
+
+check: lint typecheck
+
+lint: $(STAMP)
+	$(BIN)/ruff check acpcli tests bench tools
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
-# Regenerate the protocol models from ../shared/spec (needs the dev extra).
+# Regenerate the protocol models from the upstream schemas (needs the dev extra):
+# ACPCLI_SPEC_DIR, else ../shared/spec beside the repository.
 models: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,dev]'
 	$(BIN)/python tools/gen_models.py
@@ -38,4 +48,4 @@ completions: $(STAMP)
 	$(BIN)/python tools/gen_completions.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

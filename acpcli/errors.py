@@ -27,7 +27,7 @@ exit code (``acpcli.cli.main``). Nothing below the CLI calls ``sys.exit``.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, ClassVar
 
 
 class ExitCode(enum.IntEnum):
@@ -178,7 +178,7 @@ class SessionNotFound(AcpcliError):
 class TurnEnded(AcpcliError):
     """A prompt turn ended with a stop reason other than ``end_turn``."""
 
-    _CODES = {
+    _CODES: ClassVar[dict[str, ExitCode]] = {
         "cancelled": ExitCode.CANCELLED,
         "refusal": ExitCode.REFUSAL,
         "max_tokens": ExitCode.MAX_TOKENS,

@@ -188,7 +188,7 @@ def events_raw(conn: sqlite3.Connection, session_id: str, *, legacy: bool = Fals
     )
     for seq, kinds, sizes, payloads in cur:
         start = 0
-        for kind, size in zip(json.loads(kinds), json.loads(sizes)):
+        for kind, size in zip(json.loads(kinds), json.loads(sizes), strict=False):
             end = start + size
             yield seq, kind, payloads[start:end]
             seq += 1

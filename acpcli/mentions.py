@@ -179,12 +179,11 @@ def mention_prefix(text_before_cursor: str) -> str | None:
 def _human_size(size: int) -> str:
     if size < 1024:
         return f"{size} B"
-    value = size / 1024
-    for unit in ("KiB", "MiB", "GiB"):
-        if value < 1024:
-            break
+    value, units = size / 1024, ["KiB", "MiB", "GiB"]
+    while value >= 1024 and len(units) > 1:
         value /= 1024
-    return f"{value:.1f} {unit}"
+        units.pop(0)
+    return f"{value:.1f} {units[0]}"
 
 
 def _replacement(path: str, is_dir: bool) -> str:

@@ -263,28 +263,28 @@ def _features_v1(result: dict[str, Any], offer: ClientOffer) -> AgentFeatures:
 def _features_v2(result: dict[str, Any], v2_reading: V2Reading) -> AgentFeatures:
     caps = result.get("capabilities")
     caps = caps if isinstance(caps, dict) else {}
-    session = caps.get("session")
-    has_session = isinstance(session, dict)
-    session = session if has_session else {}
+    raw_session = caps.get("session")
+    has_session = isinstance(raw_session, dict)
+    session: dict[str, Any] = raw_session if isinstance(raw_session, dict) else {}
     draft = any(key in session for key in _DRAFT_MARKERS) or v2_reading == "draft"
     prompt = session.get("prompt")
     mcp = session.get("mcp")
     name, title, version = _info(result.get("info"))
-    common: dict[str, Any] = dict(
-        protocol_version=2,
-        agent_name=name,
-        agent_title=title,
-        agent_version=version,
-        delete=_marker(session, "delete"),
-        additional_directories=_marker(session, "additionalDirectories"),
-        mcp_stdio=_marker(mcp, "stdio"),
-        mcp_http=_marker(mcp, "http"),
-        prompt_image=_marker(prompt, "image"),
-        prompt_audio=_marker(prompt, "audio"),
-        prompt_embedded_context=_marker(prompt, "embeddedContext"),
-        auth_methods=_auth_methods(result),
-        raw=result,
-    )
+    common: dict[str, Any] = {
+        "protocol_version": 2,
+        "agent_name": name,
+        "agent_title": title,
+        "agent_version": version,
+        "delete": _marker(session, "delete"),
+        "additional_directories": _marker(session, "additionalDirectories"),
+        "mcp_stdio": _marker(mcp, "stdio"),
+        "mcp_http": _marker(mcp, "http"),
+        "prompt_image": _marker(prompt, "image"),
+        "prompt_audio": _marker(prompt, "audio"),
+        "prompt_embedded_context": _marker(prompt, "embeddedContext"),
+        "auth_methods": _auth_methods(result),
+        "raw": result,
+    }
     if draft:
         return AgentFeatures(
             reading="v2-draft",

@@ -367,7 +367,7 @@ class Index:
         for writer in list(self._writers):
             try:
                 writer.close()
-            except BaseException as exc:  # re-raised below, after the others
+            except BaseException as exc:  # noqa: BLE001 - re-raised below, after the others
                 error = error or exc
         if self._conn is not None:
             self._conn.close()

@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 log = logging.getLogger("acpcli.store")
 
@@ -224,7 +224,7 @@ class Plan:
         return out
 
 
-Entry = Union[Message, ToolCall, Plan]
+Entry = Message | ToolCall | Plan
 
 
 # One change object is made per update. A frozen dataclass's generated __init__ sets each
@@ -277,7 +277,7 @@ class SessionChanged:
     field: str
 
 
-Change = Union[NewEntry, EntryUpdated, SessionChanged]
+Change = NewEntry | EntryUpdated | SessionChanged
 
 
 def _copy(value: Json) -> Json:

@@ -153,6 +153,6 @@ class StreamTap:
         except ValueError:
             line = json.dumps({"direction": direction, "line": text}, ensure_ascii=False)
         else:
-            line = '{"direction":"%s","message":%s}' % (direction, text)
+            line = f'{{"direction":"{direction}","message":{text}}}'
         self._stream.write(line + "\n")
         self._stream.flush()

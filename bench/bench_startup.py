@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"{' '.join(cmd)}: expected {expected!r} in its output, got {out[:200]!r}")
         times: list[list[float]] = [[] for _ in cases]
         for _ in range(args.n):
-            for slot, (_label, cmd, cmd_env, _budget, _expected) in zip(times, cases):
+            for slot, (_label, cmd, cmd_env, _budget, _expected) in zip(times, cases, strict=False):
                 slot.append(run(cmd, cmd_env)[0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     floor = medians[0]
     missed = []
     print(f"start-up, median of {args.n} runs each ({os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
-    for (label, _cmd, _env, budget, _expected), median in zip(cases, medians):
+    for (label, _cmd, _env, budget, _expected), median in zip(cases, medians, strict=False):
         ratio = median / floor
         verdict = ""
         if budget is not None:

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     small = chunk_updates(args.n)
     # the long message is the short one twice, so both have the same mix of Markdown and
     # the ratio measures how the cost scales, not what the second half happens to contain
-    large = small + [{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "\n\n"}}] + small
+    large = [*small, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "\n\n"}}, *small]
     chars = sum(len(u["content"]["text"]) for u in large)
     print(f"bench_stream: one agent message of {args.n:,} and {2 * args.n:,} chunks "
           f"(~{chars // (2 * args.n)} chars each, {chars:,} chars), CPU time")

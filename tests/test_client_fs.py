@@ -309,7 +309,7 @@ def test_handlers_hold_only_what_is_offered(tree) -> None:
     assert set(services_for(tree, terminal=False).handlers()) == fs_methods
     assert set(services_for(tree, fs_write=False, terminal=False).handlers()) == {"fs/read_text_file"}
     offer = ClientOffer(write_text_file=False, terminal=False)
-    assert set(ClientServices.for_offer(dict().get, offer).handlers()) == {"fs/read_text_file"}
+    assert set(ClientServices.for_offer({}.get, offer).handlers()) == {"fs/read_text_file"}
 
 
 @pytest.mark.anyio

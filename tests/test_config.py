@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SPEC_DIR
 
+from acpcli import protocol
 from acpcli.config import (
     AgentSpec,
     Config,
@@ -350,8 +350,10 @@ def test_unreadable_mcp_file(tmp_path: Path) -> None:
 
 
 def schema_required(version: str, name: str) -> set[str]:
-    schema = json.loads((SPEC_DIR / f"acp-{version}.schema.json").read_text())
-    return set(schema["$defs"][name]["required"])
+    """The wire names of the required fields of a schema definition, read from the models
+    generated from that schema (the suite reads nothing outside the repository)."""
+    cls = getattr(protocol.models(1 if version == "v1" else 2), name)
+    return {field.alias or attr for attr, field in cls.model_fields.items() if field.is_required()}
 
 
 def shaped(named, environ, version=None, **kwargs):

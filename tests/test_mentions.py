@@ -265,19 +265,19 @@ def block_types(tree: Path, image: bool, embed: bool) -> dict[str, str]:
     blocks = build_prompt(text, str(tree), [str(tree)], features(image, embed))
     assert blocks[0] == {"type": "text", "text": text}
     assert len(blocks) == len(names) + 1
-    return {n: b["type"] for n, b in zip(names, blocks[1:])}
+    return {n: b["type"] for n, b in zip(names, blocks[1:], strict=False)}
 
 
-L, R, I = "resource_link", "resource", "image"
+L, R, IMG = "resource_link", "resource", "image"
 
 
 @pytest.mark.parametrize(
     ("image", "embed", "expected"),
     [
         (False, False, [L, L, L, L, L, L, L, L]),
-        (True, False, [L, I, I, L, L, L, L, L]),
+        (True, False, [L, IMG, IMG, L, L, L, L, L]),
         (False, True, [R, L, L, R, L, L, L, L]),
-        (True, True, [R, I, I, R, L, L, L, L]),
+        (True, True, [R, IMG, IMG, R, L, L, L, L]),
     ],
     ids=["baseline", "image", "embeddedContext", "both"],
 )
@@ -393,7 +393,7 @@ def test_escapes_are_usage_errors(tree: Path, mention: str) -> None:
 
 
 def test_symlink_escape_names_where_it_resolves(tree: Path) -> None:
-    with pytest.raises(UsageError, match="resolves to .*outside/secret.txt"):
+    with pytest.raises(UsageError, match=r"resolves to .*outside/secret\.txt"):
         build_prompt("@secret", str(tree), [str(tree)], features())
 
 

@@ -351,7 +351,7 @@ def test_events_of_a_schema_1_index_are_migrated_into_pages(tmp_path: Path) -> N
         assert "events" not in tables and "event_pages" in tables
         for sid in ("s1", "s2", "empty"):
             mine = [row[1:] for row in old if row[0] == sid]
-            assert [(q, t, k, p) for (q, k, p), t in zip(index.events_raw(sid), index.event_times(sid))] == mine
+            assert [(q, t, k, p) for (q, k, p), t in zip(index.events_raw(sid), index.event_times(sid), strict=False)] == mine
             assert index.event_count(sid) == len(mine)
         assert index.conn.execute("SELECT count(*) FROM event_pages WHERE session_id = 's1'").fetchone() == (3,)
         with index.writer() as w:

@@ -3,6 +3,7 @@ replay order of a conversation gives the same transcript, and no input makes it 
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Any
 
@@ -99,7 +100,7 @@ def split(draw: st.DrawFn, text: str) -> list[str]:
     """Random chunks of ``text`` (empty chunks allowed, as claude sends them)."""
     cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=4)))
     bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def chunk_update(kind: str, mid: str, t: str) -> dict[str, Any]:

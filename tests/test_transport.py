@@ -101,7 +101,7 @@ def test_framer_is_independent_of_chunk_boundaries(lines: list[bytes], cuts: lis
     stream = b"".join(line + b"\n" for line in lines)
     framer = LineFramer(limit)
     start = 0
-    for cut in sorted({c % (len(stream) + 1) for c in cuts}) + [len(stream)]:
+    for cut in [*sorted({c % (len(stream) + 1) for c in cuts}), len(stream)]:
         framer.feed(stream[start:cut])
         start = cut
     framer.end()

@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from acpcli.cli.completion import SHELLS, script  # after the sys.path line above
+from acpcli.cli.completion import SHELLS, script  # noqa: E402 - after the sys.path line above
 
 
 def target(directory: Path, shell: str) -> Path:

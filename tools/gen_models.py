@@ -457,7 +457,7 @@ class _UnionRewriter:
             "type": "object",
             "description": description,
             "properties": {prop: tag_schema, **common, **props},
-            "required": list(dict.fromkeys([prop] + common_required + required)),
+            "required": list(dict.fromkeys([prop, *common_required, *required])),
             "additionalProperties": True,
         }
         name = self._new_def(union + "Other", schema)

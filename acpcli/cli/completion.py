@@ -250,6 +250,7 @@ def _tree(app: typer.Typer) -> TyperGroup:
     root.declared = {
         info.name or get_command_name(info.callback.__name__): info
         for info in app.registered_commands
+        if info.callback is not None
     }
     root.build = lambda info: get_command_from_info(
         info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
@@ -380,7 +381,9 @@ def candidates(app: typer.Typer, words: list[str], cword: int) -> list[tuple[str
     if incomplete.startswith("-") and "--" not in args:
         return list(_option_names(ctx, incomplete))
     params = command.get_params(ctx)
-    target = next((p for p in params if isinstance(p, TyperOption) and _wants_value(p, args)), None)
+    target: TyperOption | TyperArgument | None = next(
+        (p for p in params if isinstance(p, TyperOption) and _wants_value(p, args)), None
+    )
     if target is None:
         target = next((p for p in params if isinstance(p, TyperArgument) and _open_argument(ctx, p)), None)
     if target is None:  # a group offers its subcommands; a finished command, nothing

@@ -201,7 +201,7 @@ def plain_runtime_param(descriptor: TypeDescriptor) -> RuntimeParam | None:
     if descriptor.file_annotation is not None or info.parser is not None:
         return None
     annotation = descriptor.annotation
-    many = get_origin(annotation) is list
+    many = get_origin(annotation) is list  # type: ignore[comparison-overlap]  # typer's stub types the annotation as ParamSpec
     if many:
         args = get_args(annotation)
         if len(args) != 1:

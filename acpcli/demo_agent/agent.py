@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import sys
@@ -114,7 +115,7 @@ class DemoAgent:
             return
         except PeerGone:
             raise
-        except Exception:  # a bug: keep serving, but say so loudly
+        except Exception:  # noqa: BLE001 - a bug in a handler: keep serving, but say so loudly
             log(f"internal error handling {method}:\n{traceback.format_exc()}")
             self._after.clear()
             self.peer.respond_error(req_id, RpcError(RpcError.INTERNAL_ERROR, "demo agent bug: see its stderr"))
@@ -322,7 +323,7 @@ class DemoAgent:
             updates = settings.updates(live.record.config, modes=modes, options=options,
                                        boolean=self.client.boolean_config)
         for update in updates:
-            self._after_reply(lambda u=update: live.emit(u))
+            self._after_reply(functools.partial(live.emit, update))
 
     def _activate(self, record: SessionRecord) -> LiveSession:
         live = LiveSession(record, self.peer, self.store,
@@ -379,8 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     if options.forget_auth:
         Credentials(options.state_dir).forget()
     # Raw, unbuffered fds: see Peer. Anything printed by mistake goes to stderr, not the protocol.
-    rfile = open(0, "rb", buffering=0, closefd=False)  # lives as long as the process
-    wfile = open(1, "wb", buffering=0, closefd=False)
+    # Both live as long as the process (SIM115): nothing would ever close them.
+    rfile = open(0, "rb", buffering=0, closefd=False)  # noqa: SIM115
+    wfile = open(1, "wb", buffering=0, closefd=False)  # noqa: SIM115
     sys.stdout = sys.stderr
     peer = Peer(rfile, wfile, string_ids=options.string_ids)
     agent = DemoAgent(peer, options)

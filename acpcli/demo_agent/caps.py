@@ -66,15 +66,15 @@ def initialize_result(version: int, options: Options) -> dict[str, Any]:
     """The ``initialize`` result for ``version``, leaving out every ``--without`` capability."""
     methods = auth_methods(version, options.require_auth)
     if version >= 2:
-        mcp = {key: {} for feat, key in (("mcp-stdio", "stdio"), ("mcp-http", "http")) if options.has(feat)}
-        prompt = {key: {} for key in ("image", "audio") if options.offers(key)}
+        mcp: dict[str, Any] = {key: {} for feat, key in (("mcp-stdio", "stdio"), ("mcp-http", "http")) if options.has(feat)}
+        prompt: dict[str, Any] = {key: {} for key in ("image", "audio") if options.offers(key)}
         if options.has("embedded-context"):
             prompt["embeddedContext"] = {}
         session: dict[str, Any] = {"prompt": prompt, "mcp": mcp}
         session.update({key: {} for feat, key in _SESSION_FEATURES if options.has(feat)})
         return {"protocolVersion": version, "capabilities": {"session": session}, "info": AGENT_INFO,
                 "authMethods": methods}
-    session_caps = {key: {} for feat, key in _SESSION_FEATURES if feat != "load" and options.has(feat)}
+    session_caps: dict[str, Any] = {key: {} for feat, key in _SESSION_FEATURES if feat != "load" and options.has(feat)}
     agent_caps: dict[str, Any] = {
         "loadSession": options.has("load"),
         "promptCapabilities": {"image": options.offers("image"), "audio": options.offers("audio"),
@@ -103,7 +103,8 @@ def client_facts(params: dict[str, Any], version: int) -> ClientFacts:
         return ClientFacts()
     caps = params.get("clientCapabilities")
     caps = caps if isinstance(caps, dict) else {}
-    fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
+    fs = caps.get("fs")
+    fs = fs if isinstance(fs, dict) else {}
     return ClientFacts(
         read_text_file=fs.get("readTextFile") is True,
         write_text_file=fs.get("writeTextFile") is True,

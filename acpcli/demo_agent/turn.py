@@ -93,7 +93,7 @@ class Turn:
                 self._close_open_tools()
         except PeerGone:
             log("the client went away mid-turn")
-        except Exception:  # a bug: end the turn visibly rather than leave the client hanging
+        except Exception:  # noqa: BLE001 - a bug: end the turn visibly rather than leave the client hanging
             log("internal error in the turn:\n" + traceback.format_exc())
             stop = INTERNAL_ERROR_STOP
         finally:
@@ -244,7 +244,7 @@ class Turn:
         else:
             path = os.path.join(self.cwd, script.DEMO_FILE)
             old_text, new_text = script.DEMO_OLD_TEXT, script.demo_new_text(self.turn_no, self.text)
-        call = {
+        call: dict[str, Any] = {
             "toolCallId": new_id("edit"),
             "title": f"Edit {os.path.basename(path)}",
             "kind": "edit",
@@ -361,7 +361,8 @@ class Turn:
                 self.peer.request("terminal/release", ref)
             except RpcError as exc:
                 log(f"terminal/release failed: {exc}")
-        text = output.get("output") if isinstance(output.get("output"), str) else ""
+        raw = output.get("output")
+        text = raw if isinstance(raw, str) else ""
         code = exited.get("exitCode")
         self._tool({"toolCallId": tool_id, "status": "completed",
                     "rawOutput": {"exitCode": code, "signal": exited.get("signal"), "output": script.clip(text, 2000)}})

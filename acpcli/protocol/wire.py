@@ -38,10 +38,7 @@ _ALTERNATIVE = {
 def require(features: AgentFeatures, method: str) -> None:
     """Raise :class:`CapabilityMissing` unless the agent advertised ``method``."""
     attr, marker = _METHOD_CAPABILITY[method]
-    if method == "session/load":
-        ok = features.load
-    else:
-        ok = bool(getattr(features, attr))
+    ok = features.load if method == "session/load" else bool(getattr(features, attr))
     if ok:
         return
     alternatives = []

@@ -151,9 +151,13 @@ class BlockSplitter:
         if self._fence is not None:
             self._lines.append(line)
             m = _FENCE.match(line)
-            if m and m.group(1)[0] == self._fence[0] and len(m.group(1)) >= len(self._fence):
-                if not line[m.end():].strip():
-                    self._fence = None
+            if (
+                m
+                and m.group(1)[0] == self._fence[0]
+                and len(m.group(1)) >= len(self._fence)
+                and not line[m.end():].strip()
+            ):
+                self._fence = None
             return
         if not line.strip():
             if self._lines:
@@ -542,7 +546,7 @@ class _UserBlock(_MessageBlock):
         pass
 
     def live(self) -> RenderableType | None:
-        return user_renderable(self.trace.segments + ["".join(self.trace.run)])
+        return user_renderable([*self.trace.segments, "".join(self.trace.run)])
 
     def finish(self) -> list[RenderableType]:
         rendered = self.live()

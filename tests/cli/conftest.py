@@ -208,7 +208,7 @@ def run_concurrently(
     ]
     results = []
     try:
-        for (cli, args), proc in zip(jobs, procs):
+        for (cli, args), proc in zip(jobs, procs, strict=False):
             out, err = proc.communicate(timeout=TIMEOUT)
             results.append(subprocess.CompletedProcess(cli.argv(*args), proc.returncode, out, err))
     finally:

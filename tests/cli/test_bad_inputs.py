@@ -38,7 +38,7 @@ def test_bad_inputs_fail_before_any_agent_starts(cli: Cli, trace: AgentTrace, tm
     # All at once on a fresh home: readers race the writers creating the index too.
     results = cli.run_all(*[args for args, _, _ in cases])
 
-    for (args, code, words), proc in zip(cases, results):
+    for (args, code, words), proc in zip(cases, results, strict=False):
         error_line(proc, code)
         for word in words:
             assert word in proc.stderr, (args, proc.stderr)

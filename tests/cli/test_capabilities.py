@@ -49,7 +49,7 @@ def test_demo_agent_withholding_each_capability_v1_and_v2(
 
     results = cli.run_all(*[args for args, _ in cases])
 
-    for (args, words), proc in zip(cases, results):
+    for (args, words), proc in zip(cases, results, strict=False):
         error_line(proc, ExitCode.CAPABILITY)
         for word in words:
             assert word in proc.stderr, (args, proc.stderr)

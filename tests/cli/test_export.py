@@ -38,7 +38,7 @@ def _exports(cli: Cli, sid: str) -> dict[str, str]:
     for proc in procs:
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == ""
-    return {fmt: proc.stdout for fmt, proc in zip(FORMATS, procs)}
+    return {fmt: proc.stdout for fmt, proc in zip(FORMATS, procs, strict=False)}
 
 
 def _messages(jsonl: str) -> list[tuple[str, str]]:

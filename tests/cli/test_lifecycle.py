@@ -30,7 +30,7 @@ def test_new_prints_only_the_id_and_the_index_lists_it_v1_and_v2(
 ) -> None:
     made = cli.run_all(*[("new", "--no-repl", "--cmd", trace.demo_cmd(protocol=p), "--title", f"v{p}") for p in (1, 2)])
     ids = {}
-    for protocol, proc in zip((1, 2), made):
+    for protocol, proc in zip((1, 2), made, strict=False):
         assert proc.returncode == 0, proc.stderr
         sid = proc.stdout.strip()
         assert DEMO_ID.match(sid) and proc.stdout == sid + "\n"  # alone: ID=$(acpcli new ...) works
@@ -75,7 +75,7 @@ def test_load_replays_the_same_transcript_in_every_style_v1_and_v2(
     cli: Cli, trace: AgentTrace, tmp_path: Path
 ) -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:  # the two versions side by side
-        recorded = dict(zip((1, 2), pool.map(lambda p: _two_turns(cli, trace, p), (1, 2))))
+        recorded = dict(zip((1, 2), pool.map(lambda p: _two_turns(cli, trace, p), (1, 2)), strict=False))
     for _, before in recorded.values():
         assert "> first question" in before and "> second question no-permission" in before
         assert before.count("Demo agent reply") == 2
@@ -95,7 +95,7 @@ def test_load_replays_the_same_transcript_in_every_style_v1_and_v2(
     shows = run_concurrently([(c, ("show", sid)) for _, _, sid, c, _ in jobs])
 
     problems = []
-    for (protocol, style, _, _, _), loaded, shown in zip(jobs, loads, shows):
+    for (protocol, style, _, _, _), loaded, shown in zip(jobs, loads, shows, strict=False):
         before = recorded[protocol][1]
         if loaded.returncode != 0 or loaded.stdout != before:
             problems.append(
@@ -225,7 +225,7 @@ def test_concurrent_processes_all_record_their_sessions(cli: Cli, trace: AgentTr
         assert match, proc.stderr
         prompt_ids.append(match.group(1))
     assert {r["id"] for r in cli.index()} == new_ids | set(prompt_ids)
-    for word, shown in zip(("alpha", "beta"), cli.run_all(*[("show", sid) for sid in prompt_ids])):
+    for word, shown in zip(("alpha", "beta"), cli.run_all(*[("show", sid) for sid in prompt_ids]), strict=False):
         assert f"> {word} no-permission" in shown.stdout and "Demo agent reply" in shown.stdout
     assert len(trace.pids()) == 4
     trace.assert_all_gone()

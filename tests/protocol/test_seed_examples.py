@@ -1,27 +1,29 @@
 """Every JSON example of the seed page (Session Setup, v2 draft, Chinese) parses with the right
 v2 model and round-trips to exactly the same JSON.
 
-The examples are extracted from the text itself (a JSON value starts at a line holding only
-``{``), so an example added to or dropped from the seed changes the count and fails here
+The examples live in ``tests/golden/seed/``, one file each, in page order, so the suite needs
+nothing outside the repository. They were extracted from the page's text (a JSON value starts at
+a line holding only ``{``); with ``ACPCLI_SPEC_DIR`` set, the extraction is run again on the page
+and must give exactly these files, so an example added to or dropped from the seed fails here
 rather than being skipped silently.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SPEC_DIR, needs_spec
 from pydantic import TypeAdapter
 
 from acpcli import protocol
 
-REPO = Path(__file__).resolve().parents[2]
-SPEC_DIR = Path(os.environ.get("ACPCLI_SPEC_DIR", REPO.parent / "shared" / "spec"))
-SEED = SPEC_DIR / "seed-session-setup.zh.txt"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "seed"
+#: How many JSON examples the seed page holds.
+SEED_EXAMPLES = 17
 
 #: What each example is, in page order: the method it belongs to and the part it shows.
 EXPECTED = [
@@ -78,13 +80,32 @@ def classify(examples: list[Any]) -> list[tuple[str, str]]:
     return kinds
 
 
-EXAMPLES = extract_json_examples(SEED.read_text(encoding="utf-8"))
+def golden_examples() -> list[Any]:
+    """The seed's examples as kept in ``tests/golden/seed/`` (file names sort in page order)."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(GOLDEN.glob("*.json"))]
+
+
+EXAMPLES = golden_examples()
 KINDS = classify(EXAMPLES)
 
 
 def test_the_seed_has_the_examples_we_expect() -> None:
-    assert len(EXAMPLES) == 17
+    assert len(EXAMPLES) == SEED_EXAMPLES
     assert KINDS == EXPECTED
+
+
+def test_golden_file_names_say_what_they_hold() -> None:
+    names = [p.name for p in sorted(GOLDEN.glob("*.json"))]
+    assert names == [
+        f"{i:02d}-{method.replace('/', '_')}-{part}.json" for i, (method, part) in enumerate(EXPECTED, 1)
+    ]
+
+
+@needs_spec
+def test_the_golden_files_are_the_seed_pages_examples() -> None:
+    assert SPEC_DIR is not None
+    seed = (SPEC_DIR / "seed-session-setup.zh.txt").read_text(encoding="utf-8")
+    assert extract_json_examples(seed) == EXAMPLES, "tests/golden/seed/ differs from the seed page"
 
 
 def test_extraction_fails_loudly_on_a_broken_example() -> None:

@@ -134,7 +134,7 @@ def test_login_refuses_unadvertised_and_terminal_methods() -> None:
 
 
 def test_logout_only_when_advertised_on_v1() -> None:
-    with pytest.raises(_Missing, match="auth.logout"):
+    with pytest.raises(_Missing, match=r"auth\.logout"):
         wire.logout_request(_auth_features(1, []))
     assert wire.logout_request(_auth_features(1, [], logout=True)) == ("logout", {})
     with pytest.raises(_Missing, match="nothing to log out of"):

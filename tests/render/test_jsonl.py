@@ -59,7 +59,7 @@ UPDATES = [
 
 
 def test_every_line_is_an_event_with_the_documented_fields() -> None:
-    events, store, out = run(UPDATES, stop="max_tokens")
+    events, _store, out = run(UPDATES, stop="max_tokens")
     assert out.calls[: 2 * len(events)] == ["write", "flush"] * len(events)  # flushed per line
     assert all(e["sessionId"] == "sess_1" for e in events)
     types = [e["type"] for e in events]

@@ -134,7 +134,7 @@ def test_text_is_taken_from_appended_not_reread_per_chunk(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(Message, "content", counting("content", content_prop))
     monkeypatch.setattr(Message, "text", counting("text", text_prop))
-    out, store = stream([chunk("agent_message", f"word{i} ") for i in range(500)])
+    out, _store = stream([chunk("agent_message", f"word{i} ") for i in range(500)])
     assert out.count("word") == 500
     assert reads["text"] == 0
     assert reads["content"] <= 2  # the NewEntry's first block, not once per chunk
@@ -293,7 +293,7 @@ def test_line_writer_output_does_not_depend_on_chunking(body: str, cuts: list[in
         return "".join(out)
 
     points = sorted({min(c, len(body)) for c in cuts})
-    pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)])]
+    pieces = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=False)]
     result = run(pieces)
     assert result == run([body])
     if body.strip("\n"):
