@@ -264,10 +264,12 @@ class EntryUpdated:
 
 
 # (slots=True makes a new class: the descriptors are read from the final classes)
-_new_index, _new_entry = NewEntry.index.__set__, NewEntry.entry.__set__  # type: ignore[attr-defined]
-_updated_index = EntryUpdated.index.__set__  # type: ignore[attr-defined]
-_updated_entry = EntryUpdated.entry.__set__  # type: ignore[attr-defined]
-_updated_appended = EntryUpdated.appended.__set__  # type: ignore[attr-defined]
+# mypy sees the annotations, not the member descriptors that slots=True puts in their place.
+_new_index = NewEntry.index.__set__  # type: ignore[misc, attr-defined]
+_new_entry = NewEntry.entry.__set__  # type: ignore[misc, union-attr]
+_updated_index = EntryUpdated.index.__set__  # type: ignore[misc, attr-defined]
+_updated_entry = EntryUpdated.entry.__set__  # type: ignore[misc, union-attr]
+_updated_appended = EntryUpdated.appended.__set__  # type: ignore[misc, union-attr]
 
 
 @dataclass(slots=True, frozen=True)

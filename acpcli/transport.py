@@ -71,7 +71,7 @@ class Transport(Protocol):
         """``(returncode or None, last stderr lines)``: how the peer ended, for error messages."""
         ...
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> object:
         """Shut the peer down and release everything. Idempotent."""
         ...
 

@@ -83,7 +83,8 @@ def choices(config_options: Sequence[dict[str, Any]], modes: dict[str, Any] | No
         key = option_id(option)
         if key is None:
             continue
-        kind = option.get("type") if isinstance(option.get("type"), str) else "select"
+        kind = option.get("type")
+        kind = kind if isinstance(kind, str) else "select"
         values = tuple(_value(v["value"], v) for v in option_values(option))
         category = option.get("category") if isinstance(option.get("category"), str) else None
         out.append(Choice(key, str(option.get("name") or key), value_name(option), values, category, kind))

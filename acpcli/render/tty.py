@@ -794,9 +794,9 @@ class TtyView:
                 self._print(piece)
         stale, self._stale = self._stale, {}
         for index in sorted(stale):
-            piece = stale[index].changes()
-            if piece is not None:
-                self._print(piece)
+            changed = stale[index].changes()
+            if changed is not None:
+                self._print(changed)
 
     def _set_live(self, block: _Block) -> None:
         self._live_block = block
