@@ -13,10 +13,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acpcli.env import Environment
 from acpcli.errors import AcpcliError, SessionNotFound, UsageError
+
+if TYPE_CHECKING:
+    from acpcli.render import View
 
 
 @dataclass
@@ -572,6 +575,7 @@ def run_prompt(
 
         index = Index.open()
         writer = index.writer()
+        view: View
         if run.raw:
             from acpcli.render import Collector
 

@@ -47,7 +47,8 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         _release_terminal(live)  # commit the live region before drawing the question
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
-        call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+        raw_call = params.get("toolCall")
+        call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
         env.err.print(f"[bold yellow]permission:[/] {escape(str(title))} [dim]({escape(str(call.get('kind') or 'other'))})[/]")
         labels = [f"{option.get('name')}  ({option.get('kind')})" for option in options]
@@ -214,23 +215,23 @@ async def run_repl(
                 tick=getattr(view, "tick", None),
             )
         except BaseException as caught:  # run_turn's task group wraps what it raises
-            err = leaf_error(caught)
+            failure = leaf_error(caught)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
-            if isinstance(err, KeyboardInterrupt):
+            if isinstance(failure, KeyboardInterrupt):
                 return int(ExitCode.INTERRUPTED)
-            if not isinstance(err, RpcError):
+            if not isinstance(failure, RpcError):
                 # The agent died mid-turn (or worse): the error is reported by the CLI; say
                 # how to come back, since the session may well survive on the agent's side.
                 env.err.print(f"[dim]to come back later:[/] acpcli resume {live.session_id}")
                 raise
             # The agent refused this prompt but is still there: say so, keep the line, stay.
             keep = text
-            if isinstance(err, AuthRequired):
-                if await offer_login(env, link, err):
+            if isinstance(failure, AuthRequired):
+                if await offer_login(env, link, failure):
                     env.err.print("[dim]press Enter to send the prompt again[/]")
             else:
-                env.err.print(Text.assemble(("the agent answered an error: ", "red"), err.message))
+                env.err.print(Text.assemble(("the agent answered an error: ", "red"), failure.message))
             continue
         finally:
             writer.flush()
