@@ -34,7 +34,12 @@ from acpcli.errors import AuthRequired, HandshakeError, RpcError, UsageError
 if TYPE_CHECKING:
     from acpcli.connection import Connection
 
-ProtocolChoice = Literal["auto", "1", "2"]
+ProtocolChoice = Literal["auto", "1", "2", "2-latest"]
+
+#: ``--protocol`` values: ``2-latest`` speaks v2 and reads the later v2 draft (session/load
+#: gone, ``capabilities.session`` implying resume/close/list; loading is ``session/resume``
+#: with ``replayFrom``); plain ``2`` and ``auto`` keep the seed's draft reading.
+PROTOCOL_CHOICES: tuple[str, ...] = ("auto", "1", "2", "2-latest")
 V2Reading = Literal["draft", "latest"]
 
 #: The versions this client speaks, newest first.
@@ -137,9 +142,24 @@ class AgentFeatures:
 
 def parse_protocol_choice(value: str) -> ProtocolChoice:
     """Validate a ``--protocol`` value."""
-    if value not in ("auto", "1", "2"):
-        raise UsageError(f"--protocol must be auto, 1 or 2 (got {value!r})")
+    if value not in PROTOCOL_CHOICES:
+        raise UsageError(f"--protocol must be auto, 1, 2 or 2-latest (got {value!r})")
     return value  # type: ignore[return-value]
+
+
+def protocol_of(features: AgentFeatures) -> str:
+    """The protocol choice that speaks to this agent the way this connection did: ``"1"``,
+    ``"2"`` (the seed's v2 draft) or ``"2-latest"``. Recorded with a session, so that later
+    commands on it speak the same (a v1 session is not resumed over v2, a 2-latest session
+    is loaded with ``session/resume``)."""
+    if features.protocol_version == 1:
+        return "1"
+    return "2-latest" if features.reading == "v2-latest" else "2"
+
+
+def reading_for(choice: str) -> V2Reading:
+    """How a v2 answer is read under a protocol choice."""
+    return "latest" if choice == "2-latest" else "draft"
 
 
 def initialize_params(choice: ProtocolChoice, offer: ClientOffer) -> dict[str, Any]:
@@ -158,7 +178,7 @@ def initialize_params(choice: ProtocolChoice, offer: ClientOffer) -> dict[str, A
         if offer.auth_terminal:
             params["clientCapabilities"]["auth"] = {"terminal": True}
         params["clientInfo"] = {"name": offer.name, "title": offer.title, "version": offer.version}
-    if choice in ("auto", "2"):
+    if choice in ("auto", "2", "2-latest"):
         # v2 defines no standard client capability fields: fs and terminals are gone.
         params["capabilities"] = {}
         params["info"] = {"name": offer.name, "title": offer.title, "version": offer.version}
@@ -216,14 +236,14 @@ def features_from_result(
         )
     if choice == "1" and version != 1:
         raise HandshakeError(f"--protocol 1 was asked for but the agent answered version {version}")
-    if choice == "2" and version != 2:
+    if choice in ("2", "2-latest") and version != 2:
         raise HandshakeError(
-            f"--protocol 2 was asked for but the agent speaks version {version} only",
+            f"--protocol {choice} was asked for but the agent speaks version {version} only",
             hint="use --protocol auto (the default) or --protocol 1",
         )
     if version == 1:
         return _features_v1(result, offer)
-    return _features_v2(result, v2_reading)
+    return _features_v2(result, "latest" if choice == "2-latest" else v2_reading)
 
 
 def _features_v1(result: dict[str, Any], offer: ClientOffer) -> AgentFeatures:

@@ -164,6 +164,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """,
     # 2: the event log in pages (one row per batch of a session's events); events copied
     _events_into_pages,
+    # 3 (protocol choice): the --protocol choice a session speaks ("1", "2", "2-latest"), so
+    # resume/load/prompt --session/close speak it again; protocol_version stays the number
+    """
+    ALTER TABLE sessions ADD COLUMN protocol TEXT;
+    """,
 )
 
 
@@ -205,6 +210,15 @@ class SessionRecord:
     last_used_at: float = field(default_factory=time.time)
     state: str = "active"
     agent_info: dict[str, Any] | None = None
+    #: The protocol choice the session was made with ("1", "2" or "2-latest"); None when
+    #: recorded before acpcli kept it (see :meth:`protocol_choice`).
+    protocol: str | None = None
+
+    def protocol_choice(self) -> str | None:
+        """The recorded protocol choice, else the one the recorded version implies."""
+        if self.protocol:
+            return self.protocol
+        return str(self.protocol_version) if self.protocol_version in (1, 2) else None
 
 
 _COLUMNS = (
@@ -213,7 +227,19 @@ _COLUMNS = (
 )
 
 
+#: Read after ``_COLUMNS`` when the file has it (migration "protocol choice"; a schema-1 file
+#: read as it is does not).
+_PROTOCOL_COLUMN = "protocol"
+
+
 def _record(row: tuple[Any, ...]) -> SessionRecord:
+    rec = _base_record(row)
+    if len(row) > 12 and isinstance(row[12], str):
+        rec.protocol = row[12]
+    return rec
+
+
+def _base_record(row: tuple[Any, ...]) -> SessionRecord:
     return SessionRecord(
         id=row[0],
         agent=row[1],
@@ -412,6 +438,12 @@ class Index:
                 json.dumps(rec.agent_info) if rec.agent_info is not None else None,
             ),
         )
+        if rec.protocol is not None:
+            self.conn.execute(f"UPDATE sessions SET {_PROTOCOL_COLUMN} = ? WHERE id = ?", (rec.protocol, rec.id))
+
+    @property
+    def _select_columns(self) -> str:
+        return _COLUMNS if self._schema == 1 else f"{_COLUMNS}, {_PROTOCOL_COLUMN}"
 
     def get(self, id_or_prefix: str) -> SessionRecord:
         """The session with this id, or the only one whose id starts with it.
@@ -422,12 +454,12 @@ class Index:
         if not id_or_prefix:
             raise UsageError("empty session id")
         row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,)
+            f"SELECT {self._select_columns} FROM sessions WHERE id = ?", (id_or_prefix,)
         ).fetchone()
         if row is not None:
             return _record(row)
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? "
+            f"SELECT {self._select_columns} FROM sessions WHERE substr(id, 1, ?) = ? "
             "ORDER BY last_used_at DESC LIMIT 11",
             (len(id_or_prefix), id_or_prefix),
         ).fetchall()
@@ -449,18 +481,19 @@ class Index:
         """Sessions matching every given filter, most recently used first."""
         where: list[str] = []
         params: list[Any] = []
+        conn = self.conn  # opened first: the columns read depend on the file's schema
         for column, value in (("agent", agent), ("cwd", cwd), ("state", state)):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
-        sql = f"SELECT {_COLUMNS} FROM sessions"
+        sql = f"SELECT {self._select_columns} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY last_used_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [_record(r) for r in self.conn.execute(sql, params)]
+        return [_record(r) for r in conn.execute(sql, params)]
 
     def _update(self, session_id: str, sql: str, params: tuple[Any, ...]) -> None:
         cur = self.conn.execute(sql, (*params, session_id))

@@ -91,7 +91,10 @@ class LiveSession:
         """The settings this session offers now (:class:`acpcli.protocol.settings.Choice`)."""
         from acpcli.protocol import settings
 
-        return settings.choices(self.store.config_options, self.modes, self.store.current_mode_id)
+        store = self.store
+        return settings.choices(
+            store.config_options, self.modes, store.current_mode_id, store.available_models, store.current_model_id
+        )
 
     def feed(self, update: Any, frame_text: str | None = None) -> None:
         """Apply one ``session/update`` payload: store, event log, view, turn state.
@@ -122,7 +125,8 @@ class LiveSession:
 
 
 def _seed_settings(live: LiveSession, result: Any) -> None:
-    """Take the session's settings from a setup response (v1 ``modes``, ``configOptions``).
+    """Take the session's settings from a setup response (v1 ``modes`` and ``models``,
+    ``configOptions``), whichever setup it answers (new, load, resume).
 
     Updates that arrived before the response (a replayed ``config_option_update``) are newer
     than nothing but older than the response, so the response wins when it has the field.
@@ -133,15 +137,20 @@ def _seed_settings(live: LiveSession, result: Any) -> None:
     if isinstance(modes, dict):
         live.modes = modes
     _settings_changed(live, result.get("configOptions"), modes.get("currentModeId") if isinstance(modes, dict) else None)
+    models = result.get("models")
+    if isinstance(models, dict):
+        _settings_changed(live, models=models)
 
 
-def _settings_changed(live: LiveSession, options: Any = None, mode: Any = None) -> None:
+def _settings_changed(live: LiveSession, options: Any = None, mode: Any = None, models: Any = None) -> None:
     """Settings learnt from an answer (not an update) go through the store's own reducer,
     as the updates that would say the same do: one place validates and keeps them."""
     if options is not None:
         live.store.apply({"sessionUpdate": "config_option_update", "configOptions": options})
     if mode is not None:
         live.store.apply({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+    if models is not None:
+        live.store.apply({"sessionUpdate": "current_model_update", **models})
 
 
 def _is_cancelled(result: Any) -> bool:
@@ -395,6 +404,9 @@ class AgentLink:
         result = await self.conn.request(method, params)
         if method == "session/set_mode":
             _settings_changed(live, mode=value)
+            return
+        if method == "session/set_model":  # answers nothing: the model we asked for is current
+            _settings_changed(live, models={"currentModelId": value})
             return
         options = result.get("configOptions") if isinstance(result, dict) else None
         if not isinstance(options, list):  # an agent that answered {}: record what we asked for

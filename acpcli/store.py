@@ -62,6 +62,7 @@ THOUGHT = "thought"
 AVAILABLE_COMMANDS = "available_commands"
 CURRENT_MODE = "current_mode_id"
 CONFIG_OPTIONS = "config_options"
+CURRENT_MODEL = "current_model_id"  # current_model_id and/or available_models (v1 ``models``)
 SESSION_INFO = "session_info"  # title and/or updated_at
 USAGE = "usage"
 STATE = "state"  # state and stop_reason
@@ -311,7 +312,8 @@ class Store:
     """The transcript of one session plus its session-level state.
 
     Session-level attributes (read them after a ``SessionChanged``): ``available_commands``,
-    ``current_mode_id``, ``config_options``, ``title``, ``updated_at``, ``usage`` (the
+    ``current_mode_id``, ``config_options``, ``current_model_id`` and ``available_models``
+    (the v1 unstable ``models`` state), ``title``, ``updated_at``, ``usage`` (the
     ``usage_update`` fields ``used``/``size``/``cost``), ``state`` (``idle``, ``running``,
     ``requires_action`` or an unknown string) and ``stop_reason``.
     """
@@ -321,6 +323,8 @@ class Store:
         self.available_commands: list[Json] = []
         self.current_mode_id: str | None = None
         self.config_options: list[Json] = []
+        self.current_model_id: str | None = None
+        self.available_models: list[Json] = []
         self.title: str | None = None
         self.updated_at: str | None = None
         self.usage: dict[str, Any] | None = None
@@ -347,6 +351,7 @@ class Store:
             "available_commands_update": self._commands,
             "current_mode_update": self._mode,
             "config_option_update": self._config,
+            "current_model_update": self._model,
             "session_info_update": self._info,
             "usage_update": self._usage,
             "state_update": self._state,
@@ -665,6 +670,24 @@ class Store:
             return None
         self.config_options = _dicts(options)
         return SessionChanged(CONFIG_OPTIONS)
+
+    def _model(self, update: dict[str, Any]) -> Change | None:
+        # v1 (unstable) models: the setup answers' ``models`` state (``currentModelId``,
+        # ``availableModels``) and a ``session/set_model`` that succeeded arrive here as
+        # this update (the session layer builds it); an agent sending it is read the same.
+        model = update.get("currentModelId", update.get("modelId"))
+        available = update.get("availableModels")
+        changed = False
+        if type(model) is str:
+            self.current_model_id = model
+            changed = True
+        if type(available) is list:
+            self.available_models = [m for m in _dicts(available) if type(m.get("modelId")) is str]
+            changed = True
+        if not changed:
+            log.debug("ignored current_model_update: %.200r", update)
+            return None
+        return SessionChanged(CURRENT_MODEL)
 
     def _info(self, update: dict[str, Any]) -> Change | None:
         changed = False

@@ -12,6 +12,9 @@ small ways this module hides:
 * v1 also has the older ``modes`` (``session/set_mode``); the spec says a client that supports
   config options uses a ``category: "mode"`` option when there is one and falls back to
   ``modes`` only when there is not. v2 has no modes.
+* v1 agents may also offer models the same older way (the unstable ``models`` state:
+  ``availableModels``, ``currentModelId``; changed with ``session/set_model``), as gemini does.
+  Read like modes: a ``category: "model"`` option wins when there is one.
 
 Options of a type acpcli does not know are kept (so nothing is lost when state is shown or
 stored) but cannot be set.
@@ -72,12 +75,19 @@ class Choice:
     current: str  # shown value
     values: tuple[tuple[str, str, str], ...]  # (value, name, description); empty for booleans
     category: str | None = None
-    kind: str = "select"  # "select", "boolean", "modes" (v1 session/set_mode) or unknown
+    kind: str = "select"  # "select", "boolean", "modes" (v1 session/set_mode), "models" (set_model) or unknown
 
 
-def choices(config_options: Sequence[dict[str, Any]], modes: dict[str, Any] | None, current_mode: str | None) -> list[Choice]:
+def choices(
+    config_options: Sequence[dict[str, Any]],
+    modes: dict[str, Any] | None,
+    current_mode: str | None,
+    models: Sequence[dict[str, Any]] = (),
+    current_model: str | None = None,
+) -> list[Choice]:
     """Every setting the session offers, config options first (the agent's order), then the
-    v1 modes when no config option of category ``mode`` stands in for them."""
+    v1 modes and the v1 models (``availableModels``) when no config option of category
+    ``mode`` / ``model`` stands in for them."""
     out: list[Choice] = []
     for option in config_options:
         key = option_id(option)
@@ -96,6 +106,12 @@ def choices(config_options: Sequence[dict[str, Any]], modes: dict[str, Any] | No
         )
         shown = next((name for value, name, _ in values if value == current), str(current))
         out.append(Choice(MODE, "Mode", shown, values, MODE, "modes"))
+    model_values = tuple(
+        _value(m["modelId"], m) for m in models if isinstance(m, dict) and isinstance(m.get("modelId"), str)
+    )
+    if model_values and not any(c.category == MODEL for c in out):
+        shown = next((name for value, name, _ in model_values if value == current_model), str(current_model or "?"))
+        out.append(Choice(MODEL, "Model", shown, model_values, MODEL, "models"))
     return out
 
 
@@ -140,7 +156,7 @@ def resolve(choice: Choice, text: str) -> str | bool:
         if word in _FALSE:
             return False
         raise UsageError(f"{choice.key} is on or off, not {text!r}")
-    if choice.kind not in ("select", "modes"):
+    if choice.kind not in ("select", "modes", "models"):
         raise UsageError(f"{choice.key} is a {choice.kind} option, which acpcli cannot set")
     folded = text.strip().casefold()
     for value, name, _ in choice.values:
@@ -162,7 +178,8 @@ def _words(text: str) -> set[str]:
 def change_request(features: AgentFeatures, session_id: str, choice: Choice, value: str | bool) -> tuple[str, dict[str, Any]]:
     """The method and params that set ``choice`` to ``value`` on this connection.
 
-    v1 modes go through ``session/set_mode``; everything else through
+    v1 modes go through ``session/set_mode``, v1 models (``availableModels``) through
+    ``session/set_model``; everything else through
     ``session/set_config_option`` (v2 has nothing else). A boolean carries ``type: boolean``
     (v1 only: v2 has no boolean options).
     """
@@ -170,6 +187,10 @@ def change_request(features: AgentFeatures, session_id: str, choice: Choice, val
         if features.protocol_version != 1:
             raise CapabilityMissing("session/set_mode exists in protocol v1 only", hint="use /config")
         return "session/set_mode", {"sessionId": session_id, "modeId": value}
+    if choice.kind == "models":
+        if features.protocol_version != 1:
+            raise CapabilityMissing("session/set_model exists in protocol v1 only", hint="use /config")
+        return "session/set_model", {"sessionId": session_id, "modelId": value}
     params: dict[str, Any] = {"sessionId": session_id, "configId": choice.key, "value": value}
     if choice.kind == "boolean":
         if features.protocol_version != 1:

@@ -31,7 +31,8 @@ entry's position in the transcript (stable: entries never move).
 ``session``
     ``{"type":"session","sessionId","field", ...}`` -- session state changed. ``field``
     and the keys it adds: ``availableCommands`` (``availableCommands``), ``currentMode``
-    (``currentModeId``), ``configOptions`` (``configOptions``), ``sessionInfo``
+    (``currentModeId``), ``currentModel`` (``currentModelId``, ``availableModels``: the v1
+    ``models`` state), ``configOptions`` (``configOptions``), ``sessionInfo``
     (``title``, ``updatedAt``), ``usage`` (``usage``: ``used``, ``size``, ``cost``),
     ``state`` (``state``, ``stopReason``).
 ``turn_end``
@@ -54,6 +55,9 @@ def _session_fields(store: Store, name: str) -> dict[str, Any]:
         return {"field": "currentMode", "currentModeId": store.current_mode_id}
     if name == st.CONFIG_OPTIONS:
         return {"field": "configOptions", "configOptions": store.config_options}
+    if name == st.CURRENT_MODEL:
+        return {"field": "currentModel", "currentModelId": store.current_model_id,
+                "availableModels": store.available_models}
     if name == st.SESSION_INFO:
         return {"field": "sessionInfo", "title": store.title, "updatedAt": store.updated_at}
     if name == st.USAGE:
