@@ -75,6 +75,8 @@ class AgentSpec:
     cwd: str | None = None
     description: str = ""
     builtin: bool = False
+    #: ``protocol = "1" | "2" | "2-latest" | "auto"``: what ``--protocol`` defaults to for it.
+    protocol: str | None = None
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The full environment for the agent: ``base`` (default ``os.environ``) plus ``env``.
@@ -215,7 +217,8 @@ def expand_vars(value: str, environ: Mapping[str, str], where: str) -> str:
 # --------------------------------------------------------------------------------------
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_AGENT_KEYS = {"command", "args", "env", "cwd", "description"}
+_AGENT_KEYS = {"command", "args", "env", "cwd", "description", "protocol"}
+_PROTOCOLS = ("auto", "1", "2", "2-latest")  # as acpcli.negotiate.PROTOCOL_CHOICES (not imported: start-up path)
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -338,12 +341,18 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
     description = entry.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"{label}: description must be a string")
+    protocol = entry.get("protocol")
+    if isinstance(protocol, int) and not isinstance(protocol, bool):
+        protocol = str(protocol)  # protocol = 1 reads as well as protocol = "1"
+    if protocol is not None and protocol not in _PROTOCOLS:
+        raise ConfigError(f"{label}: protocol must be one of {', '.join(_PROTOCOLS)} (got {protocol!r})")
     return AgentSpec(
         name=name,
         argv=argv,
         env=_string_map(entry.get("env", {}), "env", label),
         cwd=os.path.expanduser(cwd) if cwd else None,
         description=description,
+        protocol=protocol,
     )
 
 

@@ -31,7 +31,7 @@ def auth(
     ] = None,
     list_only: Annotated[bool, typer.Option("--list", help="Only list the agent's login methods.")] = False,
     logout: Annotated[bool, typer.Option("--logout", help="Log out instead (when the agent supports it).")] = False,
-    protocol: Protocol = "auto",
+    protocol: Protocol = None,
     log_file: LogFile = None,
 ) -> None:
     """Log in to an agent, using one of the login methods it advertises.

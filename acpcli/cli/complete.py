@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-_PROTOCOLS = (("auto", "offer v2, accept v1"), ("1", "ACP v1 only"), ("2", "ACP v2 only"))
+_PROTOCOLS = (
+    ("auto", "offer v2, accept v1"),
+    ("1", "ACP v1 only"),
+    ("2", "ACP v2 only"),
+    ("2-latest", "ACP v2, the later draft"),
+)
 _POLICIES = (
     ("ask", "ask on the terminal"),
     ("allow", "allow every request once"),

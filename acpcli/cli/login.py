@@ -74,7 +74,7 @@ def run_auth(
     *,
     list_only: bool,
     logout: bool,
-    protocol: str,
+    protocol: str | None,
     log_file: Path | None,
 ) -> int:
     """``acpcli auth``; see the command's help."""
@@ -84,7 +84,8 @@ def run_auth(
     from acpcli.negotiate import parse_protocol_choice
     from acpcli.protocol import wire
 
-    parse_protocol_choice(protocol)
+    if protocol is not None:
+        parse_protocol_choice(protocol)
     if sum((list_only, logout, method_id is not None)) > 1:
         raise UsageError("give only one of --list, --logout and --method")
     choice = pick_agent(agent_name, cmd)

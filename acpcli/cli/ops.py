@@ -30,6 +30,7 @@ class AgentChoice:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    protocol: str | None = None  # the configured agent's ``protocol``, if any
 
 
 @dataclass
@@ -75,7 +76,7 @@ def pick_agent(agent: str | None, cmd: str | None, *, default: AgentChoice | Non
                 hint=f"known agents: {names} (try --agent demo)",
             )
     spec = config.resolve_agent(agent, cfg)
-    return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None)
+    return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None, spec.protocol)
 
 
 def mcp_servers(mcp_config: Path | None, names: Sequence[str] | None) -> tuple[list[dict[str, Any]], list[str]]:
@@ -99,18 +100,25 @@ def session_inputs(
     add_dir: Sequence[Path] | None,
     mcp_config: Path | None,
     mcp: Sequence[str] | None,
-    protocol: str,
+    protocol: str | None,
     log_file: Path | None,
     default_agent: AgentChoice | None = None,
     default_cwd: str | None = None,
     default_add_dirs: Sequence[str] = (),
     no_add_dirs: bool = False,
+    record: Any = None,
 ) -> SessionInputs:
-    """Validate every input of a lifecycle command; raises before anything is started."""
+    """Validate every input of a lifecycle command; raises before anything is started.
+
+    ``record`` is the index record of the session the command continues, if any: its
+    protocol is spoken again unless ``--protocol`` or the agent's config says otherwise
+    (see :func:`choose_protocol`)."""
     from acpcli.negotiate import parse_protocol_choice
 
-    parse_protocol_choice(protocol)
+    if protocol is not None:
+        parse_protocol_choice(protocol)
     choice = pick_agent(agent, cmd, default=default_agent)
+    protocol = choose_protocol(protocol, choice, record)
     if cwd is not None:
         the_cwd = resolve_dir(cwd, "--cwd")
     elif default_cwd is not None:
@@ -129,6 +137,22 @@ def session_inputs(
         dirs = list(default_add_dirs)
     servers, names = mcp_servers(mcp_config, mcp)
     return SessionInputs(choice, the_cwd, dirs, servers, names, protocol, log_file)
+
+
+def choose_protocol(given: str | None, agent: AgentChoice, record: Any = None) -> str:
+    """The protocol choice a command speaks: ``--protocol``, else the agent's configured
+    ``protocol``, else the one the continued session was recorded with (only when the agent
+    is launched by the same command line it was recorded with: another agent may not speak
+    it), else ``auto``."""
+    if given is not None:
+        return given
+    if agent.protocol is not None:
+        return agent.protocol
+    if record is not None and list(record.argv) == list(agent.argv):
+        recorded = record.protocol_choice()
+        if recorded is not None:
+            return str(recorded)
+    return "auto"
 
 
 def lookup(session_id: str) -> Any:
@@ -157,6 +181,7 @@ def recorded_agent(record: Any) -> AgentChoice:
     if spec is not None and list(spec.argv) == choice.argv:
         choice.env = dict(spec.env)
         choice.cwd = str(spec.cwd) if spec.cwd else None
+        choice.protocol = spec.protocol
     return choice
 
 
@@ -206,6 +231,7 @@ def agent_label(agent: AgentChoice, features: Any) -> str:
 
 
 def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | None) -> Any:
+    from acpcli.negotiate import protocol_of
     from acpcli.persistence import SessionRecord
 
     return SessionRecord(
@@ -216,6 +242,7 @@ def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | 
         additional_dirs=inputs.additional_directories,
         mcp_servers=inputs.mcp_names,
         protocol_version=features.protocol_version,
+        protocol=protocol_of(features),
         title=title,
         agent_info={"name": features.agent_name, "title": features.agent_title, "version": features.agent_version},
     )
@@ -308,10 +335,24 @@ async def attach(
         # --add-dir / --no-add-dirs replaced the roots: remember what the agent now has.
         known.additional_dirs = list(inputs.additional_directories)
         index.upsert_session(known)
+    _record_protocol(index, known, link.features)
     index.touch(sid)
     if run.title:
         index.set_title(sid, run.title)
     return live
+
+
+def _record_protocol(index: Any, known: Any, features: Any) -> None:
+    """A recorded session continued over another protocol (``--protocol``) speaks that one
+    from now on: record it, so the next command does not fall back to the old one."""
+    from acpcli.negotiate import protocol_of
+
+    if known is None:
+        return
+    spoken = protocol_of(features)
+    if known.protocol != spoken or known.protocol_version != features.protocol_version:
+        known.protocol, known.protocol_version = spoken, features.protocol_version
+        index.upsert_session(known)
 
 
 async def _logged_in(link: Any, run: Run, setup: Any) -> Any:
@@ -387,7 +428,9 @@ def agent_stderr_log(agent: AgentChoice) -> Path:
     return ensure_dir(log_dir()) / f"{safe}.stderr.log"
 
 
-def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | None = None, run: Run | None = None) -> Any:
+def link_for(
+    agent: AgentChoice, *, protocol: str | None = None, log_file: Path | None = None, run: Run | None = None
+) -> Any:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
 
     Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
@@ -405,7 +448,7 @@ def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | Non
     return open_link(
         agent.argv,
         env_extra=_env_extra(agent),
-        choice=protocol,  # type: ignore[arg-type]
+        choice=protocol or agent.protocol or "auto",  # type: ignore[arg-type]  # validated by the caller / config
         offer=offer,
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),

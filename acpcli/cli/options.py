@@ -87,12 +87,15 @@ Mcp = Annotated[
     ),
 ]
 Protocol = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--protocol",
-        metavar="auto|1|2",
-        help="ACP version to speak: auto (offer 2, accept 1), 1 or 2.",
+        metavar="auto|1|2|2-latest",
+        help="ACP version to speak: auto (offer 2, accept 1), 1, 2, or 2-latest (the later v2 "
+        "draft). Default: the agent's configured protocol, else the one the session was "
+        "recorded with, else auto.",
         autocompletion=complete.protocols,
+        show_default=False,
     ),
 ]
 NoRepl = Annotated[

@@ -37,7 +37,7 @@ def prompt(
     add_dir: AddDir = None,
     mcp_config: McpConfig = None,
     mcp: Mcp = None,
-    protocol: Protocol = "auto",
+    protocol: Protocol = None,
     output_format: Annotated[str, typer.Option("--format", metavar="text|markdown|jsonl", help="Output format on stdout.", autocompletion=complete.formats)] = "text",
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the agent's answer.")] = False,
@@ -70,7 +70,7 @@ def prompt(
     the_text = ops.prompt_text(text, file, env)
     if session and last:
         raise UsageError("give either --session or --last, not both")
-    default_agent = default_cwd = None
+    default_agent = default_cwd = record = None
     default_dirs: list[str] = []
     if session is not None:
         record = ops.lookup(session)
@@ -80,12 +80,13 @@ def prompt(
     inputs = ops.session_inputs(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
         protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
-        default_add_dirs=default_dirs,
+        default_add_dirs=default_dirs, record=record,
     )
     if last:
         session = ops.last_session(inputs.agent, inputs.cwd)
         record = ops.lookup(session)
         inputs.additional_directories = list(record.additional_dirs) if not add_dir else inputs.additional_directories
+        inputs.protocol = ops.choose_protocol(protocol, inputs.agent, record)
     run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
     if output is not None:
         run.env = ops.Environment(stdin=env.stdin, stdout=open(output, "w", encoding="utf-8"), stderr=env.stderr)  # noqa: SIM115

@@ -62,7 +62,7 @@ def new(
     add_dir: AddDir = None,
     mcp_config: McpConfig = None,
     mcp: Mcp = None,
-    protocol: Protocol = "auto",
+    protocol: Protocol = None,
     title: Title = None,
     no_repl: NoRepl = False,
     permissions: Permissions = None,
@@ -100,7 +100,7 @@ def _reattach(
     no_add_dirs: bool,
     mcp_config,
     mcp,
-    protocol: str,
+    protocol: str | None,
     log_file,
     new_if_missing: bool,
     run,
@@ -130,7 +130,7 @@ def _reattach(
     inputs = ops.session_inputs(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
         protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
-        default_add_dirs=default_dirs, no_add_dirs=no_add_dirs,
+        default_add_dirs=default_dirs, no_add_dirs=no_add_dirs, record=record,
     )
     sid = record.id if record is not None else session_id
     try:
@@ -155,7 +155,7 @@ def load(
     no_add_dirs: NoAddDirs = False,
     mcp_config: McpConfig = None,
     mcp: Mcp = None,
-    protocol: Protocol = "auto",
+    protocol: Protocol = None,
     new_if_missing: NewIfMissing = False,
     no_repl: NoRepl = False,
     permissions: Permissions = None,
@@ -186,7 +186,7 @@ def resume(
     no_add_dirs: NoAddDirs = False,
     mcp_config: McpConfig = None,
     mcp: Mcp = None,
-    protocol: Protocol = "auto",
+    protocol: Protocol = None,
     new_if_missing: NewIfMissing = False,
     no_repl: NoRepl = False,
     permissions: Permissions = None,
@@ -210,7 +210,7 @@ def close(
     session_id: SessionId,
     agent: Agent = None,
     cmd: Cmd = None,
-    protocol: Protocol = "auto",
+    protocol: Protocol = None,
     log_file: LogFile = None,
 ) -> None:
     """Close a session on the agent (resuming it first when needed) and mark it closed.
@@ -223,7 +223,7 @@ def close(
     inputs = ops.session_inputs(
         agent=agent, cmd=cmd, cwd=None, add_dir=None, mcp_config=None, mcp=None, protocol=protocol,
         log_file=log_file, default_agent=ops.recorded_agent(record),
-        default_cwd=record.cwd, default_add_dirs=record.additional_dirs,
+        default_cwd=record.cwd, default_add_dirs=record.additional_dirs, record=record,
     )
     raise typer.Exit(ops.run_close(record, inputs, _run(True)))
 

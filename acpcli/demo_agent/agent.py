@@ -129,7 +129,8 @@ class DemoAgent:
     def _call(self, method: str, req_id: Any, params: Any) -> Any:
         handler = self._handlers.get(method)
         feature = caps.METHOD_FEATURES.get(method)
-        if handler is None or (feature is not None and not self.options.has(feature)):
+        baseline = method in caps.LATEST_BASELINE and self.options.latest(self.version)
+        if handler is None or (feature is not None and not baseline and not self.options.has(feature)):
             raise caps.refuse_method(method)
         if method != "initialize" and self.version is None:
             raise RpcError(RpcError.INVALID_REQUEST, f"{method} before initialize")
@@ -184,8 +185,8 @@ class DemoAgent:
         self._after_reply(announce)
         return {"sessionId": record.sessionId, **self._settings_fields(live)}
 
-    def _session_load(self, req_id: Any, params: dict[str, Any]) -> Any:
-        live = self._activate(self._restore(params, "session/load"))
+    def _session_load(self, req_id: Any, params: dict[str, Any], method: str = "session/load") -> Any:
+        live = self._activate(self._restore(params, method))
         live.save(touch=False)
         style, note = effective_style(self.options.replay, self._v, self.options.v1_message_ids)
         if note:
@@ -205,6 +206,12 @@ class DemoAgent:
         return (fields or None) if self._v >= 2 else fields
 
     def _session_resume(self, req_id: Any, params: dict[str, Any]) -> Any:
+        replay_from = params.get("replayFrom")
+        if replay_from is not None and self.options.latest(self.version):
+            # The later v2 draft: a load is a resume that replays from a cursor.
+            if not isinstance(replay_from, dict) or replay_from.get("type") != "start":
+                raise RpcError(RpcError.INVALID_PARAMS, f"unsupported replayFrom cursor: {replay_from!r}")
+            return self._session_load(req_id, params, method="session/resume") or {}
         live = self._activate(self._restore(params, "session/resume"))
         live.save(touch=False)
         return self._settings_fields(live)

@@ -71,7 +71,9 @@ def initialize_result(version: int, options: Options) -> dict[str, Any]:
         if options.has("embedded-context"):
             prompt["embeddedContext"] = {}
         session: dict[str, Any] = {"prompt": prompt, "mcp": mcp}
-        session.update({key: {} for feat, key in _SESSION_FEATURES if options.has(feat)})
+        # The later draft has no per-method markers: `session` itself means resume/close/list.
+        latest_baseline = ("load", "resume", "close", "list") if options.latest(version) else ()
+        session.update({key: {} for feat, key in _SESSION_FEATURES if options.has(feat) and feat not in latest_baseline})
         return {"protocolVersion": version, "capabilities": {"session": session}, "info": AGENT_INFO,
                 "authMethods": methods}
     session_caps: dict[str, Any] = {key: {} for feat, key in _SESSION_FEATURES if feat != "load" and options.has(feat)}
@@ -89,10 +91,16 @@ def initialize_result(version: int, options: Options) -> dict[str, Any]:
             "authMethods": methods}
 
 
+#: Methods the later v2 draft makes baseline (never withheld there).
+LATEST_BASELINE = frozenset({"session/resume", "session/close", "session/list"})
+
+
 def method_available(method: str, version: int, options: Options) -> bool:
     """Whether ``method`` exists on a connection speaking ``version`` (feature gates aside)."""
     if (method in V1_ONLY and version >= 2) or (method in V2_ONLY and version < 2):
         return False
+    if method == "session/load" and options.latest(version):
+        return False  # the later v2 draft removed it: a load is session/resume with replayFrom
     # v1 logout exists only when advertised (agentCapabilities.auth.logout); v2 auth/logout is baseline.
     return method != "logout" or options.require_auth
 

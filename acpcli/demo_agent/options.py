@@ -74,6 +74,11 @@ class Options:
     chunk_size: int = 12
     delay: float = 0.02
     string_ids: bool = False
+    v2_flavour: str = "draft"  # "latest": the later v2 draft (no session/load; resume+replayFrom)
+
+    def latest(self, version: int | None) -> bool:
+        """True when speaking the later v2 draft on a connection of ``version``."""
+        return self.v2_flavour == "latest" and version is not None and version >= 2
 
     def has(self, feature: str) -> bool:
         """True when ``feature`` (one of :data:`FEATURES`) is advertised."""
@@ -162,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between streamed chunks (default 0.02; tests pass 0)",
     )
     p.add_argument(
+        "--v2-flavour", choices=("draft", "latest"), default="draft",
+        help="which v2 draft to speak in v2: draft (the seed's, with session/load and per-method "
+        "markers; default) or latest (session/load removed, capabilities.session implies "
+        "resume/close/list, a load is session/resume with replayFrom {type: start})",
+    )
+    p.add_argument(
         "--string-ids", action="store_true",
         help="use UUID strings as ids of requests sent to the client (like codex-acp)",
     )
@@ -185,6 +196,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
         chunk_size=ns.chunk_size,
         delay=max(0.0, ns.delay),
         string_ids=ns.string_ids,
+        v2_flavour=ns.v2_flavour,
     )
 
 
