@@ -240,14 +240,14 @@ def test_option_equals_value() -> None:
     assert values("", words="acpcli prompt --format = m", cword=4) == ["markdown"]
     assert values("", words="acpcli prompt --format =", cword=3) == ["text", "markdown", "jsonl"]
     # zsh and fish keep the word whole
-    assert values("acpcli new --protocol=", "zsh") == ["auto", "1", "2"]
+    assert values("acpcli new --protocol=", "zsh") == ["auto", "1", "2", "2-latest"]
     assert ask("acpcli new --mcp-config=se", "fish") == [("file", "", "")]
 
 
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("acpcli new --protocol ", ["auto", "1", "2"]),
+        ("acpcli new --protocol ", ["auto", "1", "2", "2-latest"]),
         ("acpcli resume x --permissions ", ["ask", "allow", "deny", "read-only"]),
         ("acpcli prompt --permissions r", ["read-only"]),
         ("acpcli prompt --format ", ["text", "markdown", "jsonl"]),
