@@ -1,0 +1,187 @@
+"""A v1 ACP agent written with the official Python SDK (``acp``) that offers models the way
+gemini does: a ``models`` state (``availableModels``, ``currentModelId``) in the
+``session/new`` and ``session/load`` results, no model config option, and the unstable
+``session/set_model`` to change it (see ``shared/spec/REAL-AGENTS.md``).
+
+- ``initialize`` advertises ``loadSession`` only (no resume, close or list: gemini's set);
+- sessions also carry ``modes`` (``default``, ``yolo``), changed with ``session/set_mode``;
+- ``session/set_model`` with a known ``modelId`` answers ``{}``; an unknown one is -32602;
+- ``session/load`` accepts any id (a session from another process) and answers the model
+  recorded for it, when ``SDK_MODELS_STATE`` names a JSON file shared between processes;
+- a prompt is answered with one text chunk ``model=<id> mode=<id>``.
+
+The SDK this repository tests with has no route for ``session/set_model`` (it is unstable), so
+one is added to the SDK's own router (:func:`_router_with_set_model`). Every incoming method
+call is appended, as received, as one JSON line to ``$RECORD_FILE`` when set, and the pid to
+``$PID_FILE``, like ``sdk_record_agent.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from typing import Any
+
+import acp
+import acp.agent.connection as agent_connection
+from acp.connection import StreamDirection, StreamEvent
+from acp.exceptions import RequestError
+from acp.router import Route
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+)
+
+MODELS = (
+    ("gemini-2.5-pro", "Gemini 2.5 Pro", "Deep reasoning"),
+    ("gemini-2.5-flash", "Gemini 2.5 Flash", "Fast"),
+)
+DEFAULT_MODEL = "gemini-2.5-flash"
+MODES = (("default", "Default"), ("yolo", "YOLO"))
+
+
+class NewWithModels(NewSessionResponse):
+    models: dict[str, Any] | None = None
+
+
+class LoadWithModels(LoadSessionResponse):
+    models: dict[str, Any] | None = None
+
+
+def record(event: StreamEvent) -> None:
+    """Connection observer: append each incoming method call, raw, to ``$RECORD_FILE``."""
+    message = event.message
+    path = os.environ.get("RECORD_FILE")
+    if not path or event.direction != StreamDirection.INCOMING or "method" not in message:
+        return
+    line = json.dumps({"method": message["method"], "params": message.get("params"), "request": "id" in message})
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+class _State:
+    """session id -> {"model", "mode"}, in memory or in ``$SDK_MODELS_STATE``."""
+
+    def __init__(self) -> None:
+        self._path = os.environ.get("SDK_MODELS_STATE")
+        self._memory: dict[str, dict[str, str]] = {}
+
+    def _all(self) -> dict[str, dict[str, str]]:
+        if self._path and os.path.exists(self._path):
+            with open(self._path, encoding="utf-8") as f:
+                return dict(json.load(f))
+        return self._memory
+
+    def get(self, session_id: str) -> dict[str, str]:
+        return dict(self._all().get(session_id) or {"model": DEFAULT_MODEL, "mode": "default"})
+
+    def put(self, session_id: str, state: dict[str, str]) -> None:
+        everything = self._all()
+        everything[session_id] = state
+        if self._path:
+            with open(self._path, "w", encoding="utf-8") as f:
+                json.dump(everything, f)
+        else:
+            self._memory = everything
+
+
+class ModelsAgent:
+    """The part of ``acp.Agent`` this peer needs (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._state = _State()
+
+    def on_connect(self, conn: Any) -> None:
+        self._client = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=True),
+            agent_info=Implementation(name="sdk-models", version="0.1"),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewWithModels:
+        session_id = f"mdl-{uuid.uuid4().hex[:12]}"
+        state = self._state.get(session_id)
+        self._state.put(session_id, state)
+        return NewWithModels(session_id=session_id, modes=_modes(state), models=_models(state))
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadWithModels:
+        state = self._state.get(session_id)
+        await self._client.session_update(session_id, acp.update_user_message_text("earlier question"))
+        await self._client.session_update(session_id, acp.update_agent_message_text("earlier answer"))
+        return LoadWithModels(modes=_modes(state), models=_models(state))
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        if mode_id not in {m for m, _ in MODES}:
+            raise RequestError.invalid_params({"modeId": mode_id})
+        state = self._state.get(session_id)
+        state["mode"] = mode_id
+        self._state.put(session_id, state)
+        return SetSessionModeResponse()
+
+    async def set_session_model(self, params: Any) -> dict[str, Any]:
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        model_id = params.get("modelId") if isinstance(params, dict) else None
+        if not isinstance(session_id, str) or model_id not in {m for m, _, _ in MODELS}:
+            raise RequestError.invalid_params({"modelId": model_id})
+        state = self._state.get(session_id)
+        state["model"] = str(model_id)
+        self._state.put(session_id, state)
+        return {}
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        state = self._state.get(session_id)
+        text = f"model={state['model']} mode={state['mode']}"
+        await self._client.session_update(session_id, acp.update_agent_message_text(text))
+        return PromptResponse(stop_reason="end_turn")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+
+def _models(state: dict[str, str]) -> dict[str, Any]:
+    return {
+        "currentModelId": state["model"],
+        "availableModels": [{"modelId": m, "name": n, "description": d} for m, n, d in MODELS],
+    }
+
+
+def _modes(state: dict[str, str]) -> SessionModeState:
+    return SessionModeState(
+        current_mode_id=state["mode"], available_modes=[SessionMode(id=m, name=n) for m, n in MODES]
+    )
+
+
+_build_router = agent_connection.build_agent_router
+
+
+def _router_with_set_model(agent: Any, use_unstable_protocol: bool = False) -> Any:
+    """The SDK's router plus a ``session/set_model`` route (unstable; not in this SDK)."""
+    router = _build_router(agent, use_unstable_protocol=use_unstable_protocol)
+    router.add_route(Route(method="session/set_model", func=agent.set_session_model, kind="request"))
+    return router
+
+
+def main() -> None:
+    pid_file = os.environ.get("PID_FILE")
+    if pid_file:
+        with open(pid_file, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
+    agent_connection.build_agent_router = _router_with_set_model  # type: ignore[assignment]  # see the docstring
+    asyncio.run(acp.run_agent(ModelsAgent(), observers=[record]))
+
+
+if __name__ == "__main__":
+    main()
