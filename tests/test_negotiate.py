@@ -174,3 +174,22 @@ def test_summary_is_flat() -> None:
     assert s["load"] == "session/load"
     assert s["mcp"] == ["stdio", "http"]
     assert s["authMethods"] == ["chatgpt"]
+
+
+def test_2_latest_is_a_choice_that_reads_the_later_draft() -> None:
+    from acpcli.negotiate import protocol_of
+
+    assert parse_protocol_choice("2-latest") == "2-latest"
+    params = initialize_params("2-latest", ClientOffer())
+    assert params["protocolVersion"] == 2 and "clientCapabilities" not in params and "info" in params
+    result = {"protocolVersion": 2, "capabilities": {"session": {}}}
+    latest = features_from_result(result, choice="2-latest")
+    assert latest.reading == "v2-latest" and latest.load_via == "session/resume" and latest.close
+    assert protocol_of(latest) == "2-latest"
+    # plain 2 and auto keep the seed's draft reading of the same answer
+    for choice in ("2", "auto"):
+        draft = features_from_result(result, choice=choice)  # type: ignore[arg-type]  # literals
+        assert draft.reading == "v2-draft" and not draft.load and protocol_of(draft) == "2"
+    assert protocol_of(features_from_result({"protocolVersion": 1})) == "1"
+    with pytest.raises(HandshakeError, match="--protocol 2-latest"):
+        features_from_result({"protocolVersion": 1}, choice="2-latest")

@@ -730,3 +730,18 @@ def test_change_objects_stay_frozen_values() -> None:
         case _:
             pytest.fail("no match")
     assert [f.name for f in dataclasses.fields(EntryUpdated)] == ["index", "entry", "appended"]
+
+
+def test_current_model_update_keeps_the_v1_models_state() -> None:
+    from acpcli.store import CURRENT_MODEL, SessionChanged, Store
+
+    store = Store()
+    change = store.apply({
+        "sessionUpdate": "current_model_update", "currentModelId": "m1",
+        "availableModels": [{"modelId": "m1", "name": "One"}, {"name": "no id"}, "junk"],
+    })
+    assert change == SessionChanged(CURRENT_MODEL)
+    assert store.current_model_id == "m1" and store.available_models == [{"modelId": "m1", "name": "One"}]
+    assert store.apply({"sessionUpdate": "current_model_update", "currentModelId": "m2"}) == SessionChanged(CURRENT_MODEL)
+    assert store.current_model_id == "m2" and len(store.available_models) == 1  # the list stays
+    assert store.apply({"sessionUpdate": "current_model_update", "currentModelId": 3}) is None

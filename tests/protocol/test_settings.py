@@ -124,3 +124,28 @@ def test_requests_match_the_generated_models(version: int) -> None:
         mode = settings.choices([], MODES, None)[0]
         method, params = settings.change_request(V1, "s1", mode, "ask")
         assert dump(parse_params(1, method, params)) == params
+
+
+GEMINI_MODELS = [
+    {"modelId": "auto", "name": "Auto"},
+    {"modelId": "gemini-2.5-pro", "name": "Gemini 2.5 Pro", "description": "deep"},
+    {"name": "no id: skipped"},
+]
+
+
+def test_v1_models_are_a_model_setting_changed_with_set_model() -> None:
+    found = settings.choices([], None, None, GEMINI_MODELS, "gemini-2.5-pro")
+    assert [(c.key, c.category, c.kind, c.current) for c in found] == [("model", "model", "models", "Gemini 2.5 Pro")]
+    model = settings.find(found, "model")
+    assert model is not None and [v for v, _, _ in model.values] == ["auto", "gemini-2.5-pro"]
+    assert settings.resolve(model, "pro") == "gemini-2.5-pro"
+    with pytest.raises(UsageError, match="choose from: auto, gemini-2.5-pro"):
+        settings.resolve(model, "gpt")
+    assert settings.change_request(V1, "s1", model, "auto") == ("session/set_model", {"sessionId": "s1", "modelId": "auto"})
+    with pytest.raises(CapabilityMissing):
+        settings.change_request(V2, "s1", model, "auto")
+
+
+def test_a_model_config_option_wins_over_v1_models() -> None:
+    found = settings.choices([MODEL_V1], None, None, GEMINI_MODELS, "auto")
+    assert [(c.key, c.kind) for c in found] == [("model", "select")]
