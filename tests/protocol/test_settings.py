@@ -139,7 +139,7 @@ def test_v1_models_are_a_model_setting_changed_with_set_model() -> None:
     model = settings.find(found, "model")
     assert model is not None and [v for v, _, _ in model.values] == ["auto", "gemini-2.5-pro"]
     assert settings.resolve(model, "pro") == "gemini-2.5-pro"
-    with pytest.raises(UsageError, match="choose from: auto, gemini-2.5-pro"):
+    with pytest.raises(UsageError, match=r"choose from: auto, gemini-2\.5-pro"):
         settings.resolve(model, "gpt")
     assert settings.change_request(V1, "s1", model, "auto") == ("session/set_model", {"sessionId": "s1", "modelId": "auto"})
     with pytest.raises(CapabilityMissing):
