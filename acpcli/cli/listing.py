@@ -46,14 +46,21 @@ def store_from_events(index: Any, session_id: str) -> Any:
 
 
 def sessions(
-    *, agent: str | None, cmd: str | None, cwd: Path | None, all_states: bool, remote: bool, as_json: bool
+    *,
+    agent: str | None,
+    cmd: str | None,
+    cwd: Path | None,
+    all_states: bool,
+    remote: bool,
+    as_json: bool,
+    protocol: str | None = None,
 ) -> int:
     from acpcli.cli.ops import environment, resolve_dir
 
     env = environment()
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
     if remote:
-        return _remote_sessions(env, agent, cmd, the_cwd, as_json)
+        return _remote_sessions(env, agent, cmd, the_cwd, as_json, protocol)
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
@@ -115,17 +122,23 @@ def sessions(
     return int(ExitCode.OK)
 
 
-def _remote_sessions(env: Any, agent: str | None, cmd: str | None, cwd: str | None, as_json: bool) -> int:
+def _remote_sessions(
+    env: Any, agent: str | None, cmd: str | None, cwd: str | None, as_json: bool, protocol: str | None = None
+) -> int:
     import anyio
 
     from acpcli.cli.ops import link_for, pick_agent
 
     if agent is None and cmd is None:
         raise UsageError("--remote asks an agent: pass --agent NAME or --cmd 'COMMAND'")
+    if protocol is not None:
+        from acpcli.negotiate import parse_protocol_choice
+
+        parse_protocol_choice(protocol)
     choice = pick_agent(agent, cmd)
 
     async def main() -> list[dict[str, Any]]:
-        async with link_for(choice) as link:
+        async with link_for(choice, protocol=protocol) as link:
             return [info async for info in link.list_remote(cwd)]
 
     infos = anyio.run(main)

@@ -236,11 +236,14 @@ def sessions(
     remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    protocol: Protocol = None,
 ) -> None:
     """List sessions: the local index by default, or the agent's own list with --remote."""
     from acpcli.cli import listing
 
-    raise typer.Exit(listing.sessions(agent=agent, cmd=cmd, cwd=cwd, all_states=all_states, remote=remote, as_json=as_json))
+    raise typer.Exit(listing.sessions(
+        agent=agent, cmd=cmd, cwd=cwd, all_states=all_states, remote=remote, as_json=as_json, protocol=protocol
+    ))
 
 
 @app.command()
