@@ -13,6 +13,7 @@ names the file (and the line, when known). Shape::
     env = { FOO = "bar" }               # added to the full user environment
     cwd = "~/src/project"               # optional default cwd
     description = "..."
+    protocol = "1"                      # optional: auto, 1, 2 or 2-latest (--protocol's default)
 
     [mcp_servers.fs]                    # same shape as an entry of the common mcpServers JSON
     command = "mcp-fs"                  # made absolute at use time (PATH, or relative to cwd)

@@ -514,3 +514,12 @@ def test_merge_mcp_same_name_twice() -> None:
     assert merge_mcp({"a": same}, {"a": dict(same)}, ["a"]) == {"a": same}
     with pytest.raises(UsageError, match="both"):
         merge_mcp({"a": same}, {"a": {"command": "other"}}, ["a"])
+
+
+def test_an_agent_protocol_is_read_and_checked() -> None:
+    write_config('[agents.a]\ncommand = ["a"]\nprotocol = "2-latest"\n[agents.b]\ncommand = ["b"]\nprotocol = 1\n')
+    config = load_config()
+    assert config.agents["a"].protocol == "2-latest" and config.agents["b"].protocol == "1"
+    write_config('[agents.c]\ncommand = ["c"]\nprotocol = "v2"\n')
+    with pytest.raises(ConfigError, match="protocol must be one of"):
+        load_config()
