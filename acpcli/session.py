@@ -389,7 +389,14 @@ class AgentLink:
         from acpcli.protocol import settings
 
         found = self.find_setting(live, key)
-        await self.change_setting(live, found, settings.resolve(found, value_text))
+        try:
+            await self.change_setting(live, found, settings.resolve(found, value_text))
+        except RpcError as err:
+            # The agent refused a value it offered (or one it offers no longer): say what it
+            # offers, so the next try can be right.
+            if err.hint is None and found.values:
+                err.hint = f"{found.key} offers: " + ", ".join(value for value, _, _ in found.values)
+            raise
         return settings.find(live.settings(), found.key) or found
 
     async def change_setting(self, live: LiveSession, choice: Any, value: str | bool) -> None:

@@ -81,6 +81,7 @@ def sessions(
                         "additionalDirectories": rec.additional_dirs,
                         "mcpServers": rec.mcp_servers,
                         "protocolVersion": rec.protocol_version,
+                        "protocol": rec.protocol_choice(),  # what later commands speak: 1, 2, 2-latest
                         "created": rec.created_at,
                         "lastUsed": rec.last_used_at,
                         "state": rec.state,

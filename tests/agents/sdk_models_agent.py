@@ -5,7 +5,8 @@ gemini does: a ``models`` state (``availableModels``, ``currentModelId``) in the
 
 - ``initialize`` advertises ``loadSession`` only (no resume, close or list: gemini's set);
 - sessions also carry ``modes`` (``default``, ``yolo``), changed with ``session/set_mode``;
-- ``session/set_model`` with a known ``modelId`` answers ``{}``; an unknown one is -32602;
+- ``session/set_model`` with a known ``modelId`` answers ``{}``; an unknown one is -32602, and
+  so is the one named by ``SDK_MODELS_REFUSE`` (an offered model the account may not use);
 - ``session/load`` accepts any id (a session from another process) and answers the model
   recorded for it, when ``SDK_MODELS_STATE`` names a JSON file shared between processes;
 - a prompt is answered with one text chunk ``model=<id> mode=<id>``.
@@ -136,6 +137,8 @@ class ModelsAgent:
         model_id = params.get("modelId") if isinstance(params, dict) else None
         if not isinstance(session_id, str) or model_id not in {m for m, _, _ in MODELS}:
             raise RequestError.invalid_params({"modelId": model_id})
+        if model_id == os.environ.get("SDK_MODELS_REFUSE"):
+            raise RequestError.invalid_params({"modelId": model_id, "reason": "not available to this account"})
         state = self._state.get(session_id)
         state["model"] = str(model_id)
         self._state.put(session_id, state)

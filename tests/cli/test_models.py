@@ -54,6 +54,14 @@ def test_a_setting_the_agent_lacks_lists_the_settings_it_offers(cli: Cli, trace:
     assert "session/prompt" not in trace.methods()
 
 
+def test_a_model_the_agent_refuses_is_reported_with_the_models_offered(cli: Cli, trace: AgentTrace) -> None:
+    proc = cli.run("prompt", "--cmd", _cmd(), "--model", "pro", "hi", env={"SDK_MODELS_REFUSE": "gemini-2.5-pro"})
+    assert proc.returncode != 0 and proc.stdout == "", proc.stderr
+    assert "acpcli: hint: model offers: gemini-2.5-pro, gemini-2.5-flash" in proc.stderr, proc.stderr
+    assert "session/prompt" not in trace.methods()
+    trace.assert_all_gone()
+
+
 def test_models_are_read_from_the_load_result_too(cli: Cli, trace: AgentTrace, tmp_path: Path) -> None:
     state = tmp_path / "models.json"
     sid = cli.new(_cmd(state))

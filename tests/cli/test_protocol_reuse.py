@@ -44,7 +44,7 @@ def test_protocol_flag_wins_and_is_recorded_for_the_next_command(cli: Cli, trace
     cli.ok("prompt", "--session", sid, "-q", "still v2")
     assert _spoken(trace) == ["1", "2", "2"]
     row = next(r for r in cli.index() if r["id"] == sid)
-    assert row["protocolVersion"] == 2
+    assert row["protocolVersion"] == 2 and row["protocol"] == "2"
 
 
 def test_another_agent_command_does_not_inherit_the_recorded_protocol(cli: Cli, trace: AgentTrace) -> None:

@@ -34,6 +34,7 @@ def test_a_2_latest_session_lives_its_whole_life_on_the_later_draft(
     log = tmp_path / "wire.log"
     sid = cli.new(_latest(trace), "--protocol", "2-latest")
     cli.ok("prompt", "--session", sid, "-q", "remember this")
+    assert next(r for r in cli.index() if r["id"] == sid)["protocol"] == "2-latest"
     # no --protocol from here on: the recorded choice is spoken again
     loaded = cli.ok("load", sid, "--no-repl", "--log-file", str(log))
     assert "remember this" in loaded.stdout
