@@ -34,7 +34,9 @@ processes; ``logout`` (v1, advertised) / ``auth/logout`` (v2) / ``--forget-auth`
 Sessions: stored as JSON in ``$ACPCLI_HOME/demo-agent/sessions/<sessionId>.json`` (or under
 ``--state-dir``), ids ``demo-<uuid hex>``; ``session/load`` (replay styles: ``--replay``,
 ``--load-answers-first``), ``session/resume``, ``session/list`` (``--page-size``) and
-``session/close`` work across processes.
+``session/close`` work across processes. ``--v2-flavour latest`` speaks the later v2 draft in
+v2: no ``session/load`` and no per-method markers (``capabilities.session`` implies resume,
+close and list); a load is ``session/resume`` with ``replayFrom: {type: "start"}``.
 
 Prompt keywords (anywhere in the prompt's text, case-insensitive) make it a controllable
 fixture:
