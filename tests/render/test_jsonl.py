@@ -140,3 +140,13 @@ def test_print_store_writes_one_finished_event_per_entry() -> None:
     assert [e["type"] for e in events] == ["message", "message", "tool_call", "plan", "message"]
     assert [e["index"] for e in events] == list(range(5))
     assert events[1]["text"] == "Hello" and events[2]["status"] == "completed"
+
+
+def test_a_model_change_is_a_current_model_session_event() -> None:
+    models = [{"modelId": "m1", "name": "One"}]
+    events, _, _ = run([
+        {"sessionUpdate": "current_model_update", "currentModelId": "m1", "availableModels": models},
+    ], stop=None)
+    assert [(e["type"], e["field"], e["currentModelId"], e["availableModels"]) for e in events] == [
+        ("session", "currentModel", "m1", models)
+    ]
