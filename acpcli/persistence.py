@@ -234,8 +234,9 @@ _PROTOCOL_COLUMN = "protocol"
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:
     rec = _base_record(row)
-    if len(row) > 12 and isinstance(row[12], str):
-        rec.protocol = row[12]
+    at = _COLUMNS.count(",") + 1  # right after _COLUMNS, however many those are
+    if len(row) > at and isinstance(row[at], str):
+        rec.protocol = row[at]
     return rec
 
 

@@ -465,3 +465,29 @@ def test_concurrent_processes_do_not_corrupt_the_index(tmp_path: Path) -> None:
         assert titles == (workers,)
     finally:
         conn.close()
+
+
+def test_the_protocol_choice_is_recorded_and_older_rows_fall_back_to_the_version(tmp_path: Path) -> None:
+    path = tmp_path / "index.db"
+    with Index(path) as index:
+        index.upsert_session(rec("late", protocol_version=2, protocol="2-latest"))
+        index.upsert_session(rec("old-v1", protocol_version=1))  # recorded before the choice was kept
+        index.upsert_session(rec("unknown"))
+        got = {r.id: (r.protocol, r.protocol_choice()) for r in index.list_sessions()}
+        assert got == {"late": ("2-latest", "2-latest"), "old-v1": (None, "1"), "unknown": (None, None)}
+        assert index.get("late").protocol == "2-latest"
+        index.upsert_session(rec("late", protocol_version=2, protocol="2"))  # continued over plain 2
+        assert index.get("late").protocol_choice() == "2"
+    # a schema-2 file (before the protocol column) is migrated and keeps its rows
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old, isolation_level=None)
+    for statement in persistence._statements(MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO sessions (id, agent, cwd, protocol_version, created_at, last_used_at) "
+                 "VALUES ('s', 'demo', '/', 1, 1, 1)")
+    conn.close()
+    with Index(old) as index:
+        assert index.get("s").protocol_choice() == "1"
+    with Index(old, read_only=True) as index:
+        assert index.get("s").protocol is None
