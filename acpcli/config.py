@@ -6,6 +6,7 @@ unreadable or malformed one is a :class:`~acpcli.errors.ConfigError` whose one-l
 names the file (and the line, when known). Shape::
 
     default_agent = "myagent"           # optional: used when neither --agent nor --cmd is given
+    permissions = "deny"                # optional: --permissions when not given (ask|allow|deny|read-only)
 
     [agents.myagent]
     command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
@@ -13,6 +14,7 @@ names the file (and the line, when known). Shape::
     env = { FOO = "bar" }               # added to the full user environment
     cwd = "~/src/project"               # optional default cwd
     description = "..."
+    permissions = "read-only"           # optional: this agent's --permissions default
 
     [mcp_servers.fs]                    # same shape as an entry of the common mcpServers JSON
     command = "mcp-fs"                  # made absolute at use time (PATH, or relative to cwd)
@@ -75,6 +77,7 @@ class AgentSpec:
     cwd: str | None = None
     description: str = ""
     builtin: bool = False
+    permissions: str | None = None  # the agent's default --permissions policy
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The full environment for the agent: ``base`` (default ``os.environ``) plus ``env``.
@@ -122,6 +125,7 @@ class Config:
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     default_agent: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    permissions: str | None = None  # the top-level default --permissions policy
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -215,7 +219,14 @@ def expand_vars(value: str, environ: Mapping[str, str], where: str) -> str:
 # --------------------------------------------------------------------------------------
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_AGENT_KEYS = {"command", "args", "env", "cwd", "description"}
+_AGENT_KEYS = {"command", "args", "env", "cwd", "description", "permissions"}
+POLICY_NAMES = ("ask", "allow", "deny", "read-only")  # acpcli.client_side.POLICIES, kept cheap here
+
+
+def _policy(value: Any, where: str) -> str:
+    if value not in POLICY_NAMES:
+        raise ConfigError(f"{where}: permissions must be one of {', '.join(POLICY_NAMES)} (got {value!r})")
+    return str(value)
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -279,6 +290,8 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{path}: default_agent must be an agent name (a string)")
             config.default_agent = value
+        elif key == "permissions":
+            config.permissions = _policy(value, str(path))
         elif key == "mcp_servers":
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: 'mcp_servers' must be a table of [mcp_servers.NAME] entries")
@@ -338,13 +351,25 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
     description = entry.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"{label}: description must be a string")
+    permissions = entry.get("permissions")
     return AgentSpec(
         name=name,
         argv=argv,
         env=_string_map(entry.get("env", {}), "env", label),
         cwd=os.path.expanduser(cwd) if cwd else None,
         description=description,
+        permissions=_policy(permissions, label) if permissions is not None else None,
     )
+
+
+def configured_permissions(agent: str | None, argv: list[str] | None = None, config: Config | None = None) -> str | None:
+    """The ``permissions`` policy the config gives an agent: its own ``[agents.NAME]`` key (when
+    ``argv``, if given, is still that agent's command line), else the top-level key, else None."""
+    cfg = load_config() if config is None else config
+    spec = cfg.agents.get(agent) if agent is not None else None
+    if spec is not None and spec.permissions is not None and (argv is None or list(spec.argv) == list(argv)):
+        return spec.permissions
+    return cfg.permissions
 
 
 # --------------------------------------------------------------------------------------

@@ -189,6 +189,7 @@ class Run:
     fs: bool = True
     terminal: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
+    refusals: Any = None  # the run's client_side.Refusals, once an agent is linked
 
 
 def _env_extra(agent: AgentChoice) -> dict[str, str]:
@@ -221,15 +222,30 @@ def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | 
     )
 
 
-def _decider(run: Run) -> Any:
-    from acpcli.client_side import permission_decider
+def _decider(run: Run, agent: AgentChoice | None = None) -> Any:
+    """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
+    agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
+    refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
+    from acpcli.client_side import Refusals, permission_decider
 
     ask = None
     if run.repl:
         from acpcli.repl import permission_asker
 
         ask = permission_asker(run.env)
-    return permission_decider(run.env, run.permissions, ask)
+    policy = run.permissions
+    if policy is None and agent is not None:
+        from acpcli.config import configured_permissions
+
+        policy = configured_permissions(agent.name if agent.name != "cmd" else None, agent.argv)
+    if run.refusals is None:
+        run.refusals = Refusals(lambda line: _stderr_line(run.env, line))
+    return permission_decider(run.env, policy, ask, run.refusals)
+
+
+def _stderr_line(env: Environment, line: str) -> None:
+    env.stderr.write(line + "\n")
+    env.stderr.flush()
 
 
 #: Event-log markers around a load's replay: a replay is the whole conversation, so a
@@ -398,10 +414,12 @@ def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | Non
     from acpcli.session import open_link
 
     offer = ClientOffer()
+    decider = None
     if run is not None:
         offer = ClientOffer(
             read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
         )
+        decider = _decider(run, agent)
     return open_link(
         agent.argv,
         env_extra=_env_extra(agent),
@@ -409,8 +427,10 @@ def link_for(agent: AgentChoice, *, protocol: str = "auto", log_file: Path | Non
         offer=offer,
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
-        decide_permission=_decider(run) if run is not None else None,
+        decide_permission=decider,
         tap=_raw_tap(run),
+        policy=decider.policy if decider is not None else None,
+        refusals=decider.refusals if decider is not None else None,
     )
 
 
@@ -622,7 +642,10 @@ def run_prompt(
                 if stop == "cancelled" and live.interrupted:
                     raise KeyboardInterrupt  # our Ctrl-C cancelled it: exit 130, as shells expect
                 if stop != "end_turn":
-                    raise TurnEnded(stop)
+                    ended = TurnEnded(stop)
+                    if stop == "cancelled" and run.refusals is not None and run.refusals.count:
+                        ended.hint = refused_hint(run.refusals)
+                    raise ended
                 return int(ExitCode.OK)
         finally:
             view.close()
@@ -631,6 +654,15 @@ def run_prompt(
 
     with _auth_hinted(inputs.agent):
         return anyio.run(main)
+
+
+def refused_hint(refusals: Any) -> str:
+    """The hint for a turn the agent cancelled after the policy refused something."""
+    from acpcli.client_side import CHANGE_POLICY
+
+    n = refusals.count
+    what = "a request" if n == 1 else f"{n} requests"
+    return f"acpcli refused {what} of the agent (see above), which may be why it stopped: {CHANGE_POLICY}"
 
 
 def last_session(agent: AgentChoice, cwd: str) -> str:
