@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import ConfigError, SessionNotFound, UsageError
-from acpcli.paths import db_path, ensure_dir
+from acpcli.paths import db_path, ensure_dir, tighten
 
 if TYPE_CHECKING:
     import sqlite3
@@ -236,9 +236,10 @@ class Index:
             # Create the file ourselves so it is 0600 from the first byte (SQLite would use
             # 0644 minus umask). O_EXCL: if another process created it first, keep theirs.
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            tighten(path, fd)  # 0600 whatever the umask
             os.close(fd)
         except FileExistsError:
-            pass
+            tighten(path)  # a database made by an older acpcli, or copied in
         except OSError as exc:
             raise ConfigError(f"cannot create the session index {path}: {exc.strerror}") from exc
         try:
@@ -258,6 +259,8 @@ class Index:
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
+            for suffix in ("-wal", "-shm"):  # SQLite copies the db's mode; older files may differ
+                tighten(f"{path}{suffix}")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise ConfigError(f"the session index {path} is unusable: {exc}") from exc

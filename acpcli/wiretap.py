@@ -72,9 +72,9 @@ class WireTap:
         out.flush()
 
     def _open(self) -> IO[bytes]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self._file = os.fdopen(fd, "ab")
+        from acpcli.paths import open_private
+
+        self._file = open_private(self.path, "ab")  # 0600 whatever the umask: whole conversations
         return self._file
 
 
