@@ -83,7 +83,7 @@ def test_cli_leaves_only_private_files(tmp_path: Path, umask: int) -> None:
         return subprocess.run(
             [sys.executable, "-m", "acpcli", *args],
             env=env, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-            preexec_fn=lambda: os.umask(umask),  # noqa: PLW1509  (only sets the child's umask)
+            preexec_fn=lambda: os.umask(umask),  # only the child's umask
             check=False,
         )
 
