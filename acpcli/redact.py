@@ -60,7 +60,7 @@ def secret_name(name: str) -> bool:
 
 def redact_url(url: str) -> str:
     """``url`` with its userinfo, query values and fragment values masked."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+    from urllib.parse import urlsplit, urlunsplit
 
     try:
         parts = urlsplit(url)
@@ -69,15 +69,18 @@ def redact_url(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, REDACTED) for k, _ in pairs], safe="*") if pairs else REDACTED
-    fragment = parts.fragment
-    if fragment and "=" in fragment:
-        pairs = parse_qsl(fragment, keep_blank_values=True)
-        fragment = urlencode([(k, REDACTED) for k, _ in pairs], safe="*") if pairs else REDACTED
+    query = _mask_pairs(parts.query) if parts.query else ""
+    fragment = _mask_pairs(parts.fragment) if "=" in parts.fragment else parts.fragment
     return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _mask_pairs(text: str) -> str:
+    """``a=1&b&c=3`` → ``a=***&***&c=***``: names kept as written, a value-less item masked
+    whole (it may be a bare token)."""
+    return "&".join(
+        f"{item.split('=', 1)[0]}={REDACTED}" if "=" in item else (REDACTED if item else item)
+        for item in text.split("&")
+    )
 
 
 def redact_args(args: Iterable[Any]) -> list[Any]:
