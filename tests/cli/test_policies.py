@@ -131,3 +131,36 @@ def test_refusal_lines_neutralize_control_characters(cli: Cli, workdir: Path) ->
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
     assert "\\x1b]2;pwned\\x07" in proc.stderr
+
+
+# -- on a terminal ------------------------------------------------------------------------------
+
+
+def test_ask_on_a_terminal_serves_what_the_person_allows(spawn, area: Path) -> None:  # type: ignore[no-untyped-def]
+    """``ask`` is unchanged: the person answers both questions, the write and the command run."""
+    from .pty import CHOICE
+
+    pty = spawn("new", "--cmd", CMD)
+    pty.prompt()
+    pty.say(f"try {area}")
+    for _ in range(2):  # "Read input.txt", then "Edit output.txt"
+        pty.expect(CHOICE)
+        pty.child.send("1\r")  # Allow
+    pty.prompt()
+    assert (area / "output.txt").read_text() == "written"
+    assert (area / "ran").exists()
+    assert "acpcli: refused" not in pty.seen
+    assert pty.leave()[0] == ExitCode.OK
+
+
+def test_deny_on_a_terminal_refuses_and_says_so(spawn, area: Path) -> None:  # type: ignore[no-untyped-def]
+    pty = spawn("new", "--cmd", CMD, "--permissions", "deny")
+    pty.prompt()
+    pty.say(f"try {area}")
+    pty.expect("refused a command")
+    pty.prompt()
+    assert not (area / "output.txt").exists() and not (area / "ran").exists()
+    for what in ("permission for 'Read input.txt'", "permission for 'Edit output.txt'", "a file write"):
+        assert f"acpcli: refused {what}" in pty.seen, pty.seen
+    assert "choose 1-" not in pty.seen  # nobody was asked
+    assert pty.leave()[0] == ExitCode.OK
