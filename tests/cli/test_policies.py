@@ -136,7 +136,7 @@ def test_refusal_lines_neutralize_control_characters(cli: Cli, workdir: Path) ->
 # -- on a terminal ------------------------------------------------------------------------------
 
 
-def test_ask_on_a_terminal_serves_what_the_person_allows(spawn, area: Path) -> None:  # type: ignore[no-untyped-def]
+def test_ask_on_a_terminal_serves_what_the_person_allows(spawn: Any, area: Path) -> None:
     """``ask`` is unchanged: the person answers both questions, the write and the command run."""
     from .pty import CHOICE
 
@@ -153,7 +153,7 @@ def test_ask_on_a_terminal_serves_what_the_person_allows(spawn, area: Path) -> N
     assert pty.leave()[0] == ExitCode.OK
 
 
-def test_deny_on_a_terminal_refuses_and_says_so(spawn, area: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deny_on_a_terminal_refuses_and_says_so(spawn: Any, area: Path) -> None:
     pty = spawn("new", "--cmd", CMD, "--permissions", "deny")
     pty.prompt()
     pty.say(f"try {area}")
