@@ -104,3 +104,30 @@ def test_cli_leaves_only_private_files(tmp_path: Path, umask: int) -> None:
     dirs = [home, *(p for p in home.rglob("*") if p.is_dir()), log.parent]
     open_dirs = {str(p): oct(mode(p)) for p in dirs if mode(p) != 0o700}
     assert not open_dirs, open_dirs
+
+
+def test_index_and_its_wal_files_are_0600_under_umask_0(tmp_path: Path, loose_umask: None) -> None:
+    from acpcli.persistence import Index, SessionRecord
+
+    path = tmp_path / "state" / "acpcli.db"
+    with Index.open(path) as index:
+        index.upsert_session(SessionRecord(id="s1", agent="demo", argv=["demo"], cwd=str(tmp_path)))
+        with Index.open(path) as second:  # a second connection, as another process would open it
+            second.touch("s1")
+            wal_files = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
+            assert all(p.exists() for p in wal_files)  # open while the connections are
+            modes = {p.name: oct(mode(p)) for p in [path, *wal_files]}
+    assert set(modes.values()) == {"0o600"}, modes
+    assert mode(path.parent) == 0o700
+
+
+def test_an_older_loose_index_is_tightened(tmp_path: Path) -> None:
+    from acpcli.persistence import Index
+
+    path = tmp_path / "acpcli.db"
+    with Index.open(path) as index:
+        assert index.list_sessions() == []
+    path.chmod(0o644)
+    with Index.open(path) as index:
+        assert index.list_sessions() == []
+    assert mode(path) == 0o600
