@@ -8,6 +8,26 @@ Permissions (``--permissions``):
                rejection the agent understands, never a fake ``cancelled``
 ``read-only``  allow tool calls of kind read / search / fetch / think, reject the rest
 
+What each policy lets the agent do through the client's own methods:
+
+============  =================  ===================  ==========================================
+policy        fs/read_text_file  fs/write_text_file   terminal/*        permission requests
+============  =================  ===================  ==========================================
+``ask``       served             served               served            the person picks
+``allow``     served             served               served            allow_once
+``read-only`` served             **refused**          **refused**       read kinds allowed, rest rejected
+``deny``      served             **refused**          **refused**       every one rejected
+============  =================  ===================  ==========================================
+
+``deny`` is also what a script gets when no policy is given (nobody can answer a question).
+A refused method is answered with a JSON-RPC error :data:`POLICY_REFUSED` (-32603) whose message
+names the policy and how to change it (``--permissions ask|allow`` or the ``permissions`` config
+key); ``data`` carries ``{"policy": ...}``. The capabilities stay advertised as the ``--no-fs``
+and ``--no-terminal`` flags decide: an agent that knows it may write through the client asks
+the client, so the refusal reaches the user (:class:`Refusals`: one stderr line each), rather
+than the agent trying another way the user never hears of. Every refusal by a policy, of a
+method or of a permission request, is reported to :class:`Refusals`.
+
 "Always" answers are remembered per session: a later request for the same tool kind is answered
 the same way without asking again. A request whose ``toolCall`` carries no ``kind`` (v1 agents
 often send only the ``toolCallId``) is judged by the kind the tool call was announced with.
@@ -67,8 +87,60 @@ logger = logging.getLogger("acpcli.client_side")
 
 POLICIES = ("ask", "allow", "deny", "read-only")
 READ_ONLY_KINDS = frozenset({"read", "search", "fetch", "think"})
+#: Policies under which the agent may read files but neither write them nor run commands.
+READ_ONLY_POLICIES = frozenset({"deny", "read-only"})
+#: The JSON-RPC error code a method refused by the policy is answered with.
+POLICY_REFUSED = RpcError.INTERNAL_ERROR
+#: How to change the policy, as told to the user and the agent.
+CHANGE_POLICY = 'use --permissions ask|allow, or permissions = "ask" in the config'
 
 Asker = Callable[["LiveSession", dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+def shown(text: str, limit: int = 160) -> str:
+    """``text`` (from the agent) made safe for one line of output: control characters shown
+    as escapes (``\\x1b``), never passed to the terminal; cut at ``limit`` characters."""
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ord(ch) < 0x100:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(f"\\u{ord(ch):04x}")
+    line = "".join(out)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def refusal_message(what: str, policy: str) -> str:
+    """The words for one refusal: what was refused, the policy, how to change it."""
+    return f"refused {what} (policy {policy}): {CHANGE_POLICY}"
+
+
+class Refusals:
+    """Everything the permission policy refused, reported to the user as it happens.
+
+    ``report`` gets one line per refusal (the CLI writes it on stderr); :attr:`count` lets the
+    end of a turn say that a refusal may be why the agent stopped.
+    """
+
+    def __init__(self, report: Callable[[str], None] | None = None) -> None:
+        self._report = report
+        self.count = 0
+        self.lines: list[str] = []
+
+    def __call__(self, what: str, policy: str) -> None:
+        line = f"acpcli: {refusal_message(shown(what), policy)}"
+        self.count += 1
+        self.lines.append(line)
+        if self._report is not None:
+            try:
+                self._report(line)
+            except (OSError, ValueError):  # a closed stderr must not break the answer
+                logger.info("could not report a refusal: %s", line)
 
 
 # -- permissions ---------------------------------------------------------------------------
@@ -130,16 +202,37 @@ def _is_cancelled(answer: Any) -> bool:
     return isinstance(outcome, dict) and outcome.get("outcome") == "cancelled"
 
 
-class PermissionPolicy:
-    """Answers permission requests by policy, remembering "always" answers per session."""
+def _about(params: dict[str, Any], live: LiveSession | None) -> str:
+    """What a permission request is about, for the user: the tool call's title (or id)."""
+    call = params.get("toolCall")
+    if not isinstance(call, dict):
+        return "a tool call"
+    title = call.get("title")
+    tool_id = call.get("toolCallId")
+    store = getattr(live, "store", None)
+    if not isinstance(title, str) and isinstance(tool_id, str) and store is not None:
+        known = store.tool_call(tool_id)
+        title = getattr(known, "title", None)
+    if isinstance(title, str) and title.strip():
+        return repr(title.strip()) if len(title) < 120 else repr(title.strip()[:117] + "...")
+    return f"tool call {tool_id}" if isinstance(tool_id, str) else "a tool call"
 
-    def __init__(self, policy: str, ask: Asker | None = None) -> None:
+
+class PermissionPolicy:
+    """Answers permission requests by policy, remembering "always" answers per session.
+
+    Each request the policy itself rejects (``deny``, ``read-only``) is reported to
+    ``refusals``; what a person rejects is not (they know).
+    """
+
+    def __init__(self, policy: str, ask: Asker | None = None, refusals: Refusals | None = None) -> None:
         if policy not in POLICIES:
             raise UsageError(f"--permissions must be one of {', '.join(POLICIES)} (got {policy!r})")
         if policy == "ask" and ask is None:
             policy = "deny"  # nobody to ask
         self.policy = policy
         self._ask = ask
+        self.refusals = refusals
         self._always: dict[tuple[str, str], str] = {}  # (session, tool kind) -> "allow"/"reject"
 
     async def __call__(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
@@ -152,8 +245,10 @@ class PermissionPolicy:
                 return selected(option)
         if self.policy == "allow" or (self.policy == "read-only" and kind in READ_ONLY_KINDS):
             option = pick(options, "allow_once", "allow_always")
-        elif self.policy in ("deny", "read-only"):
+        elif self.policy in READ_ONLY_POLICIES:
             option = pick(options, "reject_once", "reject_always")
+            if self.refusals is not None:
+                self.refusals(f"permission for {_about(params, live)} (kind {kind})", self.policy)
         else:
             assert self._ask is not None
             answer = await self._ask(live, params)
@@ -172,11 +267,13 @@ class PermissionPolicy:
         return selected(option)
 
 
-def permission_decider(env: Environment, policy: str | None, ask: Asker | None = None) -> PermissionPolicy:
+def permission_decider(
+    env: Environment, policy: str | None, ask: Asker | None = None, refusals: Refusals | None = None
+) -> PermissionPolicy:
     """The policy for this run: ``ask`` on a terminal, ``deny`` when nobody can answer."""
     if policy is None:
         policy = "ask" if env.interactive and ask is not None else "deny"
-    return PermissionPolicy(policy, ask)
+    return PermissionPolicy(policy, ask, refusals)
 
 
 # -- the root set ---------------------------------------------------------------------------
@@ -342,7 +439,9 @@ class ClientServices:
     Use as ``async with ClientServices(roots, fs=..., terminal=...) as services:`` around the
     connection, and pass :meth:`handlers` as its extra handlers; leaving the block kills and
     reaps every terminal still alive. ``session_roots`` gives a session's root set (see
-    :func:`roots_of`). ``fs_write`` defaults to ``fs``.
+    :func:`roots_of`). ``fs_write`` defaults to ``fs``. ``policy`` (``deny`` or ``read-only``)
+    refuses file writes and terminals (see the module docstring), reporting each refusal to
+    ``refusals``; ``None``, ``ask`` and ``allow`` serve everything offered.
     """
 
     def __init__(
@@ -353,8 +452,12 @@ class ClientServices:
         terminal: bool = True,
         fs_write: bool | None = None,
         kill_grace: float | None = None,
+        policy: str | None = None,
+        refusals: Refusals | None = None,
     ) -> None:
         self._roots = session_roots
+        self.policy = policy
+        self.refusals = refusals
         self._fs_read = fs
         self._fs_write = fs if fs_write is None else fs_write
         self._terminal = terminal
@@ -459,9 +562,24 @@ class ClientServices:
     def _not_offered(method: str) -> RpcError:
         return RpcError(RpcError.METHOD_NOT_FOUND, f"method not found: {method}")
 
+    def _refuse(self, method: str, what: str | None) -> RpcError:
+        """The error answering ``method`` under a policy that forbids it; reported to the
+        user when ``what`` names what was refused."""
+        policy = str(self.policy)
+        if what is not None and self.refusals is not None:
+            self.refusals(what, policy)
+        return RpcError(
+            POLICY_REFUSED,
+            f"{method} refused by the client's permission policy {policy!r} "
+            f"(the user can change it: --permissions ask|allow, or the permissions config key)",
+            {"policy": policy},
+        )
+
     def _terminals_for(self, method: str) -> Terminals:
         if not self._terminal:
             raise self._not_offered(method)
+        if self.policy in READ_ONLY_POLICIES and method != "terminal/create":
+            raise self._refuse(method, None)  # no terminal exists to act on: nothing to report
         if self._terminals is None:
             raise RpcError(RpcError.INTERNAL_ERROR, "terminals are not available (services not started)")
         return self._terminals
@@ -495,6 +613,8 @@ class ClientServices:
         if not self._fs_write:
             raise self._not_offered(method)
         req = self._parse(method, params)
+        if self.policy in READ_ONLY_POLICIES:
+            raise self._refuse(method, f"a file write ({method} {req.path})")
         path = confine(req.path, self._roots_for(req.session_id))
         await anyio.to_thread.run_sync(write_text, path, req.content)
         return dump(models(1).WriteTextFileResponse())
@@ -507,6 +627,11 @@ class ClientServices:
 
         terminals = self._terminals_for("terminal/create")
         req = self._parse("terminal/create", params)
+        if self.policy in READ_ONLY_POLICIES:
+            import shlex
+
+            command = shlex.join([req.command, *(req.args or [])])
+            raise self._refuse("terminal/create", f"a command (terminal/create: {command})")
         roots = self._roots_for(req.session_id)
         cwd = confine(req.cwd, roots) if req.cwd is not None else roots[0]
         env = {var.name: var.value for var in req.env or ()}

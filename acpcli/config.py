@@ -6,6 +6,7 @@ unreadable or malformed one is a :class:`~acpcli.errors.ConfigError` whose one-l
 names the file (and the line, when known). Shape::
 
     default_agent = "myagent"           # optional: used when neither --agent nor --cmd is given
+    permissions = "deny"                # optional: --permissions when not given (ask|allow|deny|read-only)
 
     [agents.myagent]
     command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
@@ -14,6 +15,7 @@ names the file (and the line, when known). Shape::
     cwd = "~/src/project"               # optional default cwd
     description = "..."
     protocol = "1"                      # optional: auto, 1, 2 or 2-latest (--protocol's default)
+    permissions = "read-only"           # optional: this agent's --permissions default
 
     [mcp_servers.fs]                    # same shape as an entry of the common mcpServers JSON
     command = "mcp-fs"                  # made absolute at use time (PATH, or relative to cwd)
@@ -42,7 +44,7 @@ MCP files (``load_mcp_file``) use the JSON shape shared by other MCP clients::
 :func:`to_acp_servers` turns named entries into tagged ACP ``mcpServers`` wire objects
 (:func:`acpcli.protocol.wire.server_for_version` fits them to the negotiated version when a
 request is built). Secrets stay out of the
-session index (it stores names only) and out of logs (:func:`acpcli.persistence.redact_mcp`).
+session index (it stores names only) and out of logs (:func:`acpcli.redact.redact_servers`).
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class AgentSpec:
     builtin: bool = False
     #: ``protocol = "1" | "2" | "2-latest" | "auto"``: what ``--protocol`` defaults to for it.
     protocol: str | None = None
+    permissions: str | None = None  # the agent's default --permissions policy
 
     def environment(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """The full environment for the agent: ``base`` (default ``os.environ``) plus ``env``.
@@ -125,6 +128,7 @@ class Config:
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     default_agent: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    permissions: str | None = None  # the top-level default --permissions policy
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -218,8 +222,15 @@ def expand_vars(value: str, environ: Mapping[str, str], where: str) -> str:
 # --------------------------------------------------------------------------------------
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_AGENT_KEYS = {"command", "args", "env", "cwd", "description", "protocol"}
 _PROTOCOLS = ("auto", "1", "2", "2-latest")  # as acpcli.negotiate.PROTOCOL_CHOICES (not imported: start-up path)
+_AGENT_KEYS = {"command", "args", "env", "cwd", "description", "protocol", "permissions"}
+POLICY_NAMES = ("ask", "allow", "deny", "read-only")  # acpcli.client_side.POLICIES, kept cheap here
+
+
+def _policy(value: Any, where: str) -> str:
+    if value not in POLICY_NAMES:
+        raise ConfigError(f"{where}: permissions must be one of {', '.join(POLICY_NAMES)} (got {value!r})")
+    return str(value)
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -283,6 +294,8 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{path}: default_agent must be an agent name (a string)")
             config.default_agent = value
+        elif key == "permissions":
+            config.permissions = _policy(value, str(path))
         elif key == "mcp_servers":
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: 'mcp_servers' must be a table of [mcp_servers.NAME] entries")
@@ -347,6 +360,7 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
         protocol = str(protocol)  # protocol = 1 reads as well as protocol = "1"
     if protocol is not None and protocol not in _PROTOCOLS:
         raise ConfigError(f"{label}: protocol must be one of {', '.join(_PROTOCOLS)} (got {protocol!r})")
+    permissions = entry.get("permissions")
     return AgentSpec(
         name=name,
         argv=argv,
@@ -354,7 +368,18 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
         cwd=os.path.expanduser(cwd) if cwd else None,
         description=description,
         protocol=protocol,
+        permissions=_policy(permissions, label) if permissions is not None else None,
     )
+
+
+def configured_permissions(agent: str | None, argv: list[str] | None = None, config: Config | None = None) -> str | None:
+    """The ``permissions`` policy the config gives an agent: its own ``[agents.NAME]`` key (when
+    ``argv``, if given, is still that agent's command line), else the top-level key, else None."""
+    cfg = load_config() if config is None else config
+    spec = cfg.agents.get(agent) if agent is not None else None
+    if spec is not None and spec.permissions is not None and (argv is None or list(spec.argv) == list(argv)):
+        return spec.permissions
+    return cfg.permissions
 
 
 # --------------------------------------------------------------------------------------

@@ -122,9 +122,10 @@ def configure_logging() -> None:
 
         def emit(self, record: logging.LogRecord) -> None:
             if self._inner is None:
-                from acpcli.paths import ensure_dir, log_dir
+                from acpcli.paths import create_private, ensure_dir, log_dir
 
                 path = ensure_dir(log_dir()) / "acpcli.log"
+                os.close(create_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))  # 0600
                 self._inner = logging.FileHandler(path, encoding="utf-8")
                 self._inner.setFormatter(
                     logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s")

@@ -6,6 +6,10 @@ Invariants this module keeps:
   (``$ACPCLI_HOME`` if set, else the platform's config directory).
 * **Nothing is created on import or on asking for a path.** Directories are created on
   first write, with mode 0700, by :func:`ensure_dir` (the umask cannot loosen them).
+* **Private files.** Every file that holds a transcript or a log (the index and its ``-wal``/
+  ``-shm`` files, ``--log-file``, the agents' stderr logs, ``acpcli.log``, REPL history, the
+  demo agent's stored sessions) is 0600 whatever the umask: created by :func:`open_private`
+  (or :func:`create_private`), or brought there by :func:`tighten`.
 
 It imports nothing of acpcli and nothing heavier than :mod:`pathlib`: the config loader,
 logging and completion need these paths on the start-up path.
@@ -14,8 +18,10 @@ logging and completion need these paths on the start-up path.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
+from typing import IO, Any
 
 APP_NAME = "acpcli"
 
@@ -83,3 +89,46 @@ def ensure_dir(path: Path) -> Path:
             continue
         os.chmod(d, 0o700)
     return path
+
+
+PRIVATE_FILE = 0o600
+
+
+def tighten(path: str | os.PathLike[str], fd: int | None = None) -> None:
+    """Make a regular file 0600 (owner read/write only) if it is not already.
+
+    Only regular files are touched (``--log-file /dev/stderr`` stays a terminal's business);
+    errors (not the owner, a read-only file system) are ignored: tightening is best effort
+    on a file someone else made, and files acpcli creates are 0600 from the start.
+    """
+    try:
+        info = os.fstat(fd) if fd is not None else os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) == PRIVATE_FILE:
+            return
+        if info.st_uid != os.getuid():
+            return
+        if fd is not None:
+            os.fchmod(fd, PRIVATE_FILE)
+        else:
+            os.chmod(path, PRIVATE_FILE)
+    except (OSError, AttributeError):  # AttributeError: no getuid/fchmod (Windows)
+        return
+
+
+def create_private(path: str | os.PathLike[str], flags: int = os.O_WRONLY | os.O_CREAT) -> int:
+    """Open (creating it if needed) ``path`` with mode 0600 whatever the umask; return the fd.
+
+    Missing parent directories are created 0700 (:func:`ensure_dir`).
+    """
+    ensure_dir(Path(path).parent)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), PRIVATE_FILE)
+    tighten(path, fd)
+    return fd
+
+
+def open_private(path: str | os.PathLike[str], mode: str = "ab", **kwargs: Any) -> IO[Any]:
+    """:func:`open` for a private file: appending (``"ab"``, ``"a"``) or truncating (``"wb"``,
+    ``"w"``), created 0600 (and an existing one tightened to 0600)."""
+    flags = os.O_WRONLY | os.O_CREAT
+    flags |= os.O_APPEND if mode.startswith("a") else os.O_TRUNC
+    return os.fdopen(create_private(path, flags), mode, **kwargs)

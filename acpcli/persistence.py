@@ -1,4 +1,4 @@
-"""Local state: the SQLite session index, its migrations, and MCP redaction.
+"""Local state: the SQLite session index and its migrations.
 
 Invariants this module keeps:
 
@@ -13,7 +13,8 @@ Invariants this module keeps:
   fresh database at once apply each migration exactly once. Never edit a shipped entry:
   append a new one.
 * **No secrets.** The index stores MCP server *names* only (:meth:`Index.upsert_session`
-  rejects anything else); :func:`redact_mcp` masks env/header values for display and logs.
+  rejects anything else); :func:`acpcli.redact.redact_servers` masks definitions for display
+  and logs.
 
 The event log -- its page format, :class:`~acpcli.eventlog.EventWriter` and the reading
 of pages -- lives in :mod:`acpcli.eventlog`; :class:`Index` hands out writers, flushes them
@@ -30,13 +31,13 @@ import json
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import ConfigError, SessionNotFound, UsageError
-from acpcli.paths import db_path, ensure_dir
+from acpcli.paths import db_path, ensure_dir, tighten
 
 if TYPE_CHECKING:
     import sqlite3
@@ -52,62 +53,6 @@ BUSY_TIMEOUT_MS = 5000
 PAGE_SIZE = 8192
 WAL_AUTOCHECKPOINT_PAGES = (64 << 20) // PAGE_SIZE  # let the WAL reach 64 MB
 SESSION_STATES = ("active", "closed")
-REDACTED = "***"
-
-# --------------------------------------------------------------------------------------
-# Secrets
-# --------------------------------------------------------------------------------------
-
-
-def redact_mcp(
-    servers: Iterable[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """Copies of MCP server definitions with every secret-bearing value replaced by ``***``.
-
-    Accepts either ACP wire shapes (a list; ``env``/``headers`` as ``[{name, value}]``) or
-    the named config shape (a mapping name → entry; ``env``/``headers`` as mappings).
-    Masks env values, header values, and a URL's password and query values. ``args`` are
-    kept as they are: avoid putting secrets in arguments.
-    """
-    if isinstance(servers, Mapping):
-        items = [{"name": name, **dict(entry)} for name, entry in servers.items()]
-    else:
-        items = [dict(s) for s in servers]
-    out: list[dict[str, Any]] = []
-    for server in items:
-        for key in ("env", "headers"):
-            value = server.get(key)
-            if isinstance(value, Mapping):
-                server[key] = dict.fromkeys(value, REDACTED)
-            elif isinstance(value, list):
-                server[key] = [
-                    {**item, "value": REDACTED} if isinstance(item, Mapping) else REDACTED
-                    for item in value
-                ]
-        if isinstance(server.get("url"), str):
-            server["url"] = _redact_url(server["url"])
-        out.append(server)
-    return out
-
-
-def _redact_url(url: str) -> str:
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return REDACTED
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:{REDACTED}@{host}" if ":" in userinfo else f"{user}@{host}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, REDACTED) for k, _ in pairs], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
 
 # --------------------------------------------------------------------------------------
 # Schema
@@ -318,9 +263,10 @@ class Index:
             # Create the file ourselves so it is 0600 from the first byte (SQLite would use
             # 0644 minus umask). O_EXCL: if another process created it first, keep theirs.
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            tighten(path, fd)  # 0600 whatever the umask
             os.close(fd)
         except FileExistsError:
-            pass
+            tighten(path)  # a database made by an older acpcli, or copied in
         except OSError as exc:
             raise ConfigError(f"cannot create the session index {path}: {exc.strerror}") from exc
         try:
@@ -340,6 +286,8 @@ class Index:
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
             conn.execute("PRAGMA foreign_keys = ON")
             migrate(conn)
+            for suffix in ("-wal", "-shm"):  # SQLite copies the db's mode; older files may differ
+                tighten(f"{path}{suffix}")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise ConfigError(f"the session index {path} is unusable: {exc}") from exc

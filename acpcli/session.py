@@ -556,12 +556,16 @@ async def open_link(
     decide_permission: PermissionDecider | None = None,
     extra_handlers: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
     tap: Any = None,
+    policy: str | None = None,
+    refusals: Any = None,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 
     The client services (file system inside each session's root set, terminals) are served
     as the ``offer`` advertises, and only on v1 connections (v2 has no such methods).
-    Terminals outlive nothing: they are killed after the connection stops.
+    Terminals outlive nothing: they are killed after the connection stops. ``policy`` (the
+    resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.client_side.ClientServices`:
+    ``deny`` and ``read-only`` refuse file writes and terminals.
     """
     from acpcli.client_side import ClientServices, roots_of
     from acpcli.connection import Connection
@@ -574,7 +578,9 @@ async def open_link(
     if tap is None:  # an explicit tap (``--raw``) wins over the log file
         tap = WireTap(log_file) if log_file is not None else WireTap.from_env()
     link_box: list[AgentLink] = []
-    services = ClientServices.for_offer(roots_of(lambda: link_box[0].sessions if link_box else None), offer)
+    services = ClientServices.for_offer(
+        roots_of(lambda: link_box[0].sessions if link_box else None), offer, policy=policy, refusals=refusals
+    )
 
     def on_notification(method: str, params: Any) -> None:
         if link_box:

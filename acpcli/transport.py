@@ -474,8 +474,9 @@ class _Spawn:
 
 def _open_stderr_log(path: Path) -> IO[bytes] | None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return open(path, "ab")
+        from acpcli.paths import open_private
+
+        return open_private(path, "ab")  # 0600: an agent's stderr may quote the conversation
     except OSError as exc:
         logger.warning("cannot open the agent's stderr log %s: %s", path, exc)
         return None

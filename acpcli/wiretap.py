@@ -5,11 +5,9 @@ One line per frame: ``<ISO-8601 UTC timestamp> <direction> <frame>``, where the 
 
 Invariants:
 
-* Secrets never reach the file: in any object, the ``value`` of each ``{name, value}`` entry
-  listed under an ``env`` or ``headers`` key (MCP server environment variables and HTTP
-  headers) is written as ``"***"`` (names are kept). An object under those keys has its
-  values masked the same way.
-* A frame that cannot hold a secret (no ``"env"`` / ``"headers"`` key in its bytes) is
+* Secrets never reach the file: every frame goes through :func:`acpcli.redact.redact_frame`
+  (env and header values anywhere, MCP server args and URLs; names are kept).
+* A frame that cannot hold a secret (none of :data:`acpcli.redact.MARKERS` in its bytes) is
   written exactly as it was sent or received, never re-serialized.
 * The file is opened lazily (owner-only permissions: it holds whole conversations), each
   frame is flushed as it is written, and :meth:`WireTap.close` may be called at any time:
@@ -25,10 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from acpcli.redact import REDACTED, redact_frame
+
+__all__ = ["ENV_VAR", "REDACTED", "StreamTap", "WireTap", "redact_frame"]
+
 ENV_VAR = "ACPCLI_LOG_FILE"
-REDACTED = "***"
-_SECRET_KEYS = ("env", "headers")
-_SECRET_MARKERS = (b'"env"', b'"headers"')
 
 
 class WireTap:
@@ -65,8 +64,7 @@ class WireTap:
         self.close()
 
     def _write(self, direction: bytes, frame: bytes) -> None:
-        if _SECRET_MARKERS[0] in frame or _SECRET_MARKERS[1] in frame:
-            frame = redact_frame(frame)
+        frame = redact_frame(frame)
         stamp = datetime.now(timezone.utc).isoformat(timespec="microseconds").encode()
         out = self._file if self._file is not None else self._open()
         # One write per frame: lines from one process never interleave.
@@ -74,56 +72,10 @@ class WireTap:
         out.flush()
 
     def _open(self) -> IO[bytes]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self._file = os.fdopen(fd, "ab")
+        from acpcli.paths import open_private
+
+        self._file = open_private(self.path, "ab")  # 0600 whatever the umask: whole conversations
         return self._file
-
-
-def redact_frame(frame: bytes) -> bytes:
-    """``frame`` with secret values masked (see the module docstring), re-serialized.
-
-    A frame that is not JSON is returned unchanged: it is not something we could have built
-    from an MCP configuration.
-    """
-    try:
-        message = json.loads(frame)
-    except ValueError:
-        return frame
-    if not redact(message):
-        return frame
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
-
-
-def redact(value: Any) -> bool:
-    """Mask secrets in a decoded JSON value, in place; return whether anything changed."""
-    changed = False
-    if isinstance(value, dict):
-        for key, child in value.items():
-            if key in _SECRET_KEYS:
-                changed |= _mask(child)
-            changed |= redact(child)
-    elif isinstance(value, list):
-        for child in value:
-            changed |= redact(child)
-    return changed
-
-
-def _mask(entries: Any) -> bool:
-    changed = False
-    if isinstance(entries, list):
-        # [{"name": "API_KEY", "value": "..."}]: the ACP shape for env and headers.
-        for entry in entries:
-            if isinstance(entry, dict) and "value" in entry and entry["value"] != REDACTED:
-                entry["value"] = REDACTED
-                changed = True
-    elif isinstance(entries, dict):
-        # {"API_KEY": "..."}: the shape MCP config files use; mask the same way.
-        for name, secret in entries.items():
-            if isinstance(secret, str) and secret != REDACTED:
-                entries[name] = REDACTED
-                changed = True
-    return changed
 
 
 class StreamTap:

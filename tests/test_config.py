@@ -27,8 +27,8 @@ from acpcli.config import (
 from acpcli.errors import CapabilityMissing, ConfigError, ExitCode, UsageError
 from acpcli.negotiate import features_from_result
 from acpcli.paths import config_path
-from acpcli.persistence import redact_mcp
 from acpcli.protocol import wire
+from acpcli.redact import redact_servers as redact_mcp
 
 
 def write_config(text: str) -> Path:

@@ -16,7 +16,8 @@ import pytest
 from acpcli import persistence
 from acpcli.errors import ConfigError, ExitCode, SessionNotFound, UsageError
 from acpcli.paths import config_path, db_path, ensure_dir, history_dir, home_dir, log_dir
-from acpcli.persistence import MIGRATIONS, Index, SessionRecord, migrate, redact_mcp
+from acpcli.persistence import MIGRATIONS, Index, SessionRecord, migrate
+from acpcli.redact import redact_servers as redact_mcp
 from tests.helpers.records import rec
 
 HELPER = Path(__file__).resolve().parent / "helpers" / "index_writer.py"
@@ -399,7 +400,7 @@ def test_redact_wire_shapes() -> None:
     assert out[0]["env"] == [{"name": "TOKEN", "value": "***"}]
     assert out[0]["args"] == ["-v"] and out[0]["command"] == "/bin/fs"
     assert out[1]["headers"] == [{"name": "Authorization", "value": "***"}]
-    assert out[1]["url"].startswith("https://bob:***@example.com/mcp?key=***")
+    assert out[1]["url"].startswith("https://***@example.com/mcp?key=***")
 
 
 def test_redact_named_config_shape() -> None:

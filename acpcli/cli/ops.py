@@ -214,6 +214,7 @@ class Run:
     fs: bool = True
     terminal: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
+    refusals: Any = None  # the run's client_side.Refusals, once an agent is linked
 
 
 def _env_extra(agent: AgentChoice) -> dict[str, str]:
@@ -248,15 +249,30 @@ def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | 
     )
 
 
-def _decider(run: Run) -> Any:
-    from acpcli.client_side import permission_decider
+def _decider(run: Run, agent: AgentChoice | None = None) -> Any:
+    """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
+    agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
+    refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
+    from acpcli.client_side import Refusals, permission_decider
 
     ask = None
     if run.repl:
         from acpcli.repl import permission_asker
 
         ask = permission_asker(run.env)
-    return permission_decider(run.env, run.permissions, ask)
+    policy = run.permissions
+    if policy is None and agent is not None:
+        from acpcli.config import configured_permissions
+
+        policy = configured_permissions(agent.name if agent.name != "cmd" else None, agent.argv)
+    if run.refusals is None:
+        run.refusals = Refusals(lambda line: _stderr_line(run.env, line))
+    return permission_decider(run.env, policy, ask, run.refusals)
+
+
+def _stderr_line(env: Environment, line: str) -> None:
+    env.stderr.write(line + "\n")
+    env.stderr.flush()
 
 
 #: Event-log markers around a load's replay: a replay is the whole conversation, so a
@@ -441,10 +457,12 @@ def link_for(
     from acpcli.session import open_link
 
     offer = ClientOffer()
+    decider = None
     if run is not None:
         offer = ClientOffer(
             read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
         )
+        decider = _decider(run, agent)
     return open_link(
         agent.argv,
         env_extra=_env_extra(agent),
@@ -452,8 +470,10 @@ def link_for(
         offer=offer,
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
-        decide_permission=_decider(run) if run is not None else None,
+        decide_permission=decider,
         tap=_raw_tap(run),
+        policy=decider.policy if decider is not None else None,
+        refusals=decider.refusals if decider is not None else None,
     )
 
 
@@ -566,19 +586,49 @@ def prompt_text(text: Sequence[str] | None, file: Path | None, env: Environment)
         result = " ".join(text)
     elif file is not None:
         if str(file) == "-":
-            result = env.stdin.read()
+            result = read_stdin_text(env)
         else:
             try:
-                result = Path(file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as err:
-                raise UsageError(f"cannot read prompt file {file}: {getattr(err, 'strerror', None) or err}") from None
+                data = Path(file).read_bytes()
+            except OSError as err:
+                raise UsageError(f"cannot read prompt file {file}: {err.strerror or err}") from None
+            result = prompt_from_bytes(data, f"prompt file {file}")
     elif not env.stdin_isatty:
-        result = env.stdin.read()
+        result = read_stdin_text(env)
     else:
         raise UsageError("no prompt: pass TEXT, -f FILE, or pipe it on stdin")
     if not result.strip():
         raise UsageError("the prompt is empty")
     return result
+
+
+def prompt_from_bytes(data: bytes, where: str) -> str:
+    """A prompt's bytes as text: UTF-8 without NUL bytes, else a usage error naming ``where``.
+
+    The one check for ``-f FILE`` and standard input alike, so a binary file piped in is
+    refused exactly as the same file given with ``-f``.
+    """
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise UsageError(f"cannot read {where}: binary data, not text (a NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"cannot read {where}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})"
+        ) from None
+
+
+def read_stdin_text(env: Environment) -> str:
+    """Standard input as a prompt, checked like a prompt file (:func:`prompt_from_bytes`)."""
+    raw = getattr(env.stdin, "buffer", None)
+    try:
+        data = raw.read() if raw is not None else env.stdin.read().encode("utf-8", "surrogateescape")
+    except UnicodeError:  # a text stream that could not decode what it read
+        raise UsageError("cannot read the prompt from standard input: not UTF-8 text") from None
+    except OSError as err:
+        raise UsageError(f"cannot read the prompt from standard input: {err.strerror or err}") from None
+    return prompt_from_bytes(data, "the prompt from standard input")
 
 
 def wanted_settings(mode: str | None, model: str | None, pairs: Sequence[str] | None) -> list[tuple[str, str]]:
@@ -665,7 +715,10 @@ def run_prompt(
                 if stop == "cancelled" and live.interrupted:
                     raise KeyboardInterrupt  # our Ctrl-C cancelled it: exit 130, as shells expect
                 if stop != "end_turn":
-                    raise TurnEnded(stop)
+                    ended = TurnEnded(stop)
+                    if stop == "cancelled" and run.refusals is not None and run.refusals.count:
+                        ended.hint = refused_hint(run.refusals)
+                    raise ended
                 return int(ExitCode.OK)
         finally:
             view.close()
@@ -674,6 +727,15 @@ def run_prompt(
 
     with _auth_hinted(inputs.agent):
         return anyio.run(main)
+
+
+def refused_hint(refusals: Any) -> str:
+    """The hint for a turn the agent cancelled after the policy refused something."""
+    from acpcli.client_side import CHANGE_POLICY
+
+    n = refusals.count
+    what = "a request" if n == 1 else f"{n} requests"
+    return f"acpcli refused {what} of the agent (see above), which may be why it stopped: {CHANGE_POLICY}"
 
 
 def last_session(agent: AgentChoice, cwd: str) -> str:

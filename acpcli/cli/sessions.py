@@ -106,7 +106,7 @@ def _reattach(
     run,
 ) -> int:
     from acpcli.cli import ops
-    from acpcli.errors import RpcError, UsageError
+    from acpcli.errors import RpcError, SessionNotFound, UsageError
 
     record = ops.lookup_or_none(session_id)
     default_agent = None
@@ -123,7 +123,8 @@ def _reattach(
                 "or start a new session there",
             )
     elif agent is None and cmd is None:
-        raise UsageError(
+        # Exit 8 like show, close and prompt --session: the id is unknown here.
+        raise SessionNotFound(
             f"session {session_id!r} is not in the local index; say which agent holds it",
             hint=f"acpcli {command} {session_id} --agent NAME (or --cmd 'COMMAND') [--cwd DIR]",
         )

@@ -11,12 +11,11 @@ sharing a state dir agree (one logging out logs the other out).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from acpcli.demo_agent.rpc import log
-from acpcli.demo_agent.storage import now_iso
+from acpcli.demo_agent.storage import now_iso, write_private
 from acpcli.errors import RpcError
 
 METHOD_ID = "demo-login"
@@ -55,10 +54,7 @@ class Credentials:
         """Record a login with ``method_id``; -32602 unless it is an advertised method."""
         if not required or method_id != METHOD_ID:
             raise RpcError(RpcError.INVALID_PARAMS, f"unknown authentication method {method_id!r}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"methodId": method_id, "loggedInAt": now_iso()}), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_private(self.path, json.dumps({"methodId": method_id, "loggedInAt": now_iso()}))
         log(f"logged in with {method_id}; credentials in {self.path}")
 
     def forget(self) -> bool:

@@ -59,6 +59,34 @@ class SessionRecord:
     history: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _private_dirs(path: Path) -> None:
+    """Create ``path`` and its missing parents with mode 0700 whatever the umask."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` atomically with ``text``; the file is 0600 whatever the umask (a stored
+    session is a transcript; the demo agent imports nothing of acpcli, so this is its own)."""
+    _private_dirs(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), 0o600)
+        out.write(text)
+    os.replace(tmp, path)
+
+
 class SessionStore:
     """Load, save and page through :class:`SessionRecord` files in one directory."""
 
@@ -83,11 +111,8 @@ class SessionStore:
         path = self.path(record.sessionId)
         if path is None:  # pragma: no cover - we only mint valid ids
             raise ValueError(f"bad session id {record.sessionId!r}")
-        self.dir.mkdir(parents=True, exist_ok=True)
         data = {"format": _FORMAT, **asdict(record)}
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, path)
+        write_private(path, json.dumps(data, ensure_ascii=False, indent=1))
 
     def page(
         self, *, cwd: str | None, cursor: str | None, page_size: int

@@ -28,10 +28,17 @@ if TYPE_CHECKING:
 
 
 def _history_file(cwd: str | None) -> Any:
-    from acpcli.paths import ensure_dir, history_dir
+    import os
+
+    from acpcli.paths import create_private, ensure_dir, history_dir
 
     key = hashlib.sha256((cwd or "").encode()).hexdigest()[:16]
-    return ensure_dir(history_dir()) / f"{key}.history"
+    path = ensure_dir(history_dir()) / f"{key}.history"
+    try:
+        os.close(create_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))  # 0600: what was typed
+    except OSError:
+        pass  # prompt_toolkit reports an unwritable history itself
+    return path
 
 
 def _release_terminal(live: LiveSession) -> None:

@@ -163,9 +163,10 @@ def test_a_session_created_elsewhere_is_loaded_with_an_explicit_agent_and_record
     other = cli.elsewhere(tmp_path / "other-home")
     third = cli.elsewhere(tmp_path / "third-home")
 
-    # Without --agent/--cmd another home cannot know which agent holds the session.
+    # Without --agent/--cmd another home cannot know which agent holds the session: exit 8,
+    # like show, close and prompt --session of an unknown id.
     for proc in other.run_all(("load", sid, "--no-repl"), ("resume", sid, "--no-repl")):
-        assert "not in the local index" in error_line(proc, ExitCode.USAGE)
+        assert "not in the local index" in error_line(proc, ExitCode.SESSION_NOT_FOUND)
     assert other.index() == []
 
     loaded, resumed = run_concurrently(
