@@ -29,6 +29,8 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar
 
+from acpcli.safe_text import safe_text
+
 
 class ExitCode(enum.IntEnum):
     """Every exit status acpcli uses. Documented in README.md ("Exit codes")."""
@@ -62,9 +64,11 @@ class AcpcliError(Exception):
     exit_code: ExitCode = ExitCode.FAILURE
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        # Messages quote what agents wrote (errors, stderr lines): shown, never obeyed.
+        message = safe_text(message)
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = safe_text(hint) if hint is not None else None
 
     def __str__(self) -> str:
         return self.message

@@ -14,6 +14,10 @@ each such character by a visible stand-in instead of dropping it silently:
 The output of either function contains no control character but ``\\n`` and ``\\t``
 (:func:`safe_line`: none at all), and applying it again changes nothing.
 
+JSON output (``--format jsonl``, ``--raw``) stays exact: :func:`json_escape` only writes the
+characters JSON allows raw but a terminal would obey (DEL, C1) and lone surrogates (which
+UTF-8 cannot carry) as ``\\u00XX`` escapes, which decode to the same string.
+
 Cost: one precompiled regex search when there is nothing to replace (the usual case).
 This module is pure and imports nothing heavy: it is on every output path.
 """
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["has_controls", "safe_line", "safe_text"]
+__all__ = ["has_controls", "json_escape", "safe_line", "safe_text"]
 
 
 def _table(keep: str) -> dict[int, str]:
@@ -60,3 +64,22 @@ def safe_line(text: str) -> str:
     if _LINE_BAD.search(text) is None:
         return text
     return text.translate(_LINE_TABLE)
+
+
+_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def _json_code(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_escape(json_text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)`` or a received frame) with DEL, the
+    C1 controls and lone surrogates written as ``\\uXXXX`` escapes: the same JSON value.
+
+    Valid only for JSON text, where such characters can only stand inside strings (C0
+    controls cannot stand raw in JSON at all, so ``json.dumps`` already escapes them).
+    """
+    if _JSON_RAW.search(json_text) is None:
+        return json_text
+    return _JSON_RAW.sub(_json_code, json_text)

@@ -25,6 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from acpcli.safe_text import json_escape
+
 ENV_VAR = "ACPCLI_LOG_FILE"
 REDACTED = "***"
 _SECRET_KEYS = ("env", "headers")
@@ -88,7 +90,7 @@ def redact_frame(frame: bytes) -> bytes:
     """
     try:
         message = json.loads(frame)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep for the parser
         return frame
     if not redact(message):
         return frame
@@ -150,9 +152,10 @@ class StreamTap:
         text = redact_frame(frame).decode("utf-8", "replace")
         try:
             json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep for the parser
             line = json.dumps({"direction": direction, "line": text}, ensure_ascii=False)
         else:
             line = f'{{"direction":"{direction}","message":{text}}}'
-        self._stream.write(line + "\n")
+        # The same JSON, with DEL and C1 escaped: raw, a terminal would obey them.
+        self._stream.write(json_escape(line) + "\n")
         self._stream.flush()
