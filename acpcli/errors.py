@@ -69,7 +69,16 @@ class AcpcliError(Exception):
         message = safe_text(message)
         super().__init__(message)
         self.message = message
-        self.hint = safe_text(hint) if hint is not None else None
+        self.hint = hint
+
+    @property
+    def hint(self) -> str | None:
+        """A second line of advice (control characters made visible, like the message)."""
+        return self._hint
+
+    @hint.setter
+    def hint(self, value: str | None) -> None:
+        self._hint = safe_text(value) if value is not None else None
 
     def __str__(self) -> str:
         return self.message

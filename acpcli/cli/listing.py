@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from acpcli.errors import ExitCode, UsageError
+from acpcli.safe_text import safe_line
 
 
 def _when(ts: float | None) -> str:
@@ -91,7 +92,7 @@ def sessions(
         for rec in rows:
             fields = (rec.id, rec.agent, rec.title or "", rec.cwd, str(rec.protocol_version or ""),
                       _when(rec.created_at), _when(rec.last_used_at), rec.state)
-            env.stdout.write("\t".join(f.replace("\t", " ").replace("\n", " ") for f in fields) + "\n")
+            env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
     from rich.table import Table
 
@@ -104,8 +105,8 @@ def sessions(
         table.add_row(
             rec.id,
             rec.agent,
-            rec.title or "",
-            shown_cwd,
+            safe_line(rec.title or ""),  # an agent's title: shown, never obeyed
+            safe_line(shown_cwd),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
@@ -133,9 +134,8 @@ def _remote_sessions(env: Any, agent: str | None, cmd: str | None, cwd: str | No
         if as_json:
             env.stdout.write(json.dumps(info) + "\n")
         else:
-            env.stdout.write(
-                f"{info.get('sessionId')}\t{info.get('title') or ''}\t{info.get('cwd') or ''}\t{info.get('updatedAt') or ''}\n"
-            )
+            fields = (info.get("sessionId"), info.get("title") or "", info.get("cwd") or "", info.get("updatedAt") or "")
+            env.stdout.write("\t".join(safe_line(str(f)) for f in fields) + "\n")
     return int(ExitCode.OK)
 
 
