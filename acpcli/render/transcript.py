@@ -34,7 +34,7 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from acpcli.safe_text import safe_text
+from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall
 
 #: Line prefix per message kind in the plain layout.
@@ -55,7 +55,7 @@ def stop_reason_text(stop_reason: str | None) -> str | None:
     """A plain phrase for a stop reason, or None for ``end_turn`` (nothing to say)."""
     if stop_reason is None or stop_reason == "end_turn":
         return None
-    return _STOP_TEXT.get(stop_reason) or stop_reason.strip("_").replace("_", " ") or stop_reason
+    return safe_line(_STOP_TEXT.get(stop_reason) or stop_reason.strip("_").replace("_", " ") or stop_reason)
 
 
 def _str(value: Any, default: str = "") -> str:
