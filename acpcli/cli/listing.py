@@ -38,7 +38,8 @@ def store_from_events(index: Any, session_id: str) -> Any:
             pending = None
         else:
             if "jsonrpc" in update:  # stored as the whole frame it arrived in
-                update = update.get("params", {}).get("update")
+                params = update.get("params")
+                update = params.get("update") if isinstance(params, dict) else None
                 if not isinstance(update, dict):
                     continue
             # turn boundaries are implied by the recorded user messages
