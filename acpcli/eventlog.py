@@ -211,15 +211,13 @@ def events_raw(conn: sqlite3.Connection, session_id: str, *, legacy: bool = Fals
 def events(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(kind, payload)`` of a session's stored events, payloads parsed, in order.
 
-    A payload that is not a JSON object (a damaged database, junk an old version stored)
-    is skipped with a log entry: a transcript shows what can be read.
+    A payload that is not JSON (a damaged database) is skipped with a log entry: a
+    transcript shows what can be read. Payloads are usually objects, but not always.
     """
     for seq, kind, payload in events_raw(conn, session_id, legacy=legacy):
         try:
             value = json.loads(payload)
         except (TypeError, ValueError, RecursionError):
-            value = None
-        if not isinstance(value, dict):
             logger.warning("skipped an unreadable event of session %s (seq %s)", session_id, seq)
             continue
         yield kind, value

@@ -36,7 +36,7 @@ def store_from_events(index: Any, session_id: str) -> Any:
                 store, pending = pending, None
         elif kind == REPLAY_ABORT:
             pending = None
-        else:
+        elif isinstance(update, dict):  # anything else is junk: skipped
             if "jsonrpc" in update:  # stored as the whole frame it arrived in
                 params = update.get("params")
                 update = params.get("update") if isinstance(params, dict) else None
