@@ -40,7 +40,6 @@ from acpcli.render.tty import TtyView
 from acpcli.session import LiveSession
 from acpcli.store import Store
 from acpcli.transport import LineFramer, memory_pair
-
 from tests.helpers.records import rec
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from acpcli import notices
-from acpcli.connection import Connection, _head_fields, _UNREAD
+from acpcli.connection import _UNREAD, Connection, _head_fields
 from acpcli.errors import AnswerTooLarge, ExitCode, RpcError
 from acpcli.transport import OVERSIZED_HEAD_BYTES, LineFramer, MemoryTransport, memory_pair
 from acpcli.wiretap import StreamTap
