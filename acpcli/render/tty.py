@@ -821,7 +821,7 @@ class TtyView:
         parts = [f"{spinner} {words}", f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"]
         usage = usage_text(getattr(store, "usage", None))
         if usage:
-            parts.append(usage)
+            parts.append(safe_line(usage))  # a cost's currency is the agent's text
         parts.append("Ctrl-C cancels")
         return Text(" · ".join(parts), style="dim")
 
