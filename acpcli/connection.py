@@ -252,16 +252,20 @@ class Connection:
                 except RecursionError:  # [[[[…]]]]: nested deeper than the parser goes
                     self._bad_frame(frame, "JSON nested too deeply")
                     continue
-                if type(message) is dict:
-                    self.frame_text = text
-                    consuming = dispatch(message)
+                try:
+                    if type(message) is dict:
+                        self.frame_text = text
+                        consuming = dispatch(message)
+                        self.frame_text = None
+                        if consuming is not None:
+                            await self._consume(consuming, message)
+                    elif type(message) is list:
+                        await self._dispatch_batch(message)
+                    else:
+                        self._bad_frame(frame, "not a JSON-RPC message")
+                except RecursionError:  # parsed, but too deep to log, copy or answer (an id of [[[…]]])
                     self.frame_text = None
-                    if consuming is not None:
-                        await self._consume(consuming, message)
-                elif type(message) is list:
-                    await self._dispatch_batch(message)
-                else:
-                    self._bad_frame(frame, "not a JSON-RPC message")
+                    self._bad_frame(frame, "JSON nested too deeply")
         finally:
             self._mark_closed()
             assert self._reader_done is not None

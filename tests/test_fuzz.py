@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,30 @@ def test_random_bytes_never_break_the_reader(lines: list[bytes]) -> None:
 @given(st.lists(JSON.map(lambda v: json.dumps(v).encode()), max_size=10), st.sampled_from([0, 5, 999, 1000, 3000]))
 def test_random_json_and_deep_nesting_never_break_the_reader(lines: list[bytes], depth: int) -> None:
     run_reader([*lines, b"[" * depth + b"]" * depth, b'{"id":' + b"[" * depth, b'{"jsonrpc":"2.0","id":1,"result":' + b"{" * 3000])
+
+
+def test_json_just_shallow_enough_to_parse_never_breaks_the_reader() -> None:
+    """Parsed, but too deep to log, copy or answer: an id, a method, params that are [[[…]]].
+    (Where "too deep" starts depends on the stack the reader runs on: every depth up to the
+    parser's limit is tried.)"""
+    for depth in range(600, 1000, 8):
+        _try_depth(depth)
+
+
+def _try_depth(depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    shapes = ('{"jsonrpc":"2.0","method":X}', '{"jsonrpc":"2.0","id":X,"method":"a"}', '{"jsonrpc":"2.0","id":X,"result":1}',
+              '{"jsonrpc":"2.0","id":X,"error":X}', '{"jsonrpc":"2.0","method":"session/update","params":X}', "[X]",
+              '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","rawInput":X}}}')
+    # A plain stream handler, like the CLI's log file: logging re-raises a RecursionError from
+    # formatting (the repr of such an id), where pytest's own capture handler would not.
+    handler = logging.StreamHandler(io.StringIO())
+    acpcli_logger = logging.getLogger("acpcli")
+    acpcli_logger.addHandler(handler)
+    try:
+        run_reader([shape.replace("X", nested).encode() for shape in shapes])
+    finally:
+        acpcli_logger.removeHandler(handler)
 
 
 @FUZZ
