@@ -198,3 +198,20 @@ def test_the_real_64_mib_limit(cli: Cli, size: int) -> None:
     proc = cli.run("prompt", "--cmd", HOSTILE, "huge-answer", env={"HOSTILE_HUGE": str(size)})
     assert proc.returncode == ExitCode.AGENT_ERROR, proc.stderr
     assert f"over the {64 * 1024 * 1024}-byte limit" in proc.stderr
+
+
+def test_show_skips_junk_in_the_event_log(cli: Cli) -> None:
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    assert prompt(cli, "hostile").returncode == ExitCode.OK
+    with Index.open(db_path()) as index, index.writer() as writer:
+        for junk in ("not json", "[" * 5000 + "]" * 5000, "42", '{"params": []}', '{"jsonrpc":"2.0","params":{"update":7}}',
+                     json.dumps({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "\n\nafter junk\x1b[2J"}})):
+            writer.append("hostile-1", "agent_message_chunk", junk)
+    for args in (("show", "hostile-1"), ("export", "hostile-1", "--format", "markdown")):
+        proc = run(cli, *args)
+        assert proc.returncode == ExitCode.OK, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "after junk^[[2J" in proc.stdout
+        assert_clean(proc.stdout)
