@@ -96,6 +96,7 @@ def sessions(
             env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE"):
@@ -103,15 +104,13 @@ def sessions(
     home = os.path.expanduser("~")
     for rec in rows:
         shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
+        # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
         table.add_row(
-            rec.id,
-            rec.agent,
-            safe_line(rec.title or ""),  # an agent's title: shown, never obeyed
-            safe_line(shown_cwd),
+            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.title or "", shown_cwd)),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
-            rec.state,
+            Text(safe_line(rec.state)),
         )
     env.out.print(table)
     return int(ExitCode.OK)

@@ -229,7 +229,7 @@ async def run_repl(
             if not isinstance(failure, RpcError):
                 # The agent died mid-turn (or worse): the error is reported by the CLI; say
                 # how to come back, since the session may well survive on the agent's side.
-                env.err.print(f"[dim]to come back later:[/] acpcli resume {live.session_id}")
+                env.err.print(f"[dim]to come back later:[/] acpcli resume {escape(live.session_id)}")
                 raise
             # The agent refused this prompt but is still there: say so, keep the line, stay.
             keep = text
@@ -246,5 +246,5 @@ async def run_repl(
         index.touch(live.session_id)
         if live.store.title:
             index.set_title(live.session_id, live.store.title)
-    env.err.print(f"[dim]bye — come back with:[/] acpcli resume {live.session_id}")
+    env.err.print(f"[dim]bye — come back with:[/] acpcli resume {escape(live.session_id)}")
     return code

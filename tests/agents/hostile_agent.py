@@ -7,7 +7,7 @@ Every string the agent controls carries :data:`EVIL`: an OSC that renames the te
 (``ESC ] 2 ; … BEL``), SGR and erase-screen CSIs, a one-byte C1 CSI, a carriage return,
 DEL, a NUL. What it does on ``session/prompt`` depends on the prompt's text:
 
-``hostile`` (default)  stderr line, message, thought, tool call (title, kind, locations,
+``hostile`` (default)  stderr line, message, thought (both with rich markup too), tool call (title, kind, locations,
                        text output, a diff), tool call update, plan, available commands,
                        session title, mode update, a permission request with evil option
                        names; then ``end_turn`` (or the stop reason after ``stop:``)
@@ -30,6 +30,10 @@ import sys
 from typing import Any
 
 EVIL = "\x1b]2;PWNED\x07\x1b[41m\x1b[2J\x9b31m\r\x7f\x00\x1bP+q\x1b\\"
+
+#: rich markup, which must be shown as it is, never read as markup (an unmatched closing tag
+#: would make rich raise)
+MARKUP = "[/dim] [link=https://example.invalid]click[/link] [bold]"
 
 out = sys.stdout.buffer
 HUGE = int(os.environ.get("HOSTILE_HUGE", str(2 * 1024 * 1024)))
@@ -77,7 +81,7 @@ def text(value: str) -> dict[str, Any]:
 
 
 def hostile_updates(session_id: str) -> None:
-    update(session_id, {"sessionUpdate": "agent_thought_chunk", "content": text(f"thinking {EVIL} hard")})
+    update(session_id, {"sessionUpdate": "agent_thought_chunk", "content": text(f"thinking {EVIL} hard {MARKUP}")})
     update(session_id, {"sessionUpdate": "agent_message_chunk", "content": text(f"message {EVIL} one\n\nsecond {EVIL}")})
     update(session_id, {
         "sessionUpdate": "tool_call",
@@ -110,7 +114,7 @@ def hostile_updates(session_id: str) -> None:
         "sessionUpdate": "available_commands_update",
         "availableCommands": [{"name": f"evil{EVIL}", "description": f"does {EVIL} things", "input": None}],
     })
-    update(session_id, {"sessionUpdate": "session_info_update", "title": f"title {EVIL} here"})
+    update(session_id, {"sessionUpdate": "session_info_update", "title": f"title {EVIL} here {MARKUP}"})
     update(session_id, {"sessionUpdate": "agent_message_chunk", "content": {"type": "resource_link", "uri": f"file:///x{EVIL}", "name": f"link {EVIL}"}})
 
 

@@ -101,6 +101,8 @@ def test_stored_transcript_is_neutralized_in_show_export_and_sessions(cli: Cli, 
             assert_clean(proc.stdout, terminal=terminal)
             assert_clean(proc.stderr, terminal=terminal)
             assert "^[]2;PWNED" in proc.stdout, (args, proc.stdout)
+            if args[0] in ("sessions", "show"):  # the title (sessions), the thought (show): markup shown as text
+                assert "[/dim] [link=https://example.invalid]click[/link]" in proc.stdout, (args, proc.stdout)
     target = tmp_path / "out.md"
     assert run(cli, "export", "hostile-1", "--format", "markdown", "-o", str(target)).returncode == ExitCode.OK
     assert_clean(target.read_text(encoding="utf-8"))
