@@ -217,3 +217,11 @@ def test_show_skips_junk_in_the_event_log(cli: Cli) -> None:
         assert "Traceback" not in proc.stderr
         assert "after junk^[[2J" in proc.stdout
         assert_clean(proc.stdout)
+
+
+def test_markdown_and_quiet_prompt_output_is_neutralized(cli: Cli) -> None:
+    for extra in (("--format", "markdown"), ("--quiet",)):
+        proc = prompt(cli, "hostile", *extra)
+        assert proc.returncode == ExitCode.OK, (extra, proc.stderr)
+        assert_clean(proc.stdout)
+        assert f"message {SHOWN} one" in proc.stdout, (extra, proc.stdout)
