@@ -76,6 +76,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import RpcError, UsageError
+from acpcli.safe_text import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -101,17 +102,9 @@ Asker = Callable[["LiveSession", dict[str, Any]], Awaitable[dict[str, Any] | Non
 
 
 def shown(text: str, limit: int = 160) -> str:
-    """``text`` (from the agent) made safe for one line of output: control characters shown
-    as escapes (``\\x1b``), never passed to the terminal; cut at ``limit`` characters."""
-    out = []
-    for ch in text:
-        if ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif ord(ch) < 0x100:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(f"\\u{ord(ch):04x}")
-    line = "".join(out)
+    """``text`` (from the agent) made safe for one line of output (:func:`safe_line`: control
+    characters shown as ``^[``-style escapes, never passed to the terminal), cut at ``limit``."""
+    line = safe_line(text)
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

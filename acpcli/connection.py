@@ -12,7 +12,12 @@ Invariants:
   stall the update stream). Unknown method → -32601; :class:`RpcError` → that error; any
   other exception → -32603 (and logged); ``$/cancel_request`` → the handler is cancelled and
   the reply is -32800.
-* Bad input (non-JSON, invalid UTF-8, non-object) is logged and skipped, never fatal.
+* Bad input (non-JSON, invalid UTF-8, JSON nested too deep for the parser, non-object) is
+  skipped with a warning (:mod:`acpcli.notices`: stderr in the CLI), never fatal.
+* A line the transport discarded as too long (``set_oversized_handler``) is read for its
+  JSON-RPC id: the request it answered fails with :class:`AnswerTooLarge` (all pending
+  requests do when it is an answer whose id cannot be read), and a request from the agent
+  gets a -32600 error.
 * When the agent's output ends, every pending request fails at once with
   :class:`ConnectionClosed` naming the exit status and the agent's last stderr lines; every
   later request fails the same way immediately.
@@ -30,7 +35,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from acpcli.errors import ConnectionClosed, RpcError
+from acpcli import notices
+from acpcli.errors import AnswerTooLarge, ConnectionClosed, RpcError
 from acpcli.transport import Transport
 from acpcli.wiretap import WireTap
 
@@ -111,6 +117,9 @@ class Connection:
         re-serializing (the event log does)."""
         self.closed = False
         """True once the peer's output ended or the connection was closed: requests fail at once."""
+        set_handler = getattr(transport, "set_oversized_handler", None)
+        if set_handler is not None:
+            set_handler(self._oversized)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -230,23 +239,33 @@ class Connection:
                 if frame is None:
                     break
                 if tap is not None:
-                    tap.received(frame)
+                    try:
+                        tap.received(frame)
+                    except (RecursionError, ValueError):  # redacting a frame too deep to walk
+                        logger.debug("could not record a frame", exc_info=True)
                 try:
                     text = frame.decode("utf-8")
                     message = _decode(text)
                 except ValueError as exc:  # invalid UTF-8 (UnicodeDecodeError) or not JSON
                     self._bad_frame(frame, exc)
                     continue
-                if type(message) is dict:
-                    self.frame_text = text
-                    consuming = dispatch(message)
+                except RecursionError:  # [[[[…]]]]: nested deeper than the parser goes
+                    self._bad_frame(frame, "JSON nested too deeply")
+                    continue
+                try:
+                    if type(message) is dict:
+                        self.frame_text = text
+                        consuming = dispatch(message)
+                        self.frame_text = None
+                        if consuming is not None:
+                            await self._consume(consuming, message)
+                    elif type(message) is list:
+                        await self._dispatch_batch(message)
+                    else:
+                        self._bad_frame(frame, "not a JSON-RPC message")
+                except RecursionError:  # parsed, but too deep to log, copy or answer (an id of [[[…]]])
                     self.frame_text = None
-                    if consuming is not None:
-                        await self._consume(consuming, message)
-                elif type(message) is list:
-                    await self._dispatch_batch(message)
-                else:
-                    self._bad_frame(frame, "not a JSON-RPC message")
+                    self._bad_frame(frame, "JSON nested too deeply")
         finally:
             self._mark_closed()
             assert self._reader_done is not None
@@ -342,6 +361,31 @@ class Connection:
             )
         else:
             logger.debug("skipped bad line #%d from the agent (%s): %.200r", count, reason, frame)
+        # The person sees it too (logged above already). A bytes repr escapes every control byte.
+        notices.warn("bad-line", f"skipped a bad line from the agent ({reason}): {frame[:80]!r}", log=False)
+
+    def _oversized(self, head: bytes, size: int, limit: int) -> None:
+        """The transport dropped a line over ``limit`` bytes: say so, and settle whatever
+        was waiting for it (see the module docstring)."""
+        notices.warn("too-long", f"skipped a {size}-byte line from the agent (over the {limit}-byte line limit)")
+        fields = _head_fields(head)
+        request_id = fields.get("id", _MISSING)
+        if "method" in fields:
+            if request_id is not _MISSING and request_id is not _UNREAD and self._tg is not None:
+                reply = _error_reply(request_id, RpcError.INVALID_REQUEST, f"request too large ({size} bytes, the limit is {limit})")
+                self._tg.start_soon(self._send_reply, reply)
+            return
+        if type(request_id) is int and request_id in self._pending:
+            self._fail(request_id, size, limit)
+        elif request_id in (_MISSING, _UNREAD) and ("result" in fields or "error" in fields):
+            # An answer, but to which request cannot be read: none of them will get another.
+            for pending_id in list(self._pending):
+                self._fail(pending_id, size, limit)
+
+    def _fail(self, request_id: int, size: int, limit: int) -> None:
+        pending = self._pending.pop(request_id)
+        pending.error = AnswerTooLarge(size, limit, method=pending.method)
+        pending.done.set()
 
     # -- serving the agent's requests ---------------------------------------------------------------
 
@@ -461,6 +505,54 @@ class Connection:
         else:
             message += " (it wrote nothing to stderr)"
         return ConnectionClosed(message, returncode=returncode, stderr_tail=tail)
+
+
+_MISSING = object()  # no such member in the line's head
+_UNREAD = object()  # the member is there, but its value did not fit in the head
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]  # c_scanstring or py_scanstring, untyped
+
+
+def _head_fields(head: bytes) -> dict[str, Any]:
+    """The top-level members that can be read from the start of a JSON object (``head`` is
+    the first bytes of a line too long to keep). A member whose value runs past the head
+    maps to ``_UNREAD``; reading stops there."""
+    text = head.decode("utf-8", "replace")
+    fields: dict[str, Any] = {}
+    end = len(text)
+    i = _skip_ws(text, 0)
+    if i >= end or text[i] != "{":
+        return fields
+    i += 1
+    while True:
+        i = _skip_ws(text, i)
+        if i >= end or text[i] != '"':
+            return fields
+        try:
+            key, i = _scanstring(text, i + 1)
+        except ValueError:
+            return fields
+        i = _skip_ws(text, i)
+        if i >= end or text[i] != ":":
+            return fields
+        i = _skip_ws(text, i + 1)
+        try:
+            fields[key], i = _raw_decode(text, i)
+        except (ValueError, RecursionError):
+            fields[key] = _UNREAD
+            return fields
+        i = _skip_ws(text, i)
+        if i >= end or text[i] != ",":
+            return fields
+        i += 1
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 def _describe_exit(returncode: int | None) -> str:

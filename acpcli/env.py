@@ -61,18 +61,18 @@ class Environment:
     def out(self) -> Console:
         """The console for the transcript (stdout)."""
         if self._out is None:
-            from rich.console import Console
+            from acpcli.render.safe_console import SafeConsole
 
-            self._out = Console(file=self.stdout, highlight=False, soft_wrap=False)
+            self._out = SafeConsole(file=self.stdout, highlight=False, soft_wrap=False)
         return self._out
 
     @property
     def err(self) -> Console:
         """The console for everything that is not the transcript (stderr)."""
         if self._err is None:
-            from rich.console import Console
+            from acpcli.render.safe_console import SafeConsole
 
-            self._err = Console(file=self.stderr, highlight=False, soft_wrap=True)
+            self._err = SafeConsole(file=self.stderr, highlight=False, soft_wrap=True)
         return self._err
 
     def note(self, text: str, *, style: str | None = None) -> None:

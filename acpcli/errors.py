@@ -11,7 +11,8 @@
     ├── CapabilityMissing            CAPABILITY         the agent did not advertise what was asked for
     ├── RpcError                     AGENT_ERROR        the agent answered a request with a JSON-RPC error
     │   ├── AuthRequired             AUTH_REQUIRED      ... and that error says authentication is needed
-    │   └── UnknownSession           SESSION_NOT_FOUND  ... to a load/resume of a session it does not know
+    │   ├── UnknownSession           SESSION_NOT_FOUND  ... to a load/resume of a session it does not know
+    │   └── AnswerTooLarge           AGENT_ERROR        ... or its answer was a line over the size limit
     ├── LoginFailed                  AUTH_REQUIRED      `acpcli auth`: the agent's login program failed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
     ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import enum
 from typing import Any, ClassVar
+
+from acpcli.safe_text import safe_text
 
 
 class ExitCode(enum.IntEnum):
@@ -62,9 +65,20 @@ class AcpcliError(Exception):
     exit_code: ExitCode = ExitCode.FAILURE
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        # Messages quote what agents wrote (errors, stderr lines): shown, never obeyed.
+        message = safe_text(message)
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+    @property
+    def hint(self) -> str | None:
+        """A second line of advice (control characters made visible, like the message)."""
+        return self._hint
+
+    @hint.setter
+    def hint(self, value: str | None) -> None:
+        self._hint = safe_text(value) if value is not None else None
 
     def __str__(self) -> str:
         return self.message
@@ -169,6 +183,16 @@ class UnknownSession(RpcError):
     """The agent answered a load or resume with "not found": it does not know the session."""
 
     exit_code = ExitCode.SESSION_NOT_FOUND
+
+
+class AnswerTooLarge(RpcError):
+    """The agent's answer to a request was a line over the line limit: it was dropped."""
+
+    def __init__(self, size: int, limit: int, *, method: str | None = None) -> None:
+        message = f"the agent's answer was a {size}-byte line, over the {limit}-byte limit; it was dropped"
+        super().__init__(RpcError.INTERNAL_ERROR, message, {"size": size, "limit": limit}, method=method)
+        self.size = size
+        self.limit = limit
 
 
 class SessionNotFound(AcpcliError):

@@ -45,6 +45,7 @@ thread of its index.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from array import array
@@ -52,6 +53,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import SessionNotFound
+
+logger = logging.getLogger("acpcli.eventlog")
 
 if TYPE_CHECKING:
     import sqlite3
@@ -187,18 +190,37 @@ def events_raw(conn: sqlite3.Connection, session_id: str, *, legacy: bool = Fals
         (session_id,),
     )
     for seq, kinds, sizes, payloads in cur:
+        try:
+            kind_list, size_list = json.loads(kinds), json.loads(sizes)
+        except (TypeError, ValueError, RecursionError):
+            kind_list = size_list = None
+        if not isinstance(kind_list, list) or not isinstance(size_list, list) or not isinstance(payloads, str):
+            logger.warning("skipped a damaged event page of session %s (seq %s)", session_id, seq)
+            continue
         start = 0
-        for kind, size in zip(json.loads(kinds), json.loads(sizes), strict=False):
+        for kind, size in zip(kind_list, size_list, strict=False):
+            if not isinstance(size, int) or size < 0:
+                logger.warning("skipped the rest of a damaged event page of session %s (seq %s)", session_id, seq)
+                break
             end = start + size
-            yield seq, kind, payloads[start:end]
+            yield seq, kind if isinstance(kind, str) else "?", payloads[start:end]
             seq += 1
             start = end
 
 
 def events(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(kind, payload)`` of a session's stored events, payloads parsed, in order."""
-    for _seq, kind, payload in events_raw(conn, session_id, legacy=legacy):
-        yield kind, json.loads(payload)
+    """``(kind, payload)`` of a session's stored events, payloads parsed, in order.
+
+    A payload that is not JSON (a damaged database) is skipped with a log entry: a
+    transcript shows what can be read. Payloads are usually objects, but not always.
+    """
+    for seq, kind, payload in events_raw(conn, session_id, legacy=legacy):
+        try:
+            value = json.loads(payload)
+        except (TypeError, ValueError, RecursionError):
+            logger.warning("skipped an unreadable event of session %s (seq %s)", session_id, seq)
+            continue
+        yield kind, value
 
 
 def event_count(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> int:

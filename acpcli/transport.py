@@ -12,7 +12,8 @@ Invariants held by :class:`AgentProcess`:
 * stderr is drained all the time by a background task into a bounded tail (and an optional
   log file), so an agent that logs megabytes can never block on a full pipe.
 * Frames are split on ``b"\\n"`` with work linear in the bytes read; a line longer than
-  ``max_line_bytes`` is reported and discarded up to its newline, then reading goes on.
+  ``max_line_bytes`` is reported (``on_oversized``, for the connection) and discarded up
+  to its newline, then reading goes on.
 * :meth:`AgentProcess.aclose` always ends with no process of the group alive and the agent
   reaped: close stdin, wait, SIGTERM the group, wait, SIGKILL the group. It is idempotent
   and shielded from cancellation (Ctrl-C must never leave an agent behind).
@@ -28,7 +29,7 @@ import os
 import signal
 import subprocess
 from collections import deque
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -42,6 +43,10 @@ from acpcli.errors import AgentStartError, ConnectionClosed
 logger = logging.getLogger("acpcli.transport")
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+#: Overrides the line limit of agents started without an explicit ``max_line_bytes`` (tests).
+MAX_LINE_ENV = "ACPCLI_MAX_LINE_BYTES"
+#: How much of a discarded line is kept for ``on_oversized`` (to read its JSON-RPC id).
+OVERSIZED_HEAD_BYTES = 4096
 # The pipe reader hands out at most what it has buffered (~128 KiB), so this only caps a read.
 _READ_SIZE = 1024 * 1024
 # After stdout ends, how long to wait for the exit status and the last stderr lines, so the
@@ -85,16 +90,24 @@ class LineFramer:
     ``max_line_bytes`` is discarded up to its newline (its bytes are not kept) and logged.
     """
 
-    __slots__ = ("_parts", "_size", "_skipping", "frames", "max_line_bytes")
+    __slots__ = ("_head", "_parts", "_size", "_skipping", "frames", "max_line_bytes", "on_oversized")
 
-    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    def __init__(
+        self,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        on_oversized: Callable[[bytes, int, int], None] | None = None,
+    ) -> None:
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be positive")
         self.max_line_bytes = max_line_bytes
+        self.on_oversized = on_oversized
+        """Called as ``on_oversized(head, size, limit)`` for every discarded line: ``head``
+        is its first :data:`OVERSIZED_HEAD_BYTES` bytes (enough to read a JSON-RPC id)."""
         self.frames: deque[bytes] = deque()
         self._parts: list[bytes] = []
         self._size = 0  # bytes in _parts, or bytes skipped so far while _skipping
         self._skipping = False
+        self._head = b""  # the start of the line being skipped
 
     def feed(self, chunk: bytes) -> None:
         """Consume one chunk of the stream."""
@@ -122,6 +135,13 @@ class LineFramer:
         if self._skipping:
             return
         if self._size > self.max_line_bytes:
+            self._parts.append(piece)
+            head = bytearray()
+            for part in self._parts:
+                head += part[: OVERSIZED_HEAD_BYTES - len(head)]
+                if len(head) >= OVERSIZED_HEAD_BYTES:
+                    break
+            self._head = bytes(head)
             self._parts.clear()
             self._skipping = True
         else:
@@ -129,8 +149,9 @@ class LineFramer:
 
     def _finish_line(self) -> None:
         if self._skipping:
-            self._report_discarded(self._size)
+            self._report_discarded(self._head, self._size)
             self._skipping = False
+            self._head = b""
         elif self._parts:
             parts = self._parts
             self._emit(parts[0] if len(parts) == 1 else b"".join(parts))
@@ -139,16 +160,18 @@ class LineFramer:
 
     def _emit(self, line: bytes) -> None:
         if len(line) > self.max_line_bytes:
-            self._report_discarded(len(line))
+            self._report_discarded(line[:OVERSIZED_HEAD_BYTES], len(line))
         elif line and not line.isspace():
             self.frames.append(line)
 
-    def _report_discarded(self, size: int) -> None:
+    def _report_discarded(self, head: bytes, size: int) -> None:
         logger.warning(
             "discarded a %d-byte line from the agent (longer than the %d-byte limit)",
             size,
             self.max_line_bytes,
         )
+        if self.on_oversized is not None:
+            self.on_oversized(head, size, self.max_line_bytes)
 
 
 class AgentProcess:
@@ -190,7 +213,7 @@ class AgentProcess:
         cwd: Path | None = None,
         env_extra: Mapping[str, str] | None = None,
         stderr_log: Path | None = None,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_line_bytes: int | None = None,
         stderr_tail_lines: int = 50,
         task_group: anyio.abc.TaskGroup | None = None,
     ) -> _Spawn:
@@ -211,7 +234,7 @@ class AgentProcess:
             "cwd": cwd,
             "env_extra": dict(env_extra or {}),
             "stderr_log": stderr_log,
-            "max_line_bytes": max_line_bytes,
+            "max_line_bytes": max_line_bytes if max_line_bytes is not None else _default_max_line_bytes(),
             "stderr_tail_lines": stderr_tail_lines,
         }
         return _Spawn(cls, options, task_group)
@@ -313,6 +336,12 @@ class AgentProcess:
     def exit_info(self) -> tuple[int | None, list[str]]:
         """``(returncode or None, the last stderr lines)``."""
         return self._process.returncode, list(self._stderr_tail)
+
+    def set_oversized_handler(self, handler: Callable[[bytes, int, int], None] | None) -> None:
+        """Call ``handler(head, size, limit)`` for every line discarded as too long (from
+        within :meth:`receive`). The connection uses it to fail the request whose answer
+        it was."""
+        self._framer.on_oversized = handler
 
     async def aclose(self, *, stdin_grace: float = 2.0, term_grace: float = 2.0) -> int | None:
         """Shut the agent down, escalating; return its exit status. Idempotent.
@@ -470,6 +499,15 @@ class _Spawn:
                 # The group only holds our stderr drain (which aclose ended); the body's own
                 # exception is not its business, so it must not be wrapped in a group.
                 await self._own_group.__aexit__(None, None, None)
+
+
+def _default_max_line_bytes() -> int:
+    value = os.environ.get(MAX_LINE_ENV, "")
+    try:
+        limit = int(value)
+    except ValueError:
+        return DEFAULT_MAX_LINE_BYTES
+    return limit if limit > 0 else DEFAULT_MAX_LINE_BYTES
 
 
 def _open_stderr_log(path: Path) -> IO[bytes] | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from acpcli.redact import REDACTED, redact_frame
+from acpcli.safe_text import json_escape
 
 __all__ = ["ENV_VAR", "REDACTED", "StreamTap", "WireTap", "redact_frame"]
 
@@ -102,9 +103,10 @@ class StreamTap:
         text = redact_frame(frame).decode("utf-8", "replace")
         try:
             json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep for the parser
             line = json.dumps({"direction": direction, "line": text}, ensure_ascii=False)
         else:
             line = f'{{"direction":"{direction}","message":{text}}}'
-        self._stream.write(line + "\n")
+        # The same JSON, with DEL and C1 escaped: raw, a terminal would obey them.
+        self._stream.write(json_escape(line) + "\n")
         self._stream.flush()

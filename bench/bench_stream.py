@@ -5,7 +5,7 @@ code with blank lines inside) cut into chunks of about 20 characters, and stream
 message of N and one of 2N chunks (the same text twice) as ``agent_message_chunk``
 updates without ``messageId`` (as real agents send them) through a real ``Store`` into
 
-* the terminal view (``TtyView`` on a rich Console with ``force_terminal=True``, width
+* the terminal view (``TtyView`` on acpcli's ``SafeConsole`` with ``force_terminal=True``, width
   100, ``TERM=xterm-256color``, writing to a null file; live refreshes throttled at 10 fps);
 * the plain view (``PlainView`` writing to a null file).
 
@@ -146,7 +146,10 @@ def run(make_view: Callable[[NullFile, Callable[[], float]], Any], updates: list
 
 
 def tty_view(out: NullFile, clock: Callable[[], float]) -> Any:
-    from rich.console import Console
+    try:  # the console acpcli uses (builds before it had one: plain rich)
+        from acpcli.render.safe_console import SafeConsole as Console
+    except ImportError:
+        from rich.console import Console
 
     from acpcli.render.tty import TtyView
 

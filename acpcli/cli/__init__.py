@@ -99,6 +99,10 @@ def main(argv: list[str] | None = None) -> None:
         from acpcli.cli.completion import respond
 
         sys.exit(respond(app))
+    from acpcli import notices
+
+    # What the agent sent and acpcli skipped (bad lines, lines over the limit) is said on stderr.
+    notices.set_sink(notices.stderr_sink())
     try:
         app(args=argv, prog_name="acpcli")
     except BaseException as exc:

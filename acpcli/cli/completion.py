@@ -416,10 +416,13 @@ def _rejoin_equals(words: list[str], cword: int) -> tuple[list[str], int]:
 
 
 def _lines(items: Iterable[tuple[str, str, str]]) -> Iterator[str]:
+    from acpcli.safe_text import safe_line
+
     for kind, value, help_text in items:
-        if "\t" in value or "\n" in value:
-            continue  # cannot travel in this protocol; no real id or name looks like that
-        yield f"{kind}\t{value}\t{' '.join(help_text.split())}"
+        if safe_line(value) != value:
+            continue  # tabs, newlines cannot travel in this protocol, escapes must not reach the terminal
+        # Descriptions may quote an agent (session titles): shown, never obeyed.
+        yield f"{kind}\t{value}\t{safe_line(' '.join(help_text.split()))}"
 
 
 def respond(app: typer.Typer, environ: Mapping[str, str] | None = None) -> int:

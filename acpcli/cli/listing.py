@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from acpcli.errors import ExitCode, UsageError
+from acpcli.safe_text import safe_line
 
 
 def _when(ts: float | None) -> str:
@@ -35,9 +36,10 @@ def store_from_events(index: Any, session_id: str) -> Any:
                 store, pending = pending, None
         elif kind == REPLAY_ABORT:
             pending = None
-        else:
+        elif isinstance(update, dict):  # anything else is junk: skipped
             if "jsonrpc" in update:  # stored as the whole frame it arrived in
-                update = update.get("params", {}).get("update")
+                params = update.get("params")
+                update = params.get("update") if isinstance(params, dict) else None
                 if not isinstance(update, dict):
                     continue
             # turn boundaries are implied by the recorded user messages
@@ -99,9 +101,10 @@ def sessions(
         for rec in rows:
             fields = (rec.id, rec.agent, rec.title or "", rec.cwd, str(rec.protocol_version or ""),
                       _when(rec.created_at), _when(rec.last_used_at), rec.state)
-            env.stdout.write("\t".join(f.replace("\t", " ").replace("\n", " ") for f in fields) + "\n")
+            env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE"):
@@ -109,15 +112,13 @@ def sessions(
     home = os.path.expanduser("~")
     for rec in rows:
         shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
+        # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
         table.add_row(
-            rec.id,
-            rec.agent,
-            rec.title or "",
-            shown_cwd,
+            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.title or "", shown_cwd)),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
-            rec.state,
+            Text(safe_line(rec.state)),
         )
     env.out.print(table)
     return int(ExitCode.OK)
@@ -147,9 +148,8 @@ def _remote_sessions(
         if as_json:
             env.stdout.write(json.dumps(info) + "\n")
         else:
-            env.stdout.write(
-                f"{info.get('sessionId')}\t{info.get('title') or ''}\t{info.get('cwd') or ''}\t{info.get('updatedAt') or ''}\n"
-            )
+            fields = (info.get("sessionId"), info.get("title") or "", info.get("cwd") or "", info.get("updatedAt") or "")
+            env.stdout.write("\t".join(safe_line(str(f)) for f in fields) + "\n")
     return int(ExitCode.OK)
 
 

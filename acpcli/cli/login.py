@@ -15,6 +15,7 @@ from typing import Any
 
 from acpcli.errors import CapabilityMissing, ExitCode, LoginFailed, UsageError
 from acpcli.protocol.wire import LoginMethod
+from acpcli.safe_text import safe_line
 
 
 def _list(env: Any, methods: list[LoginMethod]) -> None:
@@ -26,7 +27,8 @@ def _list(env: Any, methods: list[LoginMethod]) -> None:
             line = f"[bold]{escape(mid)}[/]  {escape(name)} [dim]({escape(kind)})[/]" + (f" — {escape(desc)}" if desc else "")
             env.out.print(line, highlight=False)
         else:
-            env.stdout.write("\t".join(x.replace("\t", " ").replace("\n", " ") for x in (mid, kind, name, desc)) + "\n")
+            fields = (safe_line(str(x).replace("\t", " ").replace("\n", " ")) for x in (mid, kind, name, desc))
+            env.stdout.write("\t".join(fields) + "\n")  # the agent named them: shown, never obeyed
     env.stdout.flush()
 
 

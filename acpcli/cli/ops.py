@@ -532,7 +532,9 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
                     view.close()
                     view = None
                 if command == "new":
-                    run.env.stdout.write(live.session_id + "\n")
+                    from acpcli.safe_text import safe_line
+
+                    run.env.stdout.write(safe_line(live.session_id) + "\n")  # the agent chose it
                     run.env.stdout.flush()
                 if live.store.title:
                     index.set_title(live.session_id, live.store.title)

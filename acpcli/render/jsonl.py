@@ -45,6 +45,7 @@ import json
 from typing import Any, TextIO
 
 from acpcli import store as st
+from acpcli.safe_text import json_escape
 from acpcli.store import EntryUpdated, Message, NewEntry, Plan, SessionChanged, Store, ToolCall
 
 
@@ -131,7 +132,8 @@ class JsonlView:
         self._dirty: dict[int, Message] = {}
 
     def _emit(self, event: dict[str, Any]) -> None:
-        self._out.write(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n")
+        # DEL and C1 escaped too (json.dumps leaves them raw): a terminal would obey them.
+        self._out.write(json_escape(json.dumps(event, ensure_ascii=False, separators=(",", ":"))) + "\n")
         self._out.flush()
 
     def on_change(self, session: Any, change: Any) -> None:

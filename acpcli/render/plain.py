@@ -43,6 +43,7 @@ from acpcli.render.transcript import (
     tool_detail_lines,
     tool_header,
 )
+from acpcli.safe_text import safe_text
 from acpcli.store import AGENT, EntryUpdated, Message, NewEntry, Plan, Store, ToolCall
 
 if TYPE_CHECKING:
@@ -271,6 +272,7 @@ class PlainView:
     # -- output primitives -----------------------------------------------------------------
 
     def _emit(self, text: str) -> None:
+        text = safe_text(text)  # agent text is shown, its control characters never obeyed
         if self._sep:
             self._out.write("\n")
             self._sep = False

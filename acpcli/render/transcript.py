@@ -19,6 +19,10 @@ The plain layout, one block per entry, blocks separated by one blank line::
     [plan] [x] done step           plans: [ ] pending, [~] in progress, [x] completed, [?] other
     [turn ended: ...]              a stop reason other than end_turn (streaming views only)
 
+Control characters in agent text (escape sequences, carriage returns) are never written
+as they are: :func:`to_text` and :func:`to_markdown` pass their result through
+:func:`~acpcli.safe_text.safe_text`, and the plain view every piece it writes.
+
 Invariant: a message's text is laid out by :class:`LineWriter`, whose output does not
 depend on how the text was chunked, so a streamed transcript and one formatted at the end
 read the same.
@@ -30,6 +34,7 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall
 
 #: Line prefix per message kind in the plain layout.
@@ -50,7 +55,7 @@ def stop_reason_text(stop_reason: str | None) -> str | None:
     """A plain phrase for a stop reason, or None for ``end_turn`` (nothing to say)."""
     if stop_reason is None or stop_reason == "end_turn":
         return None
-    return _STOP_TEXT.get(stop_reason) or stop_reason.strip("_").replace("_", " ") or stop_reason
+    return safe_line(_STOP_TEXT.get(stop_reason) or stop_reason.strip("_").replace("_", " ") or stop_reason)
 
 
 def _str(value: Any, default: str = "") -> str:
@@ -263,7 +268,7 @@ def _entries(store: Store | Iterable[Any]) -> Iterable[Any]:
 
 def to_text(store: Store | Iterable[Any]) -> str:
     """The whole transcript in the plain layout (see the module docstring)."""
-    return "\n".join(text for text in map(entry_text, _entries(store)) if text)
+    return safe_text("\n".join(text for text in map(entry_text, _entries(store)) if text))
 
 
 def _fence(text: str, info: str = "") -> str:
@@ -355,4 +360,4 @@ def to_markdown(store: Store | Iterable[Any], *, title: str | None = None) -> st
             out.append(f"## {who}")
             speaker = who
         out.append(md)
-    return "\n\n".join(out) + "\n"
+    return safe_text("\n\n".join(out) + "\n")

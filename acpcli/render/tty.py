@@ -26,6 +26,10 @@ Invariants (what keeps streaming linear, see ``bench/bench_stream.py``):
   above the live block, which stays at the bottom; chunks for an earlier message reopen it
   as the live block.
 
+Agent text is passed through :mod:`acpcli.safe_text` where the renderables are built (so
+rich lays out the visible stand-ins, ``^[`` for ESC), and the console is a
+:class:`~acpcli.render.safe_console.SafeConsole` (a net under everything else).
+
 Call :meth:`TtyView.flush` before drawing anything else on the terminal (a permission
 prompt, the REPL prompt): it commits the live block and stops the live region.
 
@@ -57,6 +61,7 @@ from acpcli.render.transcript import (
     plan_entry_text,
     stop_reason_text,
 )
+from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import (
     AGENT,
     THOUGHT,
@@ -279,7 +284,7 @@ def _markdown(text: str) -> RenderableType:
 
 
 def _label(block: dict[str, Any]) -> Text:
-    return Text(block_label(block), style="dim")
+    return Text(safe_line(block_label(block)), style="dim")
 
 
 def _clip(lines: list[str], limit: int) -> tuple[list[str], int]:
@@ -305,7 +310,7 @@ def diff_text(item: dict[str, Any], max_lines: int = MAX_DIFF_LINES) -> Text:
             style = "red"
         else:
             style = ""
-        text.append(line, style=style)
+        text.append(safe_line(line), style=style)
     if more:
         text.append(f"\n… {more} more lines", style="dim")
     return text
@@ -316,9 +321,9 @@ def _content_item(item: dict[str, Any]) -> RenderableType:
     if itype == "diff":
         return diff_text(item)
     if itype == "terminal":
-        return Text(f"▸ terminal {item.get('terminalId', '?')} (its output is shown by the agent)", style="dim")
+        return Text(f"▸ terminal {safe_line(str(item.get('terminalId', '?')))} (its output is shown by the agent)", style="dim")
     lines, more = _clip(content_item_lines(item), MAX_TEXT_LINES)
-    text = Text("\n".join(lines))
+    text = Text(safe_text("\n".join(lines)))
     if more:
         text.append(f"\n… {more} more lines", style="dim")
     return text
@@ -327,10 +332,9 @@ def _content_item(item: dict[str, Any]) -> RenderableType:
 def tool_header_text(call: ToolCall) -> Text:
     """``✓ title  kind  completed`` with the status icon and colour."""
     icon, style = STATUS_LOOK.get(call.status, _OTHER_LOOK)
-    title = call.title or call.tool_call_id
-    return Text.assemble(
-        (icon, style), " ", (title, "bold"), "  ", (call.kind, "dim"), "  ", (call.status.replace("_", " "), style)
-    )
+    title = safe_line(call.title or call.tool_call_id)
+    status = safe_line(call.status.replace("_", " "))
+    return Text.assemble((icon, style), " ", (title, "bold"), "  ", (safe_line(call.kind), "dim"), "  ", (status, style))
 
 
 class _ItemCache:
@@ -359,7 +363,7 @@ def tool_renderable(
     """A tool call: header, then locations and content (all of them by default)."""
     parts: list[RenderableType] = [tool_header_text(call)]
     for loc in call.locations if locations is None else locations:
-        parts.append(Text("  → " + location_line(loc), style="dim"))
+        parts.append(Text("  → " + safe_line(location_line(loc)), style="dim"))
     get = cache.get if cache is not None else _content_item
     for item in call.content if content is None else content:
         parts.append(Padding(get(item), (0, 0, 0, 2)))
@@ -372,7 +376,7 @@ def plan_renderable(plan: Plan, *, updated: bool = False) -> Text:
     if updated:
         text.append(" (updated)", style="dim")
     if plan.plan_type != "items":
-        text.append(f" ({plan.plan_type})", style="dim")
+        text.append(f" ({safe_line(plan.plan_type)})", style="dim")
         return text
     if not plan.entries:
         text.append(" (empty)", style="dim")
@@ -382,7 +386,7 @@ def plan_renderable(plan: Plan, *, updated: bool = False) -> Text:
         text.append("\n  ")
         text.append(mark, style=mark_style)
         text.append(" ")
-        text.append(plan_entry_text(entry), style=text_style)
+        text.append(safe_line(plan_entry_text(entry)), style=text_style)
     return text
 
 
@@ -412,7 +416,7 @@ class _MessageBlock(_Block):
             if block.get("type") == "text":
                 text = block.get("text")
                 if isinstance(text, str) and text:
-                    self.text(text)
+                    self.text(safe_text(text))  # the trace keeps it as sent, the screen shows it safe
             else:
                 self.other(block)
 
@@ -491,7 +495,7 @@ class _ThoughtBlock(_MessageBlock):
             self.recent_len -= len(recent.popleft())
 
     def other(self, block: dict[str, Any]) -> None:
-        self.text("\n" + block_label(block) + "\n")
+        self.text("\n" + safe_line(block_label(block)) + "\n")
 
     def live(self) -> RenderableType | None:
         if self.show:
@@ -529,7 +533,7 @@ def _joined(trace: MessageTrace) -> str:
 def thought_summary(text: str) -> Text:
     """``✻ Thought · N words: first line…`` on one line."""
     words = len(text.split())
-    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    first = safe_line(next((line.strip() for line in text.split("\n") if line.strip()), ""))
     summary = Text(no_wrap=True, overflow="ellipsis")
     summary.append(f"✻ Thought · {words} word{'s' if words != 1 else ''}: ", style="dim")
     summary.append(first, style="dim italic")
@@ -558,11 +562,11 @@ def user_renderable(segments: Iterable[Any]) -> Text | None:
     body = Text(style="bold")
     for seg in segments:
         if isinstance(seg, str):
-            body.append(seg)
+            body.append(safe_text(seg))
         else:
             if body.plain and not body.plain.endswith("\n"):
                 body.append("\n")
-            body.append(block_label(seg) + "\n", style="dim")
+            body.append(safe_line(block_label(seg)) + "\n", style="dim")
     plain = body.plain.strip("\n")
     if not plain.strip():
         return None
@@ -817,7 +821,7 @@ class TtyView:
         parts = [f"{spinner} {words}", f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"]
         usage = usage_text(getattr(store, "usage", None))
         if usage:
-            parts.append(usage)
+            parts.append(safe_line(usage))  # a cost's currency is the agent's text
         parts.append("Ctrl-C cancels")
         return Text(" · ".join(parts), style="dim")
 

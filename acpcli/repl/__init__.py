@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from acpcli.errors import ExitCode
+from acpcli.safe_text import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -57,7 +58,9 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         raw_call = params.get("toolCall")
         call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
-        env.err.print(f"[bold yellow]permission:[/] {escape(str(title))} [dim]({escape(str(call.get('kind') or 'other'))})[/]")
+        env.err.print(
+            f"[bold yellow]permission:[/] {escape(safe_line(str(title)))} [dim]({escape(safe_line(str(call.get('kind') or 'other')))})[/]"
+        )
         labels = [f"{option.get('name')}  ({option.get('kind')})" for option in options]
         picked = await choose(f"choose 1-{len(options)}:", labels)
         if picked is None:
@@ -72,8 +75,9 @@ async def choose(question: str, labels: Sequence[str]) -> int | None:
     0-based index, or ``None`` when the question is dismissed (Ctrl-C, Ctrl-D)."""
     from prompt_toolkit.shortcuts.choice_input import ChoiceInput
 
+    # The labels quote the agent (permission option names): shown, never obeyed.
     picker: ChoiceInput[int] = ChoiceInput(
-        message=question, options=[(n, label) for n, label in enumerate(labels)], symbol="›"
+        message=safe_line(question), options=[(n, safe_line(label)) for n, label in enumerate(labels)], symbol="›"
     )
     try:
         return await picker.prompt_async()
@@ -153,7 +157,9 @@ async def run_repl(
                 mention=lambda word: mentions.complete_mention(word, live.cwd or ".", roots()),
             )
             for offer in complete(document.text_before_cursor, local, inputs):
-                yield Completion(offer.text, start_position=-offer.replace, display_meta=offer.meta)
+                yield Completion(
+                    offer.text, start_position=-offer.replace, display=safe_line(offer.text), display_meta=safe_line(offer.meta)
+                )
 
     keys = KeyBindings()
 
@@ -166,10 +172,10 @@ async def run_repl(
         event.current_buffer.reset()
 
     def toolbar() -> str:
-        return status_line(
+        return safe_line(status_line(
             agent, live.store.title, live.store.state, ctx.choices(), live.store.usage,
             waiting=bool(live._pending_permissions),
-        )
+        ))
 
     session: PromptSession[str] = PromptSession(
         history=FileHistory(str(_history_file(live.cwd))),
@@ -230,7 +236,7 @@ async def run_repl(
             if not isinstance(failure, RpcError):
                 # The agent died mid-turn (or worse): the error is reported by the CLI; say
                 # how to come back, since the session may well survive on the agent's side.
-                env.err.print(f"[dim]to come back later:[/] acpcli resume {live.session_id}")
+                env.err.print(f"[dim]to come back later:[/] acpcli resume {escape(live.session_id)}")
                 raise
             # The agent refused this prompt but is still there: say so, keep the line, stay.
             keep = text
@@ -247,5 +253,5 @@ async def run_repl(
         index.touch(live.session_id)
         if live.store.title:
             index.set_title(live.session_id, live.store.title)
-    env.err.print(f"[dim]bye — come back with:[/] acpcli resume {live.session_id}")
+    env.err.print(f"[dim]bye — come back with:[/] acpcli resume {escape(live.session_id)}")
     return code

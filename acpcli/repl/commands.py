@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
+from acpcli.safe_text import safe_text
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -35,7 +36,8 @@ class Context:
     export: Callable[[str, str], None] | None = None
 
     def say(self, text: str, style: str | None = None) -> None:
-        self.env.err.print(text, style=style, markup=False, highlight=False)
+        # Lines quote the agent (titles, setting names, command names): shown, never obeyed.
+        self.env.err.print(safe_text(text), style=style, markup=False, highlight=False)
 
     def choices(self) -> list[settings.Choice]:
         return self.live.settings()

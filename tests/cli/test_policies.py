@@ -130,7 +130,7 @@ def test_refusal_lines_neutralize_control_characters(cli: Cli, workdir: Path) ->
     proc = cli.run("prompt", "--cmd", CMD, f"try {evil}")
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
-    assert "\\x1b]2;pwned\\x07" in proc.stderr
+    assert "^[]2;pwned^G" in proc.stderr
 
 
 # -- on a terminal ------------------------------------------------------------------------------

@@ -1,0 +1,85 @@
+"""Neutralize control characters in text that came from an agent, visibly.
+
+An agent (a model's output, a tool's output, an error message) may carry terminal control
+sequences: ``ESC ] 2 ; … BEL`` renames the terminal, ``ESC [ 2 J`` clears it, a carriage
+return overwrites what was shown. Every string shown as text (terminal or file) passes
+through :func:`safe_text` (multi-line) or :func:`safe_line` (one line), which replace
+each such character by a visible stand-in instead of dropping it silently:
+
+* C0 controls except newline and tab (and both of those in :func:`safe_line`): caret
+  notation, ``ESC`` -> ``^[``, ``CR`` -> ``^M``, ``BEL`` -> ``^G``, ``NUL`` -> ``^@``;
+* DEL and the C1 controls (U+007F..U+009F): ``\\x7f`` .. ``\\x9f``;
+* lone surrogates (from ``"\\ud800"`` escapes in JSON; not encodable): ``\\ud800``.
+
+The output of either function contains no control character but ``\\n`` and ``\\t``
+(:func:`safe_line`: none at all), and applying it again changes nothing.
+
+JSON output (``--format jsonl``, ``--raw``) stays exact: :func:`json_escape` only writes the
+characters JSON allows raw but a terminal would obey (DEL, C1) and lone surrogates (which
+UTF-8 cannot carry) as ``\\u00XX`` escapes, which decode to the same string.
+
+Cost: one precompiled regex search when there is nothing to replace (the usual case).
+This module is pure and imports nothing heavy: it is on every output path.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["has_controls", "json_escape", "safe_line", "safe_text"]
+
+
+def _table(keep: str) -> dict[int, str]:
+    table: dict[int, str] = {}
+    for code in range(0x20):
+        if chr(code) not in keep:
+            table[code] = "^" + chr(code + 0x40)
+    for code in range(0x7F, 0xA0):
+        table[code] = f"\\x{code:02x}"
+    for code in range(0xD800, 0xE000):
+        table[code] = f"\\u{code:04x}"
+    return table
+
+
+_TEXT_TABLE = _table("\n\t")
+_LINE_TABLE = _table("")
+_TEXT_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def has_controls(text: str) -> bool:
+    """True when :func:`safe_text` would change ``text``."""
+    return _TEXT_BAD.search(text) is not None
+
+
+def safe_text(text: str) -> str:
+    """``text`` with every control character but newline and tab made visible (see module)."""
+    if _TEXT_BAD.search(text) is None:
+        return text
+    return text.translate(_TEXT_TABLE)
+
+
+def safe_line(text: str) -> str:
+    """``text`` for a single line: every control character, newline and tab too, made visible."""
+    if _LINE_BAD.search(text) is None:
+        return text
+    return text.translate(_LINE_TABLE)
+
+
+_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def _json_code(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def json_escape(json_text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)`` or a received frame) with DEL, the
+    C1 controls and lone surrogates written as ``\\uXXXX`` escapes: the same JSON value.
+
+    Valid only for JSON text, where such characters can only stand inside strings (C0
+    controls cannot stand raw in JSON at all, so ``json.dumps`` already escapes them).
+    """
+    if _JSON_RAW.search(json_text) is None:
+        return json_text
+    return _JSON_RAW.sub(_json_code, json_text)

@@ -1,0 +1,66 @@
+"""safe_text / safe_line: every control character an agent sends is shown, never obeyed."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acpcli.safe_text import has_controls, safe_line, safe_text
+
+
+def _controls(text: str, allowed: str = "") -> list[str]:
+    """Control characters (C0, DEL, C1) and surrogates in ``text``, except ``allowed``."""
+    return [
+        ch
+        for ch in text
+        if ch not in allowed and (unicodedata.category(ch) == "Cc" or unicodedata.category(ch) == "Cs")
+    ]
+
+
+def test_clean_text_is_returned_as_is() -> None:
+    text = "héllo wörld 🙂\n\tindented"
+    assert safe_text(text) is text
+    assert not has_controls(text)
+
+
+def test_escape_sequences_become_caret_notation() -> None:
+    assert safe_text("\x1b]2;pwned\x07title") == "^[]2;pwned^Gtitle"
+    assert safe_text("\x1b[41mred\x1b[0m") == "^[[41mred^[[0m"
+    assert safe_text("\x1b[2J") == "^[[2J"
+    assert safe_text("a\rb") == "a^Mb"
+    assert safe_text("nul\x00") == "nul^@"
+    assert safe_text("\x1f") == "^_"
+
+
+def test_newline_and_tab_stay_in_text_but_not_in_a_line() -> None:
+    assert safe_text("a\nb\tc") == "a\nb\tc"
+    assert safe_line("a\nb\tc") == "a^Jb^Ic"
+
+
+def test_del_c1_and_lone_surrogates_are_shown_as_escapes() -> None:
+    assert safe_text("\x7f") == "\\x7f"
+    assert safe_text("\x9b31m") == "\\x9b31m"  # the one-byte CSI
+    assert safe_text("\x80\x9f") == "\\x80\\x9f"
+    assert safe_text("x\ud800y") == "x\\ud800y"
+    assert safe_text("\udcff") == "\\udcff"
+
+
+def test_non_control_unicode_is_kept() -> None:
+    text = "\xa0\u00e9\u2028\u200b\U0001f600"
+    assert safe_text(text) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF)))
+def test_output_has_no_controls_and_is_idempotent(text: str) -> None:
+    out = safe_text(text)
+    assert _controls(out, "\n\t") == []
+    assert safe_text(out) == out
+    line = safe_line(text)
+    assert _controls(line) == []
+    assert safe_line(line) == line
+    # visible, not dropped: nothing shrinks
+    assert len(out) >= len(text)
+    assert has_controls(text) == (out != text)
