@@ -45,12 +45,13 @@ def print_banner(env: Environment, session_id: str, display_name: str) -> None:
 
 def come_back(features: Any, session_id: str) -> str:
     """The command that reopens ``session_id`` with this agent: ``resume`` when it offers
-    that, else ``load`` (gemini), else nothing better than a new session."""
+    that, else ``load`` (gemini); for an agent with neither, ``show`` (the transcript)."""
     if features.resume:
         return f"acpcli resume {session_id}"
     if features.load:
         return f"acpcli load {session_id}"
-    return f"nothing: {features.display_name} can neither resume nor load sessions"
+    # Neither: the agent cannot reopen it, but what was said stays readable.
+    return f"acpcli show {session_id} ({features.display_name} can neither resume nor load a session)"
 
 
 def _release_terminal(live: LiveSession) -> None:
@@ -75,10 +76,12 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
             f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
             toolbar=_TOOLBARS.get(live.session_id),
         )
+        # The picker is erased when done: say what happened, so no option looks chosen
+        # after a Ctrl-C and the choice stays on record after a pick.
         if picked is None:
-            env.err.print("[yellow]permission dismissed:[/] no option was chosen; the turn is cancelled")
+            env.err.print("  [yellow]dismissed:[/] no option chosen (Ctrl-C); the turn is cancelled")
             return None
-        env.err.print(f"[dim]permission:[/] chose {escape(labels[picked])}")
+        env.err.print(f"  [dim]chose:[/] {escape(labels[picked])}")
         return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
 
     return ask
@@ -103,15 +106,20 @@ async def choose(
 ) -> int | None:
     """Let the person pick one of ``labels`` -- arrow keys or its number, then Enter; the
     0-based index, or ``None`` when the question is dismissed (Ctrl-C, Ctrl-D).
-    ``default`` is highlighted first; ``toolbar`` (the REPL's) stays at the bottom."""
+    ``default`` is highlighted first; ``toolbar`` (the REPL's) stays at the bottom. The
+    list is erased when done: the caller says what was chosen."""
     from prompt_toolkit.shortcuts.choice_input import ChoiceInput
 
     picker: ChoiceInput[int] = ChoiceInput(
         message=question, options=[(n, label) for n, label in enumerate(labels)], symbol="›",
         default=default if 0 <= default < len(labels) else 0, bottom_toolbar=toolbar,
     )
+    # ChoiceInput.prompt_async() leaves the list on screen with the highlight on whichever
+    # option it was on, which after a dismissal looks like a choice: erase it when done.
+    app = picker._create_application()
+    app.erase_when_done = True
     try:
-        return await picker.prompt_async()
+        return await app.run_async()
     except (KeyboardInterrupt, EOFError):
         return None
 

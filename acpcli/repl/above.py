@@ -2,20 +2,35 @@
 
 Between turns an agent may still talk: a late replay (gemini answers ``session/load``
 first), v2 background work, a title or command-list change. While the REPL waits for
-input, :class:`AboveInput` stands in for the session's view: each change is handed to the
-view inside prompt-toolkit's ``run_in_terminal``, which takes the input line (and the
-toolbar) off the screen, lets the view print, and draws the input line again below with
-whatever the person had typed, cursor included. Changes arriving together are drawn
-together (one ``run_in_terminal`` per burst), and the view's live region is committed
-each time, so nothing is left for the next redraw of the prompt to overwrite.
+input, :class:`AboveInput` stands in for the session's view. Changes are gathered while
+they keep coming (a burst ends after :data:`QUIET` seconds without one, or after
+:data:`MAX_HOLD` seconds at most), then the entries they touched are printed finished, in
+order, inside prompt-toolkit's ``run_in_terminal``: it takes the input line and the
+toolbar off the screen, lets the view print, and draws the input line again below with
+whatever the person had typed, cursor included.
+
+Printing finished entries rather than streaming them keeps the scrollback simple: no live
+region is drawn and overwritten while the prompt owns the bottom of the screen, and a
+message whose chunks arrive in one burst is printed once. (An entry that changes again in
+a later burst is printed again, whole: rare between turns.)
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-#: How long a burst of updates is gathered before it is drawn (seconds).
-BURST = 0.05
+#: A burst of updates ends after this many quiet seconds.
+QUIET = 0.1
+#: ... or is drawn anyway once its first change is this old (a long stream between turns).
+MAX_HOLD = 1.0
+
+
+class _Entries:
+    """The part of a store ``print_store`` reads: the entries to print."""
+
+    def __init__(self, entries: list[Any]) -> None:
+        self.entries = entries
 
 
 class AboveInput:
@@ -23,16 +38,20 @@ class AboveInput:
 
     def __init__(self, view: Any) -> None:
         self.view = view
-        self._pending: list[tuple[Any, Any]] = []
-        self._scheduled = False
+        self._touched: dict[int, Any] = {}  # entry index -> the session it belongs to
+        self._pending: list[tuple[Any, Any]] = []  # for views that cannot print entries
+        self._first = 0.0
+        self._handle: Any = None
 
     # -- the Sink protocol ------------------------------------------------------------------
 
     def on_change(self, session: Any, change: Any) -> None:
-        """Queue the change; draw the queue above the input line shortly."""
-        self._pending.append((session, change))
-        if self._scheduled:
-            return
+        """Note what changed; draw it above the input line once the burst is over."""
+        index = getattr(change, "index", None)
+        if isinstance(index, int) and hasattr(self.view, "print_store"):
+            self._touched[index] = session
+        else:
+            self._pending.append((session, change))
         import asyncio
 
         try:
@@ -40,8 +59,13 @@ class AboveInput:
         except RuntimeError:  # no event loop (cannot happen inside the REPL): draw now
             self.drain()
             return
-        self._scheduled = True
-        loop.call_later(BURST, self._draw)
+        now = time.monotonic()
+        if self._handle is None:
+            self._first = now
+        else:
+            self._handle.cancel()
+        wait = QUIET if now - self._first < MAX_HOLD else 0.0
+        self._handle = loop.call_later(wait, self._draw)
 
     def begin_turn(self, store: Any = None) -> None:
         self.drain()
@@ -61,21 +85,32 @@ class AboveInput:
     # -- drawing ----------------------------------------------------------------------------
 
     def drain(self) -> None:
-        """Hand every queued change to the view and commit what it drew (no prompt involved)."""
-        self._scheduled = False
+        """Print what changed since the last drain (call it with the terminal to ourselves)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        touched, self._touched = self._touched, {}
         pending, self._pending = self._pending, []
+        entries = []
+        for index in sorted(touched):
+            store_entries = touched[index].store.entries
+            if index < len(store_entries):
+                entries.append(store_entries[index])
+        if entries:
+            self.view.print_store(_Entries(entries))
         for session, change in pending:
             self.view.on_change(session, change)
-        if pending:
+        if entries or pending:
             self.view.flush()
 
     def _draw(self) -> None:
         from prompt_toolkit.application import run_in_terminal
         from prompt_toolkit.application.current import get_app_or_none
 
+        self._handle = None
         app = get_app_or_none()
         if app is None or not app.is_running:
             self.drain()
             return
-        # in_executor=False: the view draws on this thread, between two redraws of the prompt
+        # in_executor=False: the view prints on this thread, between two redraws of the prompt
         run_in_terminal(self.drain, in_executor=False)
