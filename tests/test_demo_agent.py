@@ -807,7 +807,7 @@ def test_replay_pause_answers_first_and_replays_later_while_serving(spawn: Any, 
     maker = spawn()
     maker.initialize(2)
     sid = maker.new_session(str(tmp_path))
-    _, live = maker.prompt(sid, "remember me")
+    maker.prompt(sid, "remember me")
     maker.close()
 
     agent = spawn("--replay-pause", "0.5", "--replay", "whole")

@@ -448,13 +448,12 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
     from acpcli.errors import ExitCode
 
     async def main() -> int:
+        from acpcli.cli import interactive
         from acpcli.persistence import Index
         from acpcli.render import make_view
 
         index = Index.open()
         writer = index.writer()
-        from acpcli.cli import interactive
-
         reattach = run.repl and command in ("load", "resume")  # the REPL draws the replay whole
         if reattach:
             view = interactive.held_view(run.env)
