@@ -39,19 +39,20 @@ class AboveInput:
     def __init__(self, view: Any) -> None:
         self.view = view
         self._touched: dict[int, Any] = {}  # entry index -> the session it belongs to
-        self._pending: list[tuple[Any, Any]] = []  # for views that cannot print entries
         self._first = 0.0
         self._handle: Any = None
 
     # -- the Sink protocol ------------------------------------------------------------------
 
     def on_change(self, session: Any, change: Any) -> None:
-        """Note what changed; draw it above the input line once the burst is over."""
+        """Note what changed; draw it above the input line once the burst is over. A change
+        of the session rather than of an entry (title, commands, settings) only shows in the
+        toolbar: it is redrawn."""
         index = getattr(change, "index", None)
-        if isinstance(index, int) and hasattr(self.view, "print_store"):
-            self._touched[index] = session
-        else:
-            self._pending.append((session, change))
+        if not isinstance(index, int):
+            self._redraw_toolbar()
+            return
+        self._touched[index] = session
         import asyncio
 
         try:
@@ -90,7 +91,6 @@ class AboveInput:
             self._handle.cancel()
             self._handle = None
         touched, self._touched = self._touched, {}
-        pending, self._pending = self._pending, []
         entries = []
         for index in sorted(touched):
             store_entries = touched[index].store.entries
@@ -98,10 +98,15 @@ class AboveInput:
                 entries.append(store_entries[index])
         if entries:
             self.view.print_store(_Entries(entries))
-        for session, change in pending:
-            self.view.on_change(session, change)
-        if entries or pending:
             self.view.flush()
+
+    @staticmethod
+    def _redraw_toolbar() -> None:
+        from prompt_toolkit.application.current import get_app_or_none
+
+        app = get_app_or_none()
+        if app is not None and app.is_running:
+            app.invalidate()
 
     def _draw(self) -> None:
         from prompt_toolkit.application import run_in_terminal

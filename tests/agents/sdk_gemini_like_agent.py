@@ -5,7 +5,8 @@ where the REPL's screen is concerned.
 * ``session/load`` is answered first; the replay follows afterwards, ``REPLAY_DELAY``
   seconds later (environment variable, default 0.3): one user message, one tool call, one
   agent message, each with a fixed text (``REPLAYED-QUESTION``, ``replayed-tool``,
-  ``REPLAYED-ANSWER``). It keeps no state: any session id loads.
+  ``REPLAYED-ANSWER``), then a ``session_info_update`` titling the session ``Replayed
+  title``. It keeps no state: any session id loads.
 * A prompt asks ``session/request_permission`` with the options in claude's order (the
   broadest first: allow_always, allow_once, reject_once), then reports the outcome as
   ``CHOSEN=<optionId or cancelled>`` and echoes the prompt as ``GOT[<text>]``.
@@ -27,6 +28,7 @@ from acp.schema import (
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
+    SessionInfoUpdate,
     ToolCallUpdate,
 )
 
@@ -71,6 +73,9 @@ class GeminiLikeAgent:
             session_id, acp.start_tool_call("t-1", "replayed-tool", kind="read", status="completed")
         )
         await client.session_update(session_id, acp.update_agent_message_text("REPLAYED-ANSWER"))
+        await client.session_update(
+            session_id, SessionInfoUpdate(session_update="session_info_update", title="Replayed title")
+        )
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         text = " ".join(getattr(block, "text", "") for block in prompt)

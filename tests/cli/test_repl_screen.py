@@ -162,6 +162,26 @@ def test_sdk_agent_with_a_late_replay_and_load_only(spawn) -> None:
     assert "acpcli resume" not in plain(pty.seen)
 
 
+def test_sdk_agent_replaying_after_the_prompt_is_up(spawn) -> None:
+    pty = _gemini_like(spawn, "load", "gl-late", delay="2.5")  # later than load waits for
+    pty.prompt()
+    assert "REPLAYED" not in plain(pty.seen)
+    pty.child.send("typed")
+    pty.expect("typed")
+    pty.expect("REPLAYED-ANSWER")  # drawn above the waiting line, no key pressed
+    pty.expect(r"Replayed title\s*·\s*idle")  # the toolbar follows the session's new title
+    pty.child.send(" more\r")
+    pty.expect(CHOICE)
+    pty.child.send("\r")
+    pty.expect(r"CHOSEN=yes-once GOT\[typed more\]")  # the typed text survived the replay
+    pty.prompt()
+    screen = screen_text(pty.seen)
+    assert screen.count("REPLAYED-QUESTION") == 1 and screen.count("REPLAYED-ANSWER") == 1, screen
+    assert screen.index("REPLAYED-QUESTION") < screen.index("REPLAYED-ANSWER") < screen.index("› typed more"), screen
+    pty.child.send(CTRL_D)
+    assert pty.wait() == ExitCode.OK
+
+
 def test_the_picker_highlights_the_narrowest_allow_and_keeps_the_toolbar(spawn) -> None:
     pty = _gemini_like(spawn, "new")
     pty.prompt()
