@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from acpcli.errors import ExitCode
-from tests.cli.pty import CTRL_D, Pty
+from tests.cli.pty import CHOICE, CTRL_D, Pty
 from tests.cli.screen import screen_text
 
 LAUNCHER = os.environ.get("ACPCLI_REAL_AGENTS", "")
@@ -78,3 +78,28 @@ def test_interactive_load_screen(agent: str, tmp_path: Path) -> None:
     screen = screen_text(pty.seen)
     assert screen.count(ANSWER) == 1, screen  # nothing replayed drawn again after the prompt
     assert f"come back with: acpcli {COME_BACK[agent]} {sid}" in screen, screen
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+def test_the_permission_picker_starts_on_allow_once(agent: str, tmp_path: Path) -> None:
+    """claude lists "Always Allow" first and gemini "Allow for this session": Enter on the
+    highlighted option must allow once, and the toolbar must stay while the question is up."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("hello from the README\n")
+    cmd = shlex.join([sys.executable, LAUNCHER, agent])
+    pty = Pty([sys.executable, "-m", "acpcli", "new", "--cmd", cmd], project)
+    pty.child.timeout = 120
+    try:
+        pty.prompt()
+        pty.say("touch a file")
+        pty.expect(CHOICE)
+        pty.expect("waiting for you")  # the REPL's toolbar, below the options
+        pty.child.send("\r")
+        pty.expect(r"chose:.*\(allow_once\)")  # (styles between the words)
+        pty.prompt()
+        assert (project / "created-by-shell.txt").exists()
+        pty.child.send(CTRL_D)
+        assert pty.wait() == ExitCode.OK
+    finally:
+        pty.kill()
