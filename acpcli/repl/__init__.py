@@ -74,7 +74,7 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         labels = [f"{option.get('name')}  ({option.get('kind')})" for option in options]
         picked = await choose(
             f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
-            toolbar=_TOOLBARS.get(live.session_id),
+            toolbar=_TOOLBARS.get(live.session_id), erase=True,
         )
         # The picker is erased when done: say what happened, so no option looks chosen
         # after a Ctrl-C and the choice stays on record after a pick.
@@ -103,21 +103,23 @@ async def choose(
     *,
     default: int = 0,
     toolbar: Callable[[], str] | None = None,
+    erase: bool = False,
 ) -> int | None:
     """Let the person pick one of ``labels`` -- arrow keys or its number, then Enter; the
     0-based index, or ``None`` when the question is dismissed (Ctrl-C, Ctrl-D).
-    ``default`` is highlighted first; ``toolbar`` (the REPL's) stays at the bottom. The
-    list is erased when done: the caller says what was chosen."""
+    ``default`` is highlighted first; ``toolbar`` (the REPL's) stays at the bottom.
+    ``erase``: take the list off the screen when done (the caller then says what was chosen)."""
     from prompt_toolkit.shortcuts.choice_input import ChoiceInput
 
     picker: ChoiceInput[int] = ChoiceInput(
         message=question, options=[(n, label) for n, label in enumerate(labels)], symbol="›",
         default=default if 0 <= default < len(labels) else 0, bottom_toolbar=toolbar,
     )
-    # ChoiceInput.prompt_async() leaves the list on screen with the highlight on whichever
-    # option it was on, which after a dismissal looks like a choice: erase it when done.
+    # ChoiceInput.prompt_async() is `_create_application().run_async()` (prompt-toolkit
+    # 3.0.53); it leaves the list on screen with the highlight on whichever option it was
+    # on, which after a dismissal looks like a choice: with ``erase``, the list goes.
     app = picker._create_application()
-    app.erase_when_done = True
+    app.erase_when_done = erase
     try:
         return await app.run_async()
     except (KeyboardInterrupt, EOFError):
