@@ -333,15 +333,29 @@ class AgentLink:
         _seed_settings(live, result)
         return live
 
-    async def settle(self, live: LiveSession, *, quiet: float = 0.3, limit: float = 10.0) -> None:
-        """Wait until the session's update stream has been quiet for ``quiet`` seconds (at
-        most ``limit``). Some agents answer ``session/load`` first and replay afterwards
-        (gemini): a command that exits after loading waits here so it loses nothing."""
+    async def settle(
+        self, live: LiveSession, *, quiet: float = 0.1, first: float = 1.0, limit: float = 10.0
+    ) -> None:
+        """Wait while the session's replay is still arriving, then return.
+
+        Some agents answer ``session/load`` first and replay afterwards (gemini), so the
+        answer does not mean the replay is over. Returns once no update has arrived for
+        ``quiet`` seconds; when none has arrived at all yet, the first may take up to
+        ``first`` seconds (a late replay) before the session counts as quiet; never waits
+        longer than ``limit`` seconds in all, nor after the connection closed. An agent
+        whose replay came before its answer costs one ``quiet`` period, not a fixed pause.
+        """
+        step = min(0.02, quiet)
+        seen = live.updates_seen
+        gap = quiet if seen else max(first, quiet)
+        last = anyio.current_time()
         with anyio.move_on_after(limit):
-            while True:
-                before = live.updates_seen
-                await anyio.sleep(quiet)
-                if live.updates_seen == before or self.conn.closed:
+            while not self.conn.closed:
+                await anyio.sleep(step)
+                now = anyio.current_time()
+                if live.updates_seen != seen:
+                    seen, last, gap = live.updates_seen, now, quiet
+                elif now - last >= gap:
                     return
 
     async def close(self, session_id: str) -> Any:

@@ -14,6 +14,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -799,6 +800,28 @@ def test_load_answers_first(spawn: Any, tmp_path: Path) -> None:
     # Requests are handled in order, so this answer comes after the whole replay.
     _, after = agent.request("session/list", {})
     assert reduce_messages(updates(after)) == reduce_messages(updates(live))
+    agent.close()
+
+
+def test_replay_pause_answers_first_and_replays_later_while_serving(spawn: Any, tmp_path: Path) -> None:
+    maker = spawn()
+    maker.initialize(2)
+    sid = maker.new_session(str(tmp_path))
+    maker.prompt(sid, "remember me")
+    maker.close()
+
+    agent = spawn("--replay-pause", "0.5", "--replay", "whole")
+    agent.initialize(2)
+    started = time.monotonic()
+    resp, before = agent.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+    assert "configOptions" in resp["result"] and before == [], "answered before replaying"
+    # Unlike --load-answers-first, the agent keeps serving while the replay waits: this
+    # answer comes before any of it.
+    _, meanwhile = agent.request("session/list", {})
+    assert updates(meanwhile) == []
+    later = agent.until(lambda m: "(turn 1)" in json.dumps(m))
+    assert time.monotonic() - started >= 0.5
+    assert "remember me" in json.dumps(later)
     agent.close()
 
 

@@ -312,7 +312,7 @@ async def attach(
     sid = known.id if known is not None else session_id
     if known is None:  # created elsewhere: record it from now on
         index.upsert_session(_record(inputs, sid, link.features, run.title))
-    if command == "resume" and known is not None and view is not None:
+    if command == "resume" and known is not None and view is not None and not run.repl:
         from acpcli.cli.listing import store_from_events
 
         run.env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
@@ -343,8 +343,7 @@ async def attach(
         _raise_if_unknown(err, sid)
         raise
     if command == "load":
-        if not run.repl:
-            await link.settle(live)  # a replay may trail the response (gemini)
+        await link.settle(live)  # a replay may trail the response (gemini)
         writer.append(sid, REPLAY_END, "{}")
     writer.flush()
     if known is not None and list(known.additional_dirs) != list(inputs.additional_directories):
@@ -512,21 +511,33 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
     from acpcli.errors import ExitCode
 
     async def main() -> int:
+        from acpcli.cli import interactive
         from acpcli.persistence import Index
         from acpcli.render import make_view
 
         index = Index.open()
         writer = index.writer()
-        view = make_view(run.env, final_only=not run.repl) if (command != "resume" or run.repl) else None
+        reattach = run.repl and command in ("load", "resume")  # the REPL draws the replay whole
+        if reattach:
+            view = interactive.held_view(run.env)
+        else:
+            view = make_view(run.env, final_only=not run.repl) if (command != "resume" or run.repl) else None
         try:
             async with _link(inputs, run) as link:
+                if reattach:
+                    assert session_id is not None
+                    interactive.check_capability(link.features, command)  # before anything is shown
+                    local = _local_store(index, session_id) if command == "resume" else None
+                    interactive.banner(run.env, session_id, link.features.display_name)
                 live = await attach(link, command, inputs, run, index, writer, view, session_id)
                 if run.repl:
                     from acpcli.repl import run_repl
 
+                    if reattach:
+                        view = await interactive.show_replay(run.env, link, live, command, view, local)
                     return await run_repl(
                         run.env, link, live, index=index, writer=writer, agent=agent_label(inputs.agent, link.features),
-                        export=_exporter(live.session_id),
+                        export=_exporter(live.session_id), banner=not reattach,
                     )
                 if view is not None:
                     view.close()
@@ -547,6 +558,17 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
 
     with _auth_hinted(inputs.agent):
         return anyio.run(main)
+
+
+def _local_store(index: Any, session_id: str) -> Any:
+    """The transcript acpcli recorded for ``session_id`` (``None`` for a session it does not know)."""
+    from acpcli.cli.listing import store_from_events
+
+    try:
+        known = index.get(session_id)
+    except SessionNotFound:
+        return None
+    return store_from_events(index, known.id)
 
 
 def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:

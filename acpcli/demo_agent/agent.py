@@ -27,6 +27,7 @@ import os
 import queue
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -197,7 +198,15 @@ class DemoAgent:
             for update in replay(history, style, self.options.chunk_size):
                 live.send(update)
 
-        if self.options.load_answers_first:
+        if self.options.replay_pause > 0:
+            # A late replay: the answer goes out, the replay follows on its own thread while
+            # the agent keeps serving requests (updates for a loaded session, as gemini's).
+            def late() -> None:
+                time.sleep(self.options.replay_pause)
+                replay_all()
+
+            self._after_reply(threading.Thread(target=late, name="late-replay", daemon=True).start)
+        elif self.options.load_answers_first:
             self._after_reply(replay_all)
         else:
             replay_all()

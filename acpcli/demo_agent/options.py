@@ -70,6 +70,7 @@ class Options:
     page_size: int = 50
     replay: str = "chunks"
     load_answers_first: bool = False
+    replay_pause: float = 0.0
     v1_message_ids: bool = False
     chunk_size: int = 12
     delay: float = 0.02
@@ -155,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer session/load before replaying (gemini's quirk)",
     )
     p.add_argument(
+        "--replay-pause", type=float, default=0.0, metavar="SECONDS",
+        help="answer session/load first, then replay SECONDS later on another thread (a late replay)",
+    )
+    p.add_argument(
         "--v1-message-ids", action="store_true",
         help="in v1, put a messageId on message chunks (v2 always does)",
     )
@@ -192,6 +197,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
         page_size=ns.page_size,
         replay=ns.replay,
         load_answers_first=ns.load_answers_first,
+        replay_pause=max(0.0, ns.replay_pause),
         v1_message_ids=ns.v1_message_ids,
         chunk_size=ns.chunk_size,
         delay=max(0.0, ns.delay),

@@ -42,6 +42,26 @@ def _history_file(cwd: str | None) -> Any:
     return path
 
 
+#: The toolbar of the REPL driving each session: the permission picker shows it too.
+_TOOLBARS: dict[str, Callable[[], str]] = {}
+
+
+def print_banner(env: Environment, session_id: str, display_name: str) -> None:
+    """The line the REPL starts with: which session, which agent, where help is."""
+    env.err.print(f"[dim]session {escape(session_id)} with {escape(display_name)} — /help for commands[/]")
+
+
+def come_back(features: Any, session_id: str) -> str:
+    """The command that reopens ``session_id`` with this agent: ``resume`` when it offers
+    that, else ``load`` (gemini); for an agent with neither, ``show`` (the transcript)."""
+    if features.resume:
+        return f"acpcli resume {session_id}"
+    if features.load:
+        return f"acpcli load {session_id}"
+    # Neither: the agent cannot reopen it, but what was said stays readable.
+    return f"acpcli show {session_id} ({features.display_name} can neither resume nor load a session)"
+
+
 def _release_terminal(live: LiveSession) -> None:
     """Commit the view's live region (if it has one) before drawing on the terminal."""
     flush = getattr(live.sink, "flush", None)
@@ -62,25 +82,60 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
             f"[bold yellow]permission:[/] {escape(safe_line(str(title)))} [dim]({escape(safe_line(str(call.get('kind') or 'other')))})[/]"
         )
         labels = [f"{option.get('name')}  ({option.get('kind')})" for option in options]
-        picked = await choose(f"choose 1-{len(options)}:", labels)
+        picked = await choose(
+            f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
+            toolbar=_TOOLBARS.get(live.session_id), erase=True,
+        )
+        # The picker is erased when done: say what happened, so no option looks chosen
+        # after a Ctrl-C and the choice stays on record after a pick.
         if picked is None:
+            env.err.print("  [yellow]dismissed:[/] no option chosen (Ctrl-C); the turn is cancelled")
             return None
+        env.err.print(f"  [dim]chose:[/] {escape(labels[picked])}")
         return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
 
     return ask
 
 
-async def choose(question: str, labels: Sequence[str]) -> int | None:
+def narrowest_allow(options: Sequence[dict[str, Any]]) -> int:
+    """The option a permission question highlights: the narrowest allow (``allow_once``,
+    else another allow), else the first. Never an "always" when a "once" is offered."""
+    kinds = [option.get("kind") for option in options]
+    for wanted in ("allow_once", "allow_always"):
+        if wanted in kinds:
+            return kinds.index(wanted)
+    return 0
+
+
+async def choose(
+    question: str,
+    labels: Sequence[str],
+    *,
+    default: int = 0,
+    toolbar: Callable[[], str] | None = None,
+    erase: bool = False,
+) -> int | None:
     """Let the person pick one of ``labels`` -- arrow keys or its number, then Enter; the
-    0-based index, or ``None`` when the question is dismissed (Ctrl-C, Ctrl-D)."""
+    0-based index, or ``None`` when the question is dismissed (Ctrl-C, Ctrl-D).
+    ``default`` is highlighted first; ``toolbar`` (the REPL's) stays at the bottom.
+    ``erase``: take the list off the screen when done (the caller then says what was chosen)."""
     from prompt_toolkit.shortcuts.choice_input import ChoiceInput
 
     # The labels quote the agent (permission option names): shown, never obeyed.
     picker: ChoiceInput[int] = ChoiceInput(
-        message=safe_line(question), options=[(n, safe_line(label)) for n, label in enumerate(labels)], symbol="›"
+        message=safe_line(question),
+        options=[(n, safe_line(label)) for n, label in enumerate(labels)],
+        symbol="›",
+        default=default if 0 <= default < len(labels) else 0,
+        bottom_toolbar=toolbar,
     )
+    # ChoiceInput.prompt_async() is `_create_application().run_async()` (prompt-toolkit
+    # 3.0.53); it leaves the list on screen with the highlight on whichever option it was
+    # on, which after a dismissal looks like a choice: with ``erase``, the list goes.
+    app = picker._create_application()
+    app.erase_when_done = erase
     try:
-        return await picker.prompt_async()
+        return await app.run_async()
     except (KeyboardInterrupt, EOFError):
         return None
 
@@ -127,8 +182,13 @@ async def run_repl(
     writer: Any,
     agent: str,
     export: Callable[[str, str], None] | None = None,
+    banner: bool = True,
 ) -> int:
-    """The read-prompt-render loop. Returns the exit code."""
+    """The read-prompt-render loop. Returns the exit code.
+
+    ``banner``: start with the session line (an interactive load/resume has printed it
+    already, before its replay). While the input line waits, the session's changes are
+    drawn above it as they arrive (:class:`acpcli.repl.above.AboveInput`)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.history import FileHistory
@@ -138,6 +198,7 @@ async def run_repl(
     from acpcli import mentions
     from acpcli.errors import AuthRequired, RpcError, UsageError, leaf_error
     from acpcli.repl import commands
+    from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
     from acpcli.repl.status import status_line
     from acpcli.session import run_turn
@@ -188,15 +249,26 @@ async def run_repl(
         # record of a v1 prompt), so the input line is erased rather than shown twice.
         erase_when_done=True,
     )
-    env.err.print(f"[dim]session {escape(live.session_id)} with {escape(link.features.display_name)} — /help for commands[/]")
+    _TOOLBARS[live.session_id] = toolbar  # the permission picker shows it too
+    if banner:
+        print_banner(env, live.session_id, link.features.display_name)
     code = int(ExitCode.OK)
     keep = ""  # a line that could not be sent comes back for editing: nothing typed is lost
     while True:
         _release_terminal(live)
+        view_now, above = live.sink, None
+        if view_now is not None:
+            above = AboveInput(view_now)
+            live.sink = above  # updates while the line waits are drawn above it
         try:
             text = await session.prompt_async("› ", default=keep)
         except EOFError:
             break
+        finally:
+            if above is not None:
+                if live.sink is above:  # (a command may have replaced the view meanwhile)
+                    live.sink = view_now
+                above.drain()
         keep = ""
         text = text.strip()
         if not text:
@@ -236,7 +308,7 @@ async def run_repl(
             if not isinstance(failure, RpcError):
                 # The agent died mid-turn (or worse): the error is reported by the CLI; say
                 # how to come back, since the session may well survive on the agent's side.
-                env.err.print(f"[dim]to come back later:[/] acpcli resume {escape(live.session_id)}")
+                env.err.print(f"[dim]to come back later:[/] {escape(come_back(link.features, live.session_id))}")
                 raise
             # The agent refused this prompt but is still there: say so, keep the line, stay.
             keep = text
@@ -253,5 +325,5 @@ async def run_repl(
         index.touch(live.session_id)
         if live.store.title:
             index.set_title(live.session_id, live.store.title)
-    env.err.print(f"[dim]bye — come back with:[/] acpcli resume {escape(live.session_id)}")
+    env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, live.session_id))}")
     return code

@@ -101,8 +101,19 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
         mark = "*" if rec.id == ctx.live.session_id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.last_used_at))
         ctx.say(f"  {mark} {rec.id}  {when}  {rec.state:<6}  {rec.title or '(untitled)'}")
-    ctx.say("  come back to one with: acpcli resume ID (or acpcli load ID)")
+    ctx.say("  " + _come_back_hint(ctx.link.features))
     return None
+
+
+def _come_back_hint(features: Any) -> str:
+    """How to reopen a listed session, naming only what this agent supports."""
+    if features.resume and features.load:
+        return "come back to one with: acpcli resume ID (or acpcli load ID to see it replayed)"
+    if features.resume:
+        return "come back to one with: acpcli resume ID"
+    if features.load:
+        return "come back to one with: acpcli load ID"
+    return f"{features.display_name} can neither resume nor load a session"
 
 
 def _show_setting(ctx: Context, choice: settings.Choice) -> None:

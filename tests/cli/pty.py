@@ -24,7 +24,8 @@ PROMPT = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])*›"
 CHOICE = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])* ?choose 1-(\d+):"
 REPLY = "Demo agent reply"
 HELP_TEXT = "Ctrl-C cancels a turn"  # the last /help line (the toolbar and the menu say other things)
-RESUME = re.compile(r"acpcli resume ([A-Za-z0-9_-]+)")
+#: The come-back hint of Ctrl-D: resume, else load (gemini), else show (an agent with neither).
+RESUME = re.compile(r"acpcli (?:resume|load|show) ([A-Za-z0-9_-]+)")
 UP = "\x1b[A"
 DOWN = "\x1b[B"
 CTRL_C = "\x03"

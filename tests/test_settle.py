@@ -1,0 +1,76 @@
+"""``AgentLink.settle``: after a load/resume answer, wait while the replay is still arriving.
+
+gemini answers ``session/load`` first and replays afterwards; codex and claude replay first.
+settle must return soon after the stream goes quiet (no fixed pause), wait up to ``first``
+seconds for a replay that has not started yet, and never longer than ``limit``.
+Times here are generous bounds, not exact measurements (the machine may be busy).
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from acpcli.session import AgentLink, LiveSession
+from acpcli.store import Store
+
+
+class _Conn:
+    closed = False
+
+
+def _setup() -> tuple[AgentLink, LiveSession]:
+    link = AgentLink(_Conn(), features=None, store_factory=Store)  # type: ignore[arg-type]  # a stand-in connection
+    return link, LiveSession(session_id="s", store=Store())
+
+
+def _chunk(text: str) -> dict[str, object]:
+    return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+
+
+async def _feed_later(live: LiveSession, delays: list[float]) -> None:
+    for n, delay in enumerate(delays):
+        await anyio.sleep(delay)
+        live.feed(_chunk(f"part{n} "))
+
+
+@pytest.mark.anyio
+async def test_settle_waits_for_a_replay_that_starts_after_the_answer() -> None:
+    link, live = _setup()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_feed_later, live, [0.4, 0.05, 0.05, 0.05])  # starts 0.4 s late (< first)
+        await link.settle(live, quiet=0.15, first=1.0)
+        assert live.updates_seen == 4  # the whole late replay, not a part of it
+
+
+@pytest.mark.anyio
+async def test_settle_returns_soon_after_a_replay_that_came_first() -> None:
+    link, live = _setup()
+    live.feed(_chunk("replayed before the answer"))
+    started = time.monotonic()
+    await link.settle(live, quiet=0.1, first=5.0)
+    assert time.monotonic() - started < 2.0  # one quiet period, not the 5 s allowed for a first update
+
+
+@pytest.mark.anyio
+async def test_settle_gives_up_on_a_replay_that_never_comes() -> None:
+    link, live = _setup()
+    started = time.monotonic()
+    await link.settle(live, quiet=0.1, first=0.3)
+    elapsed = time.monotonic() - started
+    assert 0.25 <= elapsed < 3.0
+
+
+@pytest.mark.anyio
+async def test_settle_stops_at_its_limit_while_updates_keep_coming() -> None:
+    link, live = _setup()
+    started = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_feed_later, live, [0.05] * 100)  # a 5 s stream
+        await link.settle(live, quiet=0.2, first=1.0, limit=0.6)
+        elapsed = time.monotonic() - started
+        tg.cancel_scope.cancel()
+    assert 0.5 <= elapsed < 3.0
+    assert 0 < live.updates_seen < 100
