@@ -125,7 +125,7 @@ async def run_repl(
     from rich.text import Text
 
     from acpcli import mentions
-    from acpcli.errors import AuthRequired, RpcError, UsageError, leaf_error
+    from acpcli.errors import AuthRequired, Interrupted, RpcError, UsageError, leaf_error
     from acpcli.repl import commands
     from acpcli.repl.completion import Inputs, complete
     from acpcli.repl.status import status_line
@@ -218,7 +218,7 @@ async def run_repl(
             failure = leaf_error(caught)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
-            if isinstance(failure, KeyboardInterrupt):
+            if isinstance(failure, (KeyboardInterrupt, Interrupted)):
                 return int(ExitCode.INTERRUPTED)
             if not isinstance(failure, RpcError):
                 # The agent died mid-turn (or worse): the error is reported by the CLI; say
