@@ -87,12 +87,17 @@ class Supervisor:
 
     async def _watch_signals(self, scope: anyio.CancelScope) -> None:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+            received = 0
             async for signum in signals:
-                self.signum = int(signum)
-                log.info("%s: cancelling the turn and stopping the agent", signal.Signals(signum).name)
-                await self._stop_agent(cancel_turn=True)
-                scope.cancel()
-                return
+                received = self.signum = int(signum)
+                break
+        # Stopping now: a repeated signal (a closing terminal sends SIGHUP more than once)
+        # must not end the process before the clean-up below and the body's finally blocks.
+        for again in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(again, signal.SIG_IGN)
+        log.info("signal %d: cancelling the turn and stopping the agent", received)
+        await self._stop_agent(cancel_turn=True)
+        scope.cancel()
 
     async def _watch_failure(self, scope: anyio.CancelScope) -> None:
         await self._failed.wait()
