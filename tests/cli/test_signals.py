@@ -27,7 +27,7 @@ import pytest
 
 from acpcli.errors import ExitCode
 
-from .conftest import TIMEOUT, Cli, AgentTrace, _alive
+from .conftest import TIMEOUT, AgentTrace, Cli, _alive
 from .pty import CTRL_C, Pty, new_args
 
 STALL = Path(__file__).resolve().parent.parent / "agents" / "stall.py"
