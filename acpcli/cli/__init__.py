@@ -7,6 +7,7 @@ inside the function.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -57,6 +58,10 @@ def _register() -> None:
         for info in sub.registered_commands:
             info.callback = _pipe_safe(info.callback)
         app.registered_commands.extend(sub.registered_commands)
+
+
+#: errnos of an output that cannot take more (full disk, quota, file size, I/O error).
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def _pipe_safe(func):
@@ -147,6 +152,12 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, prog_name="acpcli")
     except BaseException as exc:
         err = leaf_error(exc)
+        if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:
+            # What is left unconverted by now is output: stdout, or the file a command writes
+            # (live commands go on over a full disk for their own storage, see safestore).
+            from acpcli.errors import OutputError
+
+            err = OutputError(f"cannot write the output: {err.strerror}")
         if isinstance(err, (BrokenPipeError, OutputClosed)):
             # The reader went away (`acpcli prompt … | head -1`): that was its choice, so
             # leave quietly. Point stdout at /dev/null so the interpreter's final flush

@@ -207,3 +207,23 @@ def test_a_closed_stdout_with_o_file_still_works(cli: Cli, trace: AgentTrace, tm
     assert REPLY in out.read_text()
     trace.assert_all_gone()
 
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["new", "sessions", "--help", "completion"])
+def test_other_commands_on_a_full_stdout_exit_17(cli: Cli, trace: AgentTrace, command: str) -> None:
+    cli.new(trace.demo_cmd())  # something for `sessions` to list
+    args = {
+        "new": ["new", "--no-repl", "--cmd", trace.demo_cmd()],
+        "sessions": ["sessions"],
+        "--help": ["--help"],
+        "completion": ["completion", "bash"],
+    }[command]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            cli.argv(*args), env=cli.env(), cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=full,
+            stderr=subprocess.PIPE, text=True, timeout=TIMEOUT, check=False,
+        )
+    assert proc.returncode == ExitCode.OUTPUT, proc.stderr
+    assert proc.stderr == "acpcli: error: cannot write the output: No space left on device\n", proc.stderr
+    trace.assert_all_gone()
