@@ -34,6 +34,26 @@ def _history_file(cwd: str | None) -> Any:
     return ensure_dir(history_dir()) / f"{key}.history"
 
 
+def _history(cwd: str | None) -> Any:
+    """The REPL's input history file; in memory when the home cannot be written (a full or
+    read-only disk must not stop the session: typing goes on, history is just not kept)."""
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    try:
+        path = _history_file(cwd)
+    except OSError:
+        return InMemoryHistory()
+
+    class TolerantHistory(FileHistory):
+        def store_string(self, string: str) -> None:
+            try:
+                super().store_string(string)
+            except OSError:
+                pass
+
+    return TolerantHistory(str(path))
+
+
 def _release_terminal(live: LiveSession) -> None:
     """Commit the view's live region (if it has one) before drawing on the terminal."""
     flush = getattr(live.sink, "flush", None)
@@ -120,7 +140,6 @@ async def run_repl(
     """The read-prompt-render loop. Returns the exit code."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
-    from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
     from rich.text import Text
 
@@ -165,7 +184,7 @@ async def run_repl(
         )
 
     session: PromptSession[str] = PromptSession(
-        history=FileHistory(str(_history_file(live.cwd))),
+        history=_history(live.cwd),
         completer=ReplCompleter(),
         complete_while_typing=False,
         key_bindings=keys,
