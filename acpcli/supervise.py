@@ -46,6 +46,7 @@ class Supervisor:
         self.writer: Any = None  # the EventWriter, once open
         self.grace = grace
         self.tick = tick
+        self.stdout_fd: int | None = None  # a pipe to watch for its reader going away
         self.signum: int | None = None
         self.failure: AcpcliError | None = None
         self._failed = anyio.Event()
@@ -70,6 +71,7 @@ class Supervisor:
                 tg.start_soon(self._watch_signals, tg.cancel_scope)
                 tg.start_soon(self._watch_failure, tg.cancel_scope)
                 tg.start_soon(self._flush_by_time)
+                tg.start_soon(self._watch_reader)
         except BaseException as exc:
             self._raise_stop()
             inner = getattr(exc, "exceptions", None)
@@ -141,6 +143,33 @@ class Supervisor:
                     writer.flush_if_due()
                 except Exception as exc:  # noqa: BLE001 - see _flush
                     log.warning("flushing the event log failed: %s", exc)
+
+
+    async def _watch_reader(self) -> None:
+        """A pipe's reader that went away (``| head -1``) while the agent pauses would only
+        be noticed at the next write: notice it now (the pipe reports an error to poll), stop
+        the agent and leave quietly, as for a broken pipe."""
+        import os
+        import select
+        import stat
+
+        fd = self.stdout_fd
+        if fd is None or not hasattr(select, "poll"):
+            return
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                return
+        except OSError:
+            return
+        poller = select.poll()
+        poller.register(fd, 0)  # only POLLERR / POLLHUP, which are always reported
+        while True:
+            await anyio.sleep(0.2)
+            if poller.poll(0):
+                from acpcli.errors import OutputClosed
+
+                self.fail(OutputClosed())
+                return
 
 
 class GuardedTap:

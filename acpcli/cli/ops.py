@@ -602,6 +602,10 @@ def run_prompt(
     from acpcli.supervise import Supervisor, output_error
 
     supervisor = run.supervisor = Supervisor()
+    try:
+        supervisor.stdout_fd = run.env.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        pass  # not a real file (tests), nothing to watch
 
     async def main() -> int:
         from acpcli.mentions import build_prompt

@@ -282,3 +282,29 @@ def test_ctrl_c_twice_in_the_repl_exits_130(spawn, tmp_path: Path, monkeypatch: 
     assert not _gone(_pids(children)), "the agent's child was left behind"
     assert "Traceback" not in pty.seen
     assert re.search(r"interrupted again", pty.seen)
+
+
+def test_a_reader_that_goes_away_during_a_pause_stops_the_agent(cli: Cli, tmp_path: Path, reaper: list[int]) -> None:
+    """``acpcli prompt … | head -1`` while the agent pauses: acpcli does not wait for its next
+    write to notice; it leaves quietly (exit 0, as for any broken pipe), kills the agent's
+    group and keeps what arrived."""
+    run = Stall(cli, tmp_path)
+    try:
+        run.streaming()
+        reaper.extend(run.processes())
+        assert run.proc.stdout is not None
+        run.proc.stdout.close()  # the reader goes away; the stream stays paused
+        started = time.monotonic()
+        run.proc.wait(timeout=TIMEOUT)
+        took = time.monotonic() - started
+        assert run.proc.stderr is not None
+        err = run.proc.stderr.read()
+        run.proc.stderr.close()
+    finally:
+        if run.proc.poll() is None:
+            run.proc.kill()
+    assert run.proc.returncode == ExitCode.OK, err
+    assert took < 5, f"took {took:.1f}s to notice"
+    assert not any(mark in err for mark in TRACEBACK_MARKS), err
+    assert not _gone(run.processes()), "agent processes left behind"
+    assert PART_ONE in cli.show(run.session_id())
