@@ -170,6 +170,10 @@ def main(argv: list[str] | None = None) -> None:
             if isinstance(err, OutputError):
                 _quiet_stdout()
             report(err)
+            if err.exit_code == ExitCode.HANGUP:
+                # The terminal is gone: the interpreter's last flush must not turn 129 into 120.
+                _quiet_stdout()
+                os.dup2(1, 2)
             sys.exit(int(err.exit_code))
         if isinstance(err, KeyboardInterrupt):
             sys.stderr.write("acpcli: interrupted\n")
