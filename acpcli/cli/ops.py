@@ -539,8 +539,10 @@ def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
         run.env.err.print(f"closed {record.id}: the agent answered {json.dumps(answer)}", markup=False, highlight=False)
         return int(ExitCode.OK)
 
+    from acpcli.supervise import Supervisor
+
     try:
-        return anyio.run(main)
+        return anyio.run(Supervisor().run, main)  # SIGTERM/SIGHUP: stop the agent, exit 143/129
     except CapabilityMissing as err:
         err.message += " (marked closed locally)"
         raise
