@@ -121,6 +121,12 @@ def configure_logging() -> None:
             self._inner: logging.Handler | None = None
 
         def emit(self, record: logging.LogRecord) -> None:
+            try:
+                self._emit(record)
+            except Exception:  # noqa: BLE001 - see raiseExceptions above
+                self.handleError(record)
+
+        def _emit(self, record: logging.LogRecord) -> None:
             if self._inner is None:
                 from acpcli.paths import create_private, ensure_dir, log_dir
 
@@ -137,6 +143,9 @@ def configure_logging() -> None:
                 self._inner.close()
             super().close()
 
+    # A log file that cannot be written (full disk, read-only home) must not print logging's
+    # own tracebacks on the terminal: such records are dropped.
+    logging.raiseExceptions = False
     debug = os.environ.get("ACPCLI_DEBUG", "") not in ("", "0")
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     logger.addHandler(LazyFile())

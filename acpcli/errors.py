@@ -19,6 +19,8 @@
     ├── StepTimeout                  TIMEOUT            a setup step or a turn outlasted --timeout
     ├── StorageError                 STORAGE            local state could not be saved (disk full, read-only)
     ├── OutputError                  OUTPUT             the transcript could not be written (-o FILE, closed stdout)
+    ├── Interrupted                  INTERRUPTED        a second Ctrl-C killed the agent mid-turn
+    │   └── Terminated               TERMINATED/HANGUP  SIGTERM or SIGHUP (the terminal was closed)
     └── OutputClosed                 OK                 whoever read stdout went away (`| head -1`)
 
 Library code raises these; only ``acpcli.cli`` turns them into a one-line message and an
@@ -233,6 +235,32 @@ class OutputError(AcpcliError):
     exit_code = ExitCode.OUTPUT
 
 
+class Interrupted(AcpcliError):
+    """The person stopped the command (a second Ctrl-C): the agent was killed. Reported as
+    one line without the ``error:`` prefix."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)
+
+
+class Terminated(Interrupted):
+    """SIGTERM or SIGHUP arrived: the turn was cancelled, the agent's process group killed,
+    what had arrived stored. Exit 143 (SIGTERM) or 129 (SIGHUP)."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        super().__init__(f"stopped by {name}")
+        self.signum = signum
+        self.exit_code = ExitCode.HANGUP if signum == signal.SIGHUP else ExitCode.TERMINATED
+
+
 class OutputClosed(AcpcliError):
     """stdout's reader went away (a broken pipe). Not a failure: the CLI leaves quietly."""
 
@@ -244,12 +272,13 @@ class OutputClosed(AcpcliError):
 
 def leaf_error(err: BaseException) -> BaseException:
     """The error to report from an exception group (task groups wrap what they raise): the
-    first broken pipe, acpcli error or Ctrl-C inside it, else the group itself."""
+    first signal stop (:class:`Interrupted`), broken pipe, acpcli error or Ctrl-C inside it,
+    else the group itself."""
     inner = getattr(err, "exceptions", None)
     if not inner:
         return err
     leaves = [leaf_error(sub) for sub in inner]
-    for wanted in (OutputClosed, BrokenPipeError, AcpcliError, KeyboardInterrupt):
+    for wanted in (Interrupted, OutputClosed, BrokenPipeError, AcpcliError, KeyboardInterrupt):
         for leaf in leaves:
             if isinstance(leaf, wanted):
                 return leaf

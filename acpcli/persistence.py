@@ -314,7 +314,10 @@ class Index:
             (version,) = conn.execute("PRAGMA user_version").fetchone()
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise ConfigError(f"the session index {path} is unusable: {exc}") from exc
+            # A full disk or a read-only directory: a WAL reader cannot create its shared-memory
+            # file. Reading the file as immutable still shows what was checkpointed into it.
+            conn = _read_immutable(path, exc)
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version == 0:
             # Another process is creating the index right now (the file exists, the schema
             # not yet): to a reader that is an empty index, not an error.
@@ -519,6 +522,21 @@ class Index:
 
         self._flush_writers()
         return eventlog.event_times(self.conn, session_id, legacy=self._legacy())
+
+
+def _read_immutable(path: Path, cause: Exception) -> sqlite3.Connection:
+    """``path`` opened read-only as immutable (no locks, no -shm file), or the ConfigError
+    for ``cause`` when even that fails (then the file is really unusable)."""
+    import sqlite3
+
+    if not isinstance(cause, sqlite3.OperationalError):
+        raise ConfigError(f"the session index {path} is unusable: {cause}") from cause
+    try:
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True, isolation_level=None)
+        conn.execute("PRAGMA user_version").fetchone()
+    except sqlite3.Error:
+        raise ConfigError(f"the session index {path} is unusable: {cause}") from cause
+    return conn
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

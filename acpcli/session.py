@@ -83,6 +83,7 @@ class LiveSession:
     _pending_permissions: set[anyio.Event] = field(default_factory=set, repr=False)
     cancel_requested: bool = False
     interrupted: bool = False  # the person pressed Ctrl-C during the current turn
+    turn_active: bool = False  # a run_turn is in progress (the supervisor cancels it on SIGTERM)
     output_error: BaseException | None = None
     updates_seen: int = 0
     output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
@@ -110,7 +111,12 @@ class LiveSession:
         if self.recorder is not None:
             kind = update.get("sessionUpdate")
             payload = frame_text if frame_text is not None else json.dumps(update)
-            self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", payload)
+            try:
+                self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", payload)
+            except Exception:
+                # A failed store must never drop the update from the view or the turn's state
+                # (a lost v2 ``idle`` would leave the turn waiting forever).
+                log.exception("storing an update of %s failed", self.session_id)
         if change is not None and self.sink is not None:
             try:
                 self.sink.on_change(self, change)
@@ -119,6 +125,14 @@ class LiveSession:
                 # the turn's owner end the command (run_turn watches `output_lost`).
                 self.sink = None
                 self.output_error = err
+                self.output_lost.set()
+            except OSError as err:
+                # The output cannot be written (a full disk under -o FILE or stdout): the same,
+                # with an error that says so (exit 17).
+                from acpcli.errors import OutputError
+
+                self.sink = None
+                self.output_error = OutputError(f"cannot write the transcript: {err.strerror or err}")
                 self.output_lost.set()
         if self._turn_idle is not None and update.get("sessionUpdate") == "state_update" and self.store.state == "idle":
             self._turn_idle.set()
@@ -151,6 +165,15 @@ def _settings_changed(live: LiveSession, options: Any = None, mode: Any = None, 
         live.store.apply({"sessionUpdate": "current_mode_update", "currentModeId": mode})
     if models is not None:
         live.store.apply({"sessionUpdate": "current_model_update", **models})
+
+
+def _flush_recorder(live: LiveSession) -> None:
+    flush = getattr(live.recorder, "flush", None)
+    if flush is not None:
+        try:
+            flush()
+        except Exception:
+            log.exception("storing the prompt of %s failed", live.session_id)
 
 
 def _is_cancelled(result: Any) -> bool:
@@ -460,6 +483,7 @@ class AgentLink:
         if self.features.protocol_version == 1:
             for update in _user_echo(blocks):
                 live.feed(update)
+            _flush_recorder(live)  # the prompt is on disk before the agent answers
             result = await self.conn.request("session/prompt", wire.prompt_params(live.session_id, blocks))
             stop = result.get("stopReason") if isinstance(result, dict) else None
             live.store.turn_boundary()
@@ -507,14 +531,31 @@ async def run_turn(
 ) -> str:
     """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
     waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
-    agent's process group and raises :class:`KeyboardInterrupt` (exit 130 at the CLI).
+    agent's process group and raises :class:`~acpcli.errors.Interrupted` (exit 130 at the CLI).
 
     ``notice`` receives the one-line status messages ("cancelling…") for the caller to show;
     ``tick`` (if given) is called about ten times a second while the turn runs, so a view
     can redraw its live part even when the stream pauses.
     """
+    live.turn_active = True
+    try:
+        return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds)
+    finally:
+        live.turn_active = False
+
+
+async def _turn_tasks(
+    link: AgentLink,
+    live: LiveSession,
+    blocks: Sequence[dict[str, Any]],
+    notice: Callable[[str], None],
+    tick: Callable[[], None] | None,
+    double_interrupt_seconds: float,
+) -> str:
     import signal
     import time
+
+    from acpcli.errors import Interrupted
 
     stop = "end_turn"
     last = 0.0
@@ -533,7 +574,7 @@ async def run_turn(
                     if last and now - last < double_interrupt_seconds:
                         notice("interrupted again: killing the agent")
                         link.kill()
-                        raise KeyboardInterrupt
+                        raise Interrupted()
                     last = now
                     notice("cancelling… (press Ctrl-C again to kill the agent)")
                     live.interrupted = True
@@ -542,6 +583,8 @@ async def run_turn(
         async def watch_output() -> None:
             await live.output_lost.wait()
             assert live.output_error is not None
+            if not isinstance(live.output_error, BrokenPipeError):
+                link.kill()  # nobody will see the rest of this turn
             raise live.output_error
 
         async def ticker() -> None:

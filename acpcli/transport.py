@@ -442,7 +442,8 @@ class AgentProcess:
             if partial.strip() and keep:  # a last line without its newline
                 tail.append(partial.decode("utf-8", "replace").rstrip())
             if log is not None:
-                log.close()
+                with suppress(OSError):  # a full disk: the last buffered bytes are lost, not the drain
+                    log.close()
             self._stderr_done.set()
 
 

@@ -7,6 +7,7 @@ inside the function.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -59,6 +60,10 @@ def _register() -> None:
         app.registered_commands.extend(sub.registered_commands)
 
 
+#: errnos of an output that cannot take more (full disk, quota, file size, I/O error).
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
 def _pipe_safe(func):
     """Turn a broken pipe anywhere in a command into :class:`OutputClosed` before click
     sees it (click would report a bare BrokenPipeError as a failure, exit 1)."""
@@ -82,10 +87,43 @@ _register()
 
 
 def report(err: AcpcliError) -> None:
-    """Print an error as one line on stderr (plus an optional hint line)."""
-    sys.stderr.write(f"acpcli: error: {err}\n")
-    if err.hint:
-        sys.stderr.write(f"acpcli: hint: {err.hint}\n")
+    """Print an error as one line on stderr (plus an optional hint line). A signal stop
+    (:class:`~acpcli.errors.Interrupted`) is not an error: ``acpcli: interrupted``.
+    A stderr that cannot be written (the terminal is gone: SIGHUP) is not a reason to fail."""
+    from acpcli.errors import Interrupted
+
+    try:
+        if isinstance(err, Interrupted):
+            sys.stderr.write(f"acpcli: {err}\n")
+            return
+        sys.stderr.write(f"acpcli: error: {err}\n")
+        if err.hint:
+            sys.stderr.write(f"acpcli: hint: {err.hint}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _quiet_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's final flush of a stdout that cannot be
+    written (a gone reader, a full disk, a closed descriptor) has nothing to complain about."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    except OSError:
+        pass
+
+
+def _stdout_closed() -> bool:
+    try:
+        os.fstat(1)
+    except OSError:
+        return True
+    return sys.stdout is None
+
+
+def _writes_elsewhere(argv: list[str]) -> bool:
+    """The command line sends the transcript to a file (``-o FILE``), not stdout."""
+    return any(a in ("-o", "--output") or a.startswith(("--output=", "-o")) for a in argv)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -99,6 +137,17 @@ def main(argv: list[str] | None = None) -> None:
         from acpcli.cli.completion import respond
 
         sys.exit(respond(app))
+    if _stdout_closed():
+        # `acpcli … >&-`: whatever is opened next would get fd 1 and receive the transcript.
+        # Hold fd 1 with /dev/null first; a command writing to stdout cannot run.
+        _quiet_stdout()
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+        args = sys.argv[1:] if argv is None else argv
+        if not _writes_elsewhere(args):
+            from acpcli.errors import OutputError
+
+            report(OutputError("standard output is closed: nowhere to write (redirect it, or use -o FILE)"))
+            sys.exit(int(ExitCode.OUTPUT))
     from acpcli import notices
 
     # What the agent sent and acpcli skipped (bad lines, lines over the limit) is said on stderr.
@@ -107,14 +156,28 @@ def main(argv: list[str] | None = None) -> None:
         app(args=argv, prog_name="acpcli")
     except BaseException as exc:
         err = leaf_error(exc)
+        if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:
+            # What is left unconverted by now is output: stdout, or the file a command writes
+            # (live commands go on over a full disk for their own storage, see safestore).
+            from acpcli.errors import OutputError
+
+            err = OutputError(f"cannot write the output: {err.strerror}")
         if isinstance(err, (BrokenPipeError, OutputClosed)):
             # The reader went away (`acpcli prompt … | head -1`): that was its choice, so
             # leave quietly. Point stdout at /dev/null so the interpreter's final flush
             # cannot complain about the same pipe again.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _quiet_stdout()
             sys.exit(int(ExitCode.OK))
         if isinstance(err, AcpcliError):
+            from acpcli.errors import OutputError
+
+            if isinstance(err, OutputError):
+                _quiet_stdout()
             report(err)
+            if err.exit_code == ExitCode.HANGUP:
+                # The terminal is gone: the interpreter's last flush must not turn 129 into 120.
+                _quiet_stdout()
+                os.dup2(1, 2)
             sys.exit(int(err.exit_code))
         if isinstance(err, KeyboardInterrupt):
             sys.stderr.write("acpcli: interrupted\n")

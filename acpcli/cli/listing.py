@@ -143,7 +143,9 @@ def _remote_sessions(
         async with link_for(choice, protocol=protocol) as link:
             return [info async for info in link.list_remote(cwd)]
 
-    infos = anyio.run(main)
+    from acpcli.supervise import Supervisor
+
+    infos = anyio.run(Supervisor().run, main)  # SIGTERM/SIGHUP: stop the agent, exit 143/129
     for info in infos:
         if as_json:
             env.stdout.write(json.dumps(info) + "\n")

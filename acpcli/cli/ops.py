@@ -215,6 +215,7 @@ class Run:
     terminal: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
     refusals: Any = None  # the run's client_side.Refusals, once an agent is linked
+    supervisor: Any = None  # the acpcli.supervise.Supervisor of the command, if any
 
 
 def _env_extra(agent: AgentChoice) -> dict[str, str]:
@@ -435,12 +436,15 @@ def _raise_if_unknown(err: BaseException, session_id: str) -> None:
         raise unknown from err
 
 
-def agent_stderr_log(agent: AgentChoice) -> Path:
+def agent_stderr_log(agent: AgentChoice) -> Path | None:
     """Where the agent's stderr is kept (appended, one file per agent name)."""
     from acpcli.paths import ensure_dir, log_dir
 
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent.name)
-    return ensure_dir(log_dir()) / f"{safe}.stderr.log"
+    try:
+        return ensure_dir(log_dir()) / f"{safe}.stderr.log"
+    except OSError:
+        return None  # a read-only home: the agent's stderr is still drained, just not kept
 
 
 def link_for(
@@ -470,18 +474,33 @@ def link_for(
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
         decide_permission=decider,
-        tap=_raw_tap(run),
+        tap=_raw_tap(run, log_file),
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
     )
 
 
-def _raw_tap(run: Run | None) -> Any:
-    if run is None or not run.raw:
+def _raw_tap(run: Run | None, log_file: Path | None = None) -> Any:
+    if run is None:
         return None
+    supervisor = run.supervisor
+    if not run.raw:
+        if supervisor is None or log_file is None:
+            return None
+        # --log-file under a supervisor: a write failure stops the command (exit 17) rather
+        # than breaking the connection mid-frame.
+        from acpcli.supervise import GuardedTap
+        from acpcli.wiretap import WireTap
+
+        return GuardedTap(WireTap(log_file), f"the wire log {log_file}", supervisor)
     from acpcli.wiretap import StreamTap
 
-    return StreamTap(run.env.stdout)
+    tap = StreamTap(run.env.stdout)
+    if supervisor is None:
+        return tap
+    from acpcli.supervise import GuardedTap
+
+    return GuardedTap(tap, "the frames to standard output", supervisor)
 
 
 def _link(inputs: SessionInputs, run: Run) -> Any:
@@ -509,14 +528,21 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
     import anyio
 
     from acpcli.errors import ExitCode
+    from acpcli.supervise import Supervisor
+
+    supervisor = run.supervisor = Supervisor()
 
     async def main() -> int:
         from acpcli.cli import interactive
-        from acpcli.persistence import Index
         from acpcli.render import make_view
+        from acpcli.safestore import open_index, verdict
 
-        index = Index.open()
-        writer = index.writer()
+        def storage_failed(message: str) -> None:
+            if run.repl:  # a person is watching: say it now, the session goes on
+                run.env.note(f"acpcli: warning: {message}; this session goes on unsaved", style="yellow")
+
+        index = open_index(on_failure=storage_failed)
+        writer = supervisor.writer = index.writer()
         reattach = run.repl and command in ("load", "resume")  # the REPL draws the replay whole
         if reattach:
             view = interactive.held_view(run.env)
@@ -524,6 +550,7 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
             view = make_view(run.env, final_only=not run.repl) if (command != "resume" or run.repl) else None
         try:
             async with _link(inputs, run) as link:
+                supervisor.link = link
                 if reattach:
                     assert session_id is not None
                     interactive.check_capability(link.features, command)  # before anything is shown
@@ -551,13 +578,17 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
                     index.set_title(live.session_id, live.store.title)
                 return int(ExitCode.OK)
         finally:
-            if view is not None:
-                view.close()
-            writer.close()
-            index.close()
+            supervisor.link = None
+            try:
+                if view is not None:
+                    view.close()
+            finally:
+                writer.close()
+                index.close()
+                verdict(index)
 
     with _auth_hinted(inputs.agent):
-        return anyio.run(main)
+        return anyio.run(supervisor.run, main)
 
 
 def _local_store(index: Any, session_id: str) -> Any:
@@ -595,8 +626,10 @@ def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
         run.env.err.print(f"closed {record.id}: the agent answered {json.dumps(answer)}", markup=False, highlight=False)
         return int(ExitCode.OK)
 
+    from acpcli.supervise import Supervisor
+
     try:
-        return anyio.run(main)
+        return anyio.run(Supervisor().run, main)  # SIGTERM/SIGHUP: stop the agent, exit 143/129
     except CapabilityMissing as err:
         err.message += " (marked closed locally)"
         raise
@@ -680,18 +713,27 @@ def run_prompt(
     """One turn: a new session (or ``--session``: resume if supported, else load without
     printing the replay), the prompt, the streamed answer; the exit code follows the stop
     reason."""
+    import sys
+
     import anyio
 
-    from acpcli.errors import CapabilityMissing, ExitCode, TurnEnded
+    from acpcli.errors import CapabilityMissing, ExitCode, Interrupted, TurnEnded
+    from acpcli.supervise import Supervisor, output_error
+
+    supervisor = run.supervisor = Supervisor()
+    try:
+        supervisor.stdout_fd = run.env.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        pass  # not a real file (tests), nothing to watch
 
     async def main() -> int:
         from acpcli.mentions import build_prompt
-        from acpcli.persistence import Index
         from acpcli.render import make_view
+        from acpcli.safestore import open_index, verdict
         from acpcli.session import run_turn
 
-        index = Index.open()
-        writer = index.writer()
+        index = open_index()
+        writer = supervisor.writer = index.writer()
         view: View
         if run.raw:
             from acpcli.render import Collector
@@ -701,6 +743,7 @@ def run_prompt(
             view = make_view(run.env, format=output_format, quiet=quiet)
         try:
             async with _link(inputs, run) as link:
+                supervisor.link = link
                 if session_id is None:
                     command = "new"
                 elif link.features.resume:
@@ -737,7 +780,7 @@ def run_prompt(
                 if live.store.title:
                     index.set_title(live.session_id, live.store.title)
                 if stop == "cancelled" and live.interrupted:
-                    raise KeyboardInterrupt  # our Ctrl-C cancelled it: exit 130, as shells expect
+                    raise Interrupted()  # our Ctrl-C cancelled it: exit 130, as shells expect
                 if stop != "end_turn":
                     ended = TurnEnded(stop)
                     if stop == "cancelled" and run.refusals is not None and run.refusals.count:
@@ -745,12 +788,27 @@ def run_prompt(
                     raise ended
                 return int(ExitCode.OK)
         finally:
-            view.close()
-            writer.close()
-            index.close()
+            supervisor.link = None
+            failing = sys.exc_info()[1]
+            try:
+                view.close()
+            except BrokenPipeError:
+                raise
+            except OSError as err:
+                if failing is None:
+                    raise output_error(_stdout_name(run), err) from None
+            finally:
+                writer.close()
+                index.close()
+                verdict(index)
 
     with _auth_hinted(inputs.agent):
-        return anyio.run(main)
+        return anyio.run(supervisor.run, main)
+
+
+def _stdout_name(run: Run) -> str:
+    name = getattr(run.env.stdout, "name", None)
+    return name if isinstance(name, str) and not name.startswith("<") else "standard output"
 
 
 def refused_hint(refusals: Any) -> str:
@@ -782,3 +840,18 @@ def last_session(agent: AgentChoice, cwd: str) -> str:
             f"no earlier session of `{agent_arg(agent)}` in {cwd}", hint="drop --last to start a new session"
         )
     return rows[0].id
+
+
+def close_output(stream: Any, name: str) -> None:
+    """Close the ``-o FILE`` stream; a failed last flush (a full disk) is
+    :class:`~acpcli.errors.OutputError` unless another error is already on its way out."""
+    import sys
+
+    from acpcli.supervise import output_error
+
+    failing = sys.exc_info()[1]
+    try:
+        stream.close()
+    except OSError as err:
+        if failing is None:
+            raise output_error(name, err) from None

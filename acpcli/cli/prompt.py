@@ -89,12 +89,18 @@ def prompt(
         inputs.protocol = ops.choose_protocol(protocol, inputs.agent, record)
     run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
     if output is not None:
-        run.env = ops.Environment(stdin=env.stdin, stdout=open(output, "w", encoding="utf-8"), stderr=env.stderr)  # noqa: SIM115
+        try:
+            out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as err:
+            from acpcli.errors import OutputError
+
+            raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
+        run.env = ops.Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
         code = ops.run_prompt(
             inputs, run, the_text, session_id=session, output_format=output_format, quiet=quiet, settings=wanted
         )
     finally:
         if output is not None:
-            run.env.stdout.close()
+            ops.close_output(run.env.stdout, str(output))
     raise typer.Exit(code)

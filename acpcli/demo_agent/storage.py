@@ -15,9 +15,11 @@ Invariants:
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import re
+import sys
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -112,7 +114,14 @@ class SessionStore:
         if path is None:  # pragma: no cover - we only mint valid ids
             raise ValueError(f"bad session id {record.sessionId!r}")
         data = {"format": _FORMAT, **asdict(record)}
-        write_private(path, json.dumps(data, ensure_ascii=False, indent=1))
+        try:
+            write_private(path, json.dumps(data, ensure_ascii=False, indent=1))
+        except OSError as exc:
+            # A full or read-only disk: the session lives on in memory for this process; a
+            # later load will not find what was not saved. Say so, do not fail the request.
+            sys.stderr.write(f"demo agent: cannot save session {record.sessionId}: {exc.strerror or exc}\n")
+            with contextlib.suppress(OSError):
+                path.with_name(f".{path.name}.{os.getpid()}.tmp").unlink()
 
     def page(
         self, *, cwd: str | None, cursor: str | None, page_size: int

@@ -62,6 +62,26 @@ def come_back(features: Any, session_id: str) -> str:
     return f"acpcli show {session_id} ({features.display_name} can neither resume nor load a session)"
 
 
+def _history(cwd: str | None) -> Any:
+    """The REPL's input history file; in memory when the home cannot be written (a full or
+    read-only disk must not stop the session: typing goes on, history is just not kept)."""
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    try:
+        path = _history_file(cwd)
+    except OSError:
+        return InMemoryHistory()
+
+    class TolerantHistory(FileHistory):
+        def store_string(self, string: str) -> None:
+            try:
+                super().store_string(string)
+            except OSError:
+                pass
+
+    return TolerantHistory(str(path))
+
+
 def _release_terminal(live: LiveSession) -> None:
     """Commit the view's live region (if it has one) before drawing on the terminal."""
     flush = getattr(live.sink, "flush", None)
@@ -191,12 +211,11 @@ async def run_repl(
     drawn above it as they arrive (:class:`acpcli.repl.above.AboveInput`)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
-    from prompt_toolkit.history import FileHistory
     from prompt_toolkit.key_binding import KeyBindings
     from rich.text import Text
 
     from acpcli import mentions
-    from acpcli.errors import AuthRequired, RpcError, UsageError, leaf_error
+    from acpcli.errors import AuthRequired, Interrupted, RpcError, UsageError, leaf_error
     from acpcli.repl import commands
     from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
@@ -239,7 +258,7 @@ async def run_repl(
         ))
 
     session: PromptSession[str] = PromptSession(
-        history=FileHistory(str(_history_file(live.cwd))),
+        history=_history(live.cwd),
         completer=ReplCompleter(),
         complete_while_typing=False,
         key_bindings=keys,
@@ -303,7 +322,7 @@ async def run_repl(
             failure = leaf_error(caught)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
-            if isinstance(failure, KeyboardInterrupt):
+            if isinstance(failure, (KeyboardInterrupt, Interrupted)):
                 return int(ExitCode.INTERRUPTED)
             if not isinstance(failure, RpcError):
                 # The agent died mid-turn (or worse): the error is reported by the CLI; say

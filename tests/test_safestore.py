@@ -1,0 +1,136 @@
+"""SafeIndex / SafeWriter (acpcli.safestore) and the Supervisor's clock (acpcli.supervise),
+in process. The end-to-end cases (a real full disk, read-only mounts) are in
+tests/cli/test_storage.py; these pin the mechanisms: failing over to memory, counting what
+was lost, saying it once, and flushing by time."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acpcli import eventlog
+from acpcli.errors import StorageError
+from acpcli.persistence import Index
+from acpcli.safestore import SafeIndex, storage_reason, verdict
+from acpcli.session import LiveSession
+from acpcli.store import Store
+from acpcli.supervise import Supervisor
+from tests.helpers.records import rec
+
+
+def _make_read_only(index: SafeIndex) -> None:
+    """From now on every write to the open database fails as on a read-only file."""
+    index.conn.execute("PRAGMA query_only = ON")
+
+
+def test_a_database_that_cannot_be_created_falls_back_to_memory(tmp_path: Path) -> None:
+    said: list[str] = []
+    # /proc takes no new files, whoever we are (root ignores modes, not this).
+    index = SafeIndex(Path("/proc/acpcli-test.db"), on_failure=said.append)
+    index.upsert_session(rec("s1"))
+    writer = index.writer()
+    writer.append("s1", "agent_message_chunk", '{"a": 1}')
+    writer.close()
+    assert index.in_memory
+    assert [kind for kind, _ in index.events("s1")] == ["agent_message_chunk"]  # kept in memory
+    assert index.lost == 1
+    assert len(said) == 1 and said[0].startswith("cannot save sessions to /proc/acpcli-test.db: ")
+    index.close()
+
+
+def test_writes_that_start_failing_move_to_memory_and_count_the_loss(tmp_path: Path) -> None:
+    said: list[str] = []
+    path = tmp_path / "acpcli.db"
+    index = SafeIndex(path, on_failure=said.append)
+    index.upsert_session(rec("s1"))
+    writer = index.writer(batch_size=2)
+    for n in range(2):  # one full batch reaches the disk
+        writer.append("s1", "agent_message_chunk", f'{{"n": {n}}}')
+    _make_read_only(index)
+    for n in range(2, 7):
+        writer.append("s1", "agent_message_chunk", f'{{"n": {n}}}')  # never raises
+    index.set_title("s1", "still works")  # nor do the index's own writes
+    writer.close()
+    assert index.in_memory
+    assert index.lost == 5
+    assert said == [f"cannot save sessions to {path}: attempt to write a readonly database"]
+    assert index.get("s1").title == "still works"
+    with pytest.raises(StorageError, match=r"\(5 session updates not saved\)"):
+        verdict(index)
+    index.close()
+    # The disk holds what was written before the failure, intact.
+    with Index.open(path, read_only=True) as disk:
+        assert [payload for _kind, payload in disk.events("s1")] == [{"n": 0}, {"n": 1}]
+
+
+def test_verdict_only_warns_beside_another_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    index = SafeIndex(Path("/proc/acpcli-test.db"))
+    index.upsert_session(rec("s1"))
+    try:
+        raise ValueError("the command's own failure")
+    except ValueError:
+        verdict(index)  # must not replace the error on its way out
+    assert capsys.readouterr().err.startswith("acpcli: warning: cannot save sessions to /proc/acpcli-test.db")
+    index.close()
+
+
+def test_a_healthy_index_has_no_verdict(tmp_path: Path) -> None:
+    index = SafeIndex(tmp_path / "acpcli.db")
+    index.upsert_session(rec("s1"))
+    index.writer().append("s1", "x", "{}")
+    index.close()
+    verdict(index)
+    assert index.failure is None and index.lost == 0
+
+
+def test_storage_reason_tells_storage_from_corruption() -> None:
+    assert storage_reason(OSError(28, "No space left on device")) == "No space left on device"
+    assert storage_reason(sqlite3.OperationalError("database or disk is full")) == "database or disk is full"
+    assert storage_reason(sqlite3.DatabaseError("file is not a database")) is None
+
+
+def test_a_failing_recorder_never_loses_the_turn_end() -> None:
+    """The v2 hang on a full disk: the final ``idle`` update was dropped together with its
+    failed store write, so the turn waited forever."""
+
+    class Broken:
+        def append(self, session_id: str, kind: str, payload_json: str) -> None:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    live = LiveSession(session_id="s1", store=Store(), recorder=Broken())
+    live._turn_idle = anyio.Event()
+    live.feed({"sessionUpdate": "state_update", "state": "running"})
+    live.feed({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
+    assert live._turn_idle.is_set()
+
+
+def test_the_supervisor_flushes_a_paused_stream_within_100_ms(tmp_path: Path) -> None:
+    path = tmp_path / "acpcli.db"
+    index = SafeIndex(path)
+    index.upsert_session(rec("s1"))
+    writer = index.writer()
+    supervisor = Supervisor()
+    supervisor.writer = writer
+    seen_after: list[float] = []
+
+    async def body() -> None:
+        writer.append("s1", "agent_message_chunk", "{}")
+        start = time.monotonic()
+        reader = sqlite3.connect(path)
+        try:
+            while time.monotonic() - start < 2:  # the stream pauses: no more appends
+                if eventlog.event_count(reader, "s1"):
+                    seen_after.append(time.monotonic() - start)
+                    return
+                await anyio.sleep(0.01)
+        finally:
+            reader.close()
+
+    anyio.run(supervisor.run, body)
+    index.close()
+    assert seen_after, "the paused batch never reached the disk"
+    assert seen_after[0] < 0.3, seen_after  # 0.1 s bound + the ticker + a loaded machine
