@@ -164,6 +164,12 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """,
     # 2: the event log in pages (one row per batch of a session's events); events copied
     _events_into_pages,
+    # 3: the agent's id for a session when it differs from the user's (a fresh agent session
+    # replaced one the agent forgot), and the MCP references to resolve again on load/resume
+    """
+    ALTER TABLE sessions ADD COLUMN agent_session_id TEXT;   -- NULL: the same as id
+    ALTER TABLE sessions ADD COLUMN mcp_refs TEXT;           -- JSON {"config": path|null, "names": [...]} or NULL
+    """,
 )
 
 
@@ -205,12 +211,22 @@ class SessionRecord:
     last_used_at: float = field(default_factory=time.time)
     state: str = "active"
     agent_info: dict[str, Any] | None = None
+    # Kept by their own setters (upsert_session leaves them as they are):
+    agent_session_id: str | None = None  # the agent's id for this session when not ``id``
+    mcp_refs: dict[str, Any] | None = None  # {"config": path or None, "names": [...]}: no secrets
+
+    @property
+    def wire_id(self) -> str:
+        """The id the agent knows this session by."""
+        return self.agent_session_id or self.id
 
 
 _COLUMNS = (
     "id, agent, argv, cwd, additional_dirs, mcp_servers, protocol_version, title, "
     "created_at, last_used_at, state, agent_info"
 )
+#: Read with the record, written by their own setters (schema 3 on).
+_EXTRA_COLUMNS = ", agent_session_id, mcp_refs"
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:
@@ -227,6 +243,8 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         last_used_at=row[9],
         state=row[10],
         agent_info=json.loads(row[11]) if row[11] is not None else None,
+        agent_session_id=row[12] if len(row) > 12 else None,
+        mcp_refs=json.loads(row[13]) if len(row) > 13 and row[13] is not None else None,
     )
 
 
@@ -347,8 +365,10 @@ class Index:
             empty = sqlite3.connect(":memory:", isolation_level=None)
             migrate(empty)
             return empty
-        if version == 1:
-            self._schema = 1  # not migrated by a reader: read the old events table
+        if version < len(MIGRATIONS):
+            # not migrated by a reader: read it as it is (schema 1: the old events table;
+            # before 3: no agent_session_id / mcp_refs columns)
+            self._schema = version
         elif version != len(MIGRATIONS):
             conn.close()
             raise ConfigError(
@@ -422,12 +442,12 @@ class Index:
         if not id_or_prefix:
             raise UsageError("empty session id")
         row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,)
+            f"SELECT {self._columns()} FROM sessions WHERE id = ?", (id_or_prefix,)
         ).fetchone()
         if row is not None:
             return _record(row)
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? "
+            f"SELECT {self._columns()} FROM sessions WHERE substr(id, 1, ?) = ? "
             "ORDER BY last_used_at DESC LIMIT 11",
             (len(id_or_prefix), id_or_prefix),
         ).fetchall()
@@ -453,7 +473,7 @@ class Index:
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
-        sql = f"SELECT {_COLUMNS} FROM sessions"
+        sql = f"SELECT {self._columns()} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY last_used_at DESC, rowid DESC"
@@ -461,6 +481,28 @@ class Index:
             sql += " LIMIT ?"
             params.append(limit)
         return [_record(r) for r in self.conn.execute(sql, params)]
+
+    def _columns(self) -> str:
+        """The columns a record is read from (an old schema read as it is lacks the extras)."""
+        self.conn  # noqa: B018 - opening decides the schema
+        return _COLUMNS + (_EXTRA_COLUMNS if self._schema >= 3 else "")
+
+    def set_agent_session_id(self, session_id: str, agent_session_id: str | None) -> None:
+        """Record the agent's id for a session (``None``, or the session's own id: the same)."""
+        value = None if agent_session_id == session_id else agent_session_id
+        self._update(session_id, "UPDATE sessions SET agent_session_id = ? WHERE id = ?", (value,))
+
+    def set_mcp_refs(self, session_id: str, refs: Mapping[str, Any] | None) -> None:
+        """Record where a session's MCP servers come from: ``{"config": PATH or None,
+        "names": [NAME, ...]}`` (references resolved again at use, never definitions)."""
+        if refs is not None:
+            config = refs.get("config")
+            names = refs.get("names", [])
+            if (config is not None and not isinstance(config, str)) or not all(isinstance(n, str) for n in names):
+                raise ValueError("mcp_refs holds a config path and server names only")
+            refs = {"config": config, "names": list(names)}
+        value = json.dumps(refs) if refs is not None else None
+        self._update(session_id, "UPDATE sessions SET mcp_refs = ? WHERE id = ?", (value,))
 
     def _update(self, session_id: str, sql: str, params: tuple[Any, ...]) -> None:
         cur = self.conn.execute(sql, (*params, session_id))
