@@ -4,7 +4,7 @@ hint for the rest.
 No real agent keeps a session it has not been prompted in (REAL-AGENTS.md): after
 ``acpcli new --no-repl`` the next process's load/resume of that id is answered "not found"
 (codex and claude ``-32002``; gemini ``-32603`` whose ``data.details`` says "Invalid session
-identifier"). Such a session holds nothing to lose, so the id ``new`` printed keeps working:
+identifier", or "No previous sessions found" when the project has none). Such a session holds nothing to lose, so the id ``new`` printed keeps working:
 a fresh ``session/new`` with the recorded setup (cwd, extra roots, MCP servers, the settings
 changed since) stands in for it, and the index maps the user's id to the agent's new one
 (``agent_session_id``). A session that had a turn is not replaced: the error says so.
@@ -21,6 +21,11 @@ from acpcli.session import SETTING, TURN_START
 _TURN_KINDS = frozenset((TURN_START, "user_message_chunk", "user_message"))
 
 
+#: What gemini's ``-32603`` data says when it has no such session (REAL-AGENTS.md): another
+#: session of the project exists, or none does.
+_GEMINI_MARKERS = ("invalid session identifier", "no previous sessions found")
+
+
 def agent_forgot(err: BaseException) -> bool:
     """True when an agent's error to a load/resume/close says it does not know the session:
     ``-32002`` (Resource not found), or another error (not "method not found") whose message
@@ -32,7 +37,7 @@ def agent_forgot(err: BaseException) -> bool:
     if err.code == RpcError.METHOD_NOT_FOUND:
         return False
     text = f"{err.rpc_message}\n{err.data_detail()}".lower()
-    return ("session" in text and "not found" in text) or "invalid session identifier" in text
+    return ("session" in text and "not found" in text) or any(marker in text for marker in _GEMINI_MARKERS)
 
 
 def had_turns(index: Any, session_id: str) -> bool:
@@ -56,8 +61,11 @@ def recorded_settings(index: Any, session_id: str) -> list[tuple[str, str]]:
     return list(latest.items())
 
 
-async def stand_in(link: Any, known: Any, inputs: Any, run: Any, index: Any, writer: Any, view: Any) -> Any:
-    """A fresh agent session for the never-prompted ``known``, recorded under its id."""
+async def stand_in(
+    link: Any, known: Any, inputs: Any, run: Any, index: Any, writer: Any, view: Any, cannot_resume: bool = False
+) -> Any:
+    """A fresh agent session for the never-prompted ``known``, recorded under its id
+    (``cannot_resume``: because the agent cannot resume sessions, rather than forgot it)."""
     from acpcli.errors import AcpcliError
 
     live = await link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
@@ -65,8 +73,9 @@ async def stand_in(link: Any, known: Any, inputs: Any, run: Any, index: Any, wri
     live.session_id, live.wire_id = known.id, (agent_id if agent_id != known.id else None)
     live.recorder = writer
     index.set_agent_session_id(known.id, agent_id)
+    why = "cannot resume sessions" if cannot_resume else f"no longer knows session {known.id}"
     run.env.err.print(
-        f"acpcli: {link.features.display_name} no longer knows session {known.id} (it never had a turn): "
+        f"acpcli: {link.features.display_name} {why} ({known.id} never had a turn): "
         f"started a fresh agent session with the same setup ({agent_id}); {known.id} keeps working",
         markup=False,
         highlight=False,

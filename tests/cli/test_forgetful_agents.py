@@ -41,7 +41,7 @@ def _agent_state(env: dict[str, str]) -> dict[str, dict]:
 
 
 def _fresh_notes(stderr: str, sid: str) -> list[str]:
-    return [line for line in stderr.splitlines() if f"no longer knows session {sid}" in line]
+    return [line for line in stderr.splitlines() if f"({sid} never had a turn): started a fresh agent session" in line]
 
 
 # (command line after `acpcli`, whether it prints the answer) per verb; {id} is the session id
@@ -56,7 +56,7 @@ VERBS = {
 
 @pytest.mark.parametrize(
     ("style", "verb"),
-    [("codex", v) for v in VERBS] + [("gemini", v) for v in ("prompt --session", "prompt --last", "load")],
+    [(style, verb) for style in ("codex", "gemini") for verb in VERBS],
 )
 def test_every_verb_works_after_new_no_repl(cli: Cli, state: dict[str, str], style: str, verb: str) -> None:
     cmd = forgetful(style)
@@ -66,7 +66,8 @@ def test_every_verb_works_after_new_no_repl(cli: Cli, state: dict[str, str], sty
     proc = cli.run(*[a.format(id=sid, cmd=cmd) for a in args], env=state)
     assert proc.returncode == 0, proc.stderr
     if verb == "close":
-        assert f"closed {sid}" in proc.stderr and "closed here only" in proc.stderr
+        # codex style: the agent answers "not found"; gemini style: it cannot close at all
+        assert f"closed {sid}" in proc.stderr and "never had a turn" in proc.stderr
         assert [r["state"] for r in cli.index()] == ["closed"]
         return
     assert len(_fresh_notes(proc.stderr, sid)) == 1, proc.stderr
