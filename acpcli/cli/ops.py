@@ -333,7 +333,6 @@ async def attach(
                 writer.append(sid, REPLAY_ABORT, "{}")
             writer.flush()
         from acpcli.cli import forgotten
-
         from acpcli.errors import CapabilityMissing
 
         # An agent without resume cannot resume a never-prompted session, but it holds
