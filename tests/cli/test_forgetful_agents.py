@@ -119,20 +119,6 @@ def test_the_agents_error_data_is_shown(cli: Cli, state: dict[str, str]) -> None
     assert "  the model provider answered 503: overloaded" in proc.stderr.splitlines()
 
 
-def test_a_failed_turn_and_the_next_prompt_stay_two_messages_across_a_load(cli: Cli, state: dict[str, str]) -> None:
-    cmd = forgetful("codex")
-    sid = cli.ok("new", "--no-repl", "--cmd", cmd, env=state).stdout.strip()
-    assert cli.run("prompt", "--session", sid, "fail", env=state).returncode == ExitCode.AGENT_ERROR
-    cli.ok("prompt", "--session", sid, "hello", env=state)
-    before = cli.ok("export", sid, "--format", "jsonl").stdout
-    users = [json.loads(line) for line in before.splitlines() if '"user"' in line]
-    texts = [json.dumps(u) for u in users]
-    assert len(users) == 2 and "fail" in texts[0] and "hello" in texts[1] and "failhello" not in before
-    cli.ok("load", sid, "--no-repl", env=state)  # the agent replays "fail" and "hello" glued
-    assert cli.ok("export", sid, "--format", "jsonl").stdout == before
-    assert cli.ok("export", sid, "--format", "markdown").stdout.count("fail") == 1
-
-
 def test_mcp_servers_are_sent_again_on_load_and_resume(cli: Cli, tmp_path: Path) -> None:
     mcp_file = tmp_path / "mcp.json"
     secret = "s3cr3t-token-value"
