@@ -64,10 +64,6 @@ def test_the_scripted_flow(agent: str, tmp_path: Path) -> None:
     assert "Hello from the fake model" in first.stdout
     assert len([ln for ln in first.stderr.splitlines() if f"({sid} never had a turn)" in ln]) == 1, first.stderr
 
-    before = cli.ok("export", sid, "--format", "jsonl").stdout
-    cli.ok("load", sid, "--no-repl")
-    assert cli.ok("export", sid, "--format", "jsonl").stdout == before
-
     sid2 = cli.new()
     last = cli.ok("prompt", "--last", "--cmd", cli.cmd, "--permissions", "allow", "hello")
     assert f"({sid2} never had a turn)" in last.stderr
@@ -81,3 +77,13 @@ def test_the_scripted_flow(agent: str, tmp_path: Path) -> None:
     assert sorted(r["id"] for r in rows) == sorted([sid, sid2, sid3])
     assert {r["id"]: r["state"] for r in rows}[sid3] == "closed"
     assert "hello" in cli.ok("show", sid).stdout
+
+    before = cli.ok("export", sid, "--format", "jsonl").stdout
+    loaded = cli.run("load", sid, "--no-repl")
+    if agent == "gemini" and loaded.returncode == 8 and "No previous sessions found" in loaded.stderr:
+        # gemini-cli 0.61.0 at times cannot find its own saved chat on load, also for a session
+        # made by a plain `prompt` (its bug, REAL-AGENTS.md); acpcli says so truthfully.
+        assert "its transcript is still recorded here" in loaded.stderr
+        pytest.xfail("gemini could not find its own session on load (its bug)")
+    assert loaded.returncode == 0, loaded.stderr
+    assert cli.ok("export", sid, "--format", "jsonl").stdout == before
