@@ -61,11 +61,8 @@ def recorded_settings(index: Any, session_id: str) -> list[tuple[str, str]]:
     return list(latest.items())
 
 
-async def stand_in(
-    link: Any, known: Any, inputs: Any, run: Any, index: Any, writer: Any, view: Any, cannot_resume: bool = False
-) -> Any:
-    """A fresh agent session for the never-prompted ``known``, recorded under its id
-    (``cannot_resume``: because the agent cannot resume sessions, rather than forgot it)."""
+async def stand_in(link: Any, known: Any, inputs: Any, run: Any, index: Any, writer: Any, view: Any) -> Any:
+    """A fresh agent session for the never-prompted ``known``, recorded under its id."""
     from acpcli.errors import AcpcliError
 
     live = await link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
@@ -73,9 +70,8 @@ async def stand_in(
     live.session_id, live.wire_id = known.id, (agent_id if agent_id != known.id else None)
     live.recorder = writer
     index.set_agent_session_id(known.id, agent_id)
-    why = "cannot resume sessions" if cannot_resume else f"no longer knows session {known.id}"
     run.env.err.print(
-        f"acpcli: {link.features.display_name} {why} ({known.id} never had a turn): "
+        f"acpcli: {link.features.display_name} no longer knows session {known.id} ({known.id} never had a turn): "
         f"started a fresh agent session with the same setup ({agent_id}); {known.id} keeps working",
         markup=False,
         highlight=False,

@@ -333,18 +333,11 @@ async def attach(
                 writer.append(sid, REPLAY_ABORT, "{}")
             writer.flush()
         from acpcli.cli import forgotten
-        from acpcli.errors import CapabilityMissing
-
-        # An agent without resume cannot resume a never-prompted session, but it holds
-        # nothing of one either: a fresh session is all a resume would give.
-        cannot_resume = command == "resume" and isinstance(err, CapabilityMissing)
-        if known is None or not (forgotten.agent_forgot(err) or cannot_resume) or forgotten.had_turns(index, sid):
+        if known is None or not forgotten.agent_forgot(err) or forgotten.had_turns(index, sid):
             _raise_if_unknown(err, sid, known, link.features.display_name)
             raise
         # Never prompted: nothing to lose. A fresh agent session stands in under the same id.
-        live = await _logged_in(
-            link, run, lambda: forgotten.stand_in(link, known, inputs, run, index, writer, view, cannot_resume)
-        )
+        live = await _logged_in(link, run, lambda: forgotten.stand_in(link, known, inputs, run, index, writer, view))
         fresh = True
     if command == "load" and not fresh:
         if not run.repl:
@@ -556,17 +549,6 @@ def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
 
         async with _link(inputs, run) as link:
             try:
-                if not link.features.close:
-                    with Index.open(read_only=True) as reader:
-                        turns = forgotten.had_turns(reader, record.id)
-                    if not turns:
-                        run.env.err.print(
-                            f"closed {record.id} here: {link.features.display_name} cannot close sessions, "
-                            "and it holds nothing of this one (it never had a turn)",
-                            markup=False,
-                            highlight=False,
-                        )
-                        return int(ExitCode.OK)
                 wire.require(link.features, "session/close")
                 try:
                     if link.features.resume:

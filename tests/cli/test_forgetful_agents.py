@@ -56,7 +56,7 @@ VERBS = {
 
 @pytest.mark.parametrize(
     ("style", "verb"),
-    [(style, verb) for style in ("codex", "gemini") for verb in VERBS],
+    [("codex", v) for v in VERBS] + [("gemini", v) for v in ("prompt --session", "prompt --last", "load")],
 )
 def test_every_verb_works_after_new_no_repl(cli: Cli, state: dict[str, str], style: str, verb: str) -> None:
     cmd = forgetful(style)
@@ -66,7 +66,6 @@ def test_every_verb_works_after_new_no_repl(cli: Cli, state: dict[str, str], sty
     proc = cli.run(*[a.format(id=sid, cmd=cmd) for a in args], env=state)
     assert proc.returncode == 0, proc.stderr
     if verb == "close":
-        # codex style: the agent answers "not found"; gemini style: it cannot close at all
         assert f"closed {sid}" in proc.stderr and "never had a turn" in proc.stderr
         assert [r["state"] for r in cli.index()] == ["closed"]
         return
@@ -140,3 +139,23 @@ def test_mcp_servers_are_sent_again_on_load_and_resume(cli: Cli, tmp_path: Path)
     assert secret.encode() not in raw  # references only, never the values
     [row] = cli.index()
     assert row["mcpServers"] == []  # --no-mcp cleared them
+
+
+def test_a_setting_changed_before_any_turn_is_given_to_the_fresh_session(
+    spawn, cli: Cli, state: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORGETFUL_STATE", state["FORGETFUL_STATE"])
+    pty = spawn("new", "--cmd", forgetful("codex"))
+    pty.prompt()
+    pty.say("/model large")
+    pty.expect("large")
+    pty.prompt()
+    code, sid = pty.leave()
+    assert code == ExitCode.OK
+    assert _agent_state(state) == {}  # never prompted: forgotten when the agent exits
+    proc = cli.run("prompt", "--session", sid, "hello", env=state)
+    assert proc.returncode == 0, proc.stderr
+    assert len(_fresh_notes(proc.stderr, sid)) == 1
+    agent_id = cli.index()[0]["agentSessionId"]
+    entry = _agent_state(state)[agent_id]
+    assert entry["settings"] == [["model", "large"]] and entry["model"] == "large"
