@@ -169,6 +169,12 @@ def _is_cancelled(result: Any) -> bool:
     return isinstance(outcome, dict) and outcome.get("outcome") == "cancelled"
 
 
+def _save_now(live: LiveSession) -> None:
+    flush = getattr(live.recorder, "flush", None)
+    if callable(flush):
+        flush()
+
+
 def _user_echo(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {"sessionUpdate": "user_message_chunk", "content": block, "_meta": LOCAL_META} for block in blocks
@@ -466,6 +472,7 @@ class AgentLink:
         if self.features.protocol_version == 1:
             for update in _user_echo(blocks):
                 live.feed(update)
+            _save_now(live)  # the prompt is on record even if this process is killed mid-turn
             result = await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks))
             stop = result.get("stopReason") if isinstance(result, dict) else None
             live.store.turn_boundary()
