@@ -15,7 +15,8 @@ so). ``session/load`` replays the history as real agents do: no messageIds, so p
 turn failed sit back to back with the next one. ``setting:`` prompts are not special. The
 agent offers one config option ``model`` (``small``/``large``) and records every
 ``session/set_config_option`` and every request's ``mcpServers`` in the session's entry
-(``settings``, ``mcp``), so tests can see what a fresh session was given.
+(``settings``, ``mcp``), so tests can see what a fresh session was given. ``session/list``
+lists the saved sessions, each titled by its first prompt.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from acp.schema import (
     CloseSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptResponse,
@@ -41,6 +43,8 @@ from acp.schema import (
     SessionCloseCapabilities,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
+    SessionInfo,
+    SessionListCapabilities,
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
 )
@@ -96,6 +100,7 @@ class ForgetfulAgent:
                 session_capabilities=SessionCapabilities(
                     resume=SessionResumeCapabilities() if self.style == "codex" else None,
                     close=SessionCloseCapabilities() if self.style == "codex" else None,
+                    list=SessionListCapabilities(),
                 ),
             ),
             agent_info=Implementation(name="sdk-forgetful", version="0.1"),
@@ -162,6 +167,15 @@ class ForgetfulAgent:
         entry["history"].append(["agent", answer])
         self._save(session_id)
         return PromptResponse(stop_reason="end_turn")
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> ListSessionsResponse:
+        # Saved sessions only (the ones it would still know), titled by their first prompt.
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(session_id=sid, cwd=entry["cwd"], title=entry["history"][0][1] if entry["history"] else None)
+                for sid, entry in _load_state().items()
+            ]
+        )
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         return None

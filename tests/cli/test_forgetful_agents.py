@@ -159,3 +159,14 @@ def test_a_setting_changed_before_any_turn_is_given_to_the_fresh_session(
     agent_id = cli.index()[0]["agentSessionId"]
     entry = _agent_state(state)[agent_id]
     assert entry["settings"] == [["model", "large"]] and entry["model"] == "large"
+
+
+def test_titles_from_the_agents_list_are_saved_under_the_users_id(cli: Cli, state: dict[str, str]) -> None:
+    cmd = forgetful("codex")
+    sid = cli.ok("new", "--no-repl", "--cmd", cmd, env=state).stdout.strip()
+    cli.ok("prompt", "--session", sid, "hello there", env=state)  # a fresh agent session stands in
+    assert cli.index()[0]["title"] is None
+    listed = cli.ok("sessions", "--remote", "--cmd", cmd, env=state)
+    assert "hello there" in listed.stdout
+    [row] = cli.index()
+    assert (row["id"], row["title"]) == (sid, "hello there")  # matched through the agent's id
