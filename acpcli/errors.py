@@ -143,11 +143,20 @@ class RpcError(AcpcliError):
 
     def __init__(self, code: int, message: str, data: Any = None, *, method: str | None = None) -> None:
         text = f"{method}: {message} ({code})" if method else f"{message} ({code})"
+        detail = data_detail(data, message)
+        if detail:
+            # The agent's `data` often says what `message` does not (codex: the model
+            # provider's answer; gemini: "Invalid session identifier ..."): show it, indented.
+            text += "\n  " + detail.replace("\n", "\n  ")
         super().__init__(text)
         self.code = code
         self.rpc_message = message
         self.data = data
         self.method = method
+
+    def data_detail(self) -> str:
+        """The useful part of the error's ``data``, sanitized, at most a few lines ("" if none)."""
+        return data_detail(self.data, self.rpc_message)
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` member for this error."""
@@ -169,6 +178,54 @@ class RpcError(AcpcliError):
             message = "(no message)"
         klass = AuthRequired if code == cls.AUTH_REQUIRED and "auth" in message.lower() else cls
         return klass(code, message, error.get("data"), method=method)
+
+
+#: How much of an error's ``data`` is shown: lines, and characters per line.
+DETAIL_LINES = 4
+DETAIL_WIDTH = 300
+
+
+def _clean(text: str) -> str:
+    """Printable text: control characters (escape sequences, carriage returns) dropped,
+    tabs as spaces; newlines kept."""
+    out = []
+    for ch in text.replace("\r\n", "\n").replace("\t", " "):
+        if ch == "\n" or (ch.isprintable() and ch not in "\x1b\x9b"):
+            out.append(ch)
+    return "".join(out)
+
+
+def data_detail(data: Any, message: str = "") -> str:
+    """The useful part of a JSON-RPC error's ``data`` for a person: a string as it is; an
+    object's ``message``/``details``/``detail``/``error`` string field(s); else compact JSON.
+    Sanitized (no control characters), blank lines dropped, at most :data:`DETAIL_LINES`
+    lines of :data:`DETAIL_WIDTH` characters; "" when there is nothing beyond ``message``.
+    """
+    import json
+
+    if data is None or data == "" or data == {} or data == []:
+        return ""
+    text: str
+    if isinstance(data, str):
+        text = data
+    elif isinstance(data, dict):
+        parts = [
+            value.strip()
+            for key in ("message", "details", "detail", "error", "reason")
+            if isinstance((value := data.get(key)), str) and value.strip()
+        ]
+        if not parts and isinstance(data.get("error"), dict):
+            return data_detail(data["error"], message)
+        text = "\n".join(dict.fromkeys(parts)) if parts else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    else:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    lines = [line.strip() for line in _clean(text).split("\n") if line.strip()]
+    if not lines or (len(lines) == 1 and lines[0] == message.strip()):
+        return ""
+    shown = [line if len(line) <= DETAIL_WIDTH else line[: DETAIL_WIDTH - 1] + "…" for line in lines[:DETAIL_LINES]]
+    if len(lines) > DETAIL_LINES:
+        shown[-1] += " …"
+    return "\n".join(shown)
 
 
 class AuthRequired(RpcError):

@@ -31,7 +31,7 @@ import json
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,8 +109,14 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """,
     # 2: the event log in pages (one row per batch of a session's events); events copied
     _events_into_pages,
-    # 3 (protocol choice): the --protocol choice a session speaks ("1", "2", "2-latest"), so
-    # resume/load/prompt --session/close speak it again; protocol_version stays the number
+    # 3: the agent's id for a session when it differs from the user's (a fresh agent session
+    # replaced one the agent forgot), and the MCP references to resolve again on load/resume
+    """
+    ALTER TABLE sessions ADD COLUMN agent_session_id TEXT;   -- NULL: the same as id
+    ALTER TABLE sessions ADD COLUMN mcp_refs TEXT;           -- JSON {"config": path|null, "names": [...]} or NULL
+    """,
+    # 4: the --protocol choice a session speaks ("1", "2", "2-latest"), so resume/load/
+    # prompt --session/close speak it again; protocol_version stays the number
     """
     ALTER TABLE sessions ADD COLUMN protocol TEXT;
     """,
@@ -155,9 +161,17 @@ class SessionRecord:
     last_used_at: float = field(default_factory=time.time)
     state: str = "active"
     agent_info: dict[str, Any] | None = None
+    # Kept by their own setters (upsert_session leaves them as they are):
+    agent_session_id: str | None = None  # the agent's id for this session when not ``id``
+    mcp_refs: dict[str, Any] | None = None  # {"config": path or None, "names": [...]}: no secrets
     #: The protocol choice the session was made with ("1", "2" or "2-latest"); None when
     #: recorded before acpcli kept it (see :meth:`protocol_choice`).
     protocol: str | None = None
+
+    @property
+    def wire_id(self) -> str:
+        """The id the agent knows this session by."""
+        return self.agent_session_id or self.id
 
     def protocol_choice(self) -> str | None:
         """The recorded protocol choice, else the one the recorded version implies."""
@@ -170,22 +184,17 @@ _COLUMNS = (
     "id, agent, argv, cwd, additional_dirs, mcp_servers, protocol_version, title, "
     "created_at, last_used_at, state, agent_info"
 )
-
-
-#: Read after ``_COLUMNS`` when the file has it (migration "protocol choice"; a schema-1 file
-#: read as it is does not).
+#: Read after ``_COLUMNS``, in this order, from the schema that added each (an older file
+#: read as it is lacks them); written by their own setters, not by ``upsert_session``'s insert.
+_EXTRA_COLUMNS = ((3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"))
 _PROTOCOL_COLUMN = "protocol"
 
 
 def _record(row: tuple[Any, ...]) -> SessionRecord:
-    rec = _base_record(row)
-    at = _COLUMNS.count(",") + 1  # right after _COLUMNS, however many those are
-    if len(row) > at and isinstance(row[at], str):
-        rec.protocol = row[at]
-    return rec
-
-
-def _base_record(row: tuple[Any, ...]) -> SessionRecord:
+    at = _COLUMNS.count(",") + 1  # the extras come right after _COLUMNS, however many those are
+    extra = dict(zip((name for _, name in _EXTRA_COLUMNS), row[at:], strict=False))  # an older file has fewer
+    refs = extra.get("mcp_refs")
+    protocol = extra.get("protocol")
     return SessionRecord(
         id=row[0],
         agent=row[1],
@@ -199,6 +208,9 @@ def _base_record(row: tuple[Any, ...]) -> SessionRecord:
         last_used_at=row[9],
         state=row[10],
         agent_info=json.loads(row[11]) if row[11] is not None else None,
+        agent_session_id=extra.get("agent_session_id"),
+        mcp_refs=json.loads(refs) if isinstance(refs, str) else None,
+        protocol=protocol if isinstance(protocol, str) else None,
     )
 
 
@@ -325,8 +337,10 @@ class Index:
             empty = sqlite3.connect(":memory:", isolation_level=None)
             migrate(empty)
             return empty
-        if version == 1:
-            self._schema = 1  # not migrated by a reader: read the old events table
+        if version < len(MIGRATIONS):
+            # not migrated by a reader: read it as it is (schema 1: the old events table;
+            # before 3: no agent_session_id / mcp_refs columns)
+            self._schema = version
         elif version != len(MIGRATIONS):
             conn.close()
             raise ConfigError(
@@ -393,10 +407,6 @@ class Index:
         if rec.protocol is not None:
             self.conn.execute(f"UPDATE sessions SET {_PROTOCOL_COLUMN} = ? WHERE id = ?", (rec.protocol, rec.id))
 
-    @property
-    def _select_columns(self) -> str:
-        return _COLUMNS if self._schema == 1 else f"{_COLUMNS}, {_PROTOCOL_COLUMN}"
-
     def get(self, id_or_prefix: str) -> SessionRecord:
         """The session with this id, or the only one whose id starts with it.
 
@@ -406,12 +416,12 @@ class Index:
         if not id_or_prefix:
             raise UsageError("empty session id")
         row = self.conn.execute(
-            f"SELECT {self._select_columns} FROM sessions WHERE id = ?", (id_or_prefix,)
+            f"SELECT {self._columns()} FROM sessions WHERE id = ?", (id_or_prefix,)
         ).fetchone()
         if row is not None:
             return _record(row)
         rows = self.conn.execute(
-            f"SELECT {self._select_columns} FROM sessions WHERE substr(id, 1, ?) = ? "
+            f"SELECT {self._columns()} FROM sessions WHERE substr(id, 1, ?) = ? "
             "ORDER BY last_used_at DESC LIMIT 11",
             (len(id_or_prefix), id_or_prefix),
         ).fetchall()
@@ -438,7 +448,7 @@ class Index:
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
-        sql = f"SELECT {self._select_columns} FROM sessions"
+        sql = f"SELECT {self._columns()} FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY last_used_at DESC, rowid DESC"
@@ -446,6 +456,28 @@ class Index:
             sql += " LIMIT ?"
             params.append(limit)
         return [_record(r) for r in conn.execute(sql, params)]
+
+    def _columns(self) -> str:
+        """The columns a record is read from (an old schema read as it is lacks the extras)."""
+        self.conn  # noqa: B018 - opening decides the schema
+        return _COLUMNS + "".join(f", {name}" for since, name in _EXTRA_COLUMNS if self._schema >= since)
+
+    def set_agent_session_id(self, session_id: str, agent_session_id: str | None) -> None:
+        """Record the agent's id for a session (``None``, or the session's own id: the same)."""
+        value = None if agent_session_id == session_id else agent_session_id
+        self._update(session_id, "UPDATE sessions SET agent_session_id = ? WHERE id = ?", (value,))
+
+    def set_mcp_refs(self, session_id: str, refs: Mapping[str, Any] | None) -> None:
+        """Record where a session's MCP servers come from: ``{"config": PATH or None,
+        "names": [NAME, ...]}`` (references resolved again at use, never definitions)."""
+        if refs is not None:
+            config = refs.get("config")
+            names = refs.get("names", [])
+            if (config is not None and not isinstance(config, str)) or not all(isinstance(n, str) for n in names):
+                raise ValueError("mcp_refs holds a config path and server names only")
+            refs = {"config": config, "names": list(names)}
+        value = json.dumps(refs) if refs is not None else None
+        self._update(session_id, "UPDATE sessions SET mcp_refs = ? WHERE id = ?", (value,))
 
     def _update(self, session_id: str, sql: str, params: tuple[Any, ...]) -> None:
         cur = self.conn.execute(sql, (*params, session_id))

@@ -45,6 +45,13 @@ _EARLY_UPDATES = 256
 #: ``_meta`` marker on updates acpcli synthesized itself (v1 user prompts).
 LOCAL_META = {"acpcli": {"local": True}}
 
+#: Event-log record kinds acpcli writes itself (never ``sessionUpdate`` kinds): a prompt turn
+#: starts (so a rebuilt transcript splits user messages where acpcli sent separate prompts,
+#: whatever messageIds the agent uses), and a session setting was changed (so a fresh agent
+#: session can be given the same settings).
+TURN_START = "acpcli/turn-start"
+SETTING = "acpcli/setting"
+
 
 class Sink(Protocol):
     """Where a live session's changes go (a renderer, a collector in tests)."""
@@ -71,7 +78,7 @@ PermissionDecider = Callable[["LiveSession", dict[str, Any]], Awaitable[dict[str
 class LiveSession:
     """One session attached over a link: its store, its view, its turn state."""
 
-    session_id: str
+    session_id: str  # the id acpcli records and shows (the user's id)
     store: Store
     sink: Sink | None = None
     recorder: Recorder | None = None
@@ -87,6 +94,19 @@ class LiveSession:
     output_error: BaseException | None = None
     updates_seen: int = 0
     output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    #: The agent's id for this session when it differs from ``session_id`` (the agent forgot
+    #: a never-prompted session and a fresh one stands in for it under the user's id).
+    wire_id: str | None = None
+
+    @property
+    def agent_id(self) -> str:
+        """The id requests for this session carry."""
+        return self.wire_id or self.session_id
+
+    def mark(self, kind: str, payload: dict[str, Any] | None = None) -> None:
+        """Append one of acpcli's own records (``TURN_START``, ``SETTING``) to the event log."""
+        if self.recorder is not None:
+            self.recorder.append(self.session_id, kind, json.dumps(payload or {}))
 
     def settings(self) -> list[Any]:
         """The settings this session offers now (:class:`acpcli.protocol.settings.Choice`)."""
@@ -283,8 +303,12 @@ class AgentLink:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def _attach(self, session_id: str, sink: Sink | None, recorder: Recorder | None) -> LiveSession:
+    def _attach(
+        self, session_id: str, sink: Sink | None, recorder: Recorder | None, local_id: str | None = None
+    ) -> LiveSession:
         live = LiveSession(session_id=session_id, store=self._store_factory(), sink=sink, recorder=recorder)
+        if local_id is not None and local_id != session_id:
+            live.session_id, live.wire_id = local_id, session_id
         self.sessions[session_id] = live
         for update, frame_text in self._early.pop(session_id, ()):
             live.feed(update, frame_text)
@@ -320,10 +344,12 @@ class AgentLink:
         *,
         sink: Sink | None = None,
         recorder: Recorder | None = None,
+        local_id: str | None = None,
     ) -> LiveSession:
-        """Load with replay; the replay is over when the response arrives (``null`` or ``{}``)."""
+        """Load with replay; the replay is over when the response arrives (``null`` or ``{}``).
+        ``local_id``: the id acpcli records the session under, when the agent's differs."""
         method, params = wire.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
-        return await self._reattach(method, params, sink, recorder)
+        return await self._reattach(method, params, sink, recorder, local_id)
 
     async def resume(
         self,
@@ -334,18 +360,24 @@ class AgentLink:
         *,
         sink: Sink | None = None,
         recorder: Recorder | None = None,
+        local_id: str | None = None,
     ) -> LiveSession:
         """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
         params = wire.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
-        return await self._reattach("session/resume", params, sink, recorder)
+        return await self._reattach("session/resume", params, sink, recorder, local_id)
 
     async def _reattach(
-        self, method: str, params: dict[str, Any], sink: Sink | None, recorder: Recorder | None
+        self,
+        method: str,
+        params: dict[str, Any],
+        sink: Sink | None,
+        recorder: Recorder | None,
+        local_id: str | None = None,
     ) -> LiveSession:
         """Send a load/resume whose view exists first (the replay arrives before the answer,
         or after it); forget the view again if the agent refuses."""
         session_id = params["sessionId"]
-        live = self._attach(session_id, sink, recorder)
+        live = self._attach(session_id, sink, recorder, local_id)
         live.cwd, live.additional_directories = params["cwd"], list(params.get("additionalDirectories", []))
         try:
             result = await self.conn.request(method, params)
@@ -382,7 +414,12 @@ class AgentLink:
                     return
 
     async def close(self, session_id: str) -> Any:
-        """``session/close``; returns exactly what the agent answered."""
+        """``session/close``; returns exactly what the agent answered. ``session_id`` may be
+        the recorded id of a session attached here under another agent id."""
+        for agent_id, live in self.sessions.items():
+            if live.session_id == session_id:
+                session_id = agent_id
+                break
         result = await self.conn.request("session/close", wire.close_params(self.features, session_id))
         self.sessions.pop(session_id, None)
         return result
@@ -444,8 +481,9 @@ class AgentLink:
         """
         from acpcli.protocol import settings
 
-        method, params = settings.change_request(self.features, live.session_id, choice, value)
+        method, params = settings.change_request(self.features, live.agent_id, choice, value)
         result = await self.conn.request(method, params)
+        live.mark(SETTING, {"key": choice.key, "value": value})
         if method == "session/set_mode":
             _settings_changed(live, mode=value)
             return
@@ -479,19 +517,20 @@ class AgentLink:
         acknowledges; the turn ends with ``state_update`` ``idle`` and its ``stopReason``.
         """
         live.store.turn_boundary()
+        live.mark(TURN_START)
         live.cancel_requested = live.interrupted = False
         if self.features.protocol_version == 1:
             for update in _user_echo(blocks):
                 live.feed(update)
             _flush_recorder(live)  # the prompt is on disk before the agent answers
-            result = await self.conn.request("session/prompt", wire.prompt_params(live.session_id, blocks))
+            result = await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks))
             stop = result.get("stopReason") if isinstance(result, dict) else None
             live.store.turn_boundary()
             return stop if isinstance(stop, str) else "end_turn"
         idle = live._turn_idle = anyio.Event()
         gone: list[Exception] = []
         try:
-            await self.conn.request("session/prompt", wire.prompt_params(live.session_id, blocks))
+            await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks))
             async with anyio.create_task_group() as tg:
 
                 async def until_idle() -> None:
@@ -517,7 +556,7 @@ class AgentLink:
         live.cancel_requested = True
         for pending in list(live._pending_permissions):
             pending.set()
-        await self.conn.notify("session/cancel", wire.cancel_params(live.session_id))
+        await self.conn.notify("session/cancel", wire.cancel_params(live.agent_id))
 
 
 async def run_turn(

@@ -24,6 +24,8 @@ def _when(ts: float | None) -> str:
 def store_from_events(index: Any, session_id: str) -> Any:
     """Rebuild a session's transcript from its event log through the store."""
     from acpcli.cli.ops import REPLAY_ABORT, REPLAY_END, REPLAY_START
+    from acpcli.replay_merge import merge_replay
+    from acpcli.session import SETTING, TURN_START
     from acpcli.store import Store
 
     store = Store()
@@ -33,9 +35,14 @@ def store_from_events(index: Any, session_id: str) -> Any:
             pending = Store()
         elif kind == REPLAY_END:
             if pending is not None:
-                store, pending = pending, None
+                # What acpcli recorded stays the record; the replay only adds what it lacks.
+                store, pending = merge_replay(store, pending), None
         elif kind == REPLAY_ABORT:
             pending = None
+        elif kind == TURN_START:
+            (pending or store).turn_boundary()  # each prompt acpcli sent is its own message
+        elif kind == SETTING:
+            continue
         elif isinstance(update, dict):  # anything else is junk: skipped
             if "jsonrpc" in update:  # stored as the whole frame it arrived in
                 params = update.get("params")
@@ -87,6 +94,7 @@ def sessions(
                         "created": rec.created_at,
                         "lastUsed": rec.last_used_at,
                         "state": rec.state,
+                        **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
                     }
                 )
                 + "\n"
@@ -146,6 +154,7 @@ def _remote_sessions(
     from acpcli.supervise import Supervisor
 
     infos = anyio.run(Supervisor().run, main)  # SIGTERM/SIGHUP: stop the agent, exit 143/129
+    _save_titles(infos)
     for info in infos:
         if as_json:
             env.stdout.write(json.dumps(info) + "\n")
@@ -153,6 +162,25 @@ def _remote_sessions(
             fields = (info.get("sessionId"), info.get("title") or "", info.get("cwd") or "", info.get("updatedAt") or "")
             env.stdout.write("\t".join(safe_line(str(f)) for f in fields) + "\n")
     return int(ExitCode.OK)
+
+
+def _save_titles(infos: list[dict[str, Any]]) -> None:
+    """Titles the agent's list gives are saved to the sessions recorded here (best effort:
+    a listing must not fail because the index is busy or read-only)."""
+    import sqlite3
+
+    from acpcli.cli.forgotten import titles_from_list
+    from acpcli.errors import AcpcliError
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    if not db_path().exists() or not any(isinstance(i, dict) and i.get("title") for i in infos):
+        return
+    try:
+        with Index.open() as index:
+            titles_from_list(index, [i for i in infos if isinstance(i, dict)])
+    except (AcpcliError, sqlite3.Error):
+        pass
 
 
 def _stored(session_id: str) -> tuple[Any, Any]:

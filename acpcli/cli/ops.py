@@ -44,6 +44,9 @@ class SessionInputs:
     mcp_names: list[str]
     protocol: str = "auto"
     log_file: Path | None = None
+    #: Where the MCP servers came from when given on this command line ({} for --no-mcp);
+    #: None: not given (load/resume then resolve the session's recorded references again).
+    mcp_refs: dict[str, Any] | None = None
 
 
 def resolve_dir(path: str | os.PathLike[str], option: str) -> str:
@@ -107,6 +110,7 @@ def session_inputs(
     default_add_dirs: Sequence[str] = (),
     no_add_dirs: bool = False,
     record: Any = None,
+    no_mcp: bool = False,
 ) -> SessionInputs:
     """Validate every input of a lifecycle command; raises before anything is started.
 
@@ -135,8 +139,34 @@ def session_inputs(
         dirs = []
     else:
         dirs = list(default_add_dirs)
+    if no_mcp and (mcp_config is not None or mcp):
+        raise UsageError("give either --mcp/--mcp-config or --no-mcp, not both")
     servers, names = mcp_servers(mcp_config, mcp)
-    return SessionInputs(choice, the_cwd, dirs, servers, names, protocol, log_file)
+    refs: dict[str, Any] | None = None
+    if no_mcp:
+        refs = {"config": None, "names": []}
+    elif mcp_config is not None or mcp:
+        config_path = os.path.abspath(os.path.expanduser(os.fspath(mcp_config))) if mcp_config is not None else None
+        refs = {"config": config_path, "names": list(mcp or [])}
+    return SessionInputs(choice, the_cwd, dirs, servers, names, protocol, log_file, mcp_refs=refs)
+
+
+def recorded_mcp(inputs: SessionInputs, record: Any) -> None:
+    """load/resume/close/prompt --session: without --mcp, --mcp-config or --no-mcp, send the
+    MCP servers the session was set up with again, resolved from their recorded references
+    now (the config file and the config's servers as they are today; no secret is stored)."""
+    refs = getattr(record, "mcp_refs", None)
+    if inputs.mcp_refs is not None or not refs:
+        return
+    config_path = refs.get("config")
+    try:
+        inputs.mcp_servers, inputs.mcp_names = mcp_servers(
+            Path(config_path) if config_path else None, refs.get("names") or []
+        )
+    except AcpcliError as err:
+        if not err.hint:
+            err.hint = "the session's MCP servers could not be resolved again; --no-mcp goes on without them"
+        raise
 
 
 def choose_protocol(given: str | None, agent: AgentChoice, record: Any = None) -> str:
@@ -303,6 +333,8 @@ async def attach(
             link, run, lambda: link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
         )
         index.upsert_session(_record(inputs, live.session_id, link.features, run.title))
+        if inputs.mcp_refs:
+            index.set_mcp_refs(live.session_id, inputs.mcp_refs)
         live.recorder = writer
         return live
     assert session_id is not None
@@ -325,12 +357,15 @@ async def attach(
         wire.require(link.features, "session/load")  # refuse before marking the log
         writer.append(sid, REPLAY_START, "{}")
     method = link.load if command == "load" else link.resume
+    wire_id = known.wire_id if known is not None else sid
+    fresh = False
     try:
         live = await _logged_in(
             link,
             run,
             lambda: method(
-                sid, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer
+                wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer,
+                local_id=sid,
             ),
         )
     except BaseException as err:
@@ -341,12 +376,23 @@ async def attach(
             if command == "load":
                 writer.append(sid, REPLAY_ABORT, "{}")
             writer.flush()
-        _raise_if_unknown(err, sid)
-        raise
-    if command == "load":
+        from acpcli.cli import forgotten
+
+        if known is None or not forgotten.agent_forgot(err) or forgotten.had_turns(index, sid):
+            _raise_if_unknown(err, sid, known, link.features.display_name)
+            raise
+        # Never prompted: nothing to lose. A fresh agent session stands in under the same id.
+        live = await _logged_in(link, run, lambda: forgotten.stand_in(link, known, inputs, run, index, writer, view))
+        fresh = True
+    if command == "load" and not fresh:
         await link.settle(live)  # a replay may trail the response (gemini)
         writer.append(sid, REPLAY_END, "{}")
     writer.flush()
+    if known is not None and inputs.mcp_refs is not None:
+        # --mcp / --mcp-config / --no-mcp replaced the session's MCP servers: remember them.
+        index.set_mcp_refs(sid, inputs.mcp_refs or None)
+        known.mcp_servers = list(inputs.mcp_names)
+        index.upsert_session(known)
     if known is not None and list(known.additional_dirs) != list(inputs.additional_directories):
         # --add-dir / --no-add-dirs replaced the roots: remember what the agent now has.
         known.additional_dirs = list(inputs.additional_directories)
@@ -419,21 +465,26 @@ def agent_arg(agent: AgentChoice) -> str:
     return f"--cmd {shlex.quote(shlex.join(agent.argv))}"
 
 
-def _raise_if_unknown(err: BaseException, session_id: str) -> None:
-    """A load/resume answered "not found" (-32002 Resource not found, or a message saying the
-    session was not found) becomes :class:`UnknownSession` (exit 8, like an id missing from the
-    local index). "Method not found" and other failures stay what they are."""
-    from acpcli.errors import AuthRequired, RpcError, UnknownSession
+def _raise_if_unknown(err: BaseException, session_id: str, known: Any = None, agent_name: str = "the agent") -> None:
+    """A load/resume answered "not found" (-32002 Resource not found, or an error whose message
+    or data says the session was not found / its identifier is invalid, see
+    :func:`acpcli.cli.forgotten.agent_forgot`) becomes :class:`UnknownSession` (exit 8, like an
+    id missing from the local index), with a hint that is true: ``known`` is the index record
+    (None: the session is not recorded here). Other failures stay what they are."""
+    from acpcli.cli import forgotten
+    from acpcli.errors import RpcError, UnknownSession
 
-    if not isinstance(err, RpcError) or isinstance(err, (AuthRequired, UnknownSession)):
+    if not isinstance(err, RpcError) or isinstance(err, UnknownSession) or not forgotten.agent_forgot(err):
         return
-    message = err.rpc_message.lower()
-    if err.code == RpcError.RESOURCE_NOT_FOUND or (
-        err.code != RpcError.METHOD_NOT_FOUND and "session" in message and "not found" in message
-    ):
-        unknown = UnknownSession(err.code, err.rpc_message, err.data, method=err.method)
-        unknown.hint = f"the agent does not know {session_id}: `acpcli sessions` lists the ones recorded here"
-        raise unknown from err
+    unknown = UnknownSession(err.code, err.rpc_message, err.data, method=err.method)
+    if known is not None:
+        unknown.hint = forgotten.lost_hint(known, agent_name)
+    else:
+        unknown.hint = (
+            f"{agent_name} does not know {session_id}, and it is not recorded here either: "
+            "check the id (`acpcli sessions --remote` asks the agent)"
+        )
+    raise unknown from err
 
 
 def agent_stderr_log(agent: AgentChoice) -> Path | None:
@@ -611,15 +662,36 @@ def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
     async def main() -> int:
         import json
 
+        from acpcli.cli import forgotten
         from acpcli.persistence import Index
         from acpcli.protocol import wire
 
         async with _link(inputs, run) as link:
             try:
                 wire.require(link.features, "session/close")
-                if link.features.resume:
-                    await link.resume(record.id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers)
-                answer = await link.close(record.id)
+                try:
+                    if link.features.resume:
+                        await link.resume(
+                            record.wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers,
+                            local_id=record.id,
+                        )
+                    answer = await link.close(record.id)
+                except BaseException as err:
+                    if not forgotten.agent_forgot(err):
+                        raise
+                    with Index.open(read_only=True) as reader:
+                        turns = forgotten.had_turns(reader, record.id)
+                    if turns:
+                        _raise_if_unknown(err, record.id, record, link.features.display_name)
+                        raise
+                    # Never prompted: the agent holds nothing of it, so there is nothing to close there.
+                    run.env.err.print(
+                        f"closed {record.id}: {link.features.display_name} no longer knew it "
+                        "(it never had a turn), so it is closed here only",
+                        markup=False,
+                        highlight=False,
+                    )
+                    return int(ExitCode.OK)
             finally:
                 with Index.open() as index:
                     index.mark_closed(record.id)

@@ -67,6 +67,14 @@ NoAddDirs = Annotated[
     bool,
     typer.Option("--no-add-dirs", help="On load/resume: send no additional directories."),
 ]
+NoMcp = Annotated[
+    bool,
+    typer.Option(
+        "--no-mcp",
+        help="On load/resume/prompt --session: send no MCP servers (by default those the session "
+        "was set up with are sent again, resolved anew).",
+    ),
+]
 McpConfig = Annotated[
     Path | None,
     typer.Option(

@@ -17,6 +17,7 @@ from acpcli.cli.options import (
     Mcp,
     McpConfig,
     NoFs,
+    NoMcp,
     NoTerminal,
     Permissions,
     Protocol,
@@ -37,6 +38,7 @@ def prompt(
     add_dir: AddDir = None,
     mcp_config: McpConfig = None,
     mcp: Mcp = None,
+    no_mcp: NoMcp = False,
     protocol: Protocol = None,
     output_format: Annotated[str, typer.Option("--format", metavar="text|markdown|jsonl", help="Output format on stdout.", autocompletion=complete.formats)] = "text",
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
@@ -80,13 +82,15 @@ def prompt(
     inputs = ops.session_inputs(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
         protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
-        default_add_dirs=default_dirs, record=record,
+        default_add_dirs=default_dirs, record=record, no_mcp=no_mcp,
     )
     if last:
         session = ops.last_session(inputs.agent, inputs.cwd)
         record = ops.lookup(session)
         inputs.additional_directories = list(record.additional_dirs) if not add_dir else inputs.additional_directories
         inputs.protocol = ops.choose_protocol(protocol, inputs.agent, record)
+    if record is not None:
+        ops.recorded_mcp(inputs, record)
     run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
     if output is not None:
         try:

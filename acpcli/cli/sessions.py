@@ -22,6 +22,7 @@ from acpcli.cli.options import (
     McpConfig,
     NoAddDirs,
     NoFs,
+    NoMcp,
     NoRepl,
     NoTerminal,
     Permissions,
@@ -104,6 +105,7 @@ def _reattach(
     log_file,
     new_if_missing: bool,
     run,
+    no_mcp: bool = False,
 ) -> int:
     from acpcli.cli import ops
     from acpcli.errors import RpcError, SessionNotFound, UsageError
@@ -131,8 +133,9 @@ def _reattach(
     inputs = ops.session_inputs(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
         protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
-        default_add_dirs=default_dirs, no_add_dirs=no_add_dirs, record=record,
+        default_add_dirs=default_dirs, no_add_dirs=no_add_dirs, record=record, no_mcp=no_mcp,
     )
+    ops.recorded_mcp(inputs, record)
     sid = record.id if record is not None else session_id
     try:
         return ops.run_lifecycle(command, inputs, run, session_id=sid)
@@ -156,6 +159,7 @@ def load(
     no_add_dirs: NoAddDirs = False,
     mcp_config: McpConfig = None,
     mcp: Mcp = None,
+    no_mcp: NoMcp = False,
     protocol: Protocol = None,
     new_if_missing: NewIfMissing = False,
     no_repl: NoRepl = False,
@@ -173,7 +177,8 @@ def load(
     """
     raise typer.Exit(
         _reattach("load", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
-                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal))
+                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
+                  no_mcp)
     )
 
 
@@ -187,6 +192,7 @@ def resume(
     no_add_dirs: NoAddDirs = False,
     mcp_config: McpConfig = None,
     mcp: Mcp = None,
+    no_mcp: NoMcp = False,
     protocol: Protocol = None,
     new_if_missing: NewIfMissing = False,
     no_repl: NoRepl = False,
@@ -202,7 +208,8 @@ def resume(
     """
     raise typer.Exit(
         _reattach("resume", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
-                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal))
+                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
+                  no_mcp)
     )
 
 
@@ -226,6 +233,7 @@ def close(
         log_file=log_file, default_agent=ops.recorded_agent(record),
         default_cwd=record.cwd, default_add_dirs=record.additional_dirs, record=record,
     )
+    ops.recorded_mcp(inputs, record)
     raise typer.Exit(ops.run_close(record, inputs, _run(True)))
 
 

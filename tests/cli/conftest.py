@@ -221,10 +221,14 @@ def run_concurrently(
 
 def error_line(proc: subprocess.CompletedProcess[str], code: ExitCode) -> str:
     """Assert the command failed with ``code``, printing nothing on stdout and exactly one
-    ``acpcli: error:`` line (plus at most one hint line) on stderr; return the error text."""
+    ``acpcli: error:`` line (plus at most one hint line) on stderr; return the error text.
+    Indented lines after the error line (the agent's ``error.data``, at most 4) belong to it."""
     assert proc.returncode == code, f"exit {proc.returncode}, wanted {code!r}\nstderr: {proc.stderr}"
     assert proc.stdout == "", proc.stdout
     lines = proc.stderr.splitlines()
+    detail = [line for line in lines if line.startswith("  ")]
+    assert len(detail) <= 4, proc.stderr
+    lines = [line for line in lines if not line.startswith("  ")]
     errors = [line for line in lines if line.startswith("acpcli: error: ")]
     hints = [line for line in lines if line.startswith("acpcli: hint: ")]
     assert len(errors) == 1 and len(hints) <= 1 and len(lines) == len(errors) + len(hints), proc.stderr
