@@ -32,9 +32,12 @@ from acpcli.errors import RpcError
 from acpcli.protocol import wire
 
 if TYPE_CHECKING:
+    from acpcli.client_side import ClientServices, Refusals
     from acpcli.connection import Connection
     from acpcli.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
+    from acpcli.protocol.settings import Choice
     from acpcli.store import Store
+    from acpcli.transport import AgentProcess
 
 log = logging.getLogger("acpcli.session")
 
@@ -68,7 +71,7 @@ class Sink(Protocol):
 class Recorder(Protocol):
     """Where raw updates are logged (the session index's event writer)."""
 
-    def append(self, session_id: str, kind: str, payload_json: str) -> None: ...
+    def append(self, session_id: str, kind: str, payload: str) -> object: ...
 
 
 PermissionDecider = Callable[["LiveSession", dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -108,7 +111,7 @@ class LiveSession:
         if self.recorder is not None:
             self.recorder.append(self.session_id, kind, json.dumps(payload or {}))
 
-    def settings(self) -> list[Any]:
+    def settings(self) -> list[Choice]:
         """The settings this session offers now (:class:`acpcli.protocol.settings.Choice`)."""
         from acpcli.protocol import settings
 
@@ -223,9 +226,9 @@ class AgentLink:
         self.sessions: dict[str, LiveSession] = {}
         self._store_factory = store_factory
         self._decide_permission = decide_permission
-        self.process: Any = None  # the AgentProcess, when the link spawned one
+        self.process: AgentProcess | None = None  # the AgentProcess, when the link spawned one
         self._early: dict[str, list[tuple[Any, str | None]]] = {}  # updates before attach
-        self.services: Any = None  # the ClientServices answering fs/terminal requests
+        self.services: ClientServices | None = None  # the ClientServices answering fs/terminal requests
 
     def kill(self) -> None:
         """Kill the agent's process group at once (no grace periods)."""
@@ -441,7 +444,7 @@ class AgentLink:
 
     # -- settings and authentication ---------------------------------------------------------
 
-    def find_setting(self, live: LiveSession, key: str) -> Any:
+    def find_setting(self, live: LiveSession, key: str) -> Choice:
         """The setting ``key`` names (an option id, a category such as ``mode`` or ``model``,
         or a name); :class:`~acpcli.errors.UsageError` naming those offered otherwise."""
         from acpcli.errors import UsageError
@@ -456,7 +459,7 @@ class AgentLink:
             )
         return found
 
-    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Any:
+    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Choice:
         """Set the setting ``key`` names to the value ``value_text`` names; returns the
         setting as it now is. :class:`~acpcli.errors.UsageError` when there is no such setting
         or value (then nothing is sent)."""
@@ -473,7 +476,7 @@ class AgentLink:
             raise
         return settings.find(live.settings(), found.key) or found
 
-    async def change_setting(self, live: LiveSession, choice: Any, value: str | bool) -> None:
+    async def change_setting(self, live: LiveSession, choice: Choice, value: str | bool) -> None:
         """Set a mode or config option (a :class:`~acpcli.protocol.settings.Choice`).
 
         A ``set_config_option`` answer carries the complete option list, which replaces ours;
@@ -653,7 +656,7 @@ async def open_link(
     extra_handlers: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
     tap: Any = None,
     policy: str | None = None,
-    refusals: Any = None,
+    refusals: Refusals | None = None,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 

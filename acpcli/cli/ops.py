@@ -19,7 +19,16 @@ from acpcli.env import Environment
 from acpcli.errors import AcpcliError, SessionNotFound, UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from contextlib import AbstractAsyncContextManager
+
+    from acpcli.client_side import PermissionPolicy, Refusals
+    from acpcli.negotiate import AgentFeatures
+    from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.render import View
+    from acpcli.session import AgentLink, LiveSession
+    from acpcli.store import Store
+    from acpcli.supervise import Supervisor
 
 
 @dataclass
@@ -109,7 +118,7 @@ def session_inputs(
     default_cwd: str | None = None,
     default_add_dirs: Sequence[str] = (),
     no_add_dirs: bool = False,
-    record: Any = None,
+    record: SessionRecord | None = None,
     no_mcp: bool = False,
 ) -> SessionInputs:
     """Validate every input of a lifecycle command; raises before anything is started.
@@ -151,11 +160,11 @@ def session_inputs(
     return SessionInputs(choice, the_cwd, dirs, servers, names, protocol, log_file, mcp_refs=refs)
 
 
-def recorded_mcp(inputs: SessionInputs, record: Any) -> None:
+def recorded_mcp(inputs: SessionInputs, record: SessionRecord | None) -> None:
     """load/resume/close/prompt --session: without --mcp, --mcp-config or --no-mcp, send the
     MCP servers the session was set up with again, resolved from their recorded references
     now (the config file and the config's servers as they are today; no secret is stored)."""
-    refs = getattr(record, "mcp_refs", None)
+    refs = record.mcp_refs if record is not None else None
     if inputs.mcp_refs is not None or not refs:
         return
     config_path = refs.get("config")
@@ -169,7 +178,7 @@ def recorded_mcp(inputs: SessionInputs, record: Any) -> None:
         raise
 
 
-def choose_protocol(given: str | None, agent: AgentChoice, record: Any = None) -> str:
+def choose_protocol(given: str | None, agent: AgentChoice, record: SessionRecord | None = None) -> str:
     """The protocol choice a command speaks: ``--protocol``, else the agent's configured
     ``protocol``, else the one the continued session was recorded with (only when the agent
     is launched by the same command line it was recorded with: another agent may not speak
@@ -185,7 +194,7 @@ def choose_protocol(given: str | None, agent: AgentChoice, record: Any = None) -
     return "auto"
 
 
-def lookup(session_id: str) -> Any:
+def lookup(session_id: str) -> SessionRecord:
     """The index record for an id or unique prefix (SessionNotFound otherwise).
 
     Read-only: looking up a bad id creates nothing, not even the database."""
@@ -198,7 +207,7 @@ def lookup(session_id: str) -> Any:
         return index.get(session_id)
 
 
-def recorded_agent(record: Any) -> AgentChoice:
+def recorded_agent(record: SessionRecord) -> AgentChoice:
     """The agent a recorded session ran with: its argv, plus the env and cwd additions of the
     configured agent of that name when it still launches the same command."""
     from acpcli import config
@@ -215,7 +224,7 @@ def recorded_agent(record: Any) -> AgentChoice:
     return choice
 
 
-def lookup_or_none(session_id: str) -> Any:
+def lookup_or_none(session_id: str) -> SessionRecord | None:
     try:
         return lookup(session_id)
     except SessionNotFound:
@@ -244,8 +253,8 @@ class Run:
     fs: bool = True
     terminal: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
-    refusals: Any = None  # the run's client_side.Refusals, once an agent is linked
-    supervisor: Any = None  # the acpcli.supervise.Supervisor of the command, if any
+    refusals: Refusals | None = None  # the run's client_side.Refusals, once an agent is linked
+    supervisor: Supervisor | None = None  # the acpcli.supervise.Supervisor of the command, if any
 
 
 def _env_extra(agent: AgentChoice) -> dict[str, str]:
@@ -254,7 +263,7 @@ def _env_extra(agent: AgentChoice) -> dict[str, str]:
     return {k: expand_vars(v, os.environ, f"agent {agent.name!r}: env {k}") for k, v in agent.env.items()}
 
 
-def agent_label(agent: AgentChoice, features: Any) -> str:
+def agent_label(agent: AgentChoice, features: AgentFeatures) -> str:
     """The name a session is recorded and shown under: the configured name, or for ``--cmd``
     the agent's own (``agentInfo.name``), else its program's file name."""
     if agent.name != "cmd":
@@ -262,7 +271,7 @@ def agent_label(agent: AgentChoice, features: Any) -> str:
     return features.agent_name or (Path(agent.argv[0]).name if agent.argv else "cmd")
 
 
-def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | None) -> Any:
+def _record(inputs: SessionInputs, session_id: str, features: AgentFeatures, title: str | None) -> SessionRecord:
     from acpcli.negotiate import protocol_of
     from acpcli.persistence import SessionRecord
 
@@ -280,7 +289,7 @@ def _record(inputs: SessionInputs, session_id: str, features: Any, title: str | 
     )
 
 
-def _decider(run: Run, agent: AgentChoice | None = None) -> Any:
+def _decider(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
     """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
     agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
     refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
@@ -314,15 +323,15 @@ REPLAY_ABORT = "acpcli/replay-abort"
 
 
 async def attach(
-    link: Any,
+    link: AgentLink,
     command: str,
     inputs: SessionInputs,
     run: Run,
-    index: Any,
-    writer: Any,
-    view: Any,
+    index: Index,
+    writer: EventWriter,
+    view: View | None,
     session_id: str | None,
-) -> Any:
+) -> LiveSession:
     """Create, load or resume the session over ``link`` and keep the index in step.
 
     A session the index did not know is recorded before its replay arrives and removed
@@ -404,7 +413,7 @@ async def attach(
     return live
 
 
-def _record_protocol(index: Any, known: Any, features: Any) -> None:
+def _record_protocol(index: Index, known: SessionRecord | None, features: AgentFeatures) -> None:
     """A recorded session continued over another protocol (``--protocol``) speaks that one
     from now on: record it, so the next command does not fall back to the old one."""
     from acpcli.negotiate import protocol_of
@@ -417,7 +426,7 @@ def _record_protocol(index: Any, known: Any, features: Any) -> None:
         index.upsert_session(known)
 
 
-async def _logged_in(link: Any, run: Run, setup: Any) -> Any:
+async def _logged_in(link: AgentLink, run: Run, setup: Callable[[], Awaitable[LiveSession]]) -> LiveSession:
     """Run a session setup; when the agent answers ``auth_required`` on a terminal, offer its
     login methods and try once more after a login (scripts get exit 10 and the hint)."""
     from acpcli.errors import AuthRequired
@@ -465,7 +474,9 @@ def agent_arg(agent: AgentChoice) -> str:
     return f"--cmd {shlex.quote(shlex.join(agent.argv))}"
 
 
-def _raise_if_unknown(err: BaseException, session_id: str, known: Any = None, agent_name: str = "the agent") -> None:
+def _raise_if_unknown(
+    err: BaseException, session_id: str, known: SessionRecord | None = None, agent_name: str = "the agent"
+) -> None:
     """A load/resume answered "not found" (-32002 Resource not found, or an error whose message
     or data says the session was not found / its identifier is invalid, see
     :func:`acpcli.cli.forgotten.agent_forgot`) becomes :class:`UnknownSession` (exit 8, like an
@@ -500,7 +511,7 @@ def agent_stderr_log(agent: AgentChoice) -> Path | None:
 
 def link_for(
     agent: AgentChoice, *, protocol: str | None = None, log_file: Path | None = None, run: Run | None = None
-) -> Any:
+) -> AbstractAsyncContextManager[AgentLink]:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
 
     Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
@@ -554,7 +565,7 @@ def _raw_tap(run: Run | None, log_file: Path | None = None) -> Any:
     return GuardedTap(tap, "the frames to standard output", supervisor)
 
 
-def _link(inputs: SessionInputs, run: Run) -> Any:
+def _link(inputs: SessionInputs, run: Run) -> AbstractAsyncContextManager[AgentLink]:
     return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run)
 
 
@@ -642,7 +653,7 @@ def run_lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str
         return anyio.run(supervisor.run, main)
 
 
-def _local_store(index: Any, session_id: str) -> Any:
+def _local_store(index: Index, session_id: str) -> Store | None:
     """The transcript acpcli recorded for ``session_id`` (``None`` for a session it does not know)."""
     from acpcli.cli.listing import store_from_events
 
@@ -653,7 +664,7 @@ def _local_store(index: Any, session_id: str) -> Any:
     return store_from_events(index, known.id)
 
 
-def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
+def run_close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     """Make the session active (resume if supported), then ``session/close``."""
     import anyio
 
@@ -695,7 +706,8 @@ def run_close(record: Any, inputs: SessionInputs, run: Run) -> int:
             finally:
                 with Index.open() as index:
                     index.mark_closed(record.id)
-        run.env.err.print(f"closed {record.id}: the agent answered {json.dumps(answer)}", markup=False, highlight=False)
+        said = f" (the agent answered {json.dumps(answer)})" if answer else ""  # {} says nothing
+        run.env.err.print(f"closed {record.id}{said}", markup=False, highlight=False)
         return int(ExitCode.OK)
 
     from acpcli.supervise import Supervisor
@@ -883,7 +895,7 @@ def _stdout_name(run: Run) -> str:
     return name if isinstance(name, str) and not name.startswith("<") else "standard output"
 
 
-def refused_hint(refusals: Any) -> str:
+def refused_hint(refusals: Refusals) -> str:
     """The hint for a turn the agent cancelled after the policy refused something."""
     from acpcli.client_side import CHANGE_POLICY
 
@@ -911,6 +923,29 @@ def last_session(agent: AgentChoice, cwd: str) -> str:
         raise SessionNotFound(
             f"no earlier session of `{agent_arg(agent)}` in {cwd}", hint="drop --last to start a new session"
         )
+    return rows[0].id
+
+
+def last_session_here(cwd: str | os.PathLike[str] | None) -> str | None:
+    """``--last`` with no agent named and no ``default_agent`` configured: the most recently
+    used active session in ``cwd`` (default: here), whatever its agent; None when there is a
+    default agent to follow instead (then :func:`last_session` decides)."""
+    from acpcli import config
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    try:
+        if config.load_config().default_agent:
+            return None
+    except AcpcliError:
+        pass  # an unreadable config names no default agent
+    where = resolve_dir(cwd or os.getcwd(), "--cwd")
+    rows = []
+    if db_path().exists():
+        with Index.open(read_only=True) as index:
+            rows = index.list_sessions(cwd=where, state="active", limit=1)
+    if not rows:
+        raise SessionNotFound(f"no earlier session in {where}", hint="drop --last to start a new session")
     return rows[0].id
 
 

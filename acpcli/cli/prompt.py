@@ -31,7 +31,7 @@ def prompt(
     text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]...", help="The prompt (else -f FILE, else stdin).", show_default=False)] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin).", show_default=False)] = None,
     session: Annotated[str | None, typer.Option("--session", "-s", metavar="SESSION_ID", help="Continue this session (resume, or load without printing the replay).", autocompletion=complete.session_ids, show_default=False)] = None,
-    last: Annotated[bool, typer.Option("--last", help="Continue the most recent session of this agent in this directory.")] = False,
+    last: Annotated[bool, typer.Option("--last", help="Continue the most recent session in this directory: of --agent/--cmd when given, else of any agent (or of default_agent when the config names one).")] = False,
     agent: Agent = None,
     cmd: Cmd = None,
     cwd: Cwd = None,
@@ -74,6 +74,10 @@ def prompt(
         raise UsageError("give either --session or --last, not both")
     default_agent = default_cwd = record = None
     default_dirs: list[str] = []
+    if last and agent is None and cmd is None:
+        # No agent named: the last session here, whatever agent it was made with.
+        session = ops.last_session_here(cwd)
+        last = session is None
     if session is not None:
         record = ops.lookup(session)
         session = record.id

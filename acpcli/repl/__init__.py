@@ -25,6 +25,8 @@ from acpcli.safe_text import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
+    from acpcli.negotiate import AgentFeatures
+    from acpcli.persistence import EventWriter, Index
     from acpcli.session import AgentLink, LiveSession
 
 
@@ -51,7 +53,7 @@ def print_banner(env: Environment, session_id: str, display_name: str) -> None:
     env.err.print(f"[dim]session {escape(session_id)} with {escape(display_name)} — /help for commands[/]")
 
 
-def come_back(features: Any, session_id: str) -> str:
+def come_back(features: AgentFeatures, session_id: str) -> str:
     """The command that reopens ``session_id`` with this agent: ``resume`` when it offers
     that, else ``load`` (gemini); for an agent with neither, ``show`` (the transcript)."""
     if features.resume:
@@ -198,8 +200,8 @@ async def run_repl(
     link: AgentLink,
     live: LiveSession,
     *,
-    index: Any,
-    writer: Any,
+    index: Index,
+    writer: EventWriter,
     agent: str,
     export: Callable[[str, str], None] | None = None,
     banner: bool = True,

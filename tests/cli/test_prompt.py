@@ -350,6 +350,25 @@ def test_last_does_not_continue_another_commands_session(cli: Cli, trace: AgentT
     error_line(cli.run("prompt", "--last", "--cmd", trace.demo_cmd(protocol=2), "hi"), ExitCode.SESSION_NOT_FOUND)
 
 
+def test_last_with_no_agent_named_continues_the_latest_session_here_whatever_its_agent(
+    cli: Cli, trace: AgentTrace, tmp_path: Path
+) -> None:
+    # The scripted flow: `acpcli new --cmd … --no-repl`, then `acpcli prompt --last "…"`.
+    older = session_from_stderr(cli.ok("prompt", "--cmd", trace.demo_cmd(protocol=2), "older").stderr)
+    newer = session_from_stderr(cli.ok("prompt", "--cmd", trace.demo_cmd(protocol=1), "newer").stderr)
+    assert older != newer
+    log = tmp_path / "wire.log"
+    proc = cli.ok("prompt", "--last", "--log-file", str(log), "-q", "again")
+    assert "(turn 2)" in proc.stdout
+    assert [f["params"]["sessionId"] for f in sent(log) if f.get("method") == "session/prompt"] == [newer]
+    trace.assert_all_gone()
+
+
+def test_last_with_no_agent_named_and_no_session_here(cli: Cli, trace: AgentTrace) -> None:
+    error_line(cli.run("prompt", "--last", "hi"), ExitCode.SESSION_NOT_FOUND)
+    assert trace.pids() == []
+
+
 def test_last_without_an_earlier_session(cli: Cli, trace: AgentTrace) -> None:
     error_line(cli.run("prompt", "--last", "--cmd", trace.demo_cmd(), "hi"), ExitCode.SESSION_NOT_FOUND)
     assert trace.pids() == []
