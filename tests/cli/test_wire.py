@@ -50,7 +50,7 @@ def test_roots_arrive_absolute_and_are_resent_replaced_or_cleared(
     # From a fresh process, close makes the session active (resume) and then closes it.
     closed, remote = cli.run_all(("close", sid), ("sessions", "--remote", "--json", "--cmd", cmd))
     assert closed.returncode == 0 and remote.returncode == 0, closed.stderr + remote.stderr
-    assert "answered {}" in closed.stderr
+    assert closed.stderr.splitlines() == [f"closed {sid}"]
     lifecycle = [m for m in trace.methods() if m not in ("initialize", "session/list")]
     assert lifecycle[-3:] == ["session/load", "session/resume", "session/close"]
     assert trace.requests("session/close")[0]["params"] == {"sessionId": sid}
