@@ -84,9 +84,11 @@ def test_the_scripted_flow(agent: str, tmp_path: Path) -> None:
 
     before = cli.ok("export", sid, "--format", "jsonl").stdout
     loaded = cli.run("load", sid, "--no-repl")
-    if agent == "gemini" and loaded.returncode == 8 and "No previous sessions found" in loaded.stderr:
+    lost = ("No previous sessions found", "Invalid session identifier")
+    if agent == "gemini" and loaded.returncode == 8 and any(words in loaded.stderr for words in lost):
         # gemini-cli 0.61.0 at times cannot find its own saved chat on load, also for a session
-        # made by a plain `prompt` (its bug, REAL-AGENTS.md); acpcli says so truthfully.
+        # made by a plain `prompt` (its bug, REAL-AGENTS.md: its chat files are named by the
+        # minute, and two sessions started in one minute lose one); acpcli says so truthfully.
         assert "its transcript is still recorded here" in loaded.stderr
         pytest.xfail("gemini could not find its own session on load (its bug)")
     assert loaded.returncode == 0, loaded.stderr
