@@ -7,6 +7,7 @@ names the file (and the line, when known). Shape::
 
     default_agent = "myagent"           # optional: used when neither --agent nor --cmd is given
     permissions = "deny"                # optional: --permissions when not given (ask|allow|deny|read-only)
+    timeout = 120                       # optional: seconds a setup step may wait for the agent (0: no limit)
 
     [agents.myagent]
     command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
@@ -66,6 +67,11 @@ from acpcli.paths import config_path
 # --------------------------------------------------------------------------------------
 # Agents
 # --------------------------------------------------------------------------------------
+
+
+#: Seconds a setup step waits for the agent unless ``timeout`` / ``ACPCLI_TIMEOUT`` say otherwise.
+DEFAULT_TIMEOUT = 120.0
+TIMEOUT_ENV = "ACPCLI_TIMEOUT"
 
 
 @dataclass
@@ -129,6 +135,9 @@ class Config:
     default_agent: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     permissions: str | None = None  # the top-level default --permissions policy
+    #: Seconds a setup step (initialize, session setup, settings, listings) may wait for the
+    #: agent's answer; 0: no limit. Turns are never bounded by it.
+    timeout: float = DEFAULT_TIMEOUT
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -296,6 +305,8 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             config.default_agent = value
         elif key == "permissions":
             config.permissions = _policy(value, str(path))
+        elif key == "timeout":
+            config.timeout = _seconds(value, f"{path}: timeout")
         elif key == "mcp_servers":
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: 'mcp_servers' must be a table of [mcp_servers.NAME] entries")
@@ -370,6 +381,31 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
         protocol=protocol,
         permissions=_policy(permissions, label) if permissions is not None else None,
     )
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise ConfigError(f"{where} must be a number of seconds, 0 or more (0: no limit); got {value!r}")
+    return float(value)
+
+
+def step_timeout(config: Config | None = None) -> float | None:
+    """How long a setup step may wait for the agent: ``ACPCLI_TIMEOUT``, else the config's
+    ``timeout``, else :data:`DEFAULT_TIMEOUT`; None for no limit (0)."""
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw is not None and raw.strip():
+        try:
+            seconds = _seconds(float(raw), TIMEOUT_ENV)
+        except ValueError:
+            raise ConfigError(f"{TIMEOUT_ENV} must be a number of seconds, 0 or more (0: no limit); got {raw!r}") from None
+    elif config is not None:
+        seconds = config.timeout
+    else:
+        try:
+            seconds = load_config().timeout
+        except ConfigError:
+            seconds = DEFAULT_TIMEOUT  # a broken config is reported where it is needed
+    return seconds or None
 
 
 def configured_permissions(agent: str | None, argv: list[str] | None = None, config: Config | None = None) -> str | None:

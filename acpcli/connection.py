@@ -95,8 +95,12 @@ class Connection:
         handlers: Mapping[str, Handler] | None = None,
         on_notification: NotificationCallback | None = None,
         tap: WireTap | None = None,
+        step_timeout: float | None = None,
     ) -> None:
         self._transport = transport
+        #: How long a bounded request (every one but a turn or a login) may wait for its
+        #: answer; None or 0: for ever. See :meth:`request`.
+        self.step_timeout = step_timeout
         self._handlers: dict[str, Handler] = dict(handlers or {})
         self._on_notification = on_notification
         self._tap = tap
@@ -151,13 +155,32 @@ class Connection:
 
     # -- outgoing -------------------------------------------------------------------------------
 
-    async def request(self, method: str, params: Any = None) -> Any:
+    async def request(self, method: str, params: Any = None, *, bounded: bool = True) -> Any:
         """Send a request and wait for its result.
 
         Raises :class:`RpcError` for an error answer, :class:`ConnectionClosed` if the agent is
         gone (now or before it answers). If the caller is cancelled, ``$/cancel_request`` is
-        sent for the request (best effort) and its late answer is ignored.
+        sent for the request (best effort) and its late answer is ignored. A ``bounded``
+        request (setup steps: ``initialize``, session setup, settings, listings) not answered
+        within :attr:`step_timeout` is abandoned the same way and raises :class:`StepTimeout`;
+        a turn or a login (``bounded=False``) takes as long as it takes.
         """
+        limit = self.step_timeout if bounded else None
+        if not limit:
+            return await self._request(method, params)
+        from acpcli.errors import StepTimeout
+
+        try:
+            with anyio.fail_after(limit):
+                return await self._request(method, params)
+        except TimeoutError:
+            raise StepTimeout(
+                f"{method}: the agent did not answer within {limit:g} s",
+                hint="the agent may be stuck or still starting; wait longer with timeout = SECONDS "
+                "in config.toml or ACPCLI_TIMEOUT=SECONDS (0: no limit)",
+            ) from None
+
+    async def _request(self, method: str, params: Any = None) -> Any:
         if self.closed:
             raise self._closed_error(method)
         self._next_id += 1

@@ -504,7 +504,7 @@ class AgentLink:
     async def login(self, method_id: str) -> Any:
         """``authenticate`` (v1) / ``auth/login`` (v2) with an advertised method."""
         method, params = wire.login_request(self.features, method_id)
-        return await self.conn.request(method, params)
+        return await self.conn.request(method, params, bounded=False)  # a person may be logging in
 
     async def logout(self) -> Any:
         """``logout`` (v1, when advertised) / ``auth/logout`` (v2)."""
@@ -526,14 +526,14 @@ class AgentLink:
             for update in _user_echo(blocks):
                 live.feed(update)
             _flush_recorder(live)  # the prompt is on disk before the agent answers
-            result = await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks))
+            result = await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks), bounded=False)
             stop = result.get("stopReason") if isinstance(result, dict) else None
             live.store.turn_boundary()
             return stop if isinstance(stop, str) else "end_turn"
         idle = live._turn_idle = anyio.Event()
         gone: list[Exception] = []
         try:
-            await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks))
+            await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks), bounded=False)
             async with anyio.create_task_group() as tg:
 
                 async def until_idle() -> None:
@@ -657,6 +657,7 @@ async def open_link(
     tap: Any = None,
     policy: str | None = None,
     refusals: Refusals | None = None,
+    step_timeout: float | None = None,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 
@@ -664,7 +665,8 @@ async def open_link(
     as the ``offer`` advertises, and only on v1 connections (v2 has no such methods).
     Terminals outlive nothing: they are killed after the connection stops. ``policy`` (the
     resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.client_side.ClientServices`:
-    ``deny`` and ``read-only`` refuse file writes and terminals.
+    ``deny`` and ``read-only`` refuse file writes and terminals. ``step_timeout`` bounds every
+    request but a turn and a login (:meth:`~acpcli.connection.Connection.request`).
     """
     from acpcli.client_side import ClientServices, roots_of
     from acpcli.connection import Connection
@@ -694,7 +696,9 @@ async def open_link(
     handlers.update(services.handlers())
     handlers.update(extra_handlers or {})
     async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
-        async with Connection(proc, handlers=handlers, on_notification=on_notification, tap=tap) as conn:
+        async with Connection(
+            proc, handlers=handlers, on_notification=on_notification, tap=tap, step_timeout=step_timeout
+        ) as conn:
             features = await initialize(conn, choice=choice, offer=offer)
             services.restrict(features)
             link = AgentLink(conn, features, store_factory=Store, decide_permission=decide_permission)

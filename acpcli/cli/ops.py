@@ -518,6 +518,7 @@ def link_for(
     which runs them, and by sessions with a person at the keyboard, who can be sent there; a
     script would only be told to log in elsewhere, so it does not offer them.
     """
+    from acpcli.config import step_timeout
     from acpcli.negotiate import ClientOffer
     from acpcli.session import open_link
 
@@ -539,6 +540,7 @@ def link_for(
         tap=_raw_tap(run, log_file),
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
+        step_timeout=step_timeout(),
     )
 
 

@@ -130,8 +130,9 @@ Permissions = Annotated[
     typer.Option(
         "--permissions",
         metavar="POLICY",
-        help="Answer permission requests: ask, allow, deny or read-only "
-        "(default: ask on a terminal, deny otherwise).",
+        help="Answer permission requests: ask, allow, deny or read-only. deny and read-only "
+        "also refuse file writes and terminals. Default: the config's permissions key, else "
+        "ask on a terminal and deny otherwise.",
         autocompletion=complete.permission_policies,
         show_default=False,
     ),
