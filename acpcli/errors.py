@@ -186,19 +186,16 @@ DETAIL_WIDTH = 300
 
 
 def _clean(text: str) -> str:
-    """Printable text: control characters (escape sequences, carriage returns) dropped,
-    tabs as spaces; newlines kept."""
-    out = []
-    for ch in text.replace("\r\n", "\n").replace("\t", " "):
-        if ch == "\n" or (ch.isprintable() and ch not in "\x1b\x9b"):
-            out.append(ch)
-    return "".join(out)
+    """Text from the agent made safe for a terminal: control characters shown, not obeyed
+    (:func:`~acpcli.safe_text.safe_text`, as for every agent string); tabs as spaces,
+    newlines kept (they split the detail into lines)."""
+    return safe_text(text.replace("\r\n", "\n").replace("\t", " "))
 
 
 def data_detail(data: Any, message: str = "") -> str:
     """The useful part of a JSON-RPC error's ``data`` for a person: a string as it is; an
     object's ``message``/``details``/``detail``/``error`` string field(s); else compact JSON.
-    Sanitized (no control characters), blank lines dropped, at most :data:`DETAIL_LINES`
+    Sanitized (control characters shown as ``^[`` and the like), blank lines dropped, at most :data:`DETAIL_LINES`
     lines of :data:`DETAIL_WIDTH` characters; "" when there is nothing beyond ``message``.
     """
     import json
