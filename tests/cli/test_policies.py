@@ -119,9 +119,16 @@ def test_the_permissions_config_key(cli: Cli, area: Path) -> None:
     flag = cli.run("prompt", "--agent", "careful", "--permissions", "allow", f"try {area}")
     assert report(flag.stdout)["write"] == {"ok": {}}, flag.stderr
 
+    (area / "output.txt").unlink()
     config.write_text('permissions = "sometimes"\n')
+    named = cli.run("prompt", "--agent", "careful", f"try {area}")  # the config is needed: exit 3
+    assert named.returncode == ExitCode.CONFIG and "permissions must be one of" in named.stderr
+    # A --cmd run needs no config: it says the key is not used, and keeps the default (deny).
     bad = cli.run("prompt", "--cmd", CMD, f"try {area}")
-    assert bad.returncode == ExitCode.CONFIG and "permissions must be one of" in bad.stderr
+    assert bad.returncode == 0, bad.stderr
+    assert "acpcli: warning: the permissions config key is not used" in bad.stderr
+    assert "permissions must be one of" in bad.stderr and "(policy deny)" in bad.stderr
+    assert not (area / "output.txt").exists()
 
 
 def test_refusal_lines_neutralize_control_characters(cli: Cli, workdir: Path) -> None:
