@@ -171,3 +171,15 @@ def test_deny_on_a_terminal_refuses_and_says_so(spawn: Any, area: Path) -> None:
         assert f"acpcli: refused {what}" in pty.seen, pty.seen
     assert "choose 1-" not in pty.seen  # nobody was asked
     assert pty.leave()[0] == ExitCode.OK
+
+
+@pytest.mark.parametrize("verb", ["output", "wait", "kill", "release"])
+def test_other_terminal_methods_are_refused_quietly(cli: Cli, verb: str) -> None:
+    """No terminal can exist under deny: the rest of terminal/* is refused too, with no stderr
+    line (nothing was attempted that the user needs to hear about)."""
+    fs_agent = shlex.join([sys.executable, str(AGENT.parent / "sdk_fs_agent.py")])
+    proc = cli.run("prompt", "--cmd", fs_agent, f"{verb} term-123")
+    assert proc.returncode == 0, proc.stderr
+    error = report(proc.stdout)["error"]
+    assert error["code"] == POLICY_REFUSED and "'deny'" in error["message"], error
+    assert refusals(proc.stderr) == []
