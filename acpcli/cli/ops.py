@@ -303,8 +303,14 @@ def _decider(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
     policy = run.permissions
     if policy is None and agent is not None:
         from acpcli.config import configured_permissions
+        from acpcli.errors import ConfigError
 
-        policy = configured_permissions(agent.name if agent.name != "cmd" else None, agent.argv)
+        try:
+            policy = configured_permissions(agent.name if agent.name != "cmd" else None, agent.argv)
+        except ConfigError as err:
+            # A broken config must not stop a --cmd run that needs none of it; the default
+            # (ask on a terminal, deny in scripts) is never looser than what it could have said.
+            _stderr_line(run.env, f"acpcli: warning: the permissions config key is not used: {err}")
     if run.refusals is None:
         run.refusals = Refusals(lambda line: _stderr_line(run.env, line))
     return permission_decider(run.env, policy, ask, run.refusals)

@@ -119,9 +119,16 @@ def test_the_permissions_config_key(cli: Cli, area: Path) -> None:
     flag = cli.run("prompt", "--agent", "careful", "--permissions", "allow", f"try {area}")
     assert report(flag.stdout)["write"] == {"ok": {}}, flag.stderr
 
+    (area / "output.txt").unlink()
     config.write_text('permissions = "sometimes"\n')
+    named = cli.run("prompt", "--agent", "careful", f"try {area}")  # the config is needed: exit 3
+    assert named.returncode == ExitCode.CONFIG and "permissions must be one of" in named.stderr
+    # A --cmd run needs no config: it says the key is not used, and keeps the default (deny).
     bad = cli.run("prompt", "--cmd", CMD, f"try {area}")
-    assert bad.returncode == ExitCode.CONFIG and "permissions must be one of" in bad.stderr
+    assert bad.returncode == 0, bad.stderr
+    assert "acpcli: warning: the permissions config key is not used" in bad.stderr
+    assert "permissions must be one of" in bad.stderr and "(policy deny)" in bad.stderr
+    assert not (area / "output.txt").exists()
 
 
 def test_refusal_lines_neutralize_control_characters(cli: Cli, workdir: Path) -> None:
@@ -164,3 +171,15 @@ def test_deny_on_a_terminal_refuses_and_says_so(spawn: Any, area: Path) -> None:
         assert f"acpcli: refused {what}" in pty.seen, pty.seen
     assert "choose 1-" not in pty.seen  # nobody was asked
     assert pty.leave()[0] == ExitCode.OK
+
+
+@pytest.mark.parametrize("verb", ["output", "wait", "kill", "release"])
+def test_other_terminal_methods_are_refused_quietly(cli: Cli, verb: str) -> None:
+    """No terminal can exist under deny: the rest of terminal/* is refused too, with no stderr
+    line (nothing was attempted that the user needs to hear about)."""
+    fs_agent = shlex.join([sys.executable, str(AGENT.parent / "sdk_fs_agent.py")])
+    proc = cli.run("prompt", "--cmd", fs_agent, f"{verb} term-123")
+    assert proc.returncode == 0, proc.stderr
+    error = report(proc.stdout)["error"]
+    assert error["code"] == POLICY_REFUSED and "'deny'" in error["message"], error
+    assert refusals(proc.stderr) == []
