@@ -71,9 +71,9 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acpcli.errors import RpcError, UsageError
 from acpcli.safe_text import safe_line
@@ -81,7 +81,7 @@ from acpcli.safe_text import safe_line
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures, ClientOffer
-    from acpcli.session import LiveSession
+    from acpcli.store import Store
     from acpcli.terminals import Terminals
 
 logger = logging.getLogger("acpcli.client_side")
@@ -95,7 +95,15 @@ POLICY_REFUSED = RpcError.INTERNAL_ERROR
 #: How to change the policy, as told to the user and the agent.
 CHANGE_POLICY = 'use --permissions ask|allow, or permissions = "ask" in the config'
 
-Asker = Callable[["LiveSession", dict[str, Any]], Awaitable[dict[str, Any] | None]]
+class AskedSession(Protocol):
+    """What a permission decision reads of the session asking: its id and its transcript
+    (a :class:`~acpcli.session.live.LiveSession`)."""
+
+    session_id: str
+    store: Store
+
+
+Asker = Callable[[Any, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
 # -- refusals ----------------------------------------------------------------------------------
@@ -163,7 +171,7 @@ def selected(option: dict[str, Any]) -> dict[str, Any]:
 CANCELLED = {"outcome": {"outcome": "cancelled"}}
 
 
-def tool_kind(params: dict[str, Any], live: LiveSession | None = None) -> str:
+def tool_kind(params: dict[str, Any], live: AskedSession | None = None) -> str:
     """The kind of the tool call a permission request is about.
 
     The request's own ``toolCall.kind`` if it has one; otherwise the kind the call was announced
@@ -190,12 +198,13 @@ def _answered_option(answer: dict[str, Any], options: list[dict[str, Any]]) -> d
     return next((o for o in options if o["optionId"] == option_id), None)
 
 
-def _is_cancelled(answer: Any) -> bool:
+def is_cancelled(answer: Any) -> bool:
+    """A permission answer whose outcome is ``cancelled``."""
     outcome = answer.get("outcome") if isinstance(answer, dict) else None
     return isinstance(outcome, dict) and outcome.get("outcome") == "cancelled"
 
 
-def _about(params: dict[str, Any], live: LiveSession | None) -> str:
+def _about(params: dict[str, Any], live: AskedSession | None) -> str:
     """What a permission request is about, for the user: the tool call's title (or id)."""
     call = params.get("toolCall")
     if not isinstance(call, dict):
@@ -228,7 +237,7 @@ class PermissionPolicy:
         self.refusals = refusals
         self._always: dict[tuple[str, str], str] = {}  # (session, tool kind) -> "allow"/"reject"
 
-    async def __call__(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def __call__(self, live: AskedSession, params: dict[str, Any]) -> dict[str, Any]:
         options = _options(params)
         kind = tool_kind(params, live)
         remembered = self._always.get((live.session_id, kind))
@@ -245,7 +254,7 @@ class PermissionPolicy:
         else:
             assert self._ask is not None
             answer = await self._ask(live, params)
-            if answer is None or _is_cancelled(answer):
+            if answer is None or is_cancelled(answer):
                 return CANCELLED
             option = _answered_option(answer, options)
             if option is None:
@@ -280,22 +289,6 @@ Handler = Callable[[Any], Awaitable[Any]]
 MAX_READ_BYTES = 32 * 1024 * 1024
 
 _MISSING_META = {"acpcli": {"missing": True}}
-
-
-def roots_of(sessions: Callable[[], Mapping[str, LiveSession] | None]) -> SessionRoots:
-    """A :data:`SessionRoots` reading ``cwd`` and ``additional_directories`` off live sessions.
-
-    ``sessions`` is called on every request (``lambda: link.sessions``), so the lookup can be
-    built before the link exists and always sees the session's current roots.
-    """
-
-    def lookup(session_id: str) -> tuple[str, Sequence[str]] | None:
-        live = (sessions() or {}).get(session_id)
-        if live is None or not live.cwd:
-            return None
-        return live.cwd, list(live.additional_directories)
-
-    return lookup
 
 
 def _inside(path: str, root: str) -> bool:
@@ -431,8 +424,8 @@ class ClientServices:
 
     Use as ``async with ClientServices(roots, fs=..., terminal=...) as services:`` around the
     connection, and pass :meth:`handlers` as its extra handlers; leaving the block kills and
-    reaps every terminal still alive. ``session_roots`` gives a session's root set (see
-    :func:`roots_of`). ``fs_write`` defaults to ``fs``. ``policy`` (``deny`` or ``read-only``)
+    reaps every terminal still alive. ``session_roots`` gives a session's root set (the
+    session layer's ``Dispatcher.roots``). ``fs_write`` defaults to ``fs``. ``policy`` (``deny`` or ``read-only``)
     refuses file writes and terminals (see the module docstring), reporting each refusal to
     ``refusals``; ``None``, ``ask`` and ``allow`` serve everything offered.
     """

@@ -34,7 +34,7 @@ names the file (and the line, when known). Shape::
 :func:`builtin_agents`). ``${VAR}`` is expanded in MCP env values, header values, args,
 url and command, and in agent env values, when the server or agent is used, never when the
 file is read; an undefined variable is a ConfigError naming it; ``$${VAR}`` is a literal
-``${VAR}``. Other top-level keys are kept in :attr:`Config.extra` for other modules.
+``${VAR}``. Other top-level keys are ignored.
 
 MCP files (``load_mcp_file``) use the JSON shape shared by other MCP clients::
 
@@ -133,7 +133,6 @@ class Config:
     agents: dict[str, AgentSpec] = field(default_factory=builtin_agents)
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     default_agent: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     permissions: str | None = None  # the top-level default --permissions policy
     #: Seconds a setup step (initialize, session setup, settings, listings) may wait for the
     #: agent's answer; 0: no limit. Turns are never bounded by it.
@@ -313,8 +312,7 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             for name, entry in value.items():
                 where = _where(path, text, "mcp_servers", name)
                 config.mcp_servers[name] = validate_mcp_entry(name, entry, where)
-        else:
-            config.extra[key] = value
+        # Any other top-level key is ignored (a newer acpcli's setting read by an older one).
     return config
 
 

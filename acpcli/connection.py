@@ -38,14 +38,16 @@ import anyio.abc
 from acpcli import notices
 from acpcli.errors import AnswerTooLarge, ConnectionClosed, RpcError
 from acpcli.transport import Transport
-from acpcli.wiretap import WireTap
+from acpcli.wiretap import Tap
 
 logger = logging.getLogger("acpcli.connection")
 
 Handler = Callable[[Any], Awaitable[Any]]
 """Serves one agent→client method: ``params -> result``; raise :class:`RpcError` to answer an error."""
 
-NotificationCallback = Callable[[str, Any], "Awaitable[None] | None"]
+#: ``on_notification(method, params, frame_text)``: ``frame_text`` is the notification's frame
+#: as received (None inside a batch), so a consumer can store it without re-encoding it.
+NotificationCallback = Callable[[str, Any, "str | None"], "Awaitable[None] | None"]
 
 CANCEL_METHOD = "$/cancel_request"
 # Bad frames reported at warning level before switching to debug (with a running count).
@@ -80,7 +82,7 @@ class _Pending:
 class Connection:
     """A JSON-RPC 2.0 endpoint over one transport; use ``async with Connection(t) as conn``.
 
-    ``handlers`` serve requests from the peer; ``on_notification(method, params)`` receives its
+    ``handlers`` serve requests from the peer; ``on_notification(method, params, frame_text)`` receives its
     notifications in order (it may be sync or async; it must not await a request on this
     connection, since it runs on the reader). ``tap`` records every frame both ways.
 
@@ -94,7 +96,7 @@ class Connection:
         *,
         handlers: Mapping[str, Handler] | None = None,
         on_notification: NotificationCallback | None = None,
-        tap: WireTap | None = None,
+        tap: Tap | None = None,
         step_timeout: float | None = None,
     ) -> None:
         self._transport = transport
@@ -115,10 +117,6 @@ class Connection:
         self._reader_done: anyio.Event | None = None
         self._closed_locally = False
         self._bad_frames = 0
-        self.frame_text: str | None = None
-        """The text of the frame being dispatched, as received; set only while a single
-        (non-batch) message's notification callback runs, so a consumer can store it without
-        re-serializing (the event log does)."""
         self.closed = False
         """True once the peer's output ended or the connection was closed: requests fail at once."""
         set_handler = getattr(transport, "set_oversized_handler", None)
@@ -277,9 +275,7 @@ class Connection:
                     continue
                 try:
                     if type(message) is dict:
-                        self.frame_text = text
-                        consuming = dispatch(message)
-                        self.frame_text = None
+                        consuming = dispatch(message, text)
                         if consuming is not None:
                             await self._consume(consuming, message)
                     elif type(message) is list:
@@ -287,16 +283,16 @@ class Connection:
                     else:
                         self._bad_frame(frame, "not a JSON-RPC message")
                 except RecursionError:  # parsed, but too deep to log, copy or answer (an id of [[[…]]])
-                    self.frame_text = None
                     self._bad_frame(frame, "JSON nested too deeply")
         finally:
             self._mark_closed()
             assert self._reader_done is not None
             self._reader_done.set()
 
-    def _dispatch(self, message: dict[str, Any]) -> Awaitable[None] | None:
+    def _dispatch(self, message: dict[str, Any], text: str | None = None) -> Awaitable[None] | None:
         """Handle one message. For a notification, return what the consumer wants awaited:
-        the reader awaits it before reading on, which is what keeps updates in order."""
+        the reader awaits it before reading on, which is what keeps updates in order.
+        ``text`` is the frame as received when it held this message alone (not a batch)."""
         method = message.get("method")
         if method is None:
             self._resolve(message)
@@ -310,7 +306,7 @@ class Connection:
             callback = self._on_notification
             if callback is not None:
                 try:
-                    return callback(method, message.get("params"))
+                    return callback(method, message.get("params"), text)
                 except Exception:
                     # A failing consumer must not take the whole stream down with it.
                     logger.exception("handling the notification %s failed", method)

@@ -176,7 +176,7 @@ class RpcError(AcpcliError):
             code = cls.INTERNAL_ERROR
         if not isinstance(message, str):
             message = "(no message)"
-        klass = AuthRequired if code == cls.AUTH_REQUIRED and "auth" in message.lower() else cls
+        klass = AuthRequired if code == cls.AUTH_REQUIRED else cls  # by code: ACP's auth_required
         return klass(code, message, error.get("data"), method=method)
 
 

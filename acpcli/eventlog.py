@@ -50,7 +50,7 @@ import sys
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acpcli.errors import SessionNotFound
 
@@ -59,7 +59,18 @@ logger = logging.getLogger("acpcli.eventlog")
 if TYPE_CHECKING:
     import sqlite3
 
-    from acpcli.persistence import Index
+
+class Database(Protocol):
+    """What an :class:`EventWriter` needs of its index (:class:`acpcli.persistence.Index`):
+    the open connection, and a registry that flushes its writers before every read and
+    closes them when the index closes."""
+
+    @property
+    def conn(self) -> sqlite3.Connection: ...
+
+    def register(self, writer: EventWriter) -> None: ...
+
+    def unregister(self, writer: EventWriter) -> None: ...
 
 # Migration 2 runs this text (acpcli.persistence.MIGRATIONS): it is shipped, never edit it;
 # change the format with a new migration. SQLite keeps the text, comments included.
@@ -267,7 +278,7 @@ class EventWriter:
 
     def __init__(
         self,
-        index: Index,
+        index: Database,
         *,
         batch_size: int = 500,
         flush_interval: float = 0.1,
@@ -285,8 +296,8 @@ class EventWriter:
         self._next_seq: dict[str, int] = {}  # session id -> next seq to hand out
         self._stored: dict[str, int] = {}  # session id -> last seq known to be in the db
         self._closed = False
-        # The index and its writers are one unit: it owns the (weak) registry.
-        index._writers.add(self)
+        # The index and its writers are one unit: it owns the registry.
+        index.register(self)
 
     @property
     def pending(self) -> int:
@@ -335,15 +346,16 @@ class EventWriter:
         self._stored[session_id] = last
         return last + 1
 
-    def _forget(self, session_id: str) -> None:
-        # Called by Index.delete: a deleted session's numbering starts afresh.
+    def forget(self, session_id: str) -> None:
+        """The session was deleted (``Index.delete``): its numbering starts afresh."""
         self._next_seq.pop(session_id, None)
         self._stored.pop(session_id, None)
 
     def flush_if_due(self) -> bool:
         """Flush if the oldest pending event is older than ``flush_interval``; say whether.
 
-        For an event loop's timer, so a quiet stream still reaches the disk promptly.
+        The command's :class:`~acpcli.supervise.Supervisor` calls it on a timer, so a quiet
+        stream still reaches the disk promptly.
         """
         if self._pending and self._clock() - self._oldest >= self._interval:
             self.flush()
@@ -390,7 +402,7 @@ class EventWriter:
         finally:
             self._pages = {}
             self._pending = 0
-            self._index._writers.discard(self)
+            self._index.unregister(self)
 
     def __enter__(self) -> EventWriter:
         return self

@@ -25,11 +25,15 @@ asks for the ``latest`` reading, where ``capabilities.session`` implies the base
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from acpcli import __version__
 from acpcli.errors import AuthRequired, HandshakeError, RpcError, UsageError
+
+log = logging.getLogger("acpcli.negotiate")
 
 if TYPE_CHECKING:
     from acpcli.connection import Connection
@@ -115,7 +119,8 @@ class AgentFeatures:
         return {"stdio": self.mcp_stdio, "http": self.mcp_http, "sse": self.mcp_sse}.get(transport, False)
 
     def summary(self) -> dict[str, Any]:
-        """A flat, JSON-friendly description (for ``acpcli agents --probe`` and debug logs)."""
+        """A flat, JSON-friendly description of what the agent offers (logged at debug level
+        after every ``initialize``: ``ACPCLI_DEBUG=1`` shows it in the log file)."""
         return {
             "protocolVersion": self.protocol_version,
             "reading": self.reading,
@@ -344,4 +349,7 @@ async def initialize(
         if isinstance(err, AuthRequired):
             raise
         raise HandshakeError(f"the agent refused initialize: {err.rpc_message} ({err.code})") from err
-    return features_from_result(result, choice=choice, offer=offer, v2_reading=v2_reading)
+    features = features_from_result(result, choice=choice, offer=offer, v2_reading=v2_reading)
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("initialized: %s", json.dumps(features.summary()))
+    return features

@@ -501,7 +501,7 @@ class Index:
         """Forget a session and its events."""
         for writer in list(self._writers):
             writer.flush()  # so no buffered row of this session lands after the delete
-            writer._forget(session_id)
+            writer.forget(session_id)
         self._update(session_id, "DELETE FROM sessions WHERE id = ?", ())
 
     # -- events -------------------------------------------------------------------------
@@ -517,6 +517,13 @@ class Index:
         from acpcli.eventlog import EventWriter
 
         return EventWriter(self, batch_size=batch_size, flush_interval=flush_interval, clock=clock)
+
+    def register(self, writer: EventWriter) -> None:
+        """A writer on this index: flushed before every read, closed with the index."""
+        self._writers.add(writer)
+
+    def unregister(self, writer: EventWriter) -> None:
+        self._writers.discard(writer)
 
     def _flush_writers(self) -> None:
         for writer in list(self._writers):

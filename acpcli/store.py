@@ -67,7 +67,7 @@ SESSION_INFO = "session_info"  # title and/or updated_at
 USAGE = "usage"
 STATE = "state"  # state and stop_reason
 
-#: Client-local tool status set by ``Store.cancel_tool_calls`` (not a protocol value).
+#: Client-local tool status from ``Store.cancelled_tool_calls`` (not a protocol value).
 CANCELLED = "cancelled"
 
 _UNFINISHED = frozenset(("pending", "in_progress"))
@@ -381,12 +381,13 @@ class Store:
         self._boundary = True
         self._v1_plan = None
 
-    def upsert_tool_call(self, tool_call: dict[str, Any]) -> Change | None:
-        """Create or patch a tool call from a permission request's ``toolCall``.
+    def asked_tool_call(self, tool_call: Any) -> dict[str, Any] | None:
+        """The ``tool_call_update`` that records a permission request's ``toolCall``, or None
+        for a malformed one. The caller feeds it like any update (so it is stored and shown).
 
-        Agents may ask permission for a call never announced (gemini): it is created. A
-        request's ``status: "pending"`` does not move a call that already reported
-        progress back to pending (codex announces ``in_progress`` first).
+        Agents may ask permission for a call never announced (gemini): the update creates it.
+        A request's ``status: "pending"`` does not move a call that already reported progress
+        back to pending (codex announces ``in_progress`` first): that status is left out.
         """
         if type(tool_call) is not dict:
             log.debug("ignored tool call: %.200r", tool_call)
@@ -395,36 +396,24 @@ class Store:
         if type(tool_id) is not str:
             log.debug("ignored tool call without id: %.200r", tool_call)
             return None
+        fields = {k: v for k, v in tool_call.items() if k not in ("sessionUpdate", "_meta")}
         index = self._tools.get(tool_id)
         if index is not None:
             existing = self.entries[index]
-            if tool_call.get("status") == _DEFAULT_STATUS and existing.status != _DEFAULT_STATUS:  # type: ignore[union-attr]
-                tool_call = {k: v for k, v in tool_call.items() if k != "status"}
-        return self._upsert_tool(tool_call, tool_id, replace=False)
+            if fields.get("status") == _DEFAULT_STATUS and existing.status != _DEFAULT_STATUS:  # type: ignore[union-attr]
+                del fields["status"]
+        return {"sessionUpdate": "tool_call_update", **fields}
 
-    def cancel_tool_calls(self) -> list[EntryUpdated]:
-        """Mark every pending / in-progress tool call ``cancelled`` (client-local status).
-
-        The spec asks the client to do this as soon as it sends ``session/cancel``; later
-        updates from the agent still apply on top.
+    def cancelled_tool_calls(self) -> list[dict[str, Any]]:
+        """The ``tool_call_update`` s that mark every pending / in-progress tool call
+        ``cancelled`` (client-local status), in entry order. The spec asks the client to do
+        this as soon as it sends ``session/cancel``; later updates from the agent still apply.
         """
-        changes = []
-        for index in self._tools.values():
-            call = self.entries[index]
-            if call.status in _UNFINISHED:  # type: ignore[union-attr]
-                call.status = CANCELLED  # type: ignore[union-attr]
-                changes.append(EntryUpdated(index, call))
-        return changes  # in index order: ids are registered as their entries are added
-
-    def add_user_message(self, content: list[Block], message_id: str | None = None) -> NewEntry:
-        """Append the user's own prompt as a user message (v1 agents do not echo it).
-
-        Like any user message it opens a turn: the next id-less agent chunk and the next
-        v1 ``plan`` start new entries. Invalid blocks are skipped.
-        """
-        index, message = self._new_message(USER, message_id)
-        message.set_content(_blocks(content) if type(content) is list else [])
-        return NewEntry(index, message)
+        updates = []
+        for tool_id, index in self._tools.items():
+            if self.entries[index].status in _UNFINISHED:  # type: ignore[union-attr]
+                updates.append({"sessionUpdate": "tool_call_update", "toolCallId": tool_id, "status": CANCELLED})
+        return updates
 
     def set_state(self, state: str, stop_reason: str | None = None) -> SessionChanged:
         """Set ``state``/``stop_reason`` (v2 ``state_update``; v1's prompt response)."""

@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from acpcli.redact import REDACTED, redact_frame
 from acpcli.safe_text import json_escape
@@ -29,6 +29,17 @@ from acpcli.safe_text import json_escape
 __all__ = ["ENV_VAR", "REDACTED", "StreamTap", "WireTap", "redact_frame"]
 
 ENV_VAR = "ACPCLI_LOG_FILE"
+
+
+class Tap(Protocol):
+    """Whatever records the frames of a connection both ways (:class:`WireTap`,
+    :class:`StreamTap`, the supervisor's ``GuardedTap``)."""
+
+    def sent(self, frame: bytes) -> None: ...
+
+    def received(self, frame: bytes) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class WireTap:

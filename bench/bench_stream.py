@@ -147,7 +147,7 @@ def run(make_view: Callable[[NullFile, Callable[[], float]], Any], updates: list
 
 def tty_view(out: NullFile, clock: Callable[[], float]) -> Any:
     try:  # the console acpcli uses (builds before it had one: plain rich)
-        from acpcli.render.safe_console import SafeConsole as Console
+        from acpcli.safe_console import SafeConsole as Console
     except ImportError:
         from rich.console import Console
 

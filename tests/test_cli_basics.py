@@ -36,7 +36,7 @@ def test_unknown_command_is_usage_error() -> None:
 
 
 def test_agent_arg_names_an_agent_only_while_the_name_runs_the_same_command() -> None:
-    from acpcli.cli.ops import AgentChoice, agent_arg, pick_agent
+    from acpcli.session.agent import AgentChoice, agent_arg, pick_agent
 
     demo = pick_agent("demo", None)
     assert agent_arg(demo) == "demo"

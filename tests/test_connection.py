@@ -51,7 +51,7 @@ class Updates:
         self.waiting_id: Any = None
         self.waiting = anyio.Event()
 
-    async def __call__(self, method: str, params: Any) -> None:
+    async def __call__(self, method: str, params: Any, frame_text: str | None = None) -> None:
         await anyio.lowlevel.checkpoint()  # yields: if the reader did not await us, order would break
         self.seen.append((method, params))
         if method == "test/waiting":
@@ -101,7 +101,7 @@ async def test_notifications_are_handled_in_order_before_the_answer() -> None:
 @pytest.mark.anyio
 async def test_a_plain_function_can_take_notifications() -> None:
     seen: list[int] = []
-    async with connect(on_notification=lambda method, params: seen.append(params["i"])) as conn:
+    async with connect(on_notification=lambda method, params, text: seen.append(params["i"])) as conn:
         await conn.request("stream", {"count": 5})
     assert seen == [0, 1, 2, 3, 4]
 
@@ -110,7 +110,7 @@ async def test_a_plain_function_can_take_notifications() -> None:
 async def test_a_failing_notification_consumer_does_not_stop_the_stream(caplog: pytest.LogCaptureFixture) -> None:
     seen: list[int] = []
 
-    def consumer(method: str, params: Any) -> None:
+    def consumer(method: str, params: Any, frame_text: str | None) -> None:
         seen.append(params["i"])
         if params["i"] == 1:
             raise ValueError("bad update")
@@ -119,6 +119,21 @@ async def test_a_failing_notification_consumer_does_not_stop_the_stream(caplog: 
         assert await conn.request("stream", {"count": 3}) == {"count": 3}
     assert seen == [0, 1, 2]
     assert "handling the notification session/update failed" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_each_notification_comes_with_its_frame_as_received() -> None:
+    # The event log stores the frame's own text (no re-encoding): it is handed over as an
+    # argument with the notification it holds, not left on the connection for someone to read.
+    import json
+
+    got: list[tuple[Any, str | None]] = []
+
+    async with connect(on_notification=lambda method, params, text: got.append((params, text))) as conn:
+        assert await conn.request("stream", {"count": 3}) == {"count": 3}
+    assert [params["i"] for params, _ in got] == [0, 1, 2]
+    for params, text in got:
+        assert text is not None and json.loads(text)["params"] == params
 
 
 @pytest.mark.anyio
@@ -199,7 +214,7 @@ async def test_an_agent_request_does_not_block_the_stream() -> None:
     updates = Updates()
     got_update = anyio.Event()
 
-    def on_notification(method: str, params: Any) -> None:
+    def on_notification(method: str, params: Any, frame_text: str | None = None) -> None:
         updates.seen.append((method, params))
         got_update.set()
 
@@ -470,7 +485,7 @@ async def test_memory_pair_round_trip_both_ways() -> None:
             async with Connection(
                 client_end,
                 handlers={"session/request_permission": permission},
-                on_notification=lambda method, params: seen_by_client.append((method, params)),
+                on_notification=lambda method, params, text: seen_by_client.append((method, params)),
             ) as client:
                 answer = await client.request("session/prompt", {"q": "may I?"})
             # The client end closed: the agent side sees its peer gone.

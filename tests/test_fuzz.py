@@ -29,16 +29,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acpcli.cli.listing import store_from_events
 from acpcli.connection import Connection, encode
 from acpcli.persistence import Index
 from acpcli.render import FinalView
 from acpcli.render.jsonl import JsonlView
 from acpcli.render.plain import PlainView
-from acpcli.render.safe_console import SafeConsole
 from acpcli.render.transcript import to_markdown, to_text
 from acpcli.render.tty import TtyView
-from acpcli.session import LiveSession
+from acpcli.safe_console import SafeConsole
+from acpcli.session.live import LiveSession
+from acpcli.session.records import rebuild as store_from_events
 from acpcli.store import Store
 from acpcli.transport import LineFramer, memory_pair
 from tests.helpers.records import rec
@@ -144,7 +144,7 @@ def run_reader(frames: list[bytes]) -> list[Any]:
         framer = LineFramer(max_line_bytes=4096)
         framer.feed(b"\n".join(frames) + b"\n")
         framer.end()
-        async with Connection(client_end, on_notification=lambda m, p: seen.append(p)) as conn:
+        async with Connection(client_end, on_notification=lambda m, p, text: seen.append(p)) as conn:
             async with anyio.create_task_group() as tg:
 
                 async def agent() -> None:

@@ -18,7 +18,8 @@ from acpcli.client_side import (
 )
 from acpcli.errors import RpcError, UsageError
 from acpcli.protocol import wire
-from acpcli.session import LiveSession, open_link
+from acpcli.session.link import open_link
+from acpcli.session.live import LiveSession
 from acpcli.store import Message, Store
 from tests.agents import agent_argv
 

@@ -16,7 +16,7 @@ from acpcli import eventlog
 from acpcli.errors import StorageError
 from acpcli.persistence import Index
 from acpcli.safestore import SafeIndex, storage_reason, verdict
-from acpcli.session import LiveSession
+from acpcli.session.live import LiveSession
 from acpcli.store import Store
 from acpcli.supervise import Supervisor
 from tests.helpers.records import rec
@@ -102,10 +102,10 @@ def test_a_failing_recorder_never_loses_the_turn_end() -> None:
             raise sqlite3.OperationalError("database or disk is full")
 
     live = LiveSession(session_id="s1", store=Store(), recorder=Broken())
-    live._turn_idle = anyio.Event()
+    live.turn_idle = anyio.Event()
     live.feed({"sessionUpdate": "state_update", "state": "running"})
     live.feed({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
-    assert live._turn_idle.is_set()
+    assert live.turn_idle.is_set()
 
 
 def test_the_supervisor_flushes_a_paused_stream_within_100_ms(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ import pytest
 
 from acpcli.errors import CapabilityMissing
 from acpcli.protocol import wire
-from acpcli.session import LiveSession, open_link
+from acpcli.session.link import open_link
+from acpcli.session.live import LiveSession
 from acpcli.store import Message
 from tests.agents import agent_argv
 
@@ -131,3 +132,33 @@ async def test_settings_from_answers_that_carry_no_option_list(tmp_path) -> None
         assert [(c.key, c.current) for c in live.settings()] == [("model", "B"), ("mode", "Code")]
         assert live.store.current_mode_id == "code"
         assert seeded[0]["currentValue"] == "a"  # a new list replaced it; the old one is intact
+
+
+def test_updates_acpcli_makes_go_the_agents_way_store_log_view() -> None:
+    # A tool call first seen in a permission request, and tool calls marked cancelled when the
+    # turn is cancelled, are fed like the agent's updates: the view shows them, the event log
+    # records them (as acpcli's own), and the transcript rebuilt from the log is what was shown.
+    from acpcli.persistence import Index
+    from acpcli.session.records import LOCAL, rebuild
+    from acpcli.store import CANCELLED, Store, ToolCall
+    from tests.helpers.records import rec
+
+    with Index.open() as index:
+        index.upsert_session(rec("s"))
+        writer = index.writer()
+        view = Collect()
+        live = LiveSession(session_id="s", store=Store(), sink=view, recorder=writer)
+        live.feed({"sessionUpdate": "tool_call", "toolCallId": "run", "title": "Run", "status": "in_progress"})
+        live.feed({"sessionUpdate": "tool_call", "toolCallId": "done", "title": "Done", "status": "completed"})
+        live.asked_about({"toolCallId": "write", "title": "Write hello.txt", "kind": "edit", "status": "pending"})
+        assert len(view.changes) == 3  # the asked-about call was shown as it was made
+        live.cancel_unfinished_tools()
+        shown = [(e.tool_call_id, e.status) for e in live.store.entries if isinstance(e, ToolCall)]
+        assert shown == [("run", CANCELLED), ("done", "completed"), ("write", CANCELLED)]
+        assert len(view.changes) == 5
+        writer.flush()
+        kinds = [kind for kind, _ in index.events("s")]
+        assert kinds == ["tool_call", "tool_call", LOCAL, LOCAL, LOCAL]
+        rebuilt = [(e.tool_call_id, e.status) for e in rebuild(index, "s").entries if isinstance(e, ToolCall)]
+        assert rebuilt == shown
+        writer.close()

@@ -13,7 +13,8 @@ import time
 import anyio
 import pytest
 
-from acpcli.session import AgentLink, LiveSession
+from acpcli.session.link import AgentLink, Dispatcher
+from acpcli.session.live import LiveSession
 from acpcli.store import Store
 
 
@@ -22,7 +23,7 @@ class _Conn:
 
 
 def _setup() -> tuple[AgentLink, LiveSession]:
-    link = AgentLink(_Conn(), features=None, store_factory=Store)  # type: ignore[arg-type]  # a stand-in connection
+    link = AgentLink(_Conn(), None, Dispatcher(), store_factory=Store)  # type: ignore[arg-type]  # a stand-in connection
     return link, LiveSession(session_id="s", store=Store())
 
 

@@ -70,7 +70,7 @@ def test_the_probe_sees_a_heavy_import() -> None:
 # for session ids) sqlite3.
 COMPLETION_FORBIDDEN = (
     *FORBIDDEN, "rich", "anyio", "acpcli.transport", "acpcli.connection", "acpcli.session",
-    "acpcli.cli.ops", "typer._adapters", "sqlite3",
+    "acpcli.session.run", "typer._adapters", "sqlite3",
 )
 COMPLETE = (
     "import os\n"

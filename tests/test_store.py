@@ -441,11 +441,18 @@ def test_unknown_tool_kind_and_status_are_kept() -> None:
     assert call is not None and (call.kind, call.status) == ("_teleport", "_queued")
 
 
+def asked(store: Store, tool_call: Any) -> Any:
+    """A permission request's tool call, as the live session records it: the update the store
+    makes of it, applied like any update (None when the store makes none)."""
+    update = store.asked_tool_call(tool_call)
+    return None if update is None else store.apply(update)
+
+
 def test_gemini_permission_for_unannounced_tool_call_creates_entry() -> None:
     store = Store()
     store.apply(chunk("agent_message", "I will write the file"))
-    change = store.upsert_tool_call(
-        {"toolCallId": "write-1", "title": "Write hello.txt", "kind": "edit", "status": "pending"}
+    change = asked(
+        store, {"toolCallId": "write-1", "title": "Write hello.txt", "kind": "edit", "status": "pending"}
     )
     assert isinstance(change, NewEntry) and change.index == 1
     call = store.tool_call("write-1")
@@ -458,20 +465,20 @@ def test_gemini_permission_for_unannounced_tool_call_creates_entry() -> None:
 def test_codex_in_progress_before_permission_request_is_not_reset_to_pending() -> None:
     store = Store()
     store.apply({"sessionUpdate": "tool_call", "toolCallId": "exec", "title": "Run", "status": "in_progress"})
-    change = store.upsert_tool_call({"toolCallId": "exec", "title": "Run `make`", "status": "pending"})
+    change = asked(store, {"toolCallId": "exec", "title": "Run `make`", "status": "pending"})
     assert isinstance(change, EntryUpdated)
     call = store.tool_call("exec")
     assert call is not None and call.status == "in_progress" and call.title == "Run `make`"
     # a pending call stays pending, and a real status change through the same path applies
     store.apply({"sessionUpdate": "tool_call", "toolCallId": "p", "title": "P", "status": "pending"})
-    store.upsert_tool_call({"toolCallId": "p", "status": "in_progress"})
+    asked(store, {"toolCallId": "p", "status": "in_progress"})
     assert store.tool_call("p").status == "in_progress"  # type: ignore[union-attr]
 
 
-def test_upsert_tool_call_rejects_garbage() -> None:
+def test_asked_tool_call_rejects_garbage() -> None:
     store = Store()
-    assert store.upsert_tool_call({"title": "no id"}) is None
-    assert store.upsert_tool_call("nope") is None  # type: ignore[arg-type]
+    assert store.asked_tool_call({"title": "no id"}) is None
+    assert store.asked_tool_call("nope") is None
     assert store.entries == []
 
 
@@ -479,8 +486,8 @@ def test_cancel_tool_calls_marks_only_unfinished_calls() -> None:
     store = Store()
     for tool_id, status in [("a", "pending"), ("b", "completed"), ("c", "in_progress"), ("d", "failed")]:
         store.apply({"sessionUpdate": "tool_call", "toolCallId": tool_id, "title": tool_id, "status": status})
-    changes = store.cancel_tool_calls()
-    assert [c.index for c in changes] == [0, 2]
+    changes = [store.apply(update) for update in store.cancelled_tool_calls()]
+    assert [c.index for c in changes] == [0, 2]  # type: ignore[union-attr]
     assert [e.status for e in store.entries] == [CANCELLED, "completed", CANCELLED, "failed"]  # type: ignore[union-attr]
     # the agent may still report afterwards
     store.apply({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"})
@@ -700,7 +707,11 @@ def test_add_user_message_records_the_prompt_and_opens_a_turn() -> None:
     store = Store()
     store.apply(chunk("agent_message", "earlier answer"))
     store.apply({"sessionUpdate": "plan", "entries": [plan_entry("old")]})
-    change = store.add_user_message([text("next question"), "junk"])  # type: ignore[list-item]
+    # The v1 echo of a prompt (LiveSession.echo_prompt): a turn boundary, then each block as a
+    # user message chunk; a junk block is ignored.
+    store.turn_boundary()
+    change = store.apply({"sessionUpdate": "user_message_chunk", "content": text("next question")})
+    assert store.apply({"sessionUpdate": "user_message_chunk", "content": "junk"}) is None
     assert isinstance(change, NewEntry) and change.index == 2 and change.entry.kind == "user"  # type: ignore[union-attr]
     store.apply(chunk("agent_message", "new answer"))
     assert isinstance(store.apply({"sessionUpdate": "plan", "entries": [plan_entry("new")]}), NewEntry)

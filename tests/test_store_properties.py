@@ -257,7 +257,9 @@ def test_arbitrary_input_never_raises_nor_hits_the_safety_net(updates: list[Any]
             change = store.apply(update)
             if isinstance(change, (NewEntry, EntryUpdated)):
                 assert store.entries[change.index] is change.entry
-            store.upsert_tool_call(update)
+            asked = store.asked_tool_call(update)
+            if asked is not None:
+                store.apply(asked)
         store.transcript()
         for entry in store.entries:
             if isinstance(entry, Message):

@@ -194,6 +194,19 @@ async def test_aclose_kills_and_reaps_every_terminal(tmp_path) -> None:
 
 
 @pytest.mark.anyio
+async def test_release_session_releases_only_that_sessions_terminals(tmp_path) -> None:
+    # What a closed session leaves behind (AgentLink.close): its terminals, killed and released.
+    async with terminals() as terms:
+        mine = [await terms.create("s", "sleep", ["60"], cwd=str(tmp_path)) for _ in range(2)]
+        other = await terms.create("t", "sleep", ["60"], cwd=str(tmp_path))
+        await terms.release_session("s")
+        assert all(gone(t.pid) for t in mine)
+        assert not gone(other.pid) and len(terms) == 1
+        with pytest.raises(RpcError):
+            terms.get("s", mine[0].terminal_id)
+
+
+@pytest.mark.anyio
 async def test_released_output_stays_visible_for_the_view(tmp_path) -> None:
     async with terminals() as terms:
         term = await terms.create("s", "echo", ["kept"], cwd=str(tmp_path))

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from acpcli.errors import CapabilityMissing, ExitCode, LoginFailed, UsageError
+from acpcli.errors import CapabilityMissing, ExitCode, Interrupted, LoginFailed, UsageError
 from acpcli.protocol.wire import LoginMethod
 from acpcli.safe_text import safe_line
 
+if TYPE_CHECKING:
+    from acpcli.env import Environment
+    from acpcli.session.agent import AgentChoice
 
-def _list(env: Any, methods: list[LoginMethod]) -> None:
+
+def _list(env: Environment, methods: list[LoginMethod]) -> None:
     from rich.markup import escape
 
     for method in methods:
@@ -32,7 +36,7 @@ def _list(env: Any, methods: list[LoginMethod]) -> None:
     env.stdout.flush()
 
 
-async def _pick(env: Any, methods: list[LoginMethod], wanted: str | None, agent: str) -> LoginMethod:
+async def _pick(env: Environment, methods: list[LoginMethod], wanted: str | None, agent: str) -> LoginMethod:
     known = ", ".join(m.id for m in methods)
     if wanted is not None:
         for method in methods:
@@ -47,11 +51,11 @@ async def _pick(env: Any, methods: list[LoginMethod], wanted: str | None, agent:
 
     picked = await choose(f"log in with 1-{len(methods)}:", [f"{m.label} ({m.id}, {m.type})" for m in methods])
     if picked is None:
-        raise KeyboardInterrupt  # dismissed: exit 130, as for any Ctrl-C
+        raise Interrupted("no login method chosen")  # dismissed (Ctrl-C): exit 130
     return methods[picked]
 
 
-def _terminal_login(env: Any, choice: Any, method: LoginMethod, agent_env: dict[str, str]) -> int:
+def _terminal_login(env: Environment, choice: AgentChoice, method: LoginMethod, agent_env: dict[str, str]) -> int:
     """Run the agent's login program in this terminal; 0 means logged in."""
     import shlex
     import subprocess
@@ -82,9 +86,11 @@ def run_auth(
     """``acpcli auth``; see the command's help."""
     import anyio
 
-    from acpcli.cli.ops import _env_extra, environment, link_for, pick_agent
+    from acpcli.cli.streams import environment
     from acpcli.negotiate import parse_protocol_choice
     from acpcli.protocol import wire
+    from acpcli.session.agent import env_extra, pick_agent
+    from acpcli.session.run import link_for
 
     if protocol is not None:
         parse_protocol_choice(protocol)
@@ -92,7 +98,7 @@ def run_auth(
         raise UsageError("give only one of --list, --logout and --method")
     choice = pick_agent(agent_name, cmd)
     env = environment()
-    agent_env = _env_extra(choice)
+    agent_env = env_extra(choice)
 
     async def main() -> LoginMethod | None:
         async with link_for(choice, protocol=protocol, log_file=log_file) as link:

@@ -64,38 +64,21 @@ def prompt(
 
       acpcli prompt --agent claude --mode plan --model opus "how would you split this module?"
     """
-    from acpcli.cli import ops
-    from acpcli.errors import UsageError
+    from acpcli.cli.streams import close_output, environment, prompt_text
+    from acpcli.env import Environment
+    from acpcli.session import run as running
+    from acpcli.session.context import Run
+    from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
-    wanted = ops.wanted_settings(mode, model, set_)
-    env = ops.environment()
-    the_text = ops.prompt_text(text, file, env)
-    if session and last:
-        raise UsageError("give either --session or --last, not both")
-    default_agent = default_cwd = record = None
-    default_dirs: list[str] = []
-    if last and agent is None and cmd is None:
-        # No agent named: the last session here, whatever agent it was made with.
-        session = ops.last_session_here(cwd)
-        last = session is None
-    if session is not None:
-        record = ops.lookup(session)
-        session = record.id
-        default_agent = ops.recorded_agent(record)
-        default_cwd, default_dirs = record.cwd, list(record.additional_dirs)
-    inputs = ops.session_inputs(
-        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
-        protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
-        default_add_dirs=default_dirs, record=record, no_mcp=no_mcp,
+    wanted = wanted_settings(mode, model, set_)
+    env = environment()
+    the_text = prompt_text(text, file, env)
+    options = Options(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, no_mcp=no_mcp,
+        protocol=protocol, log_file=log_file,
     )
-    if last:
-        session = ops.last_session(inputs.agent, inputs.cwd)
-        record = ops.lookup(session)
-        inputs.additional_directories = list(record.additional_dirs) if not add_dir else inputs.additional_directories
-        inputs.protocol = ops.choose_protocol(protocol, inputs.agent, record)
-    if record is not None:
-        ops.recorded_mcp(inputs, record)
-    run = ops.Run(env=env, repl=False, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
+    inputs, record = for_prompt(options, session, last)
+    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -103,12 +86,13 @@ def prompt(
             from acpcli.errors import OutputError
 
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
-        run.env = ops.Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
+        run.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
-        code = ops.run_prompt(
-            inputs, run, the_text, session_id=session, output_format=output_format, quiet=quiet, settings=wanted
+        code = running.prompt(
+            inputs, run, the_text, session_id=record.id if record is not None else None,
+            output_format=output_format, quiet=quiet, settings=wanted,
         )
     finally:
         if output is not None:
-            ops.close_output(run.env.stdout, str(output))
+            close_output(run.env.stdout, str(output))
     raise typer.Exit(code)

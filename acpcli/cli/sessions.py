@@ -1,13 +1,14 @@
-"""Session lifecycle commands: new, load, resume, close, sessions, show.
+"""Session commands: new, load, resume, close (:mod:`acpcli.session.run`) and sessions,
+show, export (:mod:`acpcli.cli.history`).
 
-Each command validates its input and delegates to :mod:`acpcli.cli.ops` (imported inside the
-function, so ``--help`` stays fast).
+Each command parses its arguments and calls one function, imported inside the command so
+``--help`` stays fast; :func:`acpcli.cli.main` maps what it returns or raises to an exit code.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -30,6 +31,10 @@ from acpcli.cli.options import (
     SessionId,
 )
 
+if TYPE_CHECKING:
+    from acpcli.session.context import Run
+    from acpcli.session.inputs import Options
+
 app = typer.Typer()
 
 NewIfMissing = Annotated[
@@ -45,14 +50,18 @@ Title = Annotated[str | None, typer.Option("--title", help="A title for the sess
 
 def _run(
     no_repl: bool, title: str | None = None, permissions: str | None = None, no_fs: bool = False, no_terminal: bool = False
-):
-    from acpcli.cli.ops import Run, environment
+) -> Run:
+    """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
+    from acpcli.cli.streams import environment
+    from acpcli.session.context import Run
 
     env = environment()
-    return Run(
-        env=env, repl=env.interactive and not no_repl, title=title, permissions=permissions,
-        fs=not no_fs, terminal=not no_terminal,
-    )
+    person = None
+    if env.interactive and not no_repl:
+        from acpcli.repl.person import AtTerminal
+
+        person = AtTerminal(env)
+    return Run(env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal)
 
 
 @app.command()
@@ -82,71 +91,23 @@ def new(
 
       acpcli new --cmd 'my-agent --acp' --cwd ~/src/app --add-dir ~/src/lib
     """
-    from acpcli.cli import ops
+    from acpcli.session import run
+    from acpcli.session.inputs import Options
 
-    inputs = ops.session_inputs(
-        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
-        protocol=protocol, log_file=log_file,
+    options = Options(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
+        log_file=log_file,
     )
-    raise typer.Exit(ops.run_lifecycle("new", inputs, _run(no_repl, title, permissions, no_fs, no_terminal)))
+    raise typer.Exit(run.lifecycle("new", options.inputs(), _run(no_repl, title, permissions, no_fs, no_terminal)))
 
 
-def _reattach(
-    command: str,
-    session_id: str,
-    agent: str | None,
-    cmd: str | None,
-    cwd,
-    add_dir,
-    no_add_dirs: bool,
-    mcp_config,
-    mcp,
-    protocol: str | None,
-    log_file,
-    new_if_missing: bool,
-    run,
-    no_mcp: bool = False,
-) -> int:
-    from acpcli.cli import ops
-    from acpcli.errors import RpcError, SessionNotFound, UsageError
+def _reattach(command: str, session_id: str, options: Options, new_if_missing: bool, run: Run) -> int:
+    from acpcli.session import inputs
+    from acpcli.session import run as running
 
-    record = ops.lookup_or_none(session_id)
-    default_agent = None
-    default_cwd = None
-    default_dirs: list[str] = []
-    if record is not None:
-        default_agent = ops.recorded_agent(record)
-        default_cwd = record.cwd
-        default_dirs = list(record.additional_dirs)
-        if cwd is not None and ops.resolve_dir(cwd, "--cwd") != record.cwd:
-            raise UsageError(
-                f"session {record.id} belongs to {record.cwd}; --cwd {cwd} differs",
-                hint="the agent restores a session in its own working directory; drop --cwd, "
-                "or start a new session there",
-            )
-    elif agent is None and cmd is None:
-        # Exit 8 like show, close and prompt --session: the id is unknown here.
-        raise SessionNotFound(
-            f"session {session_id!r} is not in the local index; say which agent holds it",
-            hint=f"acpcli {command} {session_id} --agent NAME (or --cmd 'COMMAND') [--cwd DIR]",
-        )
-    inputs = ops.session_inputs(
-        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp,
-        protocol=protocol, log_file=log_file, default_agent=default_agent, default_cwd=default_cwd,
-        default_add_dirs=default_dirs, no_add_dirs=no_add_dirs, record=record, no_mcp=no_mcp,
-    )
-    ops.recorded_mcp(inputs, record)
+    the_inputs, record = inputs.for_reattach(command, session_id, options)
     sid = record.id if record is not None else session_id
-    try:
-        return ops.run_lifecycle(command, inputs, run, session_id=sid)
-    except RpcError as err:
-        if not new_if_missing:
-            raise
-        run.env.err.print(
-            f"acpcli: {command} of {sid} failed ({err}); starting a new session (--new-if-missing)",
-            markup=False,
-        )
-        return ops.run_lifecycle("new", inputs, run)
+    return running.reattach(command, sid, the_inputs, run, new_if_missing=new_if_missing)
 
 
 @app.command()
@@ -175,10 +136,15 @@ def load(
     The stored cwd and extra roots are sent again; a session not in the local index (made by
     another client) needs --agent or --cmd, and is recorded from then on.
     """
+    from acpcli.session.inputs import Options
+
     raise typer.Exit(
-        _reattach("load", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
-                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
-                  no_mcp)
+        _reattach(
+            "load", session_id,
+            Options(agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config,
+                    mcp=mcp, no_mcp=no_mcp, protocol=protocol, log_file=log_file),
+            new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
+        )
     )
 
 
@@ -206,10 +172,15 @@ def resume(
     Needs an agent that supports resuming (v1 sessionCapabilities.resume, v2 session.resume).
     Without a terminal (or with --no-repl) nothing is printed on stdout.
     """
+    from acpcli.session.inputs import Options
+
     raise typer.Exit(
-        _reattach("resume", session_id, agent, cmd, cwd, add_dir, no_add_dirs, mcp_config, mcp,
-                  protocol, log_file, new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
-                  no_mcp)
+        _reattach(
+            "resume", session_id,
+            Options(agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config,
+                    mcp=mcp, no_mcp=no_mcp, protocol=protocol, log_file=log_file),
+            new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
+        )
     )
 
 
@@ -225,16 +196,12 @@ def close(
 
     Needs an agent that supports closing. What the agent answered is reported on stderr.
     """
-    from acpcli.cli import ops
+    from acpcli.session import run
+    from acpcli.session.inputs import Options, lookup
 
-    record = ops.lookup(session_id)
-    inputs = ops.session_inputs(
-        agent=agent, cmd=cmd, cwd=None, add_dir=None, mcp_config=None, mcp=None, protocol=protocol,
-        log_file=log_file, default_agent=ops.recorded_agent(record),
-        default_cwd=record.cwd, default_add_dirs=record.additional_dirs, record=record,
-    )
-    ops.recorded_mcp(inputs, record)
-    raise typer.Exit(ops.run_close(record, inputs, _run(True)))
+    record = lookup(session_id)
+    inputs = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file).inputs(record)
+    raise typer.Exit(run.close(record, inputs, _run(True)))
 
 
 @app.command()
@@ -248,9 +215,9 @@ def sessions(
     protocol: Protocol = None,
 ) -> None:
     """List sessions: the local index by default, or the agent's own list with --remote."""
-    from acpcli.cli import listing
+    from acpcli.cli import history
 
-    raise typer.Exit(listing.sessions(
+    raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_states=all_states, remote=remote, as_json=as_json, protocol=protocol
     ))
 
@@ -258,9 +225,9 @@ def sessions(
 @app.command()
 def show(session_id: SessionId) -> None:
     """Print a session's stored transcript (no agent is started)."""
-    from acpcli.cli import listing
+    from acpcli.cli import history
 
-    raise typer.Exit(listing.show(session_id))
+    raise typer.Exit(history.show(session_id))
 
 
 @app.command()
@@ -274,6 +241,6 @@ def export(
     markdown: a readable transcript; jsonl: one normalized event per line; text: plain text.
     Exporting after `acpcli load ID` gives the same messages as before it.
     """
-    from acpcli.cli import listing
+    from acpcli.cli import history
 
-    raise typer.Exit(listing.export(session_id, output_format, output))
+    raise typer.Exit(history.export(session_id, output_format, output))

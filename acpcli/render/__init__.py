@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.store import Store
+    from acpcli.store import Change, Store
 
 FORMATS = ("text", "markdown", "jsonl")
 
@@ -36,7 +36,7 @@ FORMATS = ("text", "markdown", "jsonl")
 class View(Protocol):
     """What the CLI drives; every view implements it."""
 
-    def on_change(self, session: Any, change: Any) -> None: ...
+    def on_change(self, session: object, change: Change) -> None: ...
 
     def begin_turn(self, store: Store | None = None) -> None: ...
 
@@ -97,7 +97,7 @@ class FinalView:
         self._title = title
         self._closed = False
 
-    def on_change(self, session: Any, change: Any) -> None:
+    def on_change(self, session: object, change: Change) -> None:
         """Remember the session's store; print nothing yet."""
         if self._store is None:
             self._store = getattr(session, "store", None)
@@ -136,7 +136,7 @@ class Collector:
         self.stop_reasons: list[str | None] = []
         self.closed = False
 
-    def on_change(self, session: Any, change: Any) -> None:
+    def on_change(self, session: object, change: Change) -> None:
         self.changes.append(change)
 
     def begin_turn(self, store: Store | None = None) -> None:

@@ -46,7 +46,16 @@ from typing import Any, TextIO
 
 from acpcli import store as st
 from acpcli.safe_text import json_escape
-from acpcli.store import EntryUpdated, Message, NewEntry, Plan, SessionChanged, Store, ToolCall
+from acpcli.store import (
+    Change,
+    EntryUpdated,
+    Message,
+    NewEntry,
+    Plan,
+    SessionChanged,
+    Store,
+    ToolCall,
+)
 
 
 def _session_fields(store: Store, name: str) -> dict[str, Any]:
@@ -136,7 +145,7 @@ class JsonlView:
         self._out.write(json_escape(json.dumps(event, ensure_ascii=False, separators=(",", ":"))) + "\n")
         self._out.flush()
 
-    def on_change(self, session: Any, change: Any) -> None:
+    def on_change(self, session: object, change: Change) -> None:
         """Write the event(s) for one change."""
         if session is not None:
             sid = getattr(session, "session_id", None)

@@ -44,7 +44,7 @@ from acpcli.render.transcript import (
     tool_header,
 )
 from acpcli.safe_text import safe_text
-from acpcli.store import AGENT, EntryUpdated, Message, NewEntry, Plan, Store, ToolCall
+from acpcli.store import AGENT, Change, EntryUpdated, Message, NewEntry, Plan, Store, ToolCall
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -205,7 +205,7 @@ class PlainView:
 
     # -- the Sink protocol ------------------------------------------------------------------
 
-    def on_change(self, session: Any, change: Any) -> None:
+    def on_change(self, session: object, change: Change) -> None:
         """Write what ``change`` adds to the transcript, then flush."""
         if self._store is None:
             store = getattr(session, "store", None)

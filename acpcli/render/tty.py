@@ -28,7 +28,7 @@ Invariants (what keeps streaming linear, see ``bench/bench_stream.py``):
 
 Agent text is passed through :mod:`acpcli.safe_text` where the renderables are built (so
 rich lays out the visible stand-ins, ``^[`` for ESC), and the console is a
-:class:`~acpcli.render.safe_console.SafeConsole` (a net under everything else).
+:class:`~acpcli.safe_console.SafeConsole` (a net under everything else).
 
 Call :meth:`TtyView.flush` before drawing anything else on the terminal (a permission
 prompt, the REPL prompt): it commits the live block and stops the live region.
@@ -66,6 +66,7 @@ from acpcli.store import (
     AGENT,
     THOUGHT,
     USER,
+    Change,
     EntryUpdated,
     Message,
     NewEntry,
@@ -693,7 +694,7 @@ class TtyView:
 
     # -- the Sink protocol ------------------------------------------------------------------
 
-    def on_change(self, session: Any, change: Any) -> None:
+    def on_change(self, session: object, change: Change) -> None:
         """Show what ``change`` changed."""
         if self._store is None:
             store = getattr(session, "store", None)

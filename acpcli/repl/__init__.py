@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures
     from acpcli.persistence import EventWriter, Index
-    from acpcli.session import AgentLink, LiveSession
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
 
 
 def _history_file(cwd: str | None) -> Any:
@@ -222,7 +223,7 @@ async def run_repl(
     from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
     from acpcli.repl.status import status_line
-    from acpcli.session import run_turn
+    from acpcli.session.turn import after_turn, run_turn
 
     ctx = commands.Context(env, link, live, index, writer, agent, export)
     local = [(c.name, c.help) for c in commands.COMMANDS]
@@ -256,7 +257,7 @@ async def run_repl(
     def toolbar() -> str:
         return safe_line(status_line(
             agent, live.store.title, live.store.state, ctx.choices(), live.store.usage,
-            waiting=bool(live._pending_permissions),
+            waiting=bool(live.pending_permissions),
         ))
 
     session: PromptSession[str] = PromptSession(
@@ -343,8 +344,6 @@ async def run_repl(
             writer.flush()
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
-        index.touch(live.session_id)
-        if live.store.title:
-            index.set_title(live.session_id, live.store.title)
+        after_turn(index, live)
     env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, live.session_id))}")
     return code

@@ -18,7 +18,10 @@ a later burst is printed again, whole: rare between turns.)
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acpcli.store import Change
 
 #: A burst of updates ends after this many quiet seconds.
 QUIET = 0.1
@@ -44,7 +47,7 @@ class AboveInput:
 
     # -- the Sink protocol ------------------------------------------------------------------
 
-    def on_change(self, session: Any, change: Any) -> None:
+    def on_change(self, session: object, change: Change) -> None:
         """Note what changed; draw it above the input line once the burst is over. A change
         of the session rather than of an entry (title, commands, settings) only shows in the
         toolbar: it is redrawn."""

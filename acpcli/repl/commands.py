@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
@@ -18,7 +18,10 @@ from acpcli.safe_text import safe_text
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.session import AgentLink, LiveSession
+    from acpcli.negotiate import AgentFeatures
+    from acpcli.persistence import EventWriter, Index
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
 
 
 @dataclass
@@ -28,8 +31,8 @@ class Context:
     env: Environment
     link: AgentLink
     live: LiveSession
-    index: Any
-    writer: Any
+    index: Index
+    writer: EventWriter
     agent: str
     #: ``export(path, format)`` writes this session's stored transcript (given by the CLI,
     #: which owns the event log's reading); ``None`` when unavailable.
@@ -70,11 +73,6 @@ async def _help(ctx: Context, arg: str) -> int | None:
     return None
 
 
-async def _cancel(ctx: Context, arg: str) -> int | None:
-    ctx.say("nothing is running")
-    return None
-
-
 async def _quit(ctx: Context, arg: str) -> int | None:
     return int(ExitCode.OK)
 
@@ -105,7 +103,7 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
     return None
 
 
-def _come_back_hint(features: Any) -> str:
+def _come_back_hint(features: AgentFeatures) -> str:
     """How to reopen a listed session, naming only what this agent supports."""
     if features.resume and features.load:
         return "come back to one with: acpcli resume ID (or acpcli load ID to see it replayed)"
@@ -225,7 +223,6 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("sessions", "list this agent's sessions here", _sessions),
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),
     SlashCommand("logout", "log out of the agent", _logout),
-    SlashCommand("cancel", "cancel the running turn (or press Ctrl-C)", _cancel),
     SlashCommand("close", "close the session on the agent and leave", _close),
     SlashCommand("quit", "leave (the session stays resumable)", _quit),
 )

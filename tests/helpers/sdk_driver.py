@@ -11,7 +11,8 @@ from typing import Any
 
 from acpcli.negotiate import ClientOffer
 from acpcli.protocol import wire
-from acpcli.session import AgentLink, LiveSession, open_link
+from acpcli.session.link import AgentLink, open_link
+from acpcli.session.live import LiveSession
 from acpcli.store import Message
 from tests.agents import agent_argv
 

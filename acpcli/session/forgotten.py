@@ -12,14 +12,18 @@ changed since) stands in for it, and the index maps the user's id to the agent's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from acpcli.errors import AuthRequired, RpcError
-from acpcli.session import SETTING, TURN_START
+from acpcli.session.records import recorded_settings
 
-#: Event kinds that show the session had a turn (acpcli's marker; older logs: user messages).
-_TURN_KINDS = frozenset((TURN_START, "user_message_chunk", "user_message"))
-
+if TYPE_CHECKING:
+    from acpcli.persistence import EventWriter, Index, SessionRecord
+    from acpcli.render import View
+    from acpcli.session.context import Run
+    from acpcli.session.inputs import SessionInputs
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
 
 #: What gemini's ``-32603`` data says when it has no such session (REAL-AGENTS.md): another
 #: session of the project exists, or none does.
@@ -27,41 +31,30 @@ _GEMINI_MARKERS = ("invalid session identifier", "no previous sessions found")
 
 
 def agent_forgot(err: BaseException) -> bool:
-    """True when an agent's error to a load/resume/close says it does not know the session:
-    ``-32002`` (Resource not found), or another error (not "method not found") whose message
-    or data says the session was not found or its identifier is invalid (gemini)."""
+    """True when an agent's error to a load/resume/close says it does not know the session.
+
+    By code: ``-32002`` (Resource not found), what the protocol gives for it (codex, claude).
+    gemini answers ``-32603`` (Internal error) instead, and only its ``data`` tells this case
+    from a real internal error: for that code alone, the data is read for gemini's words."""
     if not isinstance(err, RpcError) or isinstance(err, AuthRequired):
         return False
     if err.code == RpcError.RESOURCE_NOT_FOUND:
         return True
-    if err.code == RpcError.METHOD_NOT_FOUND:
+    if err.code != RpcError.INTERNAL_ERROR:
         return False
     text = f"{err.rpc_message}\n{err.data_detail()}".lower()
-    return ("session" in text and "not found" in text) or any(marker in text for marker in _GEMINI_MARKERS)
+    return any(marker in text for marker in _GEMINI_MARKERS)
 
 
-def had_turns(index: Any, session_id: str) -> bool:
-    """Whether acpcli ever sent a prompt in this session (or saw a user message in it)."""
-    return any(kind in _TURN_KINDS for kind, _ in index.events(session_id))
-
-
-def recorded_settings(index: Any, session_id: str) -> list[tuple[str, str]]:
-    """The session settings changed in this session, last value per setting, in order."""
-    latest: dict[str, str] = {}
-    for kind, payload in index.events(session_id):
-        if kind != SETTING or not isinstance(payload, dict):
-            continue
-        key, value = payload.get("key"), payload.get("value")
-        if not isinstance(key, str):
-            continue
-        if isinstance(value, bool):
-            latest[key] = "on" if value else "off"
-        elif isinstance(value, str):
-            latest[key] = value
-    return list(latest.items())
-
-
-async def stand_in(link: Any, known: Any, inputs: Any, run: Any, index: Any, writer: Any, view: Any) -> Any:
+async def stand_in(
+    link: AgentLink,
+    known: SessionRecord,
+    inputs: SessionInputs,
+    run: Run,
+    index: Index,
+    writer: EventWriter,
+    view: View | None,
+) -> LiveSession:
     """A fresh agent session for the never-prompted ``known``, recorded under its id."""
     from acpcli.errors import AcpcliError
 
@@ -84,29 +77,10 @@ async def stand_in(link: Any, known: Any, inputs: Any, run: Any, index: Any, wri
     return live
 
 
-def lost_hint(record: Any, agent_name: str) -> str:
+def lost_hint(record: SessionRecord, agent_name: str) -> str:
     """The hint for a session with turns that the agent no longer has (true in every part)."""
     return (
         f"{agent_name} no longer has session {record.id}; its transcript is still recorded here "
         f"(`acpcli show {record.id}`), but the agent's context is gone: continue in a new session "
         f"(`acpcli prompt` without --session/--last)"
     )
-
-
-def titles_from_list(index: Any, infos: list[dict[str, Any]]) -> int:
-    """Save the titles an agent's ``session/list`` answer gives to the sessions recorded here
-    (matched by the agent's id); returns how many changed."""
-    titles = {
-        info.get("sessionId"): info.get("title")
-        for info in infos
-        if isinstance(info.get("sessionId"), str) and isinstance(info.get("title"), str) and info.get("title")
-    }
-    changed = 0
-    if not titles:
-        return 0
-    for rec in index.list_sessions():
-        title = titles.get(rec.wire_id)
-        if title is not None and title != rec.title:
-            index.set_title(rec.id, title)
-            changed += 1
-    return changed

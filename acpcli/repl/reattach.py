@@ -6,7 +6,7 @@ Order on the terminal, whatever the agent's timing:
    ``resume`` before anything is printed: exit 6);
 2. the session banner;
 3. the replay, drawn whole and once, in order, after it has finished arriving
-   (:meth:`~acpcli.session.AgentLink.settle`: gemini answers ``session/load`` first and
+   (:meth:`~acpcli.session.link.AgentLink.settle`: gemini answers ``session/load`` first and
    replays afterwards) -- or, for a ``resume`` the agent did not replay, the transcript
    acpcli stored locally;
 4. the input prompt (the REPL), whose view streams from then on.
@@ -18,38 +18,29 @@ that view is closed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
+    from acpcli.render import View
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+    from acpcli.store import Store
 
 #: ``settle`` for a resume: no replay is expected, so no long wait for a first update.
 RESUME_FIRST_UPDATE = 0.1
 
 
-def banner(env: Environment, session_id: str, display_name: str) -> None:
-    """The line the REPL starts with: which session, which agent, where help is."""
-    from acpcli.repl import print_banner
-
-    print_banner(env, session_id, display_name)
-
-
-def check_capability(features: Any, command: str) -> None:
-    """Refuse a ``load``/``resume`` the agent does not offer, before anything is shown."""
-    from acpcli.protocol import wire
-
-    if command in ("load", "resume"):
-        wire.require(features, f"session/{command}")
-
-
-def held_view(env: Environment) -> Any:
+def held_view(env: Environment) -> View:
     """The view a replay is collected in: it shows the whole replay when closed."""
     from acpcli.render import make_view
 
     return make_view(env, final_only=True)
 
 
-async def show_replay(env: Environment, link: Any, live: Any, command: str, held: Any, local: Any) -> Any:
+async def show_replay(
+    env: Environment, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
+) -> View:
     """Wait for the replay to finish, draw it (or, after a ``resume`` that replayed
     nothing, ``local``: the store acpcli recorded, if any), and return the streaming view
     the REPL continues with (attached to ``live``)."""
@@ -60,9 +51,7 @@ async def show_replay(env: Environment, link: Any, live: Any, command: str, held
     replayed = bool(live.store.entries)
     if command == "resume" and not replayed and local is not None and local.entries:
         env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
-        print_store = getattr(held, "print_store", None)
-        if print_store is not None:
-            print_store(local)
+        held.print_store(local)
         env.err.print("[dim]── resumed ──[/]")
     held.close()  # prints what it collected: the replay, whole and once
     view = make_view(env)

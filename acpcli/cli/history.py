@@ -1,0 +1,151 @@
+"""What acpcli recorded, shown: ``sessions`` (and ``sessions --remote``: what the agent lists),
+``show``, ``export``. Nothing here starts an agent except ``sessions --remote``."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acpcli.errors import ExitCode, UsageError
+from acpcli.safe_text import safe_line
+
+if TYPE_CHECKING:
+    from acpcli.env import Environment
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def sessions(
+    *,
+    agent: str | None,
+    cmd: str | None,
+    cwd: Path | None,
+    all_states: bool,
+    remote: bool,
+    as_json: bool,
+    protocol: str | None = None,
+) -> int:
+    from acpcli.cli.streams import environment
+    from acpcli.session.inputs import resolve_dir
+
+    env = environment()
+    the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
+    if remote:
+        return _remote_sessions(env, agent, cmd, the_cwd, as_json, protocol)
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    if not db_path().exists():
+        rows = []
+    else:
+        with Index.open(read_only=True) as index:
+            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=None if all_states else "active")
+    if as_json:
+        for rec in rows:
+            env.stdout.write(
+                json.dumps(
+                    {
+                        "id": rec.id,
+                        "agent": rec.agent,
+                        "title": rec.title,
+                        "cwd": rec.cwd,
+                        "additionalDirectories": rec.additional_dirs,
+                        "mcpServers": rec.mcp_servers,
+                        "protocolVersion": rec.protocol_version,
+                        "protocol": rec.protocol_choice(),  # what later commands speak: 1, 2, 2-latest
+                        "created": rec.created_at,
+                        "lastUsed": rec.last_used_at,
+                        "state": rec.state,
+                        **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
+                    }
+                )
+                + "\n"
+            )
+        return int(ExitCode.OK)
+    if not rows:
+        env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
+        return int(ExitCode.OK)
+    if not env.stdout_is_terminal:
+        # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.
+        env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\n")
+        for rec in rows:
+            fields = (rec.id, rec.agent, rec.title or "", rec.cwd, str(rec.protocol_version or ""),
+                      _when(rec.created_at), _when(rec.last_used_at), rec.state)
+            env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
+        return int(ExitCode.OK)
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE"):
+        table.add_column(column, overflow="fold" if column in ("ID", "CWD") else "ellipsis")
+    home = os.path.expanduser("~")
+    for rec in rows:
+        shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
+        # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
+        table.add_row(
+            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.title or "", shown_cwd)),
+            str(rec.protocol_version or "-"),
+            _when(rec.created_at),
+            _when(rec.last_used_at),
+            Text(safe_line(rec.state)),
+        )
+    env.out.print(table)
+    return int(ExitCode.OK)
+
+
+def _remote_sessions(
+    env: Environment, agent: str | None, cmd: str | None, cwd: str | None, as_json: bool, protocol: str | None = None
+) -> int:
+    from acpcli.session.remote import list_remote
+
+    for info in list_remote(agent, cmd, cwd, protocol):
+        if as_json:
+            env.stdout.write(json.dumps(info) + "\n")
+        else:
+            fields = (info.get("sessionId"), info.get("title") or "", info.get("cwd") or "", info.get("updatedAt") or "")
+            env.stdout.write("\t".join(safe_line(str(f)) for f in fields) + "\n")
+    return int(ExitCode.OK)
+
+
+def show(session_id: str) -> int:
+    """Print the stored transcript of a session (rich on a terminal, plain text otherwise)."""
+    from acpcli.cli.streams import environment
+    from acpcli.render import make_view
+    from acpcli.session.run import stored
+
+    env = environment()
+    _record, store = stored(session_id)
+    view = make_view(env, final_only=True)
+    try:
+        view.print_store(store)
+    finally:
+        view.close()
+    return int(ExitCode.OK)
+
+
+def export(session_id: str, output_format: str, output: Path | None) -> int:
+    """Write a stored transcript as markdown, jsonl or plain text (to ``output`` or stdout)."""
+    from acpcli.cli.streams import environment
+    from acpcli.render import FORMATS
+    from acpcli.render.export import write_transcript
+    from acpcli.session.run import stored
+
+    if output_format not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {output_format!r})")
+    env = environment()
+    record, store = stored(session_id)  # an unknown id is refused before a file is created
+    stream = open(output, "w", encoding="utf-8") if output is not None else env.stdout  # noqa: SIM115
+    try:
+        write_transcript(store, output_format, stream, session_id=record.id, title=record.title)
+    finally:
+        if output is not None:
+            stream.close()
+    return int(ExitCode.OK)

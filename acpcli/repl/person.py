@@ -1,0 +1,67 @@
+"""The person at the terminal, as the session layer sees them (:class:`acpcli.session.context.Person`):
+permission questions, logins, the banner, the replay screen, the conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acpcli.env import Environment
+    from acpcli.negotiate import AgentFeatures
+    from acpcli.persistence import EventWriter, Index
+    from acpcli.render import View
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+    from acpcli.store import Store
+
+
+class AtTerminal:
+    """A person at this process's terminal (``env``): the REPL and its pickers."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+
+    async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+        from acpcli.repl import permission_asker
+
+        return await permission_asker(self.env)(live, params)
+
+    async def offer_login(self, link: AgentLink, err: BaseException) -> bool:
+        from acpcli.repl import offer_login
+
+        return await offer_login(self.env, link, err)
+
+    def banner(self, session_id: str, features: AgentFeatures) -> None:
+        from acpcli.repl import print_banner
+
+        print_banner(self.env, session_id, features.display_name)
+
+    def held_view(self) -> View:
+        from acpcli.repl.reattach import held_view
+
+        return held_view(self.env)
+
+    async def show_replay(
+        self, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
+    ) -> View:
+        from acpcli.repl.reattach import show_replay
+
+        return await show_replay(self.env, link, live, command, held, local)
+
+    async def converse(
+        self,
+        link: AgentLink,
+        live: LiveSession,
+        *,
+        index: Index,
+        writer: EventWriter,
+        agent: str,
+        export: Callable[[str, str], None] | None,
+        banner: bool,
+    ) -> int:
+        from acpcli.repl import run_repl
+
+        return await run_repl(
+            self.env, link, live, index=index, writer=writer, agent=agent, export=export, banner=banner
+        )

@@ -1,0 +1,20 @@
+"""The session layer: a session's whole life, between the commands (and the REPL) and the wire.
+
+The way of the data, one module a step::
+
+    cli/ (parse arguments)  ->  run         what a command does: agent, link, attach, turn, close
+                                inputs      which session, which agent, which roots/MCP/protocol
+                                attach      new / load / resume, and the index kept in step
+                                turn        one prompt turn (Ctrl-C, output loss), the bookkeeping after it
+                                link        one agent connection: AgentLink + the Dispatcher of what it sends
+                                live        one live session: store, view, event log, turn state
+                                records     the event log's own records; a transcript rebuilt from it
+                                forgotten   sessions the agent no longer knows
+                                remote      what the agent lists (session/list)
+    -> acpcli.connection -> acpcli.transport        (requests out)
+    <- acpcli.connection -> Dispatcher -> LiveSession.feed -> store, event log, view  (updates in)
+
+Nothing here parses a command line or prints a transcript itself: the views (``acpcli.render``)
+and a person at the keyboard (``acpcli.repl``, as a :class:`~acpcli.session.run.Person`) are
+handed in. This package's ``__init__`` imports nothing, so ``--help`` does not pay for it.
+"""

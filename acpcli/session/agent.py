@@ -1,0 +1,109 @@
+"""Which agent runs a session, and how it is launched: the chosen or recorded agent, its
+environment additions, the name it is recorded and shown under, how to name it again."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acpcli.errors import AcpcliError, UsageError
+
+if TYPE_CHECKING:
+    from acpcli.negotiate import AgentFeatures
+    from acpcli.persistence import SessionRecord
+
+
+@dataclass
+class AgentChoice:
+    """Which agent to run and how to record it."""
+
+    name: str  # a configured/built-in name, or "cmd" for --cmd
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    protocol: str | None = None  # the configured agent's ``protocol``, if any
+
+
+def pick_agent(agent: str | None, cmd: str | None, *, default: AgentChoice | None = None) -> AgentChoice:
+    """``--agent NAME`` or ``--cmd 'ARGV'`` (not both); else ``default``; else an error."""
+    from acpcli import config
+
+    if agent and cmd:
+        raise UsageError("give either --agent or --cmd, not both")
+    if cmd is not None:
+        spec = config.agent_from_cmd(cmd)
+        return AgentChoice("cmd", list(spec.argv), dict(spec.env))
+    if agent is None and default is not None:
+        return default
+    cfg = config.load_config()
+    if agent is None:
+        agent = getattr(cfg, "default_agent", None)
+        if not agent:
+            names = ", ".join(sorted(cfg.agents))
+            raise UsageError(
+                "no agent chosen: pass --agent NAME or --cmd 'COMMAND'",
+                hint=f"known agents: {names} (try --agent demo)",
+            )
+    spec = config.resolve_agent(agent, cfg)
+    return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None, spec.protocol)
+
+
+def recorded_agent(record: SessionRecord) -> AgentChoice:
+    """The agent a recorded session ran with: its argv, plus the env and cwd additions of the
+    configured agent of that name when it still launches the same command."""
+    from acpcli import config
+
+    choice = AgentChoice(record.agent, list(record.argv))
+    try:
+        spec = config.load_config().agents.get(record.agent)
+    except AcpcliError:
+        return choice  # a broken config must not stop a session that needs none of it
+    if spec is not None and list(spec.argv) == choice.argv:
+        choice.env = dict(spec.env)
+        choice.cwd = str(spec.cwd) if spec.cwd else None
+        choice.protocol = spec.protocol
+    return choice
+
+
+def agent_arg(agent: AgentChoice) -> str:
+    """What to type to run ``agent`` again: its name while that name still runs this very
+    command line (a configured or built-in agent), else ``--cmd '…'``."""
+    import shlex
+
+    from acpcli import config
+
+    if agent.name != "cmd":
+        try:
+            spec = config.load_config().agents.get(agent.name)
+        except AcpcliError:
+            spec = None
+        if spec is not None and list(spec.argv) == list(agent.argv):
+            return agent.name
+    return f"--cmd {shlex.quote(shlex.join(agent.argv))}"
+
+
+def agent_label(agent: AgentChoice, features: AgentFeatures) -> str:
+    """The name a session is recorded and shown under: the configured name, or for ``--cmd``
+    the agent's own (``agentInfo.name``), else its program's file name."""
+    if agent.name != "cmd":
+        return agent.name
+    return features.agent_name or (Path(agent.argv[0]).name if agent.argv else "cmd")
+
+
+def env_extra(agent: AgentChoice) -> dict[str, str]:
+    from acpcli.config import expand_vars
+
+    return {k: expand_vars(v, os.environ, f"agent {agent.name!r}: env {k}") for k, v in agent.env.items()}
+
+
+def agent_stderr_log(agent: AgentChoice) -> Path | None:
+    """Where the agent's stderr is kept (appended, one file per agent name)."""
+    from acpcli.paths import ensure_dir, log_dir
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in agent.name)
+    try:
+        return ensure_dir(log_dir()) / f"{safe}.stderr.log"
+    except OSError:
+        return None  # a read-only home: the agent's stderr is still drained, just not kept

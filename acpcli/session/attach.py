@@ -1,0 +1,172 @@
+"""Setting a session up over a link -- new, load, resume -- with the local index kept in step:
+recorded before a replay arrives, rolled back if the agent refuses, the replay bracketed in the
+event log, a forgotten never-prompted session replaced, "not found" made an exit-8 error."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from acpcli.errors import AuthRequired, RpcError, SessionNotFound, UnknownSession
+from acpcli.session import forgotten
+from acpcli.session.agent import agent_label
+from acpcli.session.records import REPLAY_ABORT, REPLAY_END, REPLAY_START, had_turns, rebuild
+
+if TYPE_CHECKING:
+    from acpcli.negotiate import AgentFeatures
+    from acpcli.persistence import EventWriter, Index, SessionRecord
+    from acpcli.render import View
+    from acpcli.session.context import Run
+    from acpcli.session.inputs import SessionInputs
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+
+
+async def attach(
+    link: AgentLink,
+    command: str,
+    inputs: SessionInputs,
+    run: Run,
+    index: Index,
+    writer: EventWriter,
+    view: View | None,
+    session_id: str | None,
+) -> LiveSession:
+    """Create, load or resume the session over ``link`` and keep the index in step.
+
+    A session the index did not know is recorded before its replay arrives and removed
+    again if the agent refuses it, so a failed command leaves nothing behind.
+    """
+    if command == "new":
+        live = await logged_in(
+            link, run, lambda: link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
+        )
+        index.upsert_session(_record(inputs, live.session_id, link.features, run.title))
+        if inputs.mcp_refs:
+            index.set_mcp_refs(live.session_id, inputs.mcp_refs)
+        live.recorder = writer
+        return live
+    assert session_id is not None
+    try:
+        known = index.get(session_id)  # read again: this index is the one that writes
+    except SessionNotFound:
+        known = None
+    sid = known.id if known is not None else session_id
+    if known is None:  # created elsewhere: record it from now on
+        index.upsert_session(_record(inputs, sid, link.features, run.title))
+    if command == "resume" and known is not None and view is not None and not run.repl:
+        run.env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
+        view.print_store(rebuild(index, sid))
+        run.env.err.print("[dim]── resumed ──[/]")
+    if command == "load":
+        from acpcli.protocol import wire
+
+        wire.require(link.features, "session/load")  # refuse before marking the log
+        writer.append(sid, REPLAY_START, "{}")
+    method = link.load if command == "load" else link.resume
+    wire_id = known.wire_id if known is not None else sid
+    fresh = False
+    try:
+        live = await logged_in(
+            link,
+            run,
+            lambda: method(
+                wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer,
+                local_id=sid,
+            ),
+        )
+    except BaseException as err:
+        if known is None:
+            writer.flush()
+            index.delete(sid)
+        else:
+            if command == "load":
+                writer.append(sid, REPLAY_ABORT, "{}")
+            writer.flush()
+        if known is None or not forgotten.agent_forgot(err) or had_turns(index, sid):
+            raise_if_unknown(err, sid, known, link.features.display_name)
+            raise
+        # Never prompted: nothing to lose. A fresh agent session stands in under the same id.
+        live = await logged_in(link, run, lambda: forgotten.stand_in(link, known, inputs, run, index, writer, view))
+        fresh = True
+    if command == "load" and not fresh:
+        await link.settle(live)  # a replay may trail the response (gemini)
+        writer.append(sid, REPLAY_END, "{}")
+    writer.flush()
+    if known is not None and inputs.mcp_refs is not None:
+        # --mcp / --mcp-config / --no-mcp replaced the session's MCP servers: remember them.
+        index.set_mcp_refs(sid, inputs.mcp_refs or None)
+        known.mcp_servers = list(inputs.mcp_names)
+        index.upsert_session(known)
+    if known is not None and list(known.additional_dirs) != list(inputs.additional_directories):
+        # --add-dir / --no-add-dirs replaced the roots: remember what the agent now has.
+        known.additional_dirs = list(inputs.additional_directories)
+        index.upsert_session(known)
+    _record_protocol(index, known, link.features)
+    index.touch(sid)
+    if run.title:
+        index.set_title(sid, run.title)
+    return live
+
+
+def _record_protocol(index: Index, known: SessionRecord | None, features: AgentFeatures) -> None:
+    """A recorded session continued over another protocol (``--protocol``) speaks that one
+    from now on: record it, so the next command does not fall back to the old one."""
+    from acpcli.negotiate import protocol_of
+
+    if known is None:
+        return
+    spoken = protocol_of(features)
+    if known.protocol != spoken or known.protocol_version != features.protocol_version:
+        known.protocol, known.protocol_version = spoken, features.protocol_version
+        index.upsert_session(known)
+
+
+def _record(inputs: SessionInputs, session_id: str, features: AgentFeatures, title: str | None) -> SessionRecord:
+    from acpcli.negotiate import protocol_of
+    from acpcli.persistence import SessionRecord
+
+    return SessionRecord(
+        id=session_id,
+        agent=agent_label(inputs.agent, features),
+        argv=inputs.agent.argv,
+        cwd=inputs.cwd,
+        additional_dirs=inputs.additional_directories,
+        mcp_servers=inputs.mcp_names,
+        protocol_version=features.protocol_version,
+        protocol=protocol_of(features),
+        title=title,
+        agent_info={"name": features.agent_name, "title": features.agent_title, "version": features.agent_version},
+    )
+
+
+async def logged_in(link: AgentLink, run: Run, setup: Callable[[], Awaitable[LiveSession]]) -> LiveSession:
+    """Run a session setup; when the agent answers ``auth_required`` on a terminal, offer its
+    login methods and try once more after a login (scripts get exit 10 and the hint)."""
+    try:
+        return await setup()
+    except AuthRequired as err:
+        if run.person is None or not await run.person.offer_login(link, err):
+            raise
+    return await setup()
+
+
+def raise_if_unknown(
+    err: BaseException, session_id: str, known: SessionRecord | None = None, agent_name: str = "the agent"
+) -> None:
+    """A load/resume answered "not found" (-32002 Resource not found, or an error whose message
+    or data says the session was not found / its identifier is invalid, see
+    :func:`acpcli.session.forgotten.agent_forgot`) becomes :class:`UnknownSession` (exit 8, like an
+    id missing from the local index), with a hint that is true: ``known`` is the index record
+    (None: the session is not recorded here). Other failures stay what they are."""
+    if not isinstance(err, RpcError) or isinstance(err, UnknownSession) or not forgotten.agent_forgot(err):
+        return
+    unknown = UnknownSession(err.code, err.rpc_message, err.data, method=err.method)
+    if known is not None:
+        unknown.hint = forgotten.lost_hint(known, agent_name)
+    else:
+        unknown.hint = (
+            f"{agent_name} does not know {session_id}, and it is not recorded here either: "
+            "check the id (`acpcli sessions --remote` asks the agent)"
+        )
+    raise unknown from err

@@ -1,0 +1,85 @@
+"""What one command run brings to the session layer: its streams, its wishes, and the person at
+the keyboard when there is one (the REPL implements :class:`Person`; scripts have none)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from acpcli.client_side import Refusals
+    from acpcli.env import Environment
+    from acpcli.negotiate import AgentFeatures
+    from acpcli.persistence import EventWriter, Index
+    from acpcli.render import View
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+    from acpcli.store import Store
+    from acpcli.supervise import Supervisor
+
+
+class Person(Protocol):
+    """A person at the keyboard: what the session layer may ask of them and show them."""
+
+    async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Show a permission request and let them pick an option (None: dismissed)."""
+        ...
+
+    async def offer_login(self, link: AgentLink, err: BaseException) -> bool:
+        """The agent wants a login: offer its methods; True once logged in."""
+        ...
+
+    def banner(self, session_id: str, features: AgentFeatures) -> None:
+        """The line an interactive session starts with."""
+        ...
+
+    def held_view(self) -> View:
+        """A view that collects a replay and draws it whole when closed."""
+        ...
+
+    async def show_replay(
+        self, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
+    ) -> View:
+        """Draw a finished replay (or the local transcript after a silent resume); return the
+        streaming view the conversation continues with."""
+        ...
+
+    async def converse(
+        self,
+        link: AgentLink,
+        live: LiveSession,
+        *,
+        index: Index,
+        writer: EventWriter,
+        agent: str,
+        export: Callable[[str, str], None] | None,
+        banner: bool,
+    ) -> int:
+        """The conversation (the REPL) until they leave; returns the exit code."""
+        ...
+
+
+@dataclass
+class Run:
+    """What one command run needs beyond its inputs: streams, wishes, the person if any."""
+
+    env: Environment
+    person: Person | None = None  # None: a script (nobody to ask; deny by default)
+    title: str | None = None
+    permissions: str | None = None
+    fs: bool = True
+    terminal: bool = True
+    raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
+    refusals: Refusals | None = None  # the run's client_side.Refusals, once an agent is linked
+    supervisor: Supervisor | None = None  # the acpcli.supervise.Supervisor of the command, if any
+
+    @property
+    def repl(self) -> bool:
+        """A person is there: the conversation goes on interactively."""
+        return self.person is not None
+
+    def say(self, line: str) -> None:
+        """One line on stderr, as is (no markup): notes and refusals."""
+        self.env.stderr.write(line + "\n")
+        self.env.stderr.flush()

@@ -1,0 +1,514 @@
+"""One connection to one agent: the :class:`AgentLink` that sends, and the :class:`Dispatcher`
+that routes what the agent sends to the live session it names.
+
+Built in this order (:func:`open_link`), so nothing is patched in afterwards: the dispatcher
+(which needs no connection), the client services (which read the roots of the dispatcher's
+sessions), the connection (handing each notification's raw frame text to the dispatcher as an
+argument), then the link over that connection.
+
+Invariants:
+
+* A method or field the agent did not advertise is never sent: every request is built by
+  :mod:`acpcli.protocol.wire` after :mod:`acpcli.capabilities` allowed it.
+* A session's view exists *before* its ``session/load`` is sent and outlives the response,
+  so replayed updates that arrive after the answer (gemini) are still rendered and stored.
+* A v1 turn ends with the ``session/prompt`` response; a v2 turn with ``state_update`` idle.
+  v1 agents do not echo the user's prompt, so acpcli records it itself
+  (:meth:`~acpcli.session.live.LiveSession.echo_prompt`) so that transcripts read the same
+  whichever version produced them.
+* Every update, the agent's or acpcli's own, reaches the store, the event log and the view
+  through :meth:`~acpcli.session.live.LiveSession.feed`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acpcli.client_side import is_cancelled
+from acpcli.errors import RpcError
+from acpcli.protocol import wire
+from acpcli.session.live import LiveSession, Recorder, Sink, seed_settings, settings_changed
+from acpcli.session.records import SETTING
+
+if TYPE_CHECKING:
+    from acpcli.client_side import ClientServices, Refusals
+    from acpcli.connection import Connection
+    from acpcli.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
+    from acpcli.protocol.settings import Choice
+    from acpcli.store import Store
+    from acpcli.transport import AgentProcess
+    from acpcli.wiretap import Tap
+
+log = logging.getLogger("acpcli.session")
+
+#: Bounds on updates kept for sessions not attached yet (see ``Dispatcher.on_notification``).
+_EARLY_SESSIONS = 8
+_EARLY_UPDATES = 256
+
+PermissionDecider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
+CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
+
+
+class Dispatcher:
+    """The live sessions of one agent connection, and the routing of what the agent sends to
+    them: ``session/update`` notifications (in arrival order, with the frame's text) and
+    ``session/request_permission`` requests. Needs no connection: it is built first."""
+
+    def __init__(self, *, decide_permission: PermissionDecider | None = None) -> None:
+        self.sessions: dict[str, LiveSession] = {}  # by the agent's id for the session
+        self._decide_permission = decide_permission
+        self._early: dict[str, list[tuple[Any, str | None]]] = {}  # updates before attach
+
+    def attach(self, agent_id: str, live: LiveSession) -> None:
+        """Route ``agent_id``'s updates to ``live`` from now on, starting with those that came
+        before it was attached."""
+        self.sessions[agent_id] = live
+        for update, frame_text in self._early.pop(agent_id, ()):
+            live.feed(update, frame_text)
+
+    def detach(self, agent_id: str) -> None:
+        self.sessions.pop(agent_id, None)
+
+    def roots(self, session_id: str) -> tuple[str, Sequence[str]] | None:
+        """The root set of a session held here (a :data:`~acpcli.client_side.SessionRoots`):
+        read on every request, so it is always the session's current one."""
+        live = self.sessions.get(session_id)
+        if live is None or not live.cwd:
+            return None
+        return live.cwd, list(live.additional_directories)
+
+    def on_notification(self, method: str, params: Any, frame_text: str | None = None) -> None:
+        """The connection's notification callback (arrival order, inline). ``frame_text`` is
+        the notification as received, which the event log stores without re-encoding."""
+        if method != "session/update" or not isinstance(params, dict):
+            log.debug("ignoring notification %s", method)
+            return
+        session_id = params.get("sessionId")
+        live = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if live is None:
+            # An agent may send updates for a new session in the same write as the
+            # session/new answer, before `new()` has attached it: keep a few, replay them
+            # on attach.
+            if isinstance(session_id, str) and (session_id in self._early or len(self._early) < _EARLY_SESSIONS):
+                early = self._early.setdefault(session_id, [])
+                if len(early) < _EARLY_UPDATES:
+                    early.append((params.get("update"), frame_text))
+                    return
+            log.debug("update for a session this link does not hold: %r", session_id)
+            return
+        live.feed(params.get("update"), frame_text)
+
+    async def on_request_permission(self, params: Any) -> dict[str, Any]:
+        """``session/request_permission``: record the tool call it names, ask the decider.
+
+        A question withdrawn (the turn was cancelled) or dismissed is answered ``cancelled``;
+        a dismissal also asks the turn's owner to cancel the turn (``cancelled`` only means
+        something for a cancelled turn, so the agent is not left guessing)."""
+        if not isinstance(params, dict):
+            raise RpcError(RpcError.INVALID_PARAMS, "params must be an object")
+        session_id = params.get("sessionId")
+        live = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if live is None:
+            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {session_id!r}")
+        tool_call = params.get("toolCall")
+        if isinstance(tool_call, dict):
+            live.asked_about(tool_call)  # stored and shown like any update
+        decide = self._decide_permission
+        if live.cancel_requested or decide is None:
+            return CANCELLED_OUTCOME
+        withdrawn = anyio.Event()
+        live.pending_permissions.add(withdrawn)
+        try:
+            result: dict[str, Any] | None = None
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    nonlocal result
+                    result = await decide(live, params)
+                    tg.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    await withdrawn.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(ask)
+                tg.start_soon(watch)
+            if result is None or is_cancelled(result):
+                if not live.cancel_requested:
+                    live.want_cancel()  # dismissed (Ctrl-C) or nothing could be chosen
+                return CANCELLED_OUTCOME
+            return result
+        finally:
+            live.pending_permissions.discard(withdrawn)
+
+
+
+class AgentLink:
+    """A connection to one initialized agent, and the sessions driven over it."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        features: AgentFeatures,
+        dispatcher: Dispatcher,
+        *,
+        store_factory: Callable[[], Store],
+        process: AgentProcess | None = None,
+        services: ClientServices | None = None,
+    ) -> None:
+        self.conn = conn
+        self.features = features
+        self.dispatcher = dispatcher
+        self._store_factory = store_factory
+        #: The agent's process, when the link spawned one (:meth:`kill`).
+        self.process = process
+        #: The client services answering the agent's fs/terminal requests, if any.
+        self.services = services
+
+    @property
+    def sessions(self) -> dict[str, LiveSession]:
+        """The live sessions over this link, by the agent's id for each."""
+        return self.dispatcher.sessions
+
+    def kill(self) -> None:
+        """Kill the agent's process group at once (no grace periods)."""
+        if self.process is not None:
+            self.process.kill()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def _attach(
+        self, session_id: str, sink: Sink | None, recorder: Recorder | None, local_id: str | None = None
+    ) -> LiveSession:
+        live = LiveSession(session_id=session_id, store=self._store_factory(), sink=sink, recorder=recorder)
+        if local_id is not None and local_id != session_id:
+            live.session_id, live.wire_id = local_id, session_id
+        self.dispatcher.attach(session_id, live)
+        return live
+
+    async def new(
+        self,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+    ) -> LiveSession:
+        """``session/new``."""
+        params = wire.new_params(self.features, cwd, additional_directories, mcp_servers)
+        result = await self.conn.request("session/new", params)
+        session_id = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(session_id, str) or not session_id:
+            raise RpcError(RpcError.INTERNAL_ERROR, "session/new answered without a sessionId", method="session/new")
+        live = self._attach(session_id, sink, recorder)
+        live.cwd, live.additional_directories = cwd, list(additional_directories)
+        live.response = result
+        seed_settings(live, result)
+        return live
+
+    async def load(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+        local_id: str | None = None,
+    ) -> LiveSession:
+        """Load with replay; the replay is over when the response arrives (``null`` or ``{}``).
+        ``local_id``: the id acpcli records the session under, when the agent's differs."""
+        method, params = wire.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        return await self._reattach(method, params, sink, recorder, local_id)
+
+    async def resume(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+        local_id: str | None = None,
+    ) -> LiveSession:
+        """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
+        params = wire.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        return await self._reattach("session/resume", params, sink, recorder, local_id)
+
+    async def _reattach(
+        self,
+        method: str,
+        params: dict[str, Any],
+        sink: Sink | None,
+        recorder: Recorder | None,
+        local_id: str | None = None,
+    ) -> LiveSession:
+        """Send a load/resume whose view exists first (the replay arrives before the answer,
+        or after it); forget the view again if the agent refuses."""
+        session_id = params["sessionId"]
+        live = self._attach(session_id, sink, recorder, local_id)
+        live.cwd, live.additional_directories = params["cwd"], list(params.get("additionalDirectories", []))
+        try:
+            result = await self.conn.request(method, params)
+        except BaseException:
+            self.dispatcher.detach(session_id)
+            raise
+        live.response = result if isinstance(result, dict) else {}
+        seed_settings(live, result)
+        return live
+
+    async def settle(
+        self, live: LiveSession, *, quiet: float = 0.1, first: float = 1.0, limit: float = 10.0
+    ) -> None:
+        """Wait while the session's replay is still arriving, then return.
+
+        Some agents answer ``session/load`` first and replay afterwards (gemini), so the
+        answer does not mean the replay is over. Returns once no update has arrived for
+        ``quiet`` seconds; when none has arrived at all yet, the first may take up to
+        ``first`` seconds (a late replay) before the session counts as quiet; never waits
+        longer than ``limit`` seconds in all, nor after the connection closed. An agent
+        whose replay came before its answer costs one ``quiet`` period, not a fixed pause.
+        """
+        step = min(0.02, quiet)
+        seen = live.updates_seen
+        gap = quiet if seen else max(first, quiet)
+        last = anyio.current_time()
+        with anyio.move_on_after(limit):
+            while not self.conn.closed:
+                await anyio.sleep(step)
+                now = anyio.current_time()
+                if live.updates_seen != seen:
+                    seen, last, gap = live.updates_seen, now, quiet
+                elif now - last >= gap:
+                    return
+
+    async def close(self, session_id: str) -> Any:
+        """``session/close``; returns exactly what the agent answered. ``session_id`` may be
+        the recorded id of a session attached here under another agent id."""
+        for agent_id, live in self.sessions.items():
+            if live.session_id == session_id:
+                session_id = agent_id
+                break
+        result = await self.conn.request("session/close", wire.close_params(self.features, session_id))
+        self.dispatcher.detach(session_id)
+        terminals = self.services.terminals if self.services is not None else None
+        if terminals is not None:
+            await terminals.release_session(session_id)  # what the closed session left running
+        return result
+
+    async def list_remote(self, cwd: str | None = None) -> AsyncIterator[dict[str, Any]]:
+        """``session/list``, following ``nextCursor`` until the agent says there is no more."""
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            result = await self.conn.request("session/list", wire.list_params(self.features, cwd, cursor))
+            sessions = result.get("sessions") if isinstance(result, dict) else None
+            for info in sessions if isinstance(sessions, list) else []:
+                if isinstance(info, dict):
+                    yield info
+            cursor = result.get("nextCursor") if isinstance(result, dict) else None
+            if not isinstance(cursor, str) or not cursor or cursor in seen:
+                return  # no more pages (or an agent repeating a cursor: stop, do not loop)
+            seen.add(cursor)
+
+    # -- settings and authentication ---------------------------------------------------------
+
+    def find_setting(self, live: LiveSession, key: str) -> Choice:
+        """The setting ``key`` names (an option id, a category such as ``mode`` or ``model``,
+        or a name); :class:`~acpcli.errors.UsageError` naming those offered otherwise."""
+        from acpcli.errors import UsageError
+        from acpcli.protocol import settings
+
+        offered = live.settings()
+        found = settings.find(offered, key)
+        if found is None:
+            names = ", ".join(c.key for c in offered)
+            raise UsageError(
+                f"{self.features.display_name} offers no {key} setting" + (f" (it offers: {names})" if names else "")
+            )
+        return found
+
+    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Choice:
+        """Set the setting ``key`` names to the value ``value_text`` names; returns the
+        setting as it now is. :class:`~acpcli.errors.UsageError` when there is no such setting
+        or value (then nothing is sent)."""
+        from acpcli.protocol import settings
+
+        found = self.find_setting(live, key)
+        try:
+            await self.change_setting(live, found, settings.resolve(found, value_text))
+        except RpcError as err:
+            # The agent refused a value it offered (or one it offers no longer): say what it
+            # offers, so the next try can be right.
+            if err.hint is None and found.values:
+                err.hint = f"{found.key} offers: " + ", ".join(value for value, _, _ in found.values)
+            raise
+        return settings.find(live.settings(), found.key) or found
+
+    async def change_setting(self, live: LiveSession, choice: Choice, value: str | bool) -> None:
+        """Set a mode or config option (a :class:`~acpcli.protocol.settings.Choice`).
+
+        A ``set_config_option`` answer carries the complete option list, which replaces ours;
+        a ``set_mode`` answer carries nothing, so the mode we asked for becomes current.
+        """
+        from acpcli.protocol import settings
+
+        method, params = settings.change_request(self.features, live.agent_id, choice, value)
+        result = await self.conn.request(method, params)
+        live.mark(SETTING, {"key": choice.key, "value": value})
+        if method == "session/set_mode":
+            settings_changed(live, mode=value)
+            return
+        if method == "session/set_model":  # answers nothing: the model we asked for is current
+            settings_changed(live, models={"currentModelId": value})
+            return
+        options = result.get("configOptions") if isinstance(result, dict) else None
+        if not isinstance(options, list):  # an agent that answered {}: record what we asked for
+            options = [
+                {**option, "currentValue": value} if settings.option_id(option) == choice.key else option
+                for option in live.store.config_options
+            ]
+        settings_changed(live, options, value if choice.category == settings.MODE else None)
+
+    async def login(self, method_id: str) -> Any:
+        """``authenticate`` (v1) / ``auth/login`` (v2) with an advertised method."""
+        method, params = wire.login_request(self.features, method_id)
+        return await self.conn.request(method, params, bounded=False)  # a person may be logging in
+
+    async def logout(self) -> Any:
+        """``logout`` (v1, when advertised) / ``auth/logout`` (v2)."""
+        method, params = wire.logout_request(self.features)
+        return await self.conn.request(method, params)
+
+    # -- prompt turn ----------------------------------------------------------------------
+
+    async def prompt(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> str:
+        """Run one turn and return its stop reason.
+
+        v1: the ``session/prompt`` response carries ``stopReason``. v2: the response only
+        acknowledges; the turn ends with ``state_update`` ``idle`` and its ``stopReason``.
+        While the turn runs, a wish to cancel it (:attr:`LiveSession.cancel_wanted`: a
+        dismissed permission question) is carried out here, by the turn's owner.
+        """
+        live.start_turn()
+        v1 = self.features.protocol_version == 1
+        if v1:
+            live.echo_prompt(blocks)  # the prompt is on disk before the agent answers
+        idle = live.turn_idle = anyio.Event() if not v1 else None
+        answer: Any = None
+        gone: list[Exception] = []
+        failed: list[Exception] = []
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def turn() -> None:
+                    nonlocal answer
+                    try:
+                        params = wire.prompt_params(live.agent_id, blocks)
+                        answer = await self.conn.request("session/prompt", params, bounded=False)
+                        if idle is not None:  # v2: acknowledged; the turn ends with idle
+                            await self._until_idle(idle, gone)
+                    except Exception as err:  # noqa: BLE001 - re-raised below as itself, not in a group
+                        failed.append(err)
+                    tg.cancel_scope.cancel()
+
+                async def cancel_when_wanted() -> None:
+                    await live.cancel_wanted.wait()
+                    if not live.cancel_requested:
+                        await self.cancel(live)
+
+                tg.start_soon(turn)
+                tg.start_soon(cancel_when_wanted)
+        finally:
+            live.turn_idle = None
+        if failed:
+            raise failed[0]
+        if gone and (idle is None or not idle.is_set()):
+            raise gone[0]
+        live.store.turn_boundary()
+        stop = answer.get("stopReason") if v1 and isinstance(answer, dict) else live.store.stop_reason
+        return stop if isinstance(stop, str) else "end_turn"
+
+    async def _until_idle(self, idle: anyio.Event, gone: list[Exception]) -> None:
+        """Wait for a v2 turn's ``idle``, or for the connection to end (its error in ``gone``)."""
+        async with anyio.create_task_group() as tg:
+
+            async def until_idle() -> None:
+                await idle.wait()
+                tg.cancel_scope.cancel()
+
+            async def until_closed() -> None:
+                gone.append(await self.conn.wait_closed("session/prompt"))
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until_idle)
+            tg.start_soon(until_closed)
+
+    async def cancel(self, live: LiveSession) -> None:
+        """``session/cancel``: pending permission questions are withdrawn (answered
+        ``cancelled``) and unfinished tool calls are marked cancelled, as the protocol asks."""
+        live.cancel_requested = True
+        for pending in list(live.pending_permissions):
+            pending.set()
+        live.cancel_unfinished_tools()
+        await self.conn.notify("session/cancel", wire.cancel_params(live.agent_id))
+
+
+@asynccontextmanager
+async def open_link(
+    argv: Sequence[str],
+    *,
+    env_extra: dict[str, str] | None = None,
+    choice: ProtocolChoice = "auto",
+    offer: ClientOffer | None = None,
+    log_file: Path | None = None,
+    stderr_log: Path | None = None,
+    decide_permission: PermissionDecider | None = None,
+    extra_handlers: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
+    tap: Tap | None = None,
+    policy: str | None = None,
+    refusals: Refusals | None = None,
+    step_timeout: float | None = None,
+) -> AsyncIterator[AgentLink]:
+    """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
+
+    The client services (file system inside each session's root set, terminals) are served
+    as the ``offer`` advertises, and only on v1 connections (v2 has no such methods).
+    Terminals outlive nothing: they are killed after the connection stops. ``policy`` (the
+    resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.client_side.ClientServices`:
+    ``deny`` and ``read-only`` refuse file writes and terminals. ``step_timeout`` bounds every
+    request but a turn and a login (:meth:`~acpcli.connection.Connection.request`).
+    """
+    from acpcli.client_side import ClientServices
+    from acpcli.connection import Connection
+    from acpcli.negotiate import ClientOffer, initialize
+    from acpcli.store import Store
+    from acpcli.transport import AgentProcess
+    from acpcli.wiretap import WireTap
+
+    offer = offer or ClientOffer()
+    if tap is None:  # an explicit tap (``--raw``) wins over the log file
+        tap = WireTap(log_file) if log_file is not None else WireTap.from_env()
+    dispatcher = Dispatcher(decide_permission=decide_permission)
+    services = ClientServices.for_offer(dispatcher.roots, offer, policy=policy, refusals=refusals)
+    handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
+        "session/request_permission": dispatcher.on_request_permission,
+        **services.handlers(),
+        **(extra_handlers or {}),
+    }
+    async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
+        async with Connection(
+            proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout
+        ) as conn:
+            features = await initialize(conn, choice=choice, offer=offer)
+            services.restrict(features)
+            yield AgentLink(conn, features, dispatcher, store_factory=Store, process=proc, services=services)

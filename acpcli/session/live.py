@@ -1,0 +1,208 @@
+"""One live session: its store, its view, its event log, its turn state; where every update lands.
+
+Every update the user sees goes through :meth:`LiveSession.feed` -- those the agent sends and
+those acpcli makes itself (the v1 echo of a prompt, a tool call first seen in a permission
+request, tool calls marked cancelled when a turn is cancelled) -- so what the screen showed,
+what the event log holds and what ``show``/``export`` rebuild are the same. Updates acpcli
+made are stored under the event kind :data:`~acpcli.session.records.LOCAL` (a user message
+also carries :data:`LOCAL_META` in its ``_meta``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from acpcli.session.records import LOCAL, TURN_START
+
+if TYPE_CHECKING:
+    from acpcli.protocol.settings import Choice
+    from acpcli.store import Change, Store
+
+log = logging.getLogger("acpcli.session")
+
+#: ``_meta`` marker on the user messages acpcli records for a v1 prompt (agents do not echo it).
+LOCAL_META = {"acpcli": {"local": True}}
+
+
+class Sink(Protocol):
+    """Where a live session's changes go: a view of :mod:`acpcli.render` (or the REPL's
+    wrapper that draws above the input line)."""
+
+    def on_change(self, session: LiveSession, change: Change) -> None: ...
+
+    def begin_turn(self, store: Store | None = None) -> None: ...
+
+    def turn_ended(self, stop_reason: str | None) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+class Recorder(Protocol):
+    """Where raw updates are logged: the index's :class:`~acpcli.eventlog.EventWriter`."""
+
+    def append(self, session_id: str, kind: str, payload: str) -> object: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass(eq=False)
+class LiveSession:
+    """One session attached over a link: its store, its view, its turn state."""
+
+    session_id: str  # the id acpcli records and shows (the user's id)
+    store: Store
+    sink: Sink | None = None
+    recorder: Recorder | None = None
+    cwd: str | None = None
+    additional_directories: list[str] = field(default_factory=list)
+    response: dict[str, Any] = field(default_factory=dict)
+    modes: dict[str, Any] | None = None  # v1 SessionModeState from the setup response
+    #: Set by a v2 ``state_update`` idle while a turn waits for it.
+    turn_idle: anyio.Event | None = field(default=None, repr=False)
+    #: One event per permission question being asked; set to withdraw it (the turn is cancelled).
+    pending_permissions: set[anyio.Event] = field(default_factory=set, repr=False)
+    #: Set when something other than the turn's owner wants the turn cancelled (a dismissed
+    #: permission question); the turn's owner sends ``session/cancel`` (:meth:`AgentLink.prompt`).
+    cancel_wanted: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    cancel_requested: bool = False
+    interrupted: bool = False  # the person pressed Ctrl-C during the current turn
+    turn_active: bool = False  # a run_turn is in progress (the supervisor cancels it on SIGTERM)
+    output_error: BaseException | None = None
+    updates_seen: int = 0
+    output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    #: The agent's id for this session when it differs from ``session_id`` (the agent forgot
+    #: a never-prompted session and a fresh one stands in for it under the user's id).
+    wire_id: str | None = None
+
+    @property
+    def agent_id(self) -> str:
+        """The id requests for this session carry."""
+        return self.wire_id or self.session_id
+
+    def mark(self, kind: str, payload: dict[str, Any] | None = None) -> None:
+        """Append one of acpcli's own records (``TURN_START``, ``SETTING``) to the event log."""
+        if self.recorder is not None:
+            self.recorder.append(self.session_id, kind, json.dumps(payload or {}))
+
+    def settings(self) -> list[Choice]:
+        """The settings this session offers now (:class:`acpcli.protocol.settings.Choice`)."""
+        from acpcli.protocol import settings
+
+        store = self.store
+        return settings.choices(
+            store.config_options, self.modes, store.current_mode_id, store.available_models, store.current_model_id
+        )
+
+    def feed(self, update: Any, frame_text: str | None = None, *, local: bool = False) -> None:
+        """Apply one ``session/update`` payload: store, event log, view, turn state.
+
+        ``frame_text`` is the whole notification as received; when given, the event log
+        stores it as is (readers unwrap ``params.update``) instead of re-encoding the update.
+        ``local``: acpcli made this update (not the agent); the event log says so
+        (:data:`~acpcli.session.records.LOCAL`).
+        """
+        if not isinstance(update, dict):
+            log.debug("ignoring a session/update whose update is %s", type(update).__name__)
+            return
+        self.updates_seen += 1
+        change = self.store.apply(update)
+        if self.recorder is not None:
+            kind = LOCAL if local else update.get("sessionUpdate")
+            payload = frame_text if frame_text is not None else json.dumps(update)
+            try:
+                self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", payload)
+            except Exception:
+                # A failed store must never drop the update from the view or the turn's state
+                # (a lost v2 ``idle`` would leave the turn waiting forever).
+                log.exception("storing an update of %s failed", self.session_id)
+        if change is not None and self.sink is not None:
+            try:
+                self.sink.on_change(self, change)
+            except BrokenPipeError as err:
+                # Whoever reads our output has gone (`| head -1`): stop rendering, and let
+                # the turn's owner end the command (run_turn watches `output_lost`).
+                self.sink = None
+                self.output_error = err
+                self.output_lost.set()
+            except OSError as err:
+                # The output cannot be written (a full disk under -o FILE or stdout): the same,
+                # with an error that says so (exit 17).
+                from acpcli.errors import OutputError
+
+                self.sink = None
+                self.output_error = OutputError(f"cannot write the transcript: {err.strerror or err}")
+                self.output_lost.set()
+        if self.turn_idle is not None and update.get("sessionUpdate") == "state_update" and self.store.state == "idle":
+            self.turn_idle.set()
+
+    # -- updates acpcli makes: through feed, like the agent's -------------------------------
+
+    def echo_prompt(self, blocks: Sequence[dict[str, Any]]) -> None:
+        """Record the user's prompt as user message chunks (v1 agents do not echo it), and
+        have it on disk before the agent answers."""
+        for block in blocks:
+            self.feed({"sessionUpdate": "user_message_chunk", "content": block, "_meta": LOCAL_META})
+        if self.recorder is not None:
+            try:
+                self.recorder.flush()
+            except Exception:
+                log.exception("storing the prompt of %s failed", self.session_id)
+
+    def asked_about(self, tool_call: Any) -> None:
+        """A permission request's ``toolCall``: the tool call it names exists from now on,
+        with what the request says of it (gemini asks about calls it never announced)."""
+        update = self.store.asked_tool_call(tool_call)
+        if update is not None:
+            self.feed(update, local=True)
+
+    def cancel_unfinished_tools(self) -> None:
+        """``session/cancel`` was sent: tool calls still pending or running are marked
+        cancelled (the protocol asks the client to); later updates from the agent still apply."""
+        for update in self.store.cancelled_tool_calls():
+            self.feed(update, local=True)
+
+    def start_turn(self) -> None:
+        """A prompt turn begins: its own messages, its own record, a fresh cancel state."""
+        self.store.turn_boundary()
+        self.mark(TURN_START)
+        self.cancel_requested = self.interrupted = False
+        self.cancel_wanted = anyio.Event()
+
+    def want_cancel(self) -> None:
+        """Ask the turn's owner to cancel the turn (see :attr:`cancel_wanted`)."""
+        self.cancel_wanted.set()
+
+
+def seed_settings(live: LiveSession, result: Any) -> None:
+    """Take the session's settings from a setup response (v1 ``modes`` and ``models``,
+    ``configOptions``), whichever setup it answers (new, load, resume).
+
+    Updates that arrived before the response (a replayed ``config_option_update``) are newer
+    than nothing but older than the response, so the response wins when it has the field.
+    """
+    if not isinstance(result, dict):
+        return
+    modes = result.get("modes")
+    if isinstance(modes, dict):
+        live.modes = modes
+    settings_changed(live, result.get("configOptions"), modes.get("currentModeId") if isinstance(modes, dict) else None)
+    models = result.get("models")
+    if isinstance(models, dict):
+        settings_changed(live, models=models)
+
+
+def settings_changed(live: LiveSession, options: Any = None, mode: Any = None, models: Any = None) -> None:
+    """Settings learnt from an answer (not an update) go through the store's own reducer,
+    as the updates that would say the same do: one place validates and keeps them."""
+    if options is not None:
+        live.store.apply({"sessionUpdate": "config_option_update", "configOptions": options})
+    if mode is not None:
+        live.store.apply({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+    if models is not None:
+        live.store.apply({"sessionUpdate": "current_model_update", **models})

@@ -1,0 +1,73 @@
+"""What the agent itself lists (``session/list``), and the titles it gives saved to the sessions
+recorded here."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from acpcli.errors import UsageError
+
+if TYPE_CHECKING:
+    from acpcli.persistence import Index
+
+
+def list_remote(agent: str | None, cmd: str | None, cwd: str | None, protocol: str | None = None) -> list[dict[str, Any]]:
+    """Every session the agent lists (all pages), under a supervisor (SIGTERM/SIGHUP stop the
+    agent: exit 143/129); the titles it gives are saved to the sessions recorded here."""
+    import anyio
+
+    from acpcli.session.agent import pick_agent
+    from acpcli.session.run import link_for
+    from acpcli.supervise import Supervisor
+
+    if agent is None and cmd is None:
+        raise UsageError("--remote asks an agent: pass --agent NAME or --cmd 'COMMAND'")
+    if protocol is not None:
+        from acpcli.negotiate import parse_protocol_choice
+
+        parse_protocol_choice(protocol)
+    choice = pick_agent(agent, cmd)
+
+    async def main() -> list[dict[str, Any]]:
+        async with link_for(choice, protocol=protocol) as link:
+            return [info async for info in link.list_remote(cwd)]
+
+    infos = anyio.run(Supervisor().run, main)
+    _save_titles(infos)
+    return infos
+
+
+def _save_titles(infos: list[dict[str, Any]]) -> None:
+    """Best effort: a listing must not fail because the index is busy or read-only."""
+    import sqlite3
+
+    from acpcli.errors import AcpcliError
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    if not db_path().exists() or not any(i.get("title") for i in infos):
+        return
+    try:
+        with Index.open() as index:
+            titles_from_list(index, infos)
+    except (AcpcliError, sqlite3.Error):
+        pass
+
+
+def titles_from_list(index: Index, infos: list[dict[str, Any]]) -> int:
+    """Save the titles an agent's ``session/list`` answer gives to the sessions recorded here
+    (matched by the agent's id); returns how many changed."""
+    titles = {
+        info.get("sessionId"): info.get("title")
+        for info in infos
+        if isinstance(info.get("sessionId"), str) and isinstance(info.get("title"), str) and info.get("title")
+    }
+    changed = 0
+    if not titles:
+        return 0
+    for rec in index.list_sessions():
+        title = titles.get(rec.wire_id)
+        if title is not None and title != rec.title:
+            index.set_title(rec.id, title)
+            changed += 1
+    return changed

@@ -1,0 +1,431 @@
+"""What each session command does once its arguments are parsed: ``new``/``load``/``resume``
+(:func:`lifecycle`, :func:`reattach`), ``prompt`` (:func:`prompt`), ``close`` (:func:`close`).
+
+Each runs under a :class:`~acpcli.supervise.Supervisor` (signals, timed flushes), opens the
+index, links the agent (:func:`link_for`), attaches the session (:mod:`~acpcli.session.attach`),
+runs the turn or hands over to the person (:class:`~acpcli.session.context.Person`), and
+returns an exit code or raises an :class:`~acpcli.errors.AcpcliError`. ``cli/`` maps both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from acpcli.errors import RpcError, SessionNotFound, UsageError
+from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stderr_log, env_extra
+from acpcli.session.attach import attach, raise_if_unknown
+from acpcli.session.context import Run
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from acpcli.client_side import PermissionPolicy, Refusals
+    from acpcli.persistence import Index, SessionRecord
+    from acpcli.render import View
+    from acpcli.session.inputs import SessionInputs
+    from acpcli.session.link import AgentLink
+    from acpcli.store import Store
+    from acpcli.wiretap import Tap
+
+
+def _decider(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
+    """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
+    agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
+    refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
+    from acpcli.client_side import Refusals, permission_decider
+
+    ask = run.person.ask_permission if run.person is not None else None
+    policy = run.permissions
+    if policy is None and agent is not None:
+        from acpcli.config import configured_permissions
+        from acpcli.errors import ConfigError
+
+        try:
+            policy = configured_permissions(agent.name if agent.name != "cmd" else None, agent.argv)
+        except ConfigError as err:
+            # A broken config must not stop a --cmd run that needs none of it; the default
+            # (ask on a terminal, deny in scripts) is never looser than what it could have said.
+            run.say(f"acpcli: warning: the permissions config key is not used: {err}")
+    if run.refusals is None:
+        run.refusals = Refusals(run.say)
+    return permission_decider(run.env, policy, ask, run.refusals)
+
+
+@contextmanager
+def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
+    """An ``auth_required`` error leaves with how to log in outside a session."""
+    from acpcli.errors import AuthRequired, leaf_error
+
+    try:
+        yield
+    except BaseException as err:
+        leaf = leaf_error(err)
+        if isinstance(leaf, AuthRequired) and not leaf.hint:
+            leaf.hint = f"log in with `acpcli auth {agent_arg(agent)}`, then run this again"
+        raise
+
+
+def link_for(
+    agent: AgentChoice, *, protocol: str | None = None, log_file: Path | None = None, run: Run | None = None
+) -> AbstractAsyncContextManager[AgentLink]:
+    """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
+
+    Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
+    which runs them, and by sessions with a person at the keyboard, who can be sent there; a
+    script would only be told to log in elsewhere, so it does not offer them.
+    """
+    from acpcli.config import step_timeout
+    from acpcli.negotiate import ClientOffer
+    from acpcli.session.link import open_link
+
+    offer = ClientOffer()
+    decider = None
+    if run is not None:
+        offer = ClientOffer(
+            read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
+        )
+        decider = _decider(run, agent)
+    return open_link(
+        agent.argv,
+        env_extra=env_extra(agent),
+        choice=protocol or agent.protocol or "auto",  # type: ignore[arg-type]  # validated by the caller / config
+        offer=offer,
+        log_file=log_file,
+        stderr_log=agent_stderr_log(agent),
+        decide_permission=decider,
+        tap=_raw_tap(run, log_file),
+        policy=decider.policy if decider is not None else None,
+        refusals=decider.refusals if decider is not None else None,
+        step_timeout=step_timeout(),
+    )
+
+
+def _raw_tap(run: Run | None, log_file: Path | None = None) -> Tap | None:
+    if run is None:
+        return None
+    supervisor = run.supervisor
+    if not run.raw:
+        if supervisor is None or log_file is None:
+            return None
+        # --log-file under a supervisor: a write failure stops the command (exit 17) rather
+        # than breaking the connection mid-frame.
+        from acpcli.supervise import GuardedTap
+        from acpcli.wiretap import WireTap
+
+        return GuardedTap(WireTap(log_file), f"the wire log {log_file}", supervisor)
+    from acpcli.wiretap import StreamTap
+
+    tap = StreamTap(run.env.stdout)
+    if supervisor is None:
+        return tap
+    from acpcli.supervise import GuardedTap
+
+    return GuardedTap(tap, "the frames to standard output", supervisor)
+
+
+def _link(inputs: SessionInputs, run: Run) -> AbstractAsyncContextManager[AgentLink]:
+    return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run)
+
+
+def _exporter(session_id: str) -> Callable[[str, str], None]:
+    """``/export``: the stored transcript of the REPL's session, like ``acpcli export``."""
+
+    def export(path: str, output_format: str) -> None:
+        from acpcli.render.export import write_transcript
+
+        record, store = stored(session_id)
+        try:
+            with open(path, "w", encoding="utf-8") as stream:
+                write_transcript(store, output_format, stream, session_id=record.id, title=record.title)
+        except OSError as err:
+            raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+
+    return export
+
+
+def stored(session_id: str) -> tuple[SessionRecord, Store]:
+    """The index record and the rebuilt transcript of a session, read-only (SessionNotFound
+    for an id that is not recorded: nothing is created)."""
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+    from acpcli.session.records import rebuild
+
+    if not db_path().exists():
+        raise SessionNotFound(f"no session {session_id!r} in the local index")
+    with Index.open(read_only=True) as index:
+        record = index.get(session_id)
+        return record, rebuild(index, record.id)
+
+
+def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
+    """``new``, ``load`` or ``resume``: start the agent, set the session up, record it,
+    then hand over to the person or print what a script needs (``new``: the id; ``load``:
+    the replayed transcript; ``resume``: nothing)."""
+    import anyio
+
+    from acpcli.errors import ExitCode
+    from acpcli.supervise import Supervisor
+
+    supervisor = run.supervisor = Supervisor()
+    person = run.person
+
+    async def main() -> int:
+        from acpcli.render import make_view
+        from acpcli.safestore import open_index, verdict
+
+        def storage_failed(message: str) -> None:
+            if person is not None:  # a person is watching: say it now, the session goes on
+                run.env.note(f"acpcli: warning: {message}; this session goes on unsaved", style="yellow")
+
+        index = open_index(on_failure=storage_failed)
+        writer = supervisor.writer = index.writer()
+        reattaching = person is not None and command in ("load", "resume")  # the replay is drawn whole
+        view: View | None
+        if reattaching:
+            assert person is not None
+            view = person.held_view()
+        else:
+            view = make_view(run.env, final_only=person is None) if (command != "resume" or person) else None
+        try:
+            async with _link(inputs, run) as link:
+                supervisor.link = link
+                local = None
+                if reattaching:
+                    assert session_id is not None and person is not None
+                    from acpcli.protocol import wire
+
+                    wire.require(link.features, f"session/{command}")  # before anything is shown
+                    local = _local_store(index, session_id) if command == "resume" else None
+                    person.banner(session_id, link.features)
+                live = await attach(link, command, inputs, run, index, writer, view, session_id)
+                if person is not None:
+                    if reattaching:
+                        assert view is not None
+                        view = await person.show_replay(link, live, command, view, local)
+                    return await person.converse(
+                        link, live, index=index, writer=writer, agent=agent_label(inputs.agent, link.features),
+                        export=_exporter(live.session_id), banner=not reattaching,
+                    )
+                if view is not None:
+                    view.close()
+                    view = None
+                if command == "new":
+                    from acpcli.safe_text import safe_line
+
+                    run.env.stdout.write(safe_line(live.session_id) + "\n")  # the agent chose it
+                    run.env.stdout.flush()
+                if live.store.title:
+                    index.set_title(live.session_id, live.store.title)
+                return int(ExitCode.OK)
+        finally:
+            supervisor.link = None
+            try:
+                if view is not None:
+                    view.close()
+            finally:
+                writer.close()
+                index.close()
+                verdict(index)
+
+    with _auth_hinted(inputs.agent):
+        return anyio.run(supervisor.run, main)
+
+
+def reattach(command: str, session_id: str, inputs: SessionInputs, run: Run, *, new_if_missing: bool = False) -> int:
+    """``load``/``resume ID`` (:func:`lifecycle`); with ``new_if_missing``, an agent's error
+    starts a new session instead, saying so."""
+    try:
+        return lifecycle(command, inputs, run, session_id=session_id)
+    except RpcError as err:
+        if not new_if_missing:
+            raise
+        run.say(f"acpcli: {command} of {session_id} failed ({err}); starting a new session (--new-if-missing)")
+        return lifecycle("new", inputs, run)
+
+
+def _local_store(index: Index, session_id: str) -> Store | None:
+    """The transcript acpcli recorded for ``session_id`` (``None`` for a session it does not know)."""
+    from acpcli.session.records import rebuild
+
+    try:
+        known = index.get(session_id)
+    except SessionNotFound:
+        return None
+    return rebuild(index, known.id)
+
+
+def close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
+    """Make the session active (resume if supported), then ``session/close``."""
+    import anyio
+
+    from acpcli.errors import CapabilityMissing, ExitCode
+
+    async def main() -> int:
+        import json
+
+        from acpcli.persistence import Index
+        from acpcli.protocol import wire
+        from acpcli.session import forgotten
+        from acpcli.session.records import had_turns
+
+        async with _link(inputs, run) as link:
+            try:
+                wire.require(link.features, "session/close")
+                try:
+                    if link.features.resume:
+                        await link.resume(
+                            record.wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers,
+                            local_id=record.id,
+                        )
+                    answer = await link.close(record.id)
+                except BaseException as err:
+                    if not forgotten.agent_forgot(err):
+                        raise
+                    with Index.open(read_only=True) as reader:
+                        turns = had_turns(reader, record.id)
+                    if turns:
+                        raise_if_unknown(err, record.id, record, link.features.display_name)
+                        raise
+                    # Never prompted: the agent holds nothing of it, so there is nothing to close there.
+                    run.env.err.print(
+                        f"closed {record.id}: {link.features.display_name} no longer knew it "
+                        "(it never had a turn), so it is closed here only",
+                        markup=False,
+                        highlight=False,
+                    )
+                    return int(ExitCode.OK)
+            finally:
+                with Index.open() as index:
+                    index.mark_closed(record.id)
+        said = f" (the agent answered {json.dumps(answer)})" if answer else ""  # {} says nothing
+        run.env.err.print(f"closed {record.id}{said}", markup=False, highlight=False)
+        return int(ExitCode.OK)
+
+    from acpcli.supervise import Supervisor
+
+    try:
+        return anyio.run(Supervisor().run, main)  # SIGTERM/SIGHUP: stop the agent, exit 143/129
+    except CapabilityMissing as err:
+        err.message += " (marked closed locally)"
+        raise
+
+
+def prompt(
+    inputs: SessionInputs,
+    run: Run,
+    text: str,
+    *,
+    session_id: str | None,
+    output_format: str,
+    quiet: bool,
+    settings: Sequence[tuple[str, str]] = (),
+) -> int:
+    """One turn: a new session (or ``--session``: resume if supported, else load without
+    printing the replay), the prompt, the streamed answer; the exit code follows the stop
+    reason."""
+    import sys
+
+    import anyio
+
+    from acpcli.errors import CapabilityMissing, ExitCode, Interrupted, TurnEnded
+    from acpcli.supervise import Supervisor, output_error
+
+    supervisor = run.supervisor = Supervisor()
+    try:
+        supervisor.stdout_fd = run.env.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        pass  # not a real file (tests), nothing to watch
+
+    async def main() -> int:
+        from acpcli.mentions import build_prompt
+        from acpcli.render import make_view
+        from acpcli.safestore import open_index, verdict
+        from acpcli.session.turn import after_turn, run_turn
+
+        index = open_index()
+        writer = supervisor.writer = index.writer()
+        view: View
+        if run.raw:
+            from acpcli.render import Collector
+
+            view = Collector()  # stdout carries the frames; the transcript is kept, not printed
+        else:
+            view = make_view(run.env, format=output_format, quiet=quiet)
+        try:
+            async with _link(inputs, run) as link:
+                supervisor.link = link
+                if session_id is None:
+                    command = "new"
+                elif link.features.resume:
+                    command = "resume"
+                elif link.features.load:
+                    command = "load"
+                else:
+                    raise CapabilityMissing(
+                        f"{link.features.display_name} can neither resume nor load a session",
+                        hint="drop --session to start a new one",
+                    )
+                # Mentions are checked before the session is touched: a bad one costs nothing.
+                blocks = build_prompt(
+                    text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
+                )
+                # A load's replay is context, not output: attach without a view first.
+                live = await attach(link, command, inputs, run, index, writer, None, session_id)
+                if command == "new":  # first, so a bad --set below still names the session
+                    run.env.note(f"session {live.session_id}", style="dim")
+                for key, value in settings:  # before the turn, so the prompt runs with them
+                    await link.set_by_name(live, key, value)
+                live.sink = view
+                view.begin_turn(live.store)
+                stop = await run_turn(
+                    link,
+                    live,
+                    blocks,
+                    notice=lambda m: run.env.note(m, style="yellow"),
+                    tick=getattr(view, "tick", None),
+                )
+                view.turn_ended(stop)
+                writer.flush()
+                after_turn(index, live)
+                if stop == "cancelled" and live.interrupted:
+                    raise Interrupted()  # our Ctrl-C cancelled it: exit 130, as shells expect
+                if stop != "end_turn":
+                    ended = TurnEnded(stop)
+                    if stop == "cancelled" and run.refusals is not None and run.refusals.count:
+                        ended.hint = refused_hint(run.refusals)
+                    raise ended
+                return int(ExitCode.OK)
+        finally:
+            supervisor.link = None
+            failing = sys.exc_info()[1]
+            try:
+                view.close()
+            except BrokenPipeError:
+                raise
+            except OSError as err:
+                if failing is None:
+                    raise output_error(_stdout_name(run), err) from None
+            finally:
+                writer.close()
+                index.close()
+                verdict(index)
+
+    with _auth_hinted(inputs.agent):
+        return anyio.run(supervisor.run, main)
+
+
+def _stdout_name(run: Run) -> str:
+    name = getattr(run.env.stdout, "name", None)
+    return name if isinstance(name, str) and not name.startswith("<") else "standard output"
+
+
+def refused_hint(refusals: Refusals) -> str:
+    """The hint for a turn the agent cancelled after the policy refused something."""
+    from acpcli.client_side import CHANGE_POLICY
+
+    n = refusals.count
+    what = "a request" if n == 1 else f"{n} requests"
+    return f"acpcli refused {what} of the agent (see above), which may be why it stopped: {CHANGE_POLICY}"

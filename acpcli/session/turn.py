@@ -1,0 +1,105 @@
+"""One prompt turn as a command runs it: Ctrl-C and a lost output wired in, and the
+bookkeeping after it (the same for ``acpcli prompt`` and the REPL)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+if TYPE_CHECKING:
+    from acpcli.persistence import Index
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+
+
+async def run_turn(
+    link: AgentLink,
+    live: LiveSession,
+    blocks: Sequence[dict[str, Any]],
+    *,
+    notice: Callable[[str], None],
+    tick: Callable[[], None] | None = None,
+    double_interrupt_seconds: float = 3.0,
+) -> str:
+    """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
+    waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
+    agent's process group and raises :class:`~acpcli.errors.Interrupted` (exit 130 at the CLI).
+
+    ``notice`` receives the one-line status messages ("cancelling…") for the caller to show;
+    ``tick`` (if given) is called about ten times a second while the turn runs, so a view
+    can redraw its live part even when the stream pauses.
+    """
+    live.turn_active = True
+    try:
+        return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds)
+    finally:
+        live.turn_active = False
+
+
+async def _turn_tasks(
+    link: AgentLink,
+    live: LiveSession,
+    blocks: Sequence[dict[str, Any]],
+    notice: Callable[[str], None],
+    tick: Callable[[], None] | None,
+    double_interrupt_seconds: float,
+) -> str:
+    import signal
+    import time
+
+    from acpcli.errors import Interrupted
+
+    stop = "end_turn"
+    last = 0.0
+    async with anyio.create_task_group() as tg:
+
+        async def run() -> None:
+            nonlocal stop
+            stop = await link.prompt(live, blocks)
+            tg.cancel_scope.cancel()
+
+        async def watch() -> None:
+            nonlocal last
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    now = time.monotonic()
+                    if last and now - last < double_interrupt_seconds:
+                        notice("interrupted again: killing the agent")
+                        link.kill()
+                        raise Interrupted()
+                    last = now
+                    notice("cancelling… (press Ctrl-C again to kill the agent)")
+                    live.interrupted = True
+                    await link.cancel(live)
+
+        async def watch_output() -> None:
+            await live.output_lost.wait()
+            assert live.output_error is not None
+            if not isinstance(live.output_error, BrokenPipeError):
+                link.kill()  # nobody will see the rest of this turn
+            raise live.output_error
+
+        async def ticker() -> None:
+            assert tick is not None
+            while True:
+                await anyio.sleep(0.1)
+                tick()
+
+        tg.start_soon(run)
+        tg.start_soon(watch)
+        tg.start_soon(watch_output)
+        if tick is not None:
+            tg.start_soon(ticker)
+    return stop
+
+
+
+def after_turn(index: Index, live: LiveSession) -> None:
+    """What the index learns from a finished turn, whatever ended it: the session was used
+    now, and its title if the agent gave one. (The event log is flushed by the caller, which
+    owns the writer, before this.)"""
+    index.touch(live.session_id)
+    if live.store.title:
+        index.set_title(live.session_id, live.store.title)
