@@ -19,7 +19,7 @@ Invariants (each TAB pays for them, and a TAB must never do harm):
 
 * **Side-effect free.** The command line is parsed, never run: no command body, no option
   callback, no agent. Nothing is created (not ``ACPCLI_HOME``, not the database); the
-  callbacks in :mod:`acpcli.cli.complete` read config and index read-only.
+  callbacks in :mod:`acpcli.cli.completers` read config and index read-only.
 * **Light.** Values are not coerced (typer coerces through pydantic TypeAdapters), and only
   the subcommand on the line is built from its typer declaration (:class:`_OnDemandGroup`).
   Neither pydantic nor rich nor prompt_toolkit nor the protocol models are imported;
@@ -39,7 +39,7 @@ from typing import Annotated, Any, get_args, get_origin
 import typer
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from acpcli.cli import complete
+from acpcli.cli import completers
 
 PROG = "acpcli"
 COMPLETE_VAR = "_ACPCLI_COMPLETE"
@@ -175,7 +175,7 @@ Shell = Annotated[
     typer.Argument(
         metavar="bash|zsh|fish",
         help="The shell to print the completion script for.",
-        autocompletion=complete.shells,
+        autocompletion=completers.shells,
         show_default=False,
     ),
 ]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 import typer
 
-from acpcli.cli import complete
+from acpcli.cli import completers
 
 AGENT_PANEL = "Agent"
 SESSION_PANEL = "Session"
@@ -26,7 +26,7 @@ Agent = Annotated[
         metavar="NAME",
         help="Agent to run: a built-in (demo, claude, codex, gemini, ...) or one from config.toml. "
         "See `acpcli agents`.",
-        autocompletion=complete.agent_names,
+        autocompletion=completers.agent_names,
         show_default=False,
     ),
 ]
@@ -102,7 +102,7 @@ Protocol = Annotated[
         help="ACP version to speak: auto (offer 2, accept 1), 1, 2, or 2-latest (the later v2 "
         "draft). Default: the agent's configured protocol, else the one the session was "
         "recorded with, else auto.",
-        autocompletion=complete.protocols,
+        autocompletion=completers.protocols,
         show_default=False,
     ),
 ]
@@ -133,7 +133,7 @@ Permissions = Annotated[
         help="Answer permission requests: ask, allow, deny or read-only. deny and read-only "
         "also refuse file writes and terminals. Default: the config's permissions key, else "
         "ask on a terminal and deny otherwise.",
-        autocompletion=complete.permission_policies,
+        autocompletion=completers.permission_policies,
         show_default=False,
     ),
 ]
@@ -141,7 +141,7 @@ SessionId = Annotated[
     str,
     typer.Argument(
         help="Session id (a unique prefix of a locally recorded id is enough).",
-        autocompletion=complete.session_ids,
+        autocompletion=completers.session_ids,
         show_default=False,
     ),
 ]
