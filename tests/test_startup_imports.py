@@ -5,7 +5,7 @@ A completion answer (one per TAB) is held to more: no rich at all, no anyio, no 
 plumbing, and sqlite3 only when it lists session ids.
 
 Commands that run are held to "no pydantic" too: typer 0.29 would import it to coerce their
-parameter values, which :mod:`acpcli.cli.options` does without it (checked here against
+parameter values, which :mod:`acpcli.cli.typer_compat` does without it (checked here against
 typer's own coercion, parameter by parameter). In a pipe, ``acpcli sessions`` loads no rich."""
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def test_plain_coercion_gives_what_typer_gives(tmp_path) -> None:
     from typer._coercion import build_runtime_param
 
     from acpcli.cli import app
-    from acpcli.cli.options import plain_runtime_param
+    from acpcli.cli.typer_compat import plain_runtime_param
 
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
@@ -212,7 +212,7 @@ def test_plain_coercion_covers_only_what_it_knows() -> None:
     from typer._coercion import resolve_type_descriptor
     from typer.models import OptionInfo
 
-    from acpcli.cli.options import plain_runtime_param
+    from acpcli.cli.typer_compat import plain_runtime_param
 
     def plain(annotation: object, **info: object) -> object:
         return plain_runtime_param(resolve_type_descriptor(annotation, OptionInfo(**info)))

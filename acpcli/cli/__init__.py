@@ -14,11 +14,11 @@ import sys
 import typer
 
 from acpcli import __version__
-from acpcli.cli.options import install_plain_coercion
+from acpcli.cli.typer_compat import install
 from acpcli.errors import AcpcliError, ExitCode, OutputClosed, leaf_error
 
 # typer would import pydantic to coerce the invoked command's parameter values (~0.15 s).
-install_plain_coercion()
+install()
 
 app = typer.Typer(
     name="acpcli",
