@@ -149,9 +149,21 @@ def test_sessions_in_a_pipe_imports_no_rich(acpcli_home) -> None:
     assert offending(action, forbidden=(*COMMAND_FORBIDDEN, "rich")) == []
 
 
-def test_the_command_probe_sees_typers_own_coercion() -> None:
+@pytest.mark.parametrize(
+    "setup",
+    [
+        # acpcli's coercer installed, then taken out again
+        "import acpcli.cli.typer_compat as compat, typer.core\n"
+        "assert compat.install()\n"
+        "typer.core._TyperParameter.get_runtime_param = typer.core._TyperParameter.get_runtime_param.__wrapped__\n"
+        "compat.install = lambda: False",
+        # a typer version acpcli does not know: main() installs nothing
+        "import acpcli.cli.typer_compat as compat\ncompat.KNOWN_TYPER = ()",
+    ],
+    ids=["unwrapped", "unknown typer"],
+)
+def test_the_command_probe_sees_typers_own_coercion(setup: str) -> None:
     # the guard above can fail: without acpcli's coercer, running a command loads pydantic
-    setup = "import typer.core; typer.core._TyperParameter.get_runtime_param = typer.core._TyperParameter.get_runtime_param.__wrapped__"
     action = RUN_COMMAND.format(argv=["agents"])
     assert "pydantic" in offending(action, setup="import acpcli.cli\n" + setup, forbidden=COMMAND_FORBIDDEN)
 
