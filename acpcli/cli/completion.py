@@ -21,12 +21,14 @@ Invariants (each TAB pays for them, and a TAB must never do harm):
   callback, no agent. Nothing is created (not ``ACPCLI_HOME``, not the database); the
   callbacks in :mod:`acpcli.cli.completers` read config and index read-only.
 * **Light.** Values are not coerced (typer coerces through pydantic TypeAdapters), and only
-  the subcommand on the line is built from its typer declaration
-  (:func:`acpcli.cli.typer_compat.command_tree`).
-  Neither pydantic nor rich nor prompt_toolkit nor the protocol models are imported;
-  sqlite3 only to list session ids.
+  the subcommand on the line is built from its typer declaration. Neither pydantic nor rich
+  nor prompt_toolkit nor the protocol models are imported; sqlite3 only to list session ids.
 * **Silent.** Whatever goes wrong, the answer is empty and the exit status 0: a traceback
   would land in the middle of the user's command line.
+
+Building the tree on demand and parsing the line without running it take typer's internals: they
+live in :mod:`acpcli.cli.typer_compat` (:func:`~acpcli.cli.typer_compat.command_tree`,
+:func:`~acpcli.cli.typer_compat.parse_line`); this module decides what to offer.
 """
 
 from __future__ import annotations
