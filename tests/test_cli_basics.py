@@ -28,6 +28,23 @@ def test_version() -> None:
     assert proc.stdout.strip() == f"acpcli {__version__}"
 
 
+def test_a_reader_gone_before_any_output_is_a_quiet_success() -> None:
+    # a broken pipe in a command body is the reader's choice, not a failure (exit 0, not
+    # click's exit 1): the root group turns it into OutputClosed for main()
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "acpcli", "completion", "bash"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (ExitCode.OK, "")
+
+
 def test_unknown_command_is_usage_error() -> None:
     proc = run("no-such-command")
     assert proc.returncode == ExitCode.USAGE

@@ -269,10 +269,11 @@ def test_the_on_demand_tree_agrees_with_typers() -> None:
     from typer._click import Context
 
     from acpcli.cli import app
-    from acpcli.cli.completion import _tree
+    from acpcli.cli.typer_compat import OnDemandGroup, command_tree
 
     built = typer.main.get_command(app)
-    lazy = _tree(app)
+    lazy = command_tree(app)
+    assert isinstance(lazy, OnDemandGroup)
     ctx = Context(built, info_name="acpcli")
     assert lazy.list_commands(ctx) == built.list_commands(ctx) == COMMANDS
     assert lazy.commands == {}  # listing built nothing

@@ -5,7 +5,7 @@ A completion answer (one per TAB) is held to more: no rich at all, no anyio, no 
 plumbing, and sqlite3 only when it lists session ids.
 
 Commands that run are held to "no pydantic" too: typer 0.29 would import it to coerce their
-parameter values, which :mod:`acpcli.cli.options` does without it (checked here against
+parameter values, which :mod:`acpcli.cli.typer_compat` does without it (checked here against
 typer's own coercion, parameter by parameter). In a pipe, ``acpcli sessions`` loads no rich."""
 
 from __future__ import annotations
@@ -149,9 +149,21 @@ def test_sessions_in_a_pipe_imports_no_rich(acpcli_home) -> None:
     assert offending(action, forbidden=(*COMMAND_FORBIDDEN, "rich")) == []
 
 
-def test_the_command_probe_sees_typers_own_coercion() -> None:
+@pytest.mark.parametrize(
+    "setup",
+    [
+        # acpcli's coercer installed, then taken out again
+        "import acpcli.cli.typer_compat as compat, typer.core\n"
+        "assert compat.install()\n"
+        "typer.core._TyperParameter.get_runtime_param = typer.core._TyperParameter.get_runtime_param.__wrapped__\n"
+        "compat.install = lambda: False",
+        # a typer version acpcli does not know: main() installs nothing
+        "import acpcli.cli.typer_compat as compat\ncompat.KNOWN_TYPER = ()",
+    ],
+    ids=["unwrapped", "unknown typer"],
+)
+def test_the_command_probe_sees_typers_own_coercion(setup: str) -> None:
     # the guard above can fail: without acpcli's coercer, running a command loads pydantic
-    setup = "import typer.core; typer.core._TyperParameter.get_runtime_param = typer.core._TyperParameter.get_runtime_param.__wrapped__"
     action = RUN_COMMAND.format(argv=["agents"])
     assert "pydantic" in offending(action, setup="import acpcli.cli\n" + setup, forbidden=COMMAND_FORBIDDEN)
 
@@ -174,7 +186,7 @@ def test_plain_coercion_gives_what_typer_gives(tmp_path) -> None:
     from typer._coercion import build_runtime_param
 
     from acpcli.cli import app
-    from acpcli.cli.options import plain_runtime_param
+    from acpcli.cli.typer_compat import plain_runtime_param
 
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
@@ -212,7 +224,7 @@ def test_plain_coercion_covers_only_what_it_knows() -> None:
     from typer._coercion import resolve_type_descriptor
     from typer.models import OptionInfo
 
-    from acpcli.cli.options import plain_runtime_param
+    from acpcli.cli.typer_compat import plain_runtime_param
 
     def plain(annotation: object, **info: object) -> object:
         return plain_runtime_param(resolve_type_descriptor(annotation, OptionInfo(**info)))

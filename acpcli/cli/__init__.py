@@ -2,7 +2,8 @@
 
 This package must stay cheap to import: ``acpcli --help`` and shell completion run it on
 every keystroke. Command bodies import the heavy layers (models, rich, prompt_toolkit)
-inside the function.
+inside the function. Importing it changes nothing in typer: :func:`main` applies what
+:mod:`acpcli.cli.typer_compat` adjusts, the only module that touches typer's internals.
 """
 
 from __future__ import annotations
@@ -10,15 +11,30 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from typing import Any
 
 import typer
 
 from acpcli import __version__
-from acpcli.cli.options import install_plain_coercion
+from acpcli.cli import typer_compat
+from acpcli.cli.typer_compat import TyperGroup
 from acpcli.errors import AcpcliError, ExitCode, OutputClosed, leaf_error
 
-# typer would import pydantic to coerce the invoked command's parameter values (~0.15 s).
-install_plain_coercion()
+
+class _PipeSafeGroup(TyperGroup):
+    """The root group: a broken pipe anywhere in a command becomes :class:`OutputClosed`
+    before click sees it (click would report a bare BrokenPipeError as a failure, exit 1)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise OutputClosed() from None
+        except BaseException as exc:
+            if isinstance(leaf_error(exc), BrokenPipeError):
+                raise OutputClosed() from None
+            raise
+
 
 app = typer.Typer(
     name="acpcli",
@@ -33,6 +49,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_PipeSafeGroup,
 )
 
 
@@ -52,38 +69,17 @@ def _root(
 
 
 def _register() -> None:
+    """Each module's commands become top-level commands (``acpcli load``, not ``acpcli sessions load``)."""
     from acpcli.cli import agents, auth, completion, prompt, sessions
 
     for sub in (sessions.app, prompt.app, auth.app, agents.app, completion.app):
-        for info in sub.registered_commands:
-            info.callback = _pipe_safe(info.callback)
-        app.registered_commands.extend(sub.registered_commands)
-
-
-#: errnos of an output that cannot take more (full disk, quota, file size, I/O error).
-_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
-
-
-def _pipe_safe(func):
-    """Turn a broken pipe anywhere in a command into :class:`OutputClosed` before click
-    sees it (click would report a bare BrokenPipeError as a failure, exit 1)."""
-    import functools
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except BrokenPipeError:
-            raise OutputClosed() from None
-        except BaseException as exc:
-            if isinstance(leaf_error(exc), BrokenPipeError):
-                raise OutputClosed() from None
-            raise
-
-    return wrapper
+        app.add_typer(sub)
 
 
 _register()
+
+#: errnos of an output that cannot take more (full disk, quota, file size, I/O error).
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def report(err: AcpcliError) -> None:
@@ -150,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(int(ExitCode.OUTPUT))
     from acpcli import notices
 
+    # typer would import pydantic to coerce the invoked command's parameter values (~0.15 s).
+    typer_compat.install()
     # What the agent sent and acpcli skipped (bad lines, lines over the limit) is said on stderr.
     notices.set_sink(notices.stderr_sink())
     try:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from acpcli.cli import complete
+from acpcli.cli import completers
 from acpcli.cli.options import Agent, Cmd, LogFile, Protocol
 
 app = typer.Typer()
@@ -19,7 +19,7 @@ def auth(
         typer.Argument(
             metavar="AGENT",
             help="The agent to log in to (see `acpcli agents`); or --agent NAME, or --cmd.",
-            autocompletion=complete.agent_names,
+            autocompletion=completers.agent_names,
             show_default=False,
         ),
     ] = None,

@@ -19,13 +19,16 @@ Invariants (each TAB pays for them, and a TAB must never do harm):
 
 * **Side-effect free.** The command line is parsed, never run: no command body, no option
   callback, no agent. Nothing is created (not ``ACPCLI_HOME``, not the database); the
-  callbacks in :mod:`acpcli.cli.complete` read config and index read-only.
+  callbacks in :mod:`acpcli.cli.completers` read config and index read-only.
 * **Light.** Values are not coerced (typer coerces through pydantic TypeAdapters), and only
-  the subcommand on the line is built from its typer declaration (:class:`_OnDemandGroup`).
-  Neither pydantic nor rich nor prompt_toolkit nor the protocol models are imported;
-  sqlite3 only to list session ids.
+  the subcommand on the line is built from its typer declaration. Neither pydantic nor rich
+  nor prompt_toolkit nor the protocol models are imported; sqlite3 only to list session ids.
 * **Silent.** Whatever goes wrong, the answer is empty and the exit status 0: a traceback
   would land in the middle of the user's command line.
+
+Building the tree on demand and parsing the line without running it take typer's internals: they
+live in :mod:`acpcli.cli.typer_compat` (:func:`~acpcli.cli.typer_compat.command_tree`,
+:func:`~acpcli.cli.typer_compat.parse_line`); this module decides what to offer.
 """
 
 from __future__ import annotations
@@ -37,9 +40,19 @@ from pathlib import PurePath
 from typing import Annotated, Any, get_args, get_origin
 
 import typer
-from typer.core import TyperArgument, TyperGroup, TyperOption
 
-from acpcli.cli import complete
+from acpcli.cli import completers
+from acpcli.cli.typer_compat import (
+    OnDemandGroup,
+    TyperArgument,
+    TyperGroup,
+    TyperOption,
+    command_tree,
+    declared_annotation,
+    given_on_command_line,
+    parse_line,
+    split_words,
+)
 
 PROG = "acpcli"
 COMPLETE_VAR = "_ACPCLI_COMPLETE"
@@ -175,7 +188,7 @@ Shell = Annotated[
     typer.Argument(
         metavar="bash|zsh|fish",
         help="The shell to print the completion script for.",
-        autocompletion=complete.shells,
+        autocompletion=completers.shells,
         show_default=False,
     ),
 ]
@@ -205,90 +218,6 @@ def completion(shell: Shell) -> None:
 # ------------------------------------------------------------------------------------------
 
 
-class _OnDemandGroup(TyperGroup):
-    """The root group for completion: a subcommand is built from its typer declaration the
-    first time completion reaches it. (typer builds every command up front, and a TAB after
-    ``acpcli load`` needs only ``load``.)"""
-
-    declared: Mapping[str, Any] = {}  # name -> typer CommandInfo; set by _tree()
-    build: Any = None
-
-    def list_commands(self, ctx: Any) -> list[str]:
-        return list(self.declared)
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        if cmd_name not in self.commands and cmd_name in self.declared:
-            self.commands[cmd_name] = self.build(self.declared[cmd_name])
-        return self.commands.get(cmd_name)
-
-    def summary(self, cmd_name: str) -> tuple[bool, str | None]:
-        """``(hidden, help)`` of a subcommand, read from its declaration as typer would,
-        without building it (listing command names must not build them all)."""
-        import inspect
-
-        info = self.declared[cmd_name]
-        return bool(info.hidden), info.short_help or info.help or inspect.getdoc(info.callback)
-
-
-def _tree(app: typer.Typer) -> TyperGroup:
-    """``app`` as a click group whose subcommands are built on demand."""
-    import copy
-
-    from typer.main import get_command_from_info, get_command_name, get_group_from_info
-    from typer.models import TyperInfo
-
-    bare = copy.copy(app)  # the root's own callback, options and settings; no commands
-    bare.registered_commands = []
-    bare.registered_groups = []
-    root = get_group_from_info(
-        TyperInfo(bare, cls=_OnDemandGroup),
-        pretty_exceptions_short=app.pretty_exceptions_short,
-        suggest_commands=app.suggest_commands,
-        rich_markup_mode=app.rich_markup_mode,
-    )
-    assert isinstance(root, _OnDemandGroup)
-    root.declared = {
-        info.name or get_command_name(info.callback.__name__): info
-        for info in app.registered_commands
-        if info.callback is not None
-    }
-    root.build = lambda info: get_command_from_info(
-        info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
-    )
-    return root
-
-
-def _context(command: Any, name: str, parent: Any, args: list[str]) -> tuple[Any, list[str]]:
-    """Parse ``args`` for ``command`` the way click would, minus value processing.
-
-    Each parameter gets its raw value and its source (command line, env, default), which is
-    all completion needs: whether an option was given, whether an argument is still open.
-    Processing would run callbacks (``--version`` exits) and typer's pydantic coercion.
-    """
-    extra = dict(command.context_settings)
-    extra["resilient_parsing"] = True  # the parser swallows usage errors
-    ctx = command.context_class(command, info_name=name, parent=parent, **extra)
-    parser = command.make_parser(ctx)
-    opts, rest, _order = parser.parse_args(args=list(args))
-    for param in command.get_params(ctx):
-        value, source = param.consume_value(ctx, opts)
-        ctx.set_parameter_source(param.name, source)
-        if param.expose_value:
-            ctx.params[param.name] = value
-    return ctx, rest
-
-
-def _resolve(root: TyperGroup, args: list[str]) -> Any:
-    """The context of the innermost command named on the line (``acpcli load …`` → load)."""
-    ctx, rest = _context(root, PROG, None, args)
-    while rest and isinstance(ctx.command, TyperGroup):
-        name, command, rest = ctx.command.resolve_command(ctx, rest)
-        if command is None:
-            break
-        ctx, rest = _context(command, name or "", ctx, rest)
-    return ctx
-
-
 def _wants_value(option: TyperOption, args: list[str]) -> bool:
     """Whether the last word on the line is ``option`` still waiting for its value."""
     if option.is_flag or option.count or not args:
@@ -298,23 +227,20 @@ def _wants_value(option: TyperOption, args: list[str]) -> bool:
 
 def _open_argument(ctx: Any, argument: TyperArgument) -> bool:
     """Whether ``argument`` can still take the next word."""
-    from typer._click.core import ParameterSource
-
-    return argument.nargs == -1 or ctx.get_parameter_source(argument.name) is not ParameterSource.COMMANDLINE
+    return argument.nargs == -1 or not given_on_command_line(ctx, argument.name)
 
 
 def _path_kind(param: Any) -> str | None:
     """``dir`` or ``file`` for a parameter declared as a path (or a list of paths)."""
-    descriptor = getattr(param, "type_descriptor", None)
-    if descriptor is None:
+    declared = declared_annotation(param)
+    if declared is None:
         return None
-    annotation = descriptor.annotation
+    annotation, info = declared
     if get_origin(annotation) in (list, tuple, set, frozenset):
         inner = get_args(annotation)
         annotation = inner[0] if inner else None
     if not (isinstance(annotation, type) and issubclass(annotation, PurePath)):
         return None
-    info = descriptor.parameter_info
     return "dir" if not getattr(info, "file_okay", True) else "file"
 
 
@@ -341,7 +267,7 @@ def _subcommands(ctx: Any, incomplete: str) -> Iterator[tuple[str, str, str]]:
     for name in group.list_commands(ctx):
         if not name.startswith(incomplete):
             continue
-        if isinstance(group, _OnDemandGroup):
+        if isinstance(group, OnDemandGroup):
             hidden, help_text = group.summary(name)
         else:
             command = group.get_command(ctx, name)
@@ -354,12 +280,10 @@ def _subcommands(ctx: Any, incomplete: str) -> Iterator[tuple[str, str, str]]:
 
 def _option_names(ctx: Any, incomplete: str) -> Iterator[tuple[str, str, str]]:
     """The options of the current command, minus the single-valued ones already given."""
-    from typer._click.core import ParameterSource
-
     for param in ctx.command.get_params(ctx):
         if not isinstance(param, TyperOption) or param.hidden:
             continue
-        if not param.multiple and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+        if not param.multiple and given_on_command_line(ctx, param.name):
             continue
         for name in (*param.opts, *param.secondary_opts):
             if name.startswith(incomplete):
@@ -376,7 +300,7 @@ def candidates(app: typer.Typer, words: list[str], cword: int) -> list[tuple[str
     if incomplete.startswith("-") and "=" in incomplete:  # --option=value
         name, _, incomplete = incomplete.partition("=")
         args.append(name)
-    ctx = _resolve(_tree(app), args)
+    ctx = parse_line(command_tree(app), PROG, args)
     command = ctx.command
     if incomplete.startswith("-") and "--" not in args:
         return list(_option_names(ctx, incomplete))
@@ -440,9 +364,7 @@ def respond(app: typer.Typer, environ: Mapping[str, str] | None = None) -> int:
     if action != "complete":
         return 0
     try:
-        from typer._click.shell_completion import split_arg_string
-
-        words = split_arg_string(env.get("COMP_WORDS", ""))
+        words = split_words(env.get("COMP_WORDS", ""))
         cword = int(env.get("COMP_CWORD", "0") or 0)
         if shell == "bash":
             words, cword = _rejoin_equals(words, cword)

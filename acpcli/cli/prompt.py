@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from acpcli.cli import complete
+from acpcli.cli import completers
 from acpcli.cli.options import (
     AddDir,
     Agent,
@@ -30,7 +30,7 @@ app = typer.Typer()
 def prompt(
     text: Annotated[list[str] | None, typer.Argument(metavar="[TEXT]...", help="The prompt (else -f FILE, else stdin).", show_default=False)] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin).", show_default=False)] = None,
-    session: Annotated[str | None, typer.Option("--session", "-s", metavar="SESSION_ID", help="Continue this session (resume, or load without printing the replay).", autocompletion=complete.session_ids, show_default=False)] = None,
+    session: Annotated[str | None, typer.Option("--session", "-s", metavar="SESSION_ID", help="Continue this session (resume, or load without printing the replay).", autocompletion=completers.session_ids, show_default=False)] = None,
     last: Annotated[bool, typer.Option("--last", help="Continue the most recent session in this directory: of --agent/--cmd when given, else of any agent (or of default_agent when the config names one).")] = False,
     agent: Agent = None,
     cmd: Cmd = None,
@@ -40,7 +40,7 @@ def prompt(
     mcp: Mcp = None,
     no_mcp: NoMcp = False,
     protocol: Protocol = None,
-    output_format: Annotated[str, typer.Option("--format", metavar="text|markdown|jsonl", help="Output format on stdout.", autocompletion=complete.formats)] = "text",
+    output_format: Annotated[str, typer.Option("--format", metavar="text|markdown|jsonl", help="Output format on stdout.", autocompletion=completers.formats)] = "text",
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the transcript to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the agent's answer.")] = False,
     raw: Annotated[bool, typer.Option("--raw", help="Print the JSON-RPC frames both ways instead of the transcript, one JSON object per line (secrets redacted).")] = False,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from acpcli.cli import complete
+from acpcli.cli import completers
 from acpcli.cli.options import (
     AddDir,
     Agent,
@@ -206,7 +206,7 @@ def close(
 
 @app.command()
 def sessions(
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=complete.agent_names, show_default=False)] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Cwd = None,
     all_states: Annotated[bool, typer.Option("--all", help="Include closed sessions.")] = False,
     remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
@@ -233,7 +233,7 @@ def show(session_id: SessionId) -> None:
 @app.command()
 def export(
     session_id: SessionId,
-    output_format: Annotated[str, typer.Option("--format", metavar="markdown|jsonl|text", help="Transcript format.", autocompletion=complete.formats)] = "markdown",
+    output_format: Annotated[str, typer.Option("--format", metavar="markdown|jsonl|text", help="Transcript format.", autocompletion=completers.formats)] = "markdown",
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write to FILE instead of stdout.", dir_okay=False, show_default=False)] = None,
 ) -> None:
     """Export a session's transcript from the local index (no agent is started).

@@ -1,4 +1,7 @@
-"""Shell-completion callbacks. They run on every TAB: fast, side-effect free, no agent.
+"""The candidate values a TAB offers for options and arguments (agent names, session ids, choices).
+
+These are the ``autocompletion=`` callbacks of the declarations; :mod:`acpcli.cli.completion`
+calls them. They run on every TAB: fast, side-effect free, no agent.
 
 Each returns ``(value, help)`` pairs; shells that show descriptions (zsh, fish) display them.
 Nothing here may create the state directory or the database, start an agent, or import
