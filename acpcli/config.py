@@ -45,7 +45,8 @@ MCP files (``load_mcp_file``) use the JSON shape shared by other MCP clients::
 :func:`to_acp_servers` turns named entries into tagged ACP ``mcpServers`` wire objects
 (:func:`acpcli.protocol.wire.server_for_version` fits them to the negotiated version when a
 request is built). Secrets stay out of the
-session index (it stores names only) and out of logs (:func:`acpcli.redact.redact_servers`).
+session index (it stores names only) and out of the wire log and ``--raw``
+(:func:`acpcli.redact.redact_frame`, applied by :mod:`acpcli.wiretap`).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ Invariants this module keeps:
   fresh database at once apply each migration exactly once. Never edit a shipped entry:
   append a new one.
 * **No secrets.** The index stores MCP server *names* only (:meth:`Index.upsert_session`
-  rejects anything else); :func:`acpcli.redact.redact_servers` masks definitions for display
-  and logs.
+  rejects anything else); the wire log and ``--raw`` mask definitions with
+  :func:`acpcli.redact.redact_frame`.
 
 The event log -- its page format, :class:`~acpcli.eventlog.EventWriter` and the reading
 of pages -- lives in :mod:`acpcli.eventlog`; :class:`Index` hands out writers, flushes them

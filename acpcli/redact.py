@@ -1,14 +1,15 @@
 """Secrets masked before anything is written or shown: the one redaction module.
 
-Used by the wire log (``--log-file``, ``$ACPCLI_LOG_FILE``), ``--raw``, and wherever MCP server
-definitions would be displayed or stored (the session index keeps server *names* only; see
-:mod:`acpcli.persistence`). What counts as a secret, and how it is masked (``***``):
+Its callers are the wire log (``--log-file``, ``$ACPCLI_LOG_FILE``) and ``--raw``, both through
+:func:`redact_frame` in :mod:`acpcli.wiretap`. The session index needs no masking: it keeps MCP
+server *names* only (see :mod:`acpcli.persistence`). What counts as a secret, and how it is
+masked (``***``):
 
 * **env and headers** -- every value of an ``env`` or ``headers`` entry, anywhere in a message
   (MCP servers, ``terminal/create``): ``[{name, value}]`` (the ACP shape) and ``{NAME: value}``
   (the shape MCP config files use). Names are kept.
 * **MCP server arguments** (``args`` of a server under ``mcpServers``, and of a definition
-  passed to :func:`redact_servers`):
+  passed to :func:`redact_server`):
 
   - ``--token X``, ``--api-key=X``, ``-password X``: the value after a flag whose name looks
     secret (:func:`secret_name`), whether joined by ``=`` or the next argument;
@@ -154,22 +155,6 @@ def redact_server(server: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
-
-
-def redact_servers(
-    servers: Iterable[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """Copies of MCP server definitions with every secret masked.
-
-    Accepts the ACP wire shape (a list; ``env``/``headers`` as ``[{name, value}]``) or the named
-    config shape (a mapping name → entry; ``env``/``headers`` as mappings). The input is not
-    modified.
-    """
-    if isinstance(servers, Mapping):
-        items = [{"name": name, **dict(entry)} for name, entry in servers.items()]
-    else:
-        items = [dict(s) for s in servers]
-    return [redact_server(s) for s in items]
 
 
 def redact_value(value: Any) -> Any:

@@ -23,10 +23,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from acpcli.redact import REDACTED, redact_frame
+from acpcli.redact import redact_frame
 from acpcli.safe_text import json_escape
 
-__all__ = ["ENV_VAR", "REDACTED", "StreamTap", "WireTap", "redact_frame"]
+__all__ = ["ENV_VAR", "StreamTap", "WireTap"]
 
 ENV_VAR = "ACPCLI_LOG_FILE"
 

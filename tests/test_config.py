@@ -28,7 +28,7 @@ from acpcli.errors import CapabilityMissing, ConfigError, ExitCode, UsageError
 from acpcli.negotiate import features_from_result
 from acpcli.paths import config_path
 from acpcli.protocol import wire
-from acpcli.redact import redact_servers as redact_mcp
+from acpcli.redact import redact_frame
 
 
 def write_config(text: str) -> Path:
@@ -489,7 +489,8 @@ def test_config_servers_end_to_end_and_redacted(mcp_bin: Path) -> None:
     selected = merge_mcp({}, config.mcp_servers, ["fs"])
     servers = to_acp_servers(selected, {"PATH": str(mcp_bin), "MY_TOKEN": "s3cret"})
     assert servers[0]["env"] == [{"name": "TOKEN", "value": "s3cret"}]
-    assert "s3cret" not in json.dumps(redact_mcp(servers))
+    frame = json.dumps({"method": "session/new", "params": {"mcpServers": servers}}).encode()
+    assert "s3cret" not in redact_frame(frame).decode()  # what the wire log and --raw write
 
 
 # -- --mcp NAME -----------------------------------------------------------------------------------

@@ -17,7 +17,6 @@ from acpcli import persistence
 from acpcli.errors import ConfigError, ExitCode, SessionNotFound, UsageError
 from acpcli.paths import config_path, db_path, ensure_dir, history_dir, home_dir, log_dir
 from acpcli.persistence import MIGRATIONS, Index, SessionRecord, migrate
-from acpcli.redact import redact_servers as redact_mcp
 from tests.helpers.records import rec
 
 HELPER = Path(__file__).resolve().parent / "helpers" / "index_writer.py"
@@ -380,36 +379,6 @@ def test_a_reader_reads_a_schema_1_index_without_migrating_it(tmp_path: Path) ->
         assert conn.execute("PRAGMA user_version").fetchone() == (1,)  # the reader wrote nothing
     with Index(path) as index, Index(path, read_only=True) as reader:
         assert list(index.events_raw("s")) == list(reader.events_raw("s")) == [(1, "plan", '{"a": 1}'), (2, "k", "{}")]
-
-
-# -- secrets --------------------------------------------------------------------------------
-
-
-def test_redact_wire_shapes() -> None:
-    servers = [
-        {"type": "stdio", "name": "fs", "command": "/bin/fs", "args": ["-v"],
-         "env": [{"name": "TOKEN", "value": "s3cret"}]},
-        {"type": "http", "name": "web", "url": "https://bob:pw@example.com/mcp?key=abc&x=1",
-         "headers": [{"name": "Authorization", "value": "Bearer s3cret"}]},
-    ]
-    before = json.dumps(servers)
-    out = redact_mcp(servers)
-    assert json.dumps(servers) == before  # the input is not modified
-    text = json.dumps(out)
-    assert "s3cret" not in text and "pw" not in text and "abc" not in text
-    assert out[0]["env"] == [{"name": "TOKEN", "value": "***"}]
-    assert out[0]["args"] == ["-v"] and out[0]["command"] == "/bin/fs"
-    assert out[1]["headers"] == [{"name": "Authorization", "value": "***"}]
-    assert out[1]["url"].startswith("https://***@example.com/mcp?key=***")
-
-
-def test_redact_named_config_shape() -> None:
-    out = redact_mcp({"fs": {"command": "fs", "env": {"TOKEN": "${MY_TOKEN}"}},
-                      "web": {"url": "https://e.com/mcp", "headers": {"X-Key": "k"}}})
-    assert out == [
-        {"name": "fs", "command": "fs", "env": {"TOKEN": "***"}},
-        {"name": "web", "url": "https://e.com/mcp", "headers": {"X-Key": "***"}},
-    ]
 
 
 # -- several processes at once ----------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,11 +11,20 @@ from acpcli.redact import (
     REDACTED,
     redact_args,
     redact_frame,
-    redact_servers,
     redact_url,
     redact_value,
     secret_name,
 )
+
+
+def logged(servers: Any) -> Any:
+    """MCP server definitions as the wire log writes them: :func:`redact_value` of a
+    ``session/new`` carrying them. The config files' named shape (name → entry) comes back as a
+    list of definitions with their names, to compare alike with the wire shape."""
+    out = redact_value({"method": "session/new", "params": {"mcpServers": servers}})["params"]["mcpServers"]
+    if isinstance(out, dict):
+        return [{"name": name, **entry} for name, entry in out.items()]
+    return out
 
 
 @pytest.mark.parametrize(
@@ -68,7 +78,7 @@ def test_redact_url(url: str, expected: str) -> None:
     assert redact_url(url) == expected
 
 
-def test_redact_servers_both_shapes_and_input_untouched() -> None:
+def test_logged_servers_both_shapes_and_input_untouched() -> None:
     wire = [
         {"type": "stdio", "name": "fs", "command": "/bin/fs", "args": ["--token", "s3cret", "-v"],
          "env": [{"name": "TOKEN", "value": "s3cret"}]},
@@ -77,7 +87,7 @@ def test_redact_servers_both_shapes_and_input_untouched() -> None:
         {"type": "_custom", "name": "odd", "apiToken": "s3cret", "region": "eu"},
     ]
     before = json.dumps(wire)
-    out = redact_servers(wire)
+    out = logged(wire)
     assert json.dumps(wire) == before
     assert "s3cret" not in json.dumps(out)
     assert out[0]["args"] == ["--token", REDACTED, "-v"] and out[0]["command"] == "/bin/fs"
@@ -85,8 +95,35 @@ def test_redact_servers_both_shapes_and_input_untouched() -> None:
     assert out[1]["headers"] == [{"name": "Authorization", "value": REDACTED}]
     assert out[2] == {"type": "_custom", "name": "odd", "apiToken": REDACTED, "region": "eu"}
 
-    named = redact_servers({"fs": {"command": "fs", "args": ["--api-key=s3cret"], "env": {"K": "s3cret"}}})
+    named = logged({"fs": {"command": "fs", "args": ["--api-key=s3cret"], "env": {"K": "s3cret"}}})
     assert named == [{"name": "fs", "command": "fs", "args": [f"--api-key={REDACTED}"], "env": {"K": REDACTED}}]
+
+
+def test_redact_wire_shapes() -> None:
+    servers = [
+        {"type": "stdio", "name": "fs", "command": "/bin/fs", "args": ["-v"],
+         "env": [{"name": "TOKEN", "value": "s3cret"}]},
+        {"type": "http", "name": "web", "url": "https://bob:pw@example.com/mcp?key=abc&x=1",
+         "headers": [{"name": "Authorization", "value": "Bearer s3cret"}]},
+    ]
+    before = json.dumps(servers)
+    out = logged(servers)
+    assert json.dumps(servers) == before  # the input is not modified
+    text = json.dumps(out)
+    assert "s3cret" not in text and "pw" not in text and "abc" not in text
+    assert out[0]["env"] == [{"name": "TOKEN", "value": "***"}]
+    assert out[0]["args"] == ["-v"] and out[0]["command"] == "/bin/fs"
+    assert out[1]["headers"] == [{"name": "Authorization", "value": "***"}]
+    assert out[1]["url"].startswith("https://***@example.com/mcp?key=***")
+
+
+def test_redact_named_config_shape() -> None:
+    out = logged({"fs": {"command": "fs", "env": {"TOKEN": "${MY_TOKEN}"}},
+                  "web": {"url": "https://e.com/mcp", "headers": {"X-Key": "k"}}})
+    assert out == [
+        {"name": "fs", "command": "fs", "env": {"TOKEN": "***"}},
+        {"name": "web", "url": "https://e.com/mcp", "headers": {"X-Key": "***"}},
+    ]
 
 
 def test_redact_value_finds_servers_and_env_anywhere() -> None:

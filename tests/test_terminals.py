@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from acpcli.errors import RpcError
 from acpcli.terminals import OutputBuffer, Terminal, Terminals, command_argv
+from tests.helpers.procs import gone
 from tests.helpers.sdk_driver import drive
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
@@ -114,21 +115,6 @@ def test_command_argv_keeps_an_executable_path_with_spaces(tmp_path) -> None:
 
 
 # -- real processes, through Terminals directly ----------------------------------------------------
-
-
-def gone(pid: int) -> bool:
-    """Dead: no such process, or a zombie waiting for its (new) parent to reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-    except OSError:  # no /proc: ask the kernel
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
 
 
 async def output_until(terminal: Terminal, done: Callable[[str], bool]) -> str:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from acpcli.errors import AgentStartError, ConnectionClosed, ExitCode
 from acpcli.transport import AgentProcess, LineFramer, memory_pair
+from tests.helpers.procs import group_members, running
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
@@ -59,31 +60,6 @@ async def agent(*flags: str, **kwargs: Any) -> AsyncIterator[AgentProcess]:
     with anyio.fail_after(LIMIT):
         async with AgentProcess.spawn(misbehave(*flags), **kwargs) as proc:
             yield proc
-
-
-def live_members(pgid: int) -> list[int]:
-    """Pids of the processes in group ``pgid`` that are still running (zombies excluded)."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat_line = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may contain spaces, so split after the last ")".
-        fields = stat_line[stat_line.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            members.append(int(entry.name))
-    return members
-
-
-def is_running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return state[state.rindex(")") + 2] not in ("Z", "X")
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -340,7 +316,7 @@ async def test_no_process_of_the_group_survives(flags: tuple[str, ...]) -> None:
     async with agent(*flags) as proc:
         grandchild = (await call(proc, 1, "spawn_grandchild"))["pid"]
         assert os.getpgid(grandchild) == proc.pid
-        assert set(live_members(proc.pid)) == {proc.pid, grandchild}
+        assert set(group_members(proc.pid)) == {proc.pid, grandchild}
         # Not our child, so we cannot wait() for it; a pidfd becomes readable when it ends.
         pidfd = os.pidfd_open(grandchild)
         try:
@@ -349,8 +325,8 @@ async def test_no_process_of_the_group_survives(flags: tuple[str, ...]) -> None:
                 await anyio.wait_readable(pidfd)
         finally:
             os.close(pidfd)
-    assert live_members(proc.pid) == []
-    assert not is_running(grandchild)
+    assert group_members(proc.pid) == []
+    assert not running(grandchild)
 
 
 # -- the in-memory pair -------------------------------------------------------------------------

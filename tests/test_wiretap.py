@@ -12,8 +12,9 @@ import anyio
 import pytest
 
 from acpcli.connection import Connection
+from acpcli.redact import redact_frame
 from acpcli.transport import memory_pair
-from acpcli.wiretap import WireTap, redact_frame
+from acpcli.wiretap import WireTap
 
 LINE = re.compile(rb"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00) (->|<-) (.*)$")
 

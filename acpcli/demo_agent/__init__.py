@@ -21,12 +21,12 @@ sending a withheld field (``additionalDirectories``, an MCP server of a withheld
 prompt block of a kind not advertised) answers -32602 and logs
 ``UNADVERTISED FIELD SENT: <what> in <method>``.
 
-Settings (:mod:`.settings`): new/load/resume answers carry v1 ``modes`` (ask, code, plan) and
+Settings (:mod:`.session_config`): new/load/resume answers carry v1 ``modes`` (ask, code, plan) and
 ``configOptions`` (``mode``, ``model``, ``effort``; v1 adds the boolean ``brave`` for clients
 that advertised ``session.configOptions.boolean``), stored with the session. v1 ``id`` vs v2
 ``configId``; a change through modes is announced as ``config_option_update`` and vice versa.
 
-Auth (:mod:`.auth`): ``--require-auth`` advertises the ``demo-login`` method; until
+Auth (:mod:`.credentials`): ``--require-auth`` advertises the ``demo-login`` method; until
 ``authenticate`` (v1) / ``auth/login`` (v2), new/load/resume/prompt fail with -32000
 "Authentication required". The login is kept in ``<state-dir>/credentials.json`` across
 processes; ``logout`` (v1, advertised) / ``auth/logout`` (v2) / ``--forget-auth`` drop it.
@@ -58,10 +58,11 @@ fixture:
 Every answer states the settings and lists the prompt's non-text blocks, one
 ``received <kind> ...`` line each (:mod:`.content`).
 
-Modules: :mod:`.options` (flags), :mod:`.rpc` (framing, ids, cancellation),
-:mod:`.agent` (method table, main loop), :mod:`.turn` (the prompt turn), :mod:`.script` (its
-texts), :mod:`.wire` (canonical → v1/v2 shapes), :mod:`.replay` (load replay styles),
-:mod:`.storage` (session files), :mod:`.caps` (initialize answer and gates), :mod:`.live`
-(an active session), :mod:`.settings` (modes, config options), :mod:`.auth` (login,
+Modules (named for what they do here; none shares a name with a client module): :mod:`.flags`
+(command-line flags), :mod:`.rpc` (framing, ids, cancellation), :mod:`.agent` (method table,
+main loop), :mod:`.turn` (the prompt turn), :mod:`.script` (its texts), :mod:`.translate`
+(canonical updates → v1/v2 shapes), :mod:`.replay` (load replay styles), :mod:`.storage`
+(session files), :mod:`.caps` (initialize answer and gates), :mod:`.live` (an active session),
+:mod:`.session_config` (a session's modes and config options), :mod:`.credentials` (login,
 credentials), :mod:`.content` (prompt blocks).
 """

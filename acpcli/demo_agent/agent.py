@@ -14,9 +14,9 @@ Invariants:
 - A session is *active* on this connection after new/load/resume until close; prompts and
   settings changes are accepted only for active sessions.
 - Session setup answers (new/load/resume) and ``session/set_config_option`` carry the
-  session's complete current settings (:mod:`acpcli.demo_agent.settings`); a change made
+  session's complete current settings (:mod:`acpcli.demo_agent.session_config`); a change made
   through one API (v1 modes, config options) is announced through the other after the answer.
-- With ``--require-auth``, :data:`acpcli.demo_agent.auth.GATED_METHODS` fail with -32000 while
+- With ``--require-auth``, :data:`acpcli.demo_agent.credentials.GATED_METHODS` fail with -32000 while
   no login is on record.
 """
 
@@ -32,16 +32,16 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from acpcli.demo_agent import caps, settings
-from acpcli.demo_agent.auth import GATED_METHODS, Credentials, auth_required_error
+from acpcli.demo_agent import caps, session_config
 from acpcli.demo_agent.content import check_prompt
+from acpcli.demo_agent.credentials import GATED_METHODS, Credentials, auth_required_error
+from acpcli.demo_agent.flags import Options, parse_options
 from acpcli.demo_agent.live import LiveSession
-from acpcli.demo_agent.options import Options, parse_options
 from acpcli.demo_agent.replay import effective_style, replay
 from acpcli.demo_agent.rpc import EOF, CancelToken, Peer, PeerGone, log
 from acpcli.demo_agent.storage import SessionRecord, SessionStore, new_session_id
+from acpcli.demo_agent.translate import MESSAGE_KINDS, Translator
 from acpcli.demo_agent.turn import Turn
-from acpcli.demo_agent.wire import MESSAGE_KINDS, Translator
 from acpcli.errors import RpcError
 
 _DEFERRED = object()  # a handler's result when someone else answers the request later
@@ -275,7 +275,7 @@ class DemoAgent:
     def _session_set_mode(self, req_id: Any, params: dict[str, Any]) -> Any:
         live = self._active(params)
         with live.lock:
-            settings.set_mode(live.record.config, params.get("modeId"))
+            session_config.set_mode(live.record.config, params.get("modeId"))
             live.save(touch=False)
         log(f"session/set_mode: {live.session_id} is now in mode {params.get('modeId')}")
         self._announce(live, modes=False, options=self.options.has("config-options"))
@@ -285,11 +285,11 @@ class DemoAgent:
         live = self._active(params)
         boolean = self.client.boolean_config
         with live.lock:
-            changed = settings.set_option(live.record.config, params, version=self._v, boolean=boolean)
+            changed = session_config.set_option(live.record.config, params, version=self._v, boolean=boolean)
             live.save(touch=False)
-            options = settings.config_options(live.record.config, version=self._v, boolean=boolean)
+            options = session_config.config_options(live.record.config, version=self._v, boolean=boolean)
         log(f"session/set_config_option: {live.session_id} {changed}={params.get('value')!r}")
-        if changed == settings.MODE.key:
+        if changed == session_config.MODE.key:
             self._announce(live, modes=self._v < 2 and self.options.has("modes"), options=False)
         return {"configOptions": options}
 
@@ -327,16 +327,16 @@ class DemoAgent:
         with live.lock:
             config = live.record.config
             if self._v < 2 and self.options.has("modes"):
-                fields["modes"] = settings.modes_state(config)
+                fields["modes"] = session_config.modes_state(config)
             if self.options.has("config-options"):
-                fields["configOptions"] = settings.config_options(config, version=self._v,
+                fields["configOptions"] = session_config.config_options(config, version=self._v,
                                                                   boolean=self.client.boolean_config)
         return fields
 
     def _announce(self, live: LiveSession, *, modes: bool, options: bool) -> None:
         """After the answer: tell the client about a settings change through the other API."""
         with live.lock:
-            updates = settings.updates(live.record.config, modes=modes, options=options,
+            updates = session_config.updates(live.record.config, modes=modes, options=options,
                                        boolean=self.client.boolean_config)
         for update in updates:
             self._after_reply(functools.partial(live.emit, update))

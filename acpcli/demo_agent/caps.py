@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from acpcli import __version__
-from acpcli.demo_agent.auth import auth_methods
-from acpcli.demo_agent.options import Options
+from acpcli.demo_agent.credentials import auth_methods
+from acpcli.demo_agent.flags import Options
 from acpcli.demo_agent.rpc import log
 from acpcli.errors import RpcError
 

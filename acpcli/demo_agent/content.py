@@ -18,7 +18,7 @@ import binascii
 from typing import Any
 
 from acpcli.demo_agent.caps import refuse_field
-from acpcli.demo_agent.options import Options
+from acpcli.demo_agent.flags import Options
 from acpcli.errors import RpcError
 
 METHOD = "session/prompt"

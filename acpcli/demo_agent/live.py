@@ -17,7 +17,7 @@ from typing import Any
 
 from acpcli.demo_agent.rpc import CancelToken, Peer
 from acpcli.demo_agent.storage import SessionRecord, SessionStore, now_iso
-from acpcli.demo_agent.wire import Translator
+from acpcli.demo_agent.translate import Translator
 
 
 class LiveSession:

@@ -1,6 +1,6 @@
 """Replaying a stored conversation for ``session/load``, in one of five styles.
 
-The stored history (canonical updates, see :mod:`acpcli.demo_agent.wire`) is first folded into
+The stored history (canonical updates, see :mod:`acpcli.demo_agent.translate`) is first folded into
 *entries* in order of first appearance: one per message (content accumulated with the seed's
 rules, adjacent text joined), one per tool call (its final state), one per plan (its final
 entries), plus session info updates. Live-only updates (``state_update``, ``usage_update``,
@@ -30,7 +30,12 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from acpcli.demo_agent.wire import CHUNK_TO_WHOLE, WHOLE_TO_CHUNK, merge_text_blocks, text_block
+from acpcli.demo_agent.translate import (
+    CHUNK_TO_WHOLE,
+    WHOLE_TO_CHUNK,
+    merge_text_blocks,
+    text_block,
+)
 
 _NOT_REPLAYED = frozenset({"state_update", "usage_update", "available_commands_update",
                            "current_mode_update", "config_option_update"})

@@ -6,7 +6,7 @@ Invariants:
   commands, env or headers: those may carry secrets), title, timestamps, the settings
   (``config``: mode, model, ...; absent in older files, meaning defaults), and ``history``:
   every session update the agent sent, in order, in the canonical (v2-shaped, always with
-  ``messageId``) form that :mod:`acpcli.demo_agent.wire` translates per protocol version.
+  ``messageId``) form that :mod:`acpcli.demo_agent.translate` translates per protocol version.
   ``session/load`` replays from it, so it works from a new process.
 - Files are replaced atomically (write a sibling, then ``os.replace``).
 - Session ids look like ``demo-<uuid hex>`` and nothing else is accepted as a file name.
@@ -56,7 +56,7 @@ class SessionRecord:
     turns: int = 0
     # "allow_always" / "reject_always" once the user chose one: later edits are not asked again.
     permission: str | None = None
-    # The session's settings (mode, model, effort, brave): see acpcli.demo_agent.settings.
+    # The session's settings (mode, model, effort, brave): see acpcli.demo_agent.session_config.
     config: dict[str, Any] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
 

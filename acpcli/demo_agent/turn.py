@@ -24,13 +24,13 @@ import traceback
 import uuid
 from typing import Any
 
-from acpcli.demo_agent import script, settings
+from acpcli.demo_agent import script, session_config
 from acpcli.demo_agent.caps import ClientFacts
+from acpcli.demo_agent.flags import Options
 from acpcli.demo_agent.live import LiveSession
-from acpcli.demo_agent.options import Options
 from acpcli.demo_agent.rpc import CancelToken, PeerGone, TurnCancelled, log
 from acpcli.demo_agent.storage import now_iso
-from acpcli.demo_agent.wire import text_block
+from acpcli.demo_agent.translate import text_block
 from acpcli.errors import RpcError
 
 PERMISSION_OPTIONS = (
@@ -210,7 +210,7 @@ class Turn:
 
     def _settings_line(self) -> str:
         with self.live.lock:
-            return settings.status_line(self.live.record.config, boolean=self._boolean_shown)
+            return session_config.status_line(self.live.record.config, boolean=self._boolean_shown)
 
     @property
     def _boolean_shown(self) -> bool:
@@ -221,8 +221,8 @@ class Turn:
         """The agent changes its own mode (saved with the record when the turn ends)."""
         live = self.live
         with live.lock:
-            settings.set_mode(live.record.config, "plan")
-            updates = settings.updates(
+            session_config.set_mode(live.record.config, "plan")
+            updates = session_config.updates(
                 live.record.config, modes=not self.v2 and self.options.has("modes"),
                 options=self.options.has("config-options"), boolean=self._boolean_shown,
             )
@@ -286,7 +286,7 @@ class Turn:
         if self.keys.no_permission:
             return "auto"
         with self.live.lock:
-            brave = settings.current(self.live.record.config)[settings.BRAVE_KEY]
+            brave = session_config.current(self.live.record.config)[session_config.BRAVE_KEY]
         if brave and self._boolean_shown:  # "skip permission prompts", as the option says
             return "auto"
         remembered = self.live.record.permission

@@ -8,6 +8,8 @@
 * :class:`~acpcli.render.jsonl.JsonlView` -- ``--format jsonl``: one JSON event per line;
 * :class:`FinalView` -- ``--format markdown``: the Markdown transcript at the end.
 
+The CLI picks :class:`SilentView` itself for ``--raw``, where stdout carries the JSON-RPC frames.
+
 With ``final_only`` every view shows nothing while changes arrive and prints the finished
 transcript of the session's store on ``close()`` -- what ``load`` wants when a replay
 interleaves messages (streamed, they would show as alternating fragments).
@@ -128,8 +130,12 @@ class FinalView:
             self.print_store(self._store)
 
 
-class Collector:
-    """A sink for tests: records every change and every turn end, prints nothing."""
+class SilentView:
+    """The view for ``--raw``: writes nothing, because stdout carries the JSON-RPC frames.
+
+    It keeps what it was given (each change, each turn's stop reason, whether it was closed) so
+    a caller can see what went past; a change is a small record pointing into the store.
+    """
 
     def __init__(self) -> None:
         self.changes: list[Any] = []

@@ -44,12 +44,27 @@ from acpcli.render.transcript import (
     tool_header,
 )
 from acpcli.safe_text import safe_text
-from acpcli.store import AGENT, Change, EntryUpdated, Message, NewEntry, Plan, Store, ToolCall
+from acpcli.store import (
+    AGENT,
+    THOUGHT,
+    USER,
+    Change,
+    EntryUpdated,
+    Message,
+    NewEntry,
+    Plan,
+    Store,
+    ToolCall,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-_KIND_NAMES = {AGENT: "agent message", "user": "user message", "thought": "thought"}
+#: What the ``[<name> replaced]`` / ``[<name> cleared]`` note calls a message, by kind. It differs
+#: from the terminal's table (:data:`acpcli.render.tty._SCREEN_NOTE_NAMES`) on purpose: a pipe has
+#: no styling to tell the kinds apart, so the note names the kind in full, like the transcript's
+#: other bracketed tags (``[thought]``, ``[tool]``), for a reader of a log or a ``grep``.
+_PIPE_NOTE_NAMES = {AGENT: "agent message", USER: "user message", THOUGHT: "thought"}
 
 
 class ToolTracker:
@@ -324,7 +339,7 @@ class PlainView:
             return
         # the content changed under what was written: write the corrected message again
         self._begin(None)
-        name = _KIND_NAMES.get(message.kind, f"{message.kind} message")
+        name = _PIPE_NOTE_NAMES.get(message.kind, f"{message.kind} message")
         content = message.content
         self._emit(f"[{name} {'replaced' if content else 'cleared'}]\n")
         self._last = index  # the corrected text follows its note directly

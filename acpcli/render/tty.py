@@ -636,7 +636,11 @@ class _PlanBlock(_Block):
 
 
 _STOP_STYLE = {"cancelled": "yellow", "refusal": "bold red", "max_tokens": "bold yellow", "max_turn_requests": "bold yellow"}
-_KIND_NAMES = {AGENT: "message", THOUGHT: "thought", USER: "prompt"}
+#: What the ``✎ <name> replaced`` / ``✎ <name> cleared`` note calls a message, by kind: the words
+#: of the screen, where the agent's text is "the message" and the user's is drawn as the prompt
+#: (``›``). The plain view names kinds in full instead
+#: (:data:`acpcli.render.plain._PIPE_NOTE_NAMES`): a pipe has no styling to tell them apart.
+_SCREEN_NOTE_NAMES = {AGENT: "message", THOUGHT: "thought", USER: "prompt"}
 
 
 class TtyView:
@@ -934,7 +938,7 @@ class TtyView:
             self._live_block = None  # its unfinished tail is dropped, not committed
         else:
             self._commit()
-        name = _KIND_NAMES.get(message.kind, "message")
+        name = _SCREEN_NOTE_NAMES.get(message.kind, "message")
         self._print(Text(f"✎ {name} {'replaced' if content else 'cleared'}", style="dim"))
         block.trace.reset([])
         block.reopen()

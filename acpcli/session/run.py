@@ -349,9 +349,9 @@ def prompt(
         writer = supervisor.writer = index.writer()
         view: View
         if run.raw:
-            from acpcli.render import Collector
+            from acpcli.render import SilentView
 
-            view = Collector()  # stdout carries the frames; the transcript is kept, not printed
+            view = SilentView()  # stdout carries the frames: nothing else may write there
         else:
             view = make_view(run.env, format=output_format, quiet=quiet)
         try:

@@ -1,8 +1,9 @@
 """Agents run as real subprocesses by the tests.
 
 ``misbehave.py`` is a deliberately badly behaved JSON-RPC peer (standard library only);
-``sdk_echo_agent.py`` is a v1 agent written with the official ACP Python SDK. Tests build
-their command lines with :func:`agent_argv`.
+``sdk_echo_agent.py`` is a v1 agent written with the official ACP Python SDK, and so are the
+other ``sdk_*`` agents and ``stall.py``, all built on :mod:`sdk_base` (what they share). Tests
+build their command lines with :func:`agent_argv`.
 """
 
 from __future__ import annotations

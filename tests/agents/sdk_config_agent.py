@@ -19,20 +19,14 @@ test can assert what exactly the client sent.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import uuid
 from typing import Any
 
 import acp
-from acp.connection import StreamDirection, StreamEvent
 from acp.exceptions import RequestError
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
     AuthMethodAgent,
-    Implementation,
-    InitializeResponse,
     NewSessionResponse,
     PromptResponse,
     SessionConfigOptionSelect,
@@ -42,23 +36,12 @@ from acp.schema import (
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
+from sdk_base import BaseSdkAgent, recorder
 
 AUTH_METHOD = "sdk-login"
 MODES = (("ask", "Ask", "Ask before changing anything"), ("code", "Code", "Change files freely"))
 MODELS = (("sdk-small", "SDK Small", "Quick"), ("sdk-large", "SDK Large", "Thorough"))
 DEFAULTS = {"mode": "ask", "model": "sdk-small"}
-
-
-def record(event: StreamEvent) -> None:
-    """Connection observer: append each incoming method call, raw, to ``$SDK_RECORD_FILE``."""
-    path = os.environ.get("SDK_RECORD_FILE")
-    message = event.message
-    if not path or event.direction != StreamDirection.INCOMING or "method" not in message:
-        return
-    entry = {"method": message["method"], "params": message.get("params"), "request": "id" in message}
-    # Append mode, one write per line: lines stay whole even if two agents share the file.
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
 
 
 def _select(key: str, name: str, category: str, values: tuple[tuple[str, str, str], ...], current: str) -> Any:
@@ -68,24 +51,22 @@ def _select(key: str, name: str, category: str, values: tuple[tuple[str, str, st
     )
 
 
-class ConfigAgent:
+class ConfigAgent(BaseSdkAgent):
     """The part of ``acp.Agent`` this peer needs (see the module docstring)."""
 
+    name = "sdk-config"
+    session_prefix = "cfg"
+
     def __init__(self) -> None:
-        self._client: Any = None
+        super().__init__()
         self._logged_in = False
         self._sessions: dict[str, dict[str, str]] = {}
 
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
+    def capabilities(self) -> AgentCapabilities:
+        return AgentCapabilities()
 
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(),
-            auth_methods=[AuthMethodAgent(id=AUTH_METHOD, name="SDK login", description="Pretend to sign in")],
-            agent_info=Implementation(name="sdk-config", version="0.1"),
-        )
+    def initialize_extras(self) -> dict[str, Any]:
+        return {"auth_methods": [AuthMethodAgent(id=AUTH_METHOD, name="SDK login", description="Pretend to sign in")]}
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         if method_id != AUTH_METHOD:
@@ -95,7 +76,7 @@ class ConfigAgent:
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         self._require_login()
-        session_id = f"cfg-{uuid.uuid4().hex[:12]}"
+        session_id = self.new_session_id()
         self._sessions[session_id] = dict(DEFAULTS)
         state = self._sessions[session_id]
         return NewSessionResponse(session_id=session_id, modes=self._modes(state),
@@ -121,12 +102,8 @@ class ConfigAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         self._require_login()
         state = self._state(session_id)
-        text = f"mode={state['mode']} model={state['model']}"
-        await self._client.session_update(session_id, acp.update_agent_message_text(text))
+        await self.say(session_id, f"mode={state['mode']} model={state['model']}")
         return PromptResponse(stop_reason="end_turn")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -152,7 +129,7 @@ class ConfigAgent:
 
 
 def main() -> None:
-    asyncio.run(acp.run_agent(ConfigAgent(), observers=[record]))
+    asyncio.run(acp.run_agent(ConfigAgent(), observers=[recorder("SDK_RECORD_FILE")]))
 
 
 if __name__ == "__main__":

@@ -10,46 +10,26 @@ in one more chunk.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Any
 
 import acp
-from acp.schema import (
-    AgentCapabilities,
-    Implementation,
-    InitializeResponse,
-    NewSessionResponse,
-    PermissionOption,
-    PromptResponse,
-    ToolCallUpdate,
-)
+from acp.schema import PermissionOption, PromptResponse, ToolCallUpdate
+from sdk_base import BaseSdkAgent, prompt_text
 
 
-class EchoAgent:
+class EchoAgent(BaseSdkAgent):
     """Implements the part of ``acp.Agent`` this test peer needs."""
 
-    def __init__(self) -> None:
-        self._client: Any = None
-
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="sdk-echo", version="0.1"),
-        )
-
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id=f"echo-{uuid.uuid4().hex[:8]}")
+    name = "sdk-echo"
+    session_prefix = "echo"
+    id_digits = 8
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        text = " ".join(getattr(block, "text", "") for block in prompt)
+        text = prompt_text(prompt)
         client = self._client
         await client.session_update(session_id, acp.update_agent_thought_text("thinking about it"))
-        await client.session_update(session_id, acp.update_agent_message_text("you said: "))
-        await client.session_update(session_id, acp.update_agent_message_text(text))
+        await self.say(session_id, "you said: ")
+        await self.say(session_id, text)
         if "permission" in text:
             answer = await client.request_permission(
                 session_id=session_id,
@@ -61,11 +41,8 @@ class EchoAgent:
             )
             outcome = answer.outcome
             chosen = getattr(outcome, "option_id", outcome.outcome)
-            await client.session_update(session_id, acp.update_agent_message_text(f" [permission: {chosen}]"))
+            await self.say(session_id, f" [permission: {chosen}]")
         return PromptResponse(stop_reason="end_turn")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
 
 
 if __name__ == "__main__":

@@ -25,15 +25,12 @@ import argparse
 import asyncio
 import json
 import os
-import uuid
 from typing import Any
 
 import acp
 from acp.schema import (
     AgentCapabilities,
     CloseSessionResponse,
-    Implementation,
-    InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
@@ -48,6 +45,7 @@ from acp.schema import (
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
 )
+from sdk_base import BaseSdkAgent, note_pid, prompt_text
 
 
 def _state_path() -> str:
@@ -83,27 +81,23 @@ def _model_option(value: str) -> SessionConfigOptionSelect:
     )
 
 
-class ForgetfulAgent:
+class ForgetfulAgent(BaseSdkAgent):
+    name = "sdk-forgetful"
+    session_prefix = "fg"
+
     def __init__(self, style: str) -> None:
+        super().__init__()
         self.style = style
-        self.client: Any = None
         self.live: dict[str, dict[str, Any]] = {}  # sessions of this launch
 
-    def on_connect(self, conn: Any) -> None:
-        self.client = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                session_capabilities=SessionCapabilities(
-                    resume=SessionResumeCapabilities() if self.style == "codex" else None,
-                    close=SessionCloseCapabilities() if self.style == "codex" else None,
-                    list=SessionListCapabilities(),
-                ),
+    def capabilities(self) -> AgentCapabilities:
+        return AgentCapabilities(
+            load_session=True,
+            session_capabilities=SessionCapabilities(
+                resume=SessionResumeCapabilities() if self.style == "codex" else None,
+                close=SessionCloseCapabilities() if self.style == "codex" else None,
+                list=SessionListCapabilities(),
             ),
-            agent_info=Implementation(name="sdk-forgetful", version="0.1"),
         )
 
     def _forgot(self, session_id: str) -> acp.RequestError:
@@ -130,7 +124,7 @@ class ForgetfulAgent:
         _save_state(state)
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
-        session_id = f"fg-{uuid.uuid4().hex[:12]}"
+        session_id = self.new_session_id()
         self.live[session_id] = {"cwd": cwd, "history": [], "settings": [], "mcp": [[_name(s) for s in mcp_servers or []]], "model": "small"}
         return NewSessionResponse(session_id=session_id, config_options=[_model_option("small")])
 
@@ -138,7 +132,7 @@ class ForgetfulAgent:
         entry = self._session(session_id, mcp_servers)
         for role, text in entry["history"]:
             update = acp.update_user_message_text(text) if role == "user" else acp.update_agent_message_text(text)
-            await self.client.session_update(session_id, update)
+            await self._client.session_update(session_id, update)
         return LoadSessionResponse(config_options=[_model_option(entry["model"])])
 
     async def resume_session(self, session_id: str, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> ResumeSessionResponse:
@@ -157,13 +151,13 @@ class ForgetfulAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         entry = self._session(session_id)
-        text = " ".join(getattr(block, "text", "") for block in prompt)
+        text = prompt_text(prompt)
         entry["history"].append(["user", text])
         if text.strip() == "fail":
             self._save(session_id)
             raise acp.RequestError(-32603, "Internal error", {"message": "the model provider answered 503: overloaded"})
         answer = f"you said: {text}"
-        await self.client.session_update(session_id, acp.update_agent_message_text(answer))
+        await self.say(session_id, answer)
         entry["history"].append(["agent", answer])
         self._save(session_id)
         return PromptResponse(stop_reason="end_turn")
@@ -177,9 +171,6 @@ class ForgetfulAgent:
             ]
         )
 
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
-
 
 def _name(server: Any) -> str:
     return str(getattr(server, "name", None) or (server.get("name") if isinstance(server, dict) else "?"))
@@ -189,10 +180,7 @@ def main() -> None:
     p = argparse.ArgumentParser(prog="sdk_forgetful_agent")
     p.add_argument("--style", choices=("codex", "gemini"), default="codex")
     args = p.parse_args()
-    pid_file = os.environ.get("PID_FILE")
-    if pid_file:
-        with open(pid_file, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\n")
+    note_pid()
     asyncio.run(acp.run_agent(ForgetfulAgent(args.style), use_unstable_protocol=True))
 
 

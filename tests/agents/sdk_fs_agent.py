@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-import uuid
 from typing import Any
 
 import acp
@@ -31,13 +30,11 @@ from acp.exceptions import RequestError
 from acp.schema import (
     AgentCapabilities,
     EnvVariable,
-    Implementation,
-    InitializeResponse,
-    NewSessionResponse,
     PromptResponse,
     SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
 )
+from sdk_base import BaseSdkAgent, prompt_text
 
 
 def _dump(model: Any) -> Any:
@@ -69,48 +66,35 @@ def _terminal_options(words: list[str]) -> tuple[dict[str, Any], list[str]]:
     return options, words
 
 
-class FsAgent:
+class FsAgent(BaseSdkAgent):
     """Implements the part of ``acp.Agent`` this test peer needs."""
 
-    def __init__(self) -> None:
-        self._client: Any = None
-        self._client_caps: Any = None
+    name = "sdk-fs"
+    session_prefix = "fs"
+    id_digits = 8
 
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
-
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None, **kwargs: Any) -> InitializeResponse:
-        self._client_caps = client_capabilities
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                load_session=False,
-                session_capabilities=SessionCapabilities(
-                    additional_directories=SessionAdditionalDirectoriesCapabilities()
-                ),
-            ),
-            agent_info=Implementation(name="sdk-fs", version="0.1"),
+    def capabilities(self) -> AgentCapabilities:
+        return AgentCapabilities(
+            load_session=False,
+            session_capabilities=SessionCapabilities(additional_directories=SessionAdditionalDirectoriesCapabilities()),
         )
 
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id=f"fs-{uuid.uuid4().hex[:8]}")
-
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        text = "".join(getattr(block, "text", "") for block in prompt)
+        text = prompt_text(prompt, "")
         try:
             report: dict[str, Any] = {"ok": await self._command(session_id, text)}
         except RequestError as exc:
             report = {"error": {"code": exc.code, "message": str(exc), "data": exc.data}}
         except Exception as exc:  # a bug in the test or a malformed answer: say so, do not die
             report = {"error": {"code": None, "message": f"{type(exc).__name__}: {exc}", "data": None}}
-        await self._client.session_update(session_id, acp.update_agent_message_text(json.dumps(report)))
+        await self.say(session_id, json.dumps(report))
         return PromptResponse(stop_reason="end_turn")
 
     async def _command(self, sid: str, text: str) -> Any:
         verb, _, rest = text.partition(" ")
         client = self._client
         if verb == "caps":
-            return _dump(self._client_caps)
+            return _dump(self.client_capabilities)
         if verb == "read":
             words = rest.split(" ")
             path = words[0]
@@ -144,9 +128,6 @@ class FsAgent:
         if verb == "release":
             return _dump(await client.release_terminal(session_id=sid, terminal_id=rest))
         raise ValueError(f"unknown command {verb!r}")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
 
 
 if __name__ == "__main__":

@@ -22,15 +22,13 @@ from typing import Any
 import acp
 from acp.schema import (
     AgentCapabilities,
-    Implementation,
-    InitializeResponse,
     LoadSessionResponse,
-    NewSessionResponse,
     PermissionOption,
     PromptResponse,
     SessionInfoUpdate,
     ToolCallUpdate,
 )
+from sdk_base import BaseSdkAgent, prompt_text
 
 OPTIONS = [
     PermissionOption(option_id="yes-always", name="Always Allow", kind="allow_always"),
@@ -39,25 +37,20 @@ OPTIONS = [
 ]
 
 
-class GeminiLikeAgent:
+class GeminiLikeAgent(BaseSdkAgent):
     """Implements the part of ``acp.Agent`` this test peer needs."""
 
+    name = "sdk-gemini-like"
+    title = "Gemini-like"
+    session_prefix = "gl"
+    id_digits = 8
+
     def __init__(self) -> None:
-        self._client: Any = None
+        super().__init__()
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True),
-            agent_info=Implementation(name="sdk-gemini-like", title="Gemini-like", version="0.1"),
-        )
-
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id=f"gl-{uuid.uuid4().hex[:8]}")
+    def capabilities(self) -> AgentCapabilities:
+        return AgentCapabilities(load_session=True)
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         task = asyncio.get_running_loop().create_task(self._replay(session_id))
@@ -72,13 +65,13 @@ class GeminiLikeAgent:
         await client.session_update(
             session_id, acp.start_tool_call("t-1", "replayed-tool", kind="read", status="completed")
         )
-        await client.session_update(session_id, acp.update_agent_message_text("REPLAYED-ANSWER"))
+        await self.say(session_id, "REPLAYED-ANSWER")
         await client.session_update(
             session_id, SessionInfoUpdate(session_update="session_info_update", title="Replayed title")
         )
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        text = " ".join(getattr(block, "text", "") for block in prompt)
+        text = prompt_text(prompt)
         client = self._client
         answer = await client.request_permission(
             session_id=session_id,
@@ -88,11 +81,8 @@ class GeminiLikeAgent:
         )
         outcome = answer.outcome
         chosen = getattr(outcome, "option_id", outcome.outcome)
-        await client.session_update(session_id, acp.update_agent_message_text(f"CHOSEN={chosen} GOT[{text}]"))
+        await self.say(session_id, f"CHOSEN={chosen} GOT[{text}]")
         return PromptResponse(stop_reason="cancelled" if chosen == "cancelled" else "end_turn")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
 
 
 if __name__ == "__main__":

@@ -22,18 +22,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import uuid
 from typing import Any
 
 import acp
 import acp.agent.connection as agent_connection
-from acp.connection import StreamDirection, StreamEvent
 from acp.exceptions import RequestError
 from acp.router import Route
 from acp.schema import (
     AgentCapabilities,
-    Implementation,
-    InitializeResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptResponse,
@@ -41,6 +37,7 @@ from acp.schema import (
     SessionModeState,
     SetSessionModeResponse,
 )
+from sdk_base import BaseSdkAgent, note_pid, recorder
 
 MODELS = (
     ("gemini-2.5-pro", "Gemini 2.5 Pro", "Deep reasoning"),
@@ -56,17 +53,6 @@ class NewWithModels(NewSessionResponse):
 
 class LoadWithModels(LoadSessionResponse):
     models: dict[str, Any] | None = None
-
-
-def record(event: StreamEvent) -> None:
-    """Connection observer: append each incoming method call, raw, to ``$RECORD_FILE``."""
-    message = event.message
-    path = os.environ.get("RECORD_FILE")
-    if not path or event.direction != StreamDirection.INCOMING or "method" not in message:
-        return
-    line = json.dumps({"method": message["method"], "params": message.get("params"), "request": "id" in message})
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
 
 
 class _State:
@@ -95,25 +81,21 @@ class _State:
             self._memory = everything
 
 
-class ModelsAgent:
+class ModelsAgent(BaseSdkAgent):
     """The part of ``acp.Agent`` this peer needs (see the module docstring)."""
 
+    name = "sdk-models"
+    session_prefix = "mdl"
+
     def __init__(self) -> None:
-        self._client: Any = None
+        super().__init__()
         self._state = _State()
 
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=True),
-            agent_info=Implementation(name="sdk-models", version="0.1"),
-        )
+    def capabilities(self) -> AgentCapabilities:
+        return AgentCapabilities(load_session=True)
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewWithModels:
-        session_id = f"mdl-{uuid.uuid4().hex[:12]}"
+        session_id = self.new_session_id()
         state = self._state.get(session_id)
         self._state.put(session_id, state)
         return NewWithModels(session_id=session_id, modes=_modes(state), models=_models(state))
@@ -121,7 +103,7 @@ class ModelsAgent:
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadWithModels:
         state = self._state.get(session_id)
         await self._client.session_update(session_id, acp.update_user_message_text("earlier question"))
-        await self._client.session_update(session_id, acp.update_agent_message_text("earlier answer"))
+        await self.say(session_id, "earlier answer")
         return LoadWithModels(modes=_modes(state), models=_models(state))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
@@ -146,12 +128,8 @@ class ModelsAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         state = self._state.get(session_id)
-        text = f"model={state['model']} mode={state['mode']}"
-        await self._client.session_update(session_id, acp.update_agent_message_text(text))
+        await self.say(session_id, f"model={state['model']} mode={state['mode']}")
         return PromptResponse(stop_reason="end_turn")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
 
 
 def _models(state: dict[str, str]) -> dict[str, Any]:
@@ -178,12 +156,9 @@ def _router_with_set_model(agent: Any, use_unstable_protocol: bool = False) -> A
 
 
 def main() -> None:
-    pid_file = os.environ.get("PID_FILE")
-    if pid_file:
-        with open(pid_file, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\n")
+    note_pid()
     agent_connection.build_agent_router = _router_with_set_model  # type: ignore[assignment]  # see the docstring
-    asyncio.run(acp.run_agent(ModelsAgent(), observers=[record]))
+    asyncio.run(acp.run_agent(ModelsAgent(), observers=[recorder("RECORD_FILE")]))
 
 
 if __name__ == "__main__":

@@ -25,20 +25,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import uuid
 from typing import Any
 
 import acp
 from acp.exceptions import RequestError
-from acp.schema import (
-    AgentCapabilities,
-    Implementation,
-    InitializeResponse,
-    NewSessionResponse,
-    PermissionOption,
-    PromptResponse,
-    ToolCallUpdate,
-)
+from acp.schema import PermissionOption, PromptResponse, ToolCallUpdate
+from sdk_base import BaseSdkAgent, prompt_text
 
 OPTIONS = [
     PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
@@ -47,23 +39,14 @@ OPTIONS = [
 ]
 
 
-class PolicyAgent:
+class PolicyAgent(BaseSdkAgent):
+    name = "sdk-policy"
+    session_prefix = "policy"
+    id_digits = 8
+
     def __init__(self) -> None:
-        self._client: Any = None
+        super().__init__()
         self._calls = 0
-
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="sdk-policy", version="0.1"),
-        )
-
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id=f"policy-{uuid.uuid4().hex[:8]}")
 
     async def _ask(self, sid: str, kind: str, title: str) -> str:
         self._calls += 1
@@ -92,7 +75,7 @@ class PolicyAgent:
         return value
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        text = "".join(getattr(block, "text", "") for block in prompt)
+        text = prompt_text(prompt, "")
         verb, _, directory = text.partition(" ")
         client = self._client
         sid = session_id
@@ -101,7 +84,7 @@ class PolicyAgent:
             if chosen not in ("yes", "always"):
                 return PromptResponse(stop_reason="cancelled")
             await client.write_text_file(session_id=sid, path=os.path.join(directory, "output.txt"), content="edited")
-            await client.session_update(sid, acp.update_agent_message_text("edited"))
+            await self.say(sid, "edited")
             return PromptResponse(stop_reason="end_turn")
         report = {
             "read": await self._step(client.read_text_file(session_id=sid, path=os.path.join(directory, "input.txt"))),
@@ -112,11 +95,8 @@ class PolicyAgent:
             ),
             "terminal": await self._step(self._terminal(sid, directory)),
         }
-        await client.session_update(sid, acp.update_agent_message_text(json.dumps(report)))
+        await self.say(sid, json.dumps(report))
         return PromptResponse(stop_reason="end_turn")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
 
 
 if __name__ == "__main__":

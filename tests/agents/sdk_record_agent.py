@@ -26,22 +26,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import uuid
 from typing import Any
 
 import acp
-from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
     AgentCapabilities,
     CloseSessionResponse,
-    Implementation,
-    InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
-    NewSessionResponse,
     PromptResponse,
     ResumeSessionResponse,
     SessionAdditionalDirectoriesCapabilities,
@@ -51,6 +45,7 @@ from acp.schema import (
     SessionListCapabilities,
     SessionResumeCapabilities,
 )
+from sdk_base import BaseSdkAgent, note_pid, prompt_text, recorder
 
 REPLAYED_PROMPT = "the replayed question"
 REPLAYED_ANSWER = "the replayed answer"
@@ -64,31 +59,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def record(event: StreamEvent) -> None:
-    """Connection observer: append each incoming method call, raw, to ``$RECORD_FILE``."""
-    message = event.message
-    if event.direction != StreamDirection.INCOMING or "method" not in message:
-        return
-    path = os.environ.get("RECORD_FILE")
-    if not path:
-        return
-    line = json.dumps({"method": message["method"], "params": message.get("params"), "request": "id" in message})
-    # One write per line on an O_APPEND file: whole lines even if two agents share the file.
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-
-
-class RecordAgent:
+class RecordAgent(BaseSdkAgent):
     """Implements the part of ``acp.Agent`` the lifecycle tests need."""
 
+    name = "sdk-record"
+    session_prefix = "rec"
+
     def __init__(self, args: argparse.Namespace) -> None:
+        super().__init__()
         self._args = args
-        self._client: Any = None
 
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+    def capabilities(self) -> AgentCapabilities:
         a = self._args
         session_caps = SessionCapabilities(
             resume=SessionResumeCapabilities() if a.resume else None,
@@ -96,23 +77,15 @@ class RecordAgent:
             list=SessionListCapabilities() if a.list else None,
             additional_directories=SessionAdditionalDirectoriesCapabilities() if a.additional_directories else None,
         )
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(
-                load_session=a.load,
-                session_capabilities=session_caps,
-                mcp_capabilities=McpCapabilities(http=a.mcp_http, sse=False),
-            ),
-            agent_info=Implementation(name="sdk-record", version="0.1"),
+        return AgentCapabilities(
+            load_session=a.load,
+            session_capabilities=session_caps,
+            mcp_capabilities=McpCapabilities(http=a.mcp_http, sse=False),
         )
 
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id=f"rec-{uuid.uuid4().hex[:12]}")
-
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
-        client = self._client
-        await client.session_update(session_id, acp.update_user_message_text(REPLAYED_PROMPT))
-        await client.session_update(session_id, acp.update_agent_message_text(REPLAYED_ANSWER))
+        await self._client.session_update(session_id, acp.update_user_message_text(REPLAYED_PROMPT))
+        await self.say(session_id, REPLAYED_ANSWER)
         return LoadSessionResponse()
 
     async def resume_session(self, session_id: str, cwd: str, **kwargs: Any) -> ResumeSessionResponse:
@@ -129,22 +102,15 @@ class RecordAgent:
         return ListSessionsResponse(sessions=[SessionInfo(session_id="rec-page-2", cwd=where)])
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        text = " ".join(getattr(block, "text", "") for block in prompt)
-        await self._client.session_update(session_id, acp.update_agent_message_text(f"you said: {text}"))
+        await self.say(session_id, f"you said: {prompt_text(prompt)}")
         return PromptResponse(stop_reason="end_turn")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
 
 
 def main() -> None:
     args = parse_args()
-    pid_file = os.environ.get("PID_FILE")
-    if pid_file:
-        with open(pid_file, "a", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\n")
+    note_pid()
     # use_unstable_protocol: the SDK routes session/resume and session/close only then.
-    asyncio.run(acp.run_agent(RecordAgent(args), use_unstable_protocol=True, observers=[record]))
+    asyncio.run(acp.run_agent(RecordAgent(args), use_unstable_protocol=True, observers=[recorder("RECORD_FILE")]))
 
 
 if __name__ == "__main__":

@@ -20,58 +20,34 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import subprocess
-import uuid
 from typing import Any
 
 import acp
-from acp.schema import (
-    AgentCapabilities,
-    Implementation,
-    InitializeResponse,
-    NewSessionResponse,
-    PromptResponse,
-)
+from acp.schema import PromptResponse
+from sdk_base import BaseSdkAgent, append_line, note_pid
 
 PART_ONE = "streamed part one"
 
 
-def _append(env_name: str, line: str) -> None:
-    path = os.environ.get(env_name)
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
+class StallAgent(BaseSdkAgent):
+    name = "stall"
+    session_prefix = "stall"
 
-
-class StallAgent:
     def __init__(self, ignore_cancel: bool) -> None:
-        self._client: Any = None
+        super().__init__()
         self._ignore_cancel = ignore_cancel
         self._cancelled: dict[str, asyncio.Event] = {}
         self._children: list[subprocess.Popen[bytes]] = []
-
-    def on_connect(self, conn: Any) -> None:
-        self._client = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=acp.PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="stall", version="0.1"),
-        )
-
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        return NewSessionResponse(session_id=f"stall-{uuid.uuid4().hex[:12]}")
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         cancelled = self._cancelled.setdefault(session_id, asyncio.Event())
         cancelled.clear()
         child = subprocess.Popen(["sleep", "600"])
         self._children.append(child)
-        _append("CHILD_PID_FILE", str(child.pid))
-        await self._client.session_update(session_id, acp.update_agent_message_text(PART_ONE))
-        _append("STALL_MARK_FILE", "streaming")
+        append_line("CHILD_PID_FILE", str(child.pid))
+        await self.say(session_id, PART_ONE)
+        append_line("STALL_MARK_FILE", "streaming")
         try:
             await asyncio.wait_for(cancelled.wait(), timeout=600)
         except TimeoutError:
@@ -79,7 +55,7 @@ class StallAgent:
         return PromptResponse(stop_reason="cancelled")
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        _append("STALL_MARK_FILE", "cancel")
+        append_line("STALL_MARK_FILE", "cancel")
         if not self._ignore_cancel:
             self._cancelled.setdefault(session_id, asyncio.Event()).set()
 
@@ -88,7 +64,7 @@ def main() -> None:
     p = argparse.ArgumentParser(prog="stall")
     p.add_argument("--ignore-cancel", action="store_true")
     args = p.parse_args()
-    _append("PID_FILE", str(os.getpid()))
+    note_pid()
     asyncio.run(acp.run_agent(StallAgent(args.ignore_cancel)))
 
 

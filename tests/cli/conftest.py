@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from acpcli.errors import ExitCode
+from tests.helpers.procs import running
 
 from .pty import spawn  # noqa: F401  (the pseudo-terminal fixture of the REPL tests)
 
@@ -39,21 +40,6 @@ RECORD_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_record_a
 TIMEOUT = 60.0
 
 DEMO_ID = re.compile(r"^demo-[0-9a-f]{32}$")
-
-
-def _alive(pid: int) -> bool:
-    """True if ``pid`` is a running process (a zombie waiting to be reaped counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - a reused pid owned by someone else
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc (macOS): trust kill(0)
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @dataclass
@@ -93,7 +79,7 @@ class AgentTrace:
 
     def assert_all_gone(self) -> None:
         """No agent process this test started is still running."""
-        left = [pid for pid in self.pids() if _alive(pid)]
+        left = [pid for pid in self.pids() if running(pid)]
         assert not left, f"agent processes left behind: {left}"
 
     def assert_no_unadvertised(self) -> None:

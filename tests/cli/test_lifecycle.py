@@ -17,7 +17,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from acpcli.demo_agent.options import REPLAY_STYLES
+from acpcli.demo_agent.flags import REPLAY_STYLES
 from acpcli.errors import ExitCode
 
 from .conftest import DEMO_ID, AgentTrace, Cli, error_line, run_concurrently

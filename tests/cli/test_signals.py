@@ -26,8 +26,9 @@ import pexpect
 import pytest
 
 from acpcli.errors import ExitCode
+from tests.helpers.procs import running
 
-from .conftest import TIMEOUT, AgentTrace, Cli, _alive
+from .conftest import TIMEOUT, AgentTrace, Cli
 from .pty import CTRL_C, Pty, new_args
 
 STALL = Path(__file__).resolve().parent.parent / "agents" / "stall.py"
@@ -60,7 +61,7 @@ def _gone(pids: list[int], limit: float = 5.0) -> list[int]:
     deadline = time.monotonic() + limit
     left = pids
     while time.monotonic() < deadline:
-        left = [pid for pid in pids if _alive(pid)]
+        left = [pid for pid in pids if running(pid)]
         if not left:
             return []
         time.sleep(0.05)

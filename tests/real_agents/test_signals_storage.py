@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from acpcli.errors import ExitCode
+from tests.helpers.procs import child_group, group_members
 
 LAUNCHER = os.environ.get("ACPCLI_REAL_AGENTS", "")
 
@@ -36,34 +37,6 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "ACPCLI_LOG_FILE")}
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
-
-
-def _agent_group(parent: int) -> int:
-    """The process group of ``parent``'s child (the agent, a group leader)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == parent:
-            return int(fields[2])
-    raise AssertionError("no agent process found")
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process groups from /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 @pytest.mark.parametrize("agent", AGENTS)
@@ -77,7 +50,7 @@ def test_a_signal_mid_turn(agent: str, sig: signal.Signals, tmp_path: Path) -> N
         assert proc.stdout is not None
         first = proc.stdout.readline()  # the echoed prompt: the turn has started
         assert first, proc.stderr.read() if proc.stderr else ""
-        group = _agent_group(proc.pid)
+        group = child_group(proc.pid)
         time.sleep(1.5)  # a few chunks in
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=60)
@@ -86,9 +59,9 @@ def test_a_signal_mid_turn(agent: str, sig: signal.Signals, tmp_path: Path) -> N
     assert f"acpcli: stopped by {sig.name}" in err
     assert "Traceback" not in err
     deadline = time.monotonic() + 5
-    while _group_members(group) and time.monotonic() < deadline:
+    while group_members(group) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _group_members(group), "the agent's process group outlived acpcli"
+    assert not group_members(group), "the agent's process group outlived acpcli"
     listing = subprocess.run(
         [sys.executable, "-m", "acpcli", "sessions", "--json"], env=_env(), capture_output=True, text=True, check=True
     )

@@ -10,7 +10,7 @@ import pytest
 
 from acpcli.env import Environment
 from acpcli.errors import UsageError
-from acpcli.render import Collector, FinalView, make_view
+from acpcli.render import FinalView, SilentView, make_view
 from acpcli.render.jsonl import JsonlView
 from acpcli.render.plain import PlainView
 from acpcli.render.transcript import to_markdown, to_text
@@ -73,11 +73,11 @@ def test_final_only_on_a_pipe_writes_the_text_transcript_at_close() -> None:
     assert e.stdout.getvalue() == to_text(store) == "> Q\n\nA\n"  # type: ignore[attr-defined]
 
 
-def test_collector_records_changes() -> None:
-    collector = Collector()
-    feed(collector, Store())
-    collector.close()
-    assert len(collector.changes) == 2 and collector.stop_reasons == ["end_turn"] and collector.closed
+def test_silent_view_records_what_it_was_given() -> None:
+    silent = SilentView()
+    feed(silent, Store())
+    silent.close()
+    assert len(silent.changes) == 2 and silent.stop_reasons == ["end_turn"] and silent.closed
 
 
 def test_importing_acpcli_render_imports_no_rich_and_no_view(python_exe: str) -> None:
