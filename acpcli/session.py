@@ -8,7 +8,7 @@ the change to the view (``Sink``) the CLI injected. Nothing here prints.
 Invariants:
 
 * A method or field the agent did not advertise is never sent: every request is built by
-  :mod:`acpcli.protocol.wire`, which raises :class:`~acpcli.errors.CapabilityMissing` first.
+  :mod:`acpcli.capabilities`, which raises :class:`~acpcli.errors.CapabilityMissing` first.
 * A session's view exists *before* its ``session/load`` is sent and outlives the response,
   so replayed updates that arrive after the answer (gemini) are still rendered and stored.
 * A v1 turn ends with the ``session/prompt`` response; a v2 turn with ``state_update`` idle.
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
+from acpcli import capabilities
 from acpcli.errors import RpcError
 from acpcli.protocol import wire
 
@@ -327,7 +328,7 @@ class AgentLink:
         recorder: Recorder | None = None,
     ) -> LiveSession:
         """``session/new``."""
-        params = wire.new_params(self.features, cwd, additional_directories, mcp_servers)
+        params = capabilities.new_params(self.features, cwd, additional_directories, mcp_servers)
         result = await self.conn.request("session/new", params)
         session_id = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(session_id, str) or not session_id:
@@ -351,7 +352,7 @@ class AgentLink:
     ) -> LiveSession:
         """Load with replay; the replay is over when the response arrives (``null`` or ``{}``).
         ``local_id``: the id acpcli records the session under, when the agent's differs."""
-        method, params = wire.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        method, params = capabilities.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
         return await self._reattach(method, params, sink, recorder, local_id)
 
     async def resume(
@@ -366,7 +367,7 @@ class AgentLink:
         local_id: str | None = None,
     ) -> LiveSession:
         """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
-        params = wire.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        params = capabilities.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
         return await self._reattach("session/resume", params, sink, recorder, local_id)
 
     async def _reattach(
@@ -423,7 +424,7 @@ class AgentLink:
             if live.session_id == session_id:
                 session_id = agent_id
                 break
-        result = await self.conn.request("session/close", wire.close_params(self.features, session_id))
+        result = await self.conn.request("session/close", capabilities.close_params(self.features, session_id))
         self.sessions.pop(session_id, None)
         return result
 
@@ -432,7 +433,7 @@ class AgentLink:
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            result = await self.conn.request("session/list", wire.list_params(self.features, cwd, cursor))
+            result = await self.conn.request("session/list", capabilities.list_params(self.features, cwd, cursor))
             sessions = result.get("sessions") if isinstance(result, dict) else None
             for info in sessions if isinstance(sessions, list) else []:
                 if isinstance(info, dict):
@@ -467,7 +468,7 @@ class AgentLink:
 
         found = self.find_setting(live, key)
         try:
-            await self.change_setting(live, found, settings.resolve(found, value_text))
+            await self.change_setting(live, found, capabilities.resolve(found, value_text))
         except RpcError as err:
             # The agent refused a value it offered (or one it offers no longer): say what it
             # offers, so the next try can be right.
@@ -484,7 +485,7 @@ class AgentLink:
         """
         from acpcli.protocol import settings
 
-        method, params = settings.change_request(self.features, live.agent_id, choice, value)
+        method, params = capabilities.change_request(self.features, live.agent_id, choice, value)
         result = await self.conn.request(method, params)
         live.mark(SETTING, {"key": choice.key, "value": value})
         if method == "session/set_mode":
@@ -503,12 +504,12 @@ class AgentLink:
 
     async def login(self, method_id: str) -> Any:
         """``authenticate`` (v1) / ``auth/login`` (v2) with an advertised method."""
-        method, params = wire.login_request(self.features, method_id)
+        method, params = capabilities.login_request(self.features, method_id)
         return await self.conn.request(method, params, bounded=False)  # a person may be logging in
 
     async def logout(self) -> Any:
         """``logout`` (v1, when advertised) / ``auth/logout`` (v2)."""
-        method, params = wire.logout_request(self.features)
+        method, params = capabilities.logout_request(self.features)
         return await self.conn.request(method, params)
 
     # -- prompt turn ----------------------------------------------------------------------

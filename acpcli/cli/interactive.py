@@ -36,10 +36,10 @@ def banner(env: Environment, session_id: str, display_name: str) -> None:
 
 def check_capability(features: Any, command: str) -> None:
     """Refuse a ``load``/``resume`` the agent does not offer, before anything is shown."""
-    from acpcli.protocol import wire
+    from acpcli import capabilities
 
     if command in ("load", "resume"):
-        wire.require(features, f"session/{command}")
+        capabilities.require(features, f"session/{command}")
 
 
 def held_view(env: Environment) -> Any:

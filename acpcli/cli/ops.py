@@ -367,9 +367,9 @@ async def attach(
         view.print_store(store_from_events(index, sid))
         run.env.err.print("[dim]── resumed ──[/]")
     if command == "load":
-        from acpcli.protocol import wire
+        from acpcli import capabilities
 
-        wire.require(link.features, "session/load")  # refuse before marking the log
+        capabilities.require(link.features, "session/load")  # refuse before marking the log
         writer.append(sid, REPLAY_START, "{}")
     method = link.load if command == "load" else link.resume
     wire_id = known.wire_id if known is not None else sid
@@ -681,13 +681,13 @@ def run_close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     async def main() -> int:
         import json
 
+        from acpcli import capabilities
         from acpcli.cli import forgotten
         from acpcli.persistence import Index
-        from acpcli.protocol import wire
 
         async with _link(inputs, run) as link:
             try:
-                wire.require(link.features, "session/close")
+                capabilities.require(link.features, "session/close")
                 try:
                     if link.features.resume:
                         await link.resume(
