@@ -30,6 +30,7 @@ import anyio
 
 from acpcli import capabilities
 from acpcli.errors import RpcError
+from acpcli.negotiate import read_answer, read_request
 from acpcli.protocol import wire
 
 if TYPE_CHECKING:
@@ -262,6 +263,7 @@ class AgentLink:
         """``session/request_permission``: show the tool call, ask the decider."""
         if not isinstance(params, dict):
             raise RpcError(RpcError.INVALID_PARAMS, "params must be an object")
+        read_request(self.features.protocol_version, "session/request_permission", params)
         live = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
         if live is None:
             raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {params.get('sessionId')!r}")
@@ -329,7 +331,7 @@ class AgentLink:
     ) -> LiveSession:
         """``session/new``."""
         params = capabilities.new_params(self.features, cwd, additional_directories, mcp_servers)
-        result = await self.conn.request("session/new", params)
+        result = read_answer(self.features.protocol_version, "session/new", await self.conn.request("session/new", params))
         session_id = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(RpcError.INTERNAL_ERROR, "session/new answered without a sessionId", method="session/new")
@@ -384,7 +386,7 @@ class AgentLink:
         live = self._attach(session_id, sink, recorder, local_id)
         live.cwd, live.additional_directories = params["cwd"], list(params.get("additionalDirectories", []))
         try:
-            result = await self.conn.request(method, params)
+            result = read_answer(self.features.protocol_version, method, await self.conn.request(method, params))
         except BaseException:
             self.sessions.pop(session_id, None)
             raise
@@ -425,6 +427,7 @@ class AgentLink:
                 session_id = agent_id
                 break
         result = await self.conn.request("session/close", capabilities.close_params(self.features, session_id))
+        read_answer(self.features.protocol_version, "session/close", result)  # checked, returned as answered
         self.sessions.pop(session_id, None)
         return result
 
@@ -433,7 +436,7 @@ class AgentLink:
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            result = await self.conn.request("session/list", capabilities.list_params(self.features, cwd, cursor))
+            result = read_answer(self.features.protocol_version, "session/list", await self.conn.request("session/list", capabilities.list_params(self.features, cwd, cursor)))
             sessions = result.get("sessions") if isinstance(result, dict) else None
             for info in sessions if isinstance(sessions, list) else []:
                 if isinstance(info, dict):
@@ -486,7 +489,7 @@ class AgentLink:
         from acpcli.protocol import settings
 
         method, params = capabilities.change_request(self.features, live.agent_id, choice, value)
-        result = await self.conn.request(method, params)
+        result = read_answer(self.features.protocol_version, method, await self.conn.request(method, params))
         live.mark(SETTING, {"key": choice.key, "value": value})
         if method == "session/set_mode":
             _settings_changed(live, mode=value)
@@ -527,7 +530,7 @@ class AgentLink:
             for update in _user_echo(blocks):
                 live.feed(update)
             _flush_recorder(live)  # the prompt is on disk before the agent answers
-            result = await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks), bounded=False)
+            result = read_answer(1, "session/prompt", await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks), bounded=False))
             stop = result.get("stopReason") if isinstance(result, dict) else None
             live.store.turn_boundary()
             return stop if isinstance(stop, str) else "end_turn"

@@ -718,8 +718,96 @@ def _const_name(method: str) -> str:
     return re.sub(r"[^0-9A-Za-z]+", "_", method.removeprefix("$/")).strip("_").upper()
 
 
-def render_methods(per_version: dict[int, list[Method]], headers: list[str]) -> str:
-    """The pure-data ``methods.py``: method name constants and per-version sets."""
+#: JSON types, in the order the required-member tables list them.
+_JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+
+
+def _json_types(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[str] | None:
+    """The JSON types a (prepared) schema node admits, or None when it admits anything."""
+    if not isinstance(node, dict):
+        return None
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[1]
+        return None if name in seen else _json_types(defs[name], defs, seen | {name})
+    if "type" in node:
+        kinds = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        return {"number", "integer"} if kinds == ["number"] else set(kinds)
+    if "const" in node or "enum" in node:
+        values = [node["const"]] if "const" in node else node["enum"]
+        return {_type_of(v) for v in values}
+    branches = node.get("anyOf") or node.get("oneOf")
+    if isinstance(branches, list):
+        found: set[str] = set()
+        for branch in branches:
+            kinds = _json_types(branch, defs, seen)
+            if kinds is None:
+                return None
+            found |= kinds
+        return found
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        return _json_types(all_of[0], defs, seen)
+    return None
+
+
+def _type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {str: "string", float: "number", list: "array", dict: "object", type(None): "null"}[type(value)]
+
+
+def required_members(defs: dict[str, Any], name: str) -> dict[str, tuple[str, ...]]:
+    """A definition's required members and the JSON types each admits (``()``: any)."""
+    node = defs[name]
+    props = node.get("properties", {})
+    out: dict[str, tuple[str, ...]] = {}
+    for member in node.get("required", []):
+        kinds = _json_types(props.get(member), defs)
+        out[member] = tuple(k for k in _JSON_TYPES if kinds is not None and k in kinds)
+    return out
+
+
+@dataclass
+class Shapes:
+    """The pure-data contract of what an agent answers, per version (see :func:`render_methods`)."""
+
+    results: dict[int, dict[str, dict[str, tuple[str, ...]]]] = field(default_factory=dict)
+    params: dict[int, dict[str, dict[str, tuple[str, ...]]]] = field(default_factory=dict)
+    error: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def collect_shapes(shapes: Shapes, version: int, prepared: Prepared) -> None:
+    """Add the required members of each agent-handled method's result, of each client-handled
+    method's params, and of the JSON-RPC error object (which must be the same in every version)."""
+    defs = prepared.schema["$defs"]
+    shapes.results[version] = {
+        m.name: required_members(defs, m.result)
+        for m in prepared.methods
+        if m.side == "agent" and m.result is not None and defs[m.result].get("required")
+    }
+    shapes.params[version] = {
+        m.name: required_members(defs, m.params)
+        for m in prepared.methods
+        if m.side == "client" and defs[m.params].get("required")
+    }
+    error = required_members(defs, "Error")
+    if shapes.error and shapes.error != error:
+        raise SystemExit(f"the Error object differs between versions: {shapes.error} vs {error}")
+    shapes.error = error
+
+
+def _members_code(members: dict[str, tuple[str, ...]]) -> str:
+    def tuple_code(types: tuple[str, ...]) -> str:
+        return f"({_q(types[0])},)" if len(types) == 1 else "(" + ", ".join(_q(k) for k in types) + ")"
+
+    return "{" + ", ".join(f"{_q(name)}: {tuple_code(types)}" for name, types in members.items()) + "}"
+
+
+def render_methods(per_version: dict[int, list[Method]], headers: list[str], shapes: Shapes) -> str:
+    """The pure-data ``methods.py``: method name constants, per-version sets, and the
+    required members of what the agent answers."""
     names: dict[str, str] = {}
     for methods in per_version.values():
         for m in methods:
@@ -730,7 +818,11 @@ def render_methods(per_version: dict[int, list[Method]], headers: list[str]) -> 
     out.append("- ``AGENT_METHODS[v]``: what the agent handles (the client sends these);\n")
     out.append("- ``CLIENT_METHODS[v]``: what the client handles (the agent sends these);\n")
     out.append("- ``PROTOCOL_METHODS[v]``: protocol-level, either side may send them;\n")
-    out.append("- ``NOTIFICATIONS[v]``: the methods above that are notifications (no response).\n")
+    out.append("- ``NOTIFICATIONS[v]``: the methods above that are notifications (no response);\n")
+    out.append("- ``RESULT_REQUIRED[v]``: the members each answer to a request the agent handles must carry,\n")
+    out.append("  with their JSON types; ``PARAMS_REQUIRED[v]``: those of the params of what the client\n")
+    out.append("  handles; ``ERROR_REQUIRED``: those of a JSON-RPC error object (read by\n")
+    out.append("  :func:`acpcli.protocol.check_result`, ``check_params`` and ``check_error``).\n")
     out.append('"""\n\nfrom __future__ import annotations\n\n')
     for method, const in sorted(names.items(), key=lambda kv: kv[1]):
         versions = [v for v, ms in sorted(per_version.items()) if any(m.name == method for m in ms)]
@@ -750,6 +842,27 @@ def render_methods(per_version: dict[int, list[Method]], headers: list[str]) -> 
     table("CLIENT_METHODS", "Methods the client handles, by protocol version.", lambda m: m.side == "client")
     table("PROTOCOL_METHODS", "Protocol-level methods either side may send.", lambda m: m.side == "protocol")
     table("NOTIFICATIONS", "The methods that are notifications.", lambda m: m.kind == "notification")
+    def required(title: str, doc: str, tables: dict[int, dict[str, dict[str, tuple[str, ...]]]]) -> None:
+        out.append(f"\n{doc}{title}: dict[int, dict[str, dict[str, tuple[str, ...]]]] = {{\n")
+        for version, table in sorted(tables.items()):
+            out.append(f"    {version}: {{\n")
+            out.extend(f"        {_q(name)}: {_members_code(members)},\n" for name, members in sorted(table.items()))
+            out.append("    },\n")
+        out.append("}\n")
+
+    required(
+        "RESULT_REQUIRED",
+        "#: The members an answer must carry and the JSON types each admits (``()``: any), by version\n"
+        "#: and method; a method not listed requires none (its answer may be ``{}``).\n",
+        shapes.results,
+    )
+    required(
+        "PARAMS_REQUIRED",
+        "#: The members the params of a method the client handles must carry, and their JSON types.\n",
+        shapes.params,
+    )
+    out.append("\n#: The members a JSON-RPC error object must carry (the same in every version).\n")
+    out.append(f"ERROR_REQUIRED: dict[str, tuple[str, ...]] = {_members_code(shapes.error)}\n")
     return "".join(out)
 
 
@@ -760,6 +873,7 @@ def generate(spec: Path) -> dict[str, str]:
     """Every output file's text, by file name."""
     outputs: dict[str, str] = {}
     per_version: dict[int, list[Method]] = {}
+    shapes = Shapes()
     headers = []
     for version, file_name, module in TARGETS:
         path = spec / file_name
@@ -769,7 +883,8 @@ def generate(spec: Path) -> dict[str, str]:
         code = run_codegen(prepared.schema, file_name)
         outputs[module] = postprocess(code, prepared, header, version)
         per_version[version] = prepared.methods
-    outputs[METHODS_MODULE] = render_methods(per_version, headers)
+        collect_shapes(shapes, version, prepared)
+    outputs[METHODS_MODULE] = render_methods(per_version, headers, shapes)
     return outputs
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acpcli.errors import AuthRequired, RpcError
+from acpcli.errors import AuthRequired, ProtocolError, RpcError
 from acpcli.session import SETTING, TURN_START
 
 #: Event kinds that show the session had a turn (acpcli's marker; older logs: user messages).
@@ -30,7 +30,7 @@ def agent_forgot(err: BaseException) -> bool:
     """True when an agent's error to a load/resume/close says it does not know the session:
     ``-32002`` (Resource not found), or another error (not "method not found") whose message
     or data says the session was not found or its identifier is invalid (gemini)."""
-    if not isinstance(err, RpcError) or isinstance(err, AuthRequired):
+    if not isinstance(err, RpcError) or isinstance(err, (AuthRequired, ProtocolError)):
         return False
     if err.code == RpcError.RESOURCE_NOT_FOUND:
         return True

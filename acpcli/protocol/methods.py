@@ -7,7 +7,11 @@ Pure data: importing this module imports nothing else.
 - ``AGENT_METHODS[v]``: what the agent handles (the client sends these);
 - ``CLIENT_METHODS[v]``: what the client handles (the agent sends these);
 - ``PROTOCOL_METHODS[v]``: protocol-level, either side may send them;
-- ``NOTIFICATIONS[v]``: the methods above that are notifications (no response).
+- ``NOTIFICATIONS[v]``: the methods above that are notifications (no response);
+- ``RESULT_REQUIRED[v]``: the members each answer to a request the agent handles must carry,
+  with their JSON types; ``PARAMS_REQUIRED[v]``: those of the params of what the client
+  handles; ``ERROR_REQUIRED``: those of a JSON-RPC error object (read by
+  :func:`acpcli.protocol.check_result`, ``check_params`` and ``check_error``).
 """
 
 from __future__ import annotations
@@ -118,3 +122,44 @@ NOTIFICATIONS: dict[int, frozenset[str]] = {
         SESSION_UPDATE,
     }),
 }
+
+#: The members an answer must carry and the JSON types each admits (``()``: any), by version
+#: and method; a method not listed requires none (its answer may be ``{}``).
+RESULT_REQUIRED: dict[int, dict[str, dict[str, tuple[str, ...]]]] = {
+    1: {
+        "initialize": {"protocolVersion": ("integer",)},
+        "session/list": {"sessions": ("array",)},
+        "session/new": {"sessionId": ("string",)},
+        "session/prompt": {"stopReason": ("string",)},
+        "session/set_config_option": {"configOptions": ("array",)},
+    },
+    2: {
+        "initialize": {"protocolVersion": ("integer",)},
+        "session/list": {"sessions": ("array",)},
+        "session/new": {"sessionId": ("string",)},
+        "session/set_config_option": {"configOptions": ("array",)},
+    },
+}
+
+#: The members the params of a method the client handles must carry, and their JSON types.
+PARAMS_REQUIRED: dict[int, dict[str, dict[str, tuple[str, ...]]]] = {
+    1: {
+        "elicitation/complete": {"elicitationId": ("string",)},
+        "fs/read_text_file": {"sessionId": ("string",), "path": ("string",)},
+        "fs/write_text_file": {"sessionId": ("string",), "path": ("string",), "content": ("string",)},
+        "session/request_permission": {"sessionId": ("string",), "toolCall": ("object",), "options": ("array",)},
+        "session/update": {"sessionId": ("string",), "update": ("object",)},
+        "terminal/create": {"sessionId": ("string",), "command": ("string",)},
+        "terminal/kill": {"sessionId": ("string",), "terminalId": ("string",)},
+        "terminal/output": {"sessionId": ("string",), "terminalId": ("string",)},
+        "terminal/release": {"sessionId": ("string",), "terminalId": ("string",)},
+        "terminal/wait_for_exit": {"sessionId": ("string",), "terminalId": ("string",)},
+    },
+    2: {
+        "session/request_permission": {"sessionId": ("string",), "toolCall": ("object",), "options": ("array",)},
+        "session/update": {"sessionId": ("string",), "update": ("object",)},
+    },
+}
+
+#: The members a JSON-RPC error object must carry (the same in every version).
+ERROR_REQUIRED: dict[str, tuple[str, ...]] = {"code": ("integer",), "message": ("string",)}
