@@ -1,6 +1,8 @@
-"""``initialize`` for v1 and v2, one normalized view of what the agent supports, and the agent's
-messages held to the negotiated version's schema (:func:`read_answer`, :func:`read_request`,
-:func:`parse_request`).
+"""``initialize``, one normalized view of what the agent supports, and its messages read under the agreed version.
+
+``initialize`` works for v1 and v2; the agent's answers and requests are held to the
+negotiated version's schema by :func:`read_answer`, :func:`read_request` and
+:func:`parse_request`.
 
 The v1 and v2 ``initialize`` shapes do not collide (``clientCapabilities``/``clientInfo`` vs
 ``capabilities``/``info``), so in ``auto`` mode one request carries both: a v1 agent learns the

@@ -813,8 +813,9 @@ def render_methods(per_version: dict[int, list[Method]], headers: list[str], sha
         for m in methods:
             names.setdefault(m.name, _const_name(m.name))
     out = list(headers)
-    out.append('"""ACP method names for v1 and v2, taken from the schemas\' ``x-method``/``x-side`` marks.\n\n')
-    out.append("Pure data: importing this module imports nothing else.\n\n")
+    out.append('"""ACP method names for v1 and v2, and the members what the agent sends must carry, from the schemas.\n\n')
+    out.append("Pure data, taken from the schemas' ``x-method``/``x-side`` marks and ``required`` lists:\n")
+    out.append("importing this module imports nothing else.\n\n")
     out.append("- ``AGENT_METHODS[v]``: what the agent handles (the client sends these);\n")
     out.append("- ``CLIENT_METHODS[v]``: what the client handles (the agent sends these);\n")
     out.append("- ``PROTOCOL_METHODS[v]``: protocol-level, either side may send them;\n")

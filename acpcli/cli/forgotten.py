@@ -1,5 +1,4 @@
-"""Sessions the agent no longer knows: a fresh stand-in for a never-prompted one, a true
-hint for the rest.
+"""Sessions the agent no longer knows: a fresh stand-in for a never-prompted one, a true hint for the rest.
 
 No real agent keeps a session it has not been prompted in (REAL-AGENTS.md): after
 ``acpcli new --no-repl`` the next process's load/resume of that id is answered "not found"

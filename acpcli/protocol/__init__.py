@@ -1,5 +1,8 @@
-"""The ACP protocol, at the bottom of acpcli: the v1/v2 models, method names, pure shape builders,
-and the checks every message from an agent passes.
+"""The ACP protocol at the bottom of acpcli: models, method names, shape builders, checks on what agents send.
+
+The v1/v2 models (generated), the method names and required members (:mod:`.methods`), the
+pure builders of what acpcli sends (:mod:`.wire`, :mod:`.settings`), and the checks every
+message from an agent passes (below).
 
 Nothing here imports acpcli outside this package (``tests/protocol/test_layering.py``): whether
 a request may be sent to a given agent is :mod:`acpcli.capabilities`' call, and acpcli's errors
@@ -14,7 +17,8 @@ pydantic and the models costs about 0.3 s, twice a whole ``acpcli prompt`` round
 ``tests/test_startup_imports.py`` keeps it off that path (a scripted ``prompt`` with an edit).
 
 * **Answers to acpcli's requests** (``initialize``; ``session/new``, ``load``, ``resume``,
-  ``list``, ``close``, ``set_mode``, ``set_config_option``, ``set_model``, ``prompt``) are checked
+  ``list``, ``close``, ``set_mode``, ``set_config_option``, ``set_model``, and v1's ``prompt``;
+  not the answers acpcli does not read: v2's ``prompt`` acknowledgement, logins) are checked
   at the one place each is read, by :func:`check_result`: the schema's contract for that result
   -- an object (``null`` reads as ``{}`` when nothing is required), its required members present
   with their JSON types (:data:`.methods.RESULT_REQUIRED`, generated from the same schema as the

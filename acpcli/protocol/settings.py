@@ -1,5 +1,6 @@
-"""Session settings -- v1 modes and v1/v2 config options -- read alike, and the requests that
-change them. Pure data, no I/O.
+"""Session settings (v1 modes and models, v1/v2 config options) read alike, and the requests that change them.
+
+Pure data, no I/O.
 
 What the agent offers arrives in the session setup response (``modes`` in v1 only,
 ``configOptions`` in both), in ``set_config_option`` answers (always the complete list) and in

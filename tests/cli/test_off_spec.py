@@ -1,4 +1,6 @@
-"""An agent that sends what ACP does not allow gets one line naming the method and the member,
+"""Off-spec agents: one line naming method and member, never a traceback; real agents' extras accepted.
+
+An agent that sends what ACP does not allow gets one line naming the method and the member,
 never a traceback; what real agents send beyond the schema (unknown members, ``_meta``,
 unstable fields, ``result: null``) is accepted. The contract is :mod:`acpcli.protocol`'s; the
 agent is ``tests/agents/off_spec_agent.py`` (raw stdio, v1)."""

@@ -1,5 +1,6 @@
-"""Whole-model readings of what agents send, for tests: results and session updates validated by
-the generated models, the way acpcli does at run time only for requests from the agent (see the
+"""Whole-model readings of what agents send, for tests (results and session updates).
+
+Results and session updates validated by the generated models, the way acpcli does at run time only for requests from the agent (see the
 run-time contract in acpcli/protocol/__init__.py). Tests use these to hold golden files, seed
 examples, tolerance cases and the store's accepted shapes to the models."""
 

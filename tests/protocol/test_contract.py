@@ -1,4 +1,6 @@
-"""The run-time contract of :mod:`acpcli.protocol` (its docstring): what each message from an
+"""The run-time contract of :mod:`acpcli.protocol`: checks, failures, tolerance, no pydantic on a turn.
+
+The contract is in the package's docstring: what each message from an
 agent is held to, how a failure reads, what is tolerated, and that the checks on the path of an
 ordinary turn need no pydantic. The pure-data tables those checks read are held to the models."""
 

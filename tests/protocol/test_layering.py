@@ -1,5 +1,6 @@
-"""The protocol package is the bottom floor: no module under acpcli/protocol imports anything
-from acpcli outside acpcli.protocol (not even under TYPE_CHECKING or inside a function).
+"""The protocol package is the bottom floor: it imports nothing from acpcli above it.
+
+No module under acpcli/protocol imports anything from acpcli outside acpcli.protocol (not even under TYPE_CHECKING or inside a function).
 Capability policy lives above it, in acpcli.capabilities."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Session settings: v1 modes and v1/v2 config options read alike (:mod:`acpcli.protocol.settings`),
-and the values and requests that set them (:mod:`acpcli.capabilities`)."""
+"""Session settings: options read alike, and the values and requests that set them.
+
+v1 modes and v1/v2 config options are read alike by :mod:`acpcli.protocol.settings`; the values
+and requests that set them are :mod:`acpcli.capabilities`' (the capability gates)."""
 
 from __future__ import annotations
 

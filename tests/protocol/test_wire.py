@@ -1,5 +1,6 @@
-"""The request builders (:mod:`acpcli.capabilities` over :mod:`acpcli.protocol.wire`) produce
-params the generated models accept, and never an unadvertised method or field."""
+"""The request builders produce params the models accept, and never an unadvertised method or field.
+
+The builders are :mod:`acpcli.capabilities` (the gates) over :mod:`acpcli.protocol.wire` (the shapes)."""
 
 from __future__ import annotations
 
