@@ -530,12 +530,9 @@ class ClientServices:
 
     @staticmethod
     def _parse(method: str, params: Any) -> Any:
-        from acpcli.protocol import parse_params
+        from acpcli.negotiate import parse_request
 
-        try:
-            return parse_params(1, method, params)
-        except ValueError as exc:
-            raise RpcError(RpcError.INVALID_PARAMS, f"{method}: invalid params: {exc}") from exc
+        return parse_request(1, method, params)  # fs and terminals exist in v1 only
 
     def _roots_for(self, session_id: str) -> list[str]:
         found = self._roots(session_id)

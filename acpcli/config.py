@@ -550,7 +550,7 @@ def to_acp_servers(
 
     Every server is tagged (the version is not negotiated yet): the v1 shape (untagged
     stdio) and the check that the agent supports each transport (``sse`` exists in v1 only)
-    are made once, where requests are built (:mod:`acpcli.protocol.wire`). Read the
+    are made once, where requests are built (:mod:`acpcli.capabilities`). Read the
     transport of any returned server with :func:`mcp_transport`.
     """
     environ = os.environ if environ is None else environ

@@ -12,7 +12,8 @@
     ├── RpcError                     AGENT_ERROR        the agent answered a request with a JSON-RPC error
     │   ├── AuthRequired             AUTH_REQUIRED      ... and that error says authentication is needed
     │   ├── UnknownSession           SESSION_NOT_FOUND  ... to a load/resume of a session it does not know
-    │   └── AnswerTooLarge           AGENT_ERROR        ... or its answer was a line over the size limit
+    │   ├── AnswerTooLarge           AGENT_ERROR        ... or its answer was a line over the size limit
+    │   └── ProtocolError            AGENT_ERROR        ... or it sent what ACP does not allow (acpcli.protocol)
     ├── LoginFailed                  AUTH_REQUIRED      `acpcli auth`: the agent's login program failed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
     ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
@@ -167,15 +168,27 @@ class RpcError(AcpcliError):
 
     @classmethod
     def from_wire(cls, error: Any, *, method: str | None = None) -> RpcError:
-        """Build from a received ``error`` member, tolerating malformed ones."""
+        """Build from a received ``error`` member (:func:`acpcli.protocol.check_error`). A
+        malformed one is still the failure it reports: read as far as it goes, with what was
+        malformed said in its message."""
+        from acpcli.protocol import InvalidMessage, check_error
+
+        try:
+            check_error(error)
+        except InvalidMessage as bad:
+            malformed: str | None = bad.detail
+        else:
+            malformed = None
         if not isinstance(error, dict):
             return cls(cls.INTERNAL_ERROR, f"malformed error: {error!r}", method=method)
         code = error.get("code")
         message = error.get("message")
-        if not isinstance(code, int):
+        if not isinstance(code, int) or isinstance(code, bool):
             code = cls.INTERNAL_ERROR
         if not isinstance(message, str):
             message = "(no message)"
+        if malformed is not None:
+            message += f" [malformed error object: {malformed}]"
         klass = AuthRequired if code == cls.AUTH_REQUIRED else cls  # by code: ACP's auth_required
         return klass(code, message, error.get("data"), method=method)
 
@@ -249,6 +262,21 @@ class AnswerTooLarge(RpcError):
         super().__init__(RpcError.INTERNAL_ERROR, message, {"size": size, "limit": limit}, method=method)
         self.size = size
         self.limit = limit
+
+
+class ProtocolError(RpcError):
+    """The agent sent what ACP does not allow, where acpcli cannot read past it: an answer
+    without a member it must carry, or a request whose params the schema rejects (the run-time
+    contract: :mod:`acpcli.protocol`). One line naming the method and the member, without a
+    JSON-RPC code: the agent did not send one. For an agent's request it is the answer the agent
+    gets (``code`` ``-32602``); for an answer, the request fails with it (exit 7)."""
+
+    def __init__(self, method: str, problem: str, *, code: int = RpcError.INTERNAL_ERROR) -> None:
+        AcpcliError.__init__(self, f"{method}: {problem}")
+        self.code = code
+        self.rpc_message = self.message
+        self.data = None
+        self.method = method
 
 
 class SessionNotFound(AcpcliError):

@@ -1,4 +1,8 @@
-"""``initialize`` for v1 and v2, and one normalized view of what the agent supports.
+"""``initialize``, one normalized view of what the agent supports, and its messages read under the agreed version.
+
+``initialize`` works for v1 and v2; the agent's answers and requests are held to the
+negotiated version's schema by :func:`read_answer`, :func:`read_request` and
+:func:`parse_request`.
 
 The v1 and v2 ``initialize`` shapes do not collide (``clientCapabilities``/``clientInfo`` vs
 ``capabilities``/``info``), so in ``auto`` mode one request carries both: a v1 agent learns the
@@ -21,6 +25,12 @@ Both v2 schemas answer ``protocolVersion: 2``. An agent whose ``capabilities.ses
 of the draft's own markers (load/resume/close/list) is read as the draft; otherwise acpcli reads
 it as the draft too (the conservative choice: nothing unadvertised is called) unless the caller
 asks for the ``latest`` reading, where ``capabilities.session`` implies the baseline methods.
+
+Every answer acpcli reads and every request the agent makes passes through this module on its way
+in, so what is checked (:mod:`acpcli.protocol`'s run-time contract) and how a failure reads is
+decided once: an answer acpcli cannot read is a :class:`~acpcli.errors.ProtocolError` (exit 7;
+a :class:`~acpcli.errors.HandshakeError` for ``initialize``), an invalid request is answered
+``-32602``; both one line naming the method and the member.
 """
 
 from __future__ import annotations
@@ -30,8 +40,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from acpcli import __version__
-from acpcli.errors import AuthRequired, HandshakeError, RpcError, UsageError
+from acpcli import __version__, protocol
+from acpcli.errors import AuthRequired, HandshakeError, ProtocolError, RpcError, UsageError
 
 log = logging.getLogger("acpcli.negotiate")
 
@@ -246,6 +256,10 @@ def features_from_result(
             f"--protocol {choice} was asked for but the agent speaks version {version} only",
             hint="use --protocol auto (the default) or --protocol 1",
         )
+    try:
+        protocol.check_result(version, "initialize", result)
+    except protocol.InvalidMessage as bad:
+        raise HandshakeError(f"initialize: the agent's answer is not valid ACP v{version}: {bad.detail}") from None
     if version == 1:
         return _features_v1(result, offer)
     return _features_v2(result, "latest" if choice == "2-latest" else v2_reading)
@@ -353,3 +367,35 @@ async def initialize(
     if log.isEnabledFor(logging.DEBUG):
         log.debug("initialized: %s", json.dumps(features.summary()))
     return features
+
+
+def read_answer(version: int, method: str, result: Any) -> dict[str, Any]:
+    """The agent's answer to ``method``, checked where it is read
+    (:func:`acpcli.protocol.check_result`): an object (``null`` is ``{}`` when nothing is
+    required), or :class:`~acpcli.errors.ProtocolError` naming what acpcli cannot read past."""
+    try:
+        return protocol.check_result(version, method, result)
+    except protocol.InvalidMessage as bad:
+        raise ProtocolError(method, f"the agent's answer is not valid ACP v{version}: {bad.detail}") from None
+
+
+def read_request(version: int, method: str, params: Any) -> dict[str, Any]:
+    """The params of a request from the agent, checked where they are read
+    (:func:`acpcli.protocol.check_params`, no pydantic: a permission request comes in the
+    middle of an ordinary turn); :class:`~acpcli.errors.ProtocolError` with code ``-32602``
+    (the answer the agent gets) naming the member at fault."""
+    try:
+        return protocol.check_params(version, method, params)
+    except protocol.InvalidMessage as bad:
+        raise ProtocolError(method, f"invalid params: {bad.detail}", code=RpcError.INVALID_PARAMS) from None
+
+
+def parse_request(version: int, method: str, params: Any) -> Any:
+    """The params of a request from the agent as their generated model, validated whole
+    (:func:`acpcli.protocol.parse_params`); :class:`~acpcli.errors.ProtocolError` with code
+    ``-32602`` naming the member at fault. For the file-system and terminal handlers, which
+    build their answers with the models too."""
+    try:
+        return protocol.parse_params(version, method, params)
+    except protocol.InvalidMessage as bad:
+        raise ProtocolError(method, f"invalid params: {bad.detail}", code=RpcError.INVALID_PARAMS) from None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acpcli import protocol
+from acpcli import capabilities, protocol
 from acpcli.config import (
     AgentSpec,
     Config,
@@ -422,7 +422,7 @@ def test_sse_exists_only_in_v1() -> None:
     assert schema_required("v1", "McpServerSse") <= set(server)
     # A v2 agent cannot advertise sse: the request is refused before it is built.
     with pytest.raises(CapabilityMissing, match="sse"):
-        wire.new_params(v2_features(), "/w", [], shaped(named, {}))
+        capabilities.new_params(v2_features(), "/w", [], shaped(named, {}))
 
 
 def test_before_negotiation_then_adapted(mcp_bin: Path) -> None:
@@ -434,7 +434,7 @@ def test_before_negotiation_then_adapted(mcp_bin: Path) -> None:
     assert servers[0]["type"] == "stdio"  # the input is not modified
     assert [wire.server_for_version(s, 2) for s in v1[:1]] == servers[:1]
     with pytest.raises(CapabilityMissing, match=r"'old'"):
-        wire.new_params(v2_features(), "/w", [], servers)
+        capabilities.new_params(v2_features(), "/w", [], servers)
 
 
 def test_custom_transport_passes_through_unchanged() -> None:

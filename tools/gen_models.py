@@ -42,12 +42,15 @@ Open tagged unions -- a callable discriminator with an "Other" member
 
 Leniency the schema asks for -- ``x-deserialize-default-on-error``, ``x-deserialize-skip-invalid-items``
     The schema marks fields whose bad value must fall back to the default, and arrays whose
-    bad items must be dropped. The generator writes those marks into a table; the shared base
-    class (``AcpModel``) repairs such input and validates again, only after a first attempt
-    failed, so valid input pays one Python call per model and nothing more.
+    bad items must be dropped. The generator writes those marks into each module's
+    ``LENIENT_FIELDS`` table; the shared base class (``AcpModel``) repairs such input and
+    validates again, only after a first attempt failed, so valid input pays one Python call
+    per model and nothing more.
 
-Open models, lazy build
-    Every class derives from ``AcpModel``: ``extra="allow"`` (unknown fields and ``_meta``
+Open models, lazy build -- one hand-written base
+    Every class derives from ``AcpModel``, written by hand once in ``acpcli/protocol/base.py``
+    (with ``UnknownVariant`` and the discriminator ``tag_reader``) and imported by both
+    generated modules: ``extra="allow"`` (unknown fields and ``_meta``
     round-trip), ``defer_build=True`` (importing the module builds no validator; the first
     use of a class builds it), snake_case attributes with the wire names as aliases, used for
     validation and serialization alike (``model_dump()`` speaks the wire names).
@@ -525,127 +528,6 @@ def run_codegen(schema: dict[str, Any], file_name: str) -> str:
         return dst.read_text(encoding="utf-8")
 
 
-PRELUDE = '''
-class AcpModel(BaseModel):
-    """Base of every ACP model: open, lazily built, lenient where the schema says so.
-
-    - ``extra="allow"``: unknown fields (and ``_meta``) are kept and dumped back unchanged;
-    - ``defer_build=True``: importing this module builds no validator (start-up stays fast);
-    - attributes are snake_case, the wire names are aliases, used for validation *and*
-      serialization (``model_dump()`` speaks the wire names);
-    - a field the schema marks ``x-deserialize-default-on-error`` falls back to its default when
-      its value is invalid, and an array marked ``x-deserialize-skip-invalid-items`` drops its
-      invalid items (see :data:`LENIENT_FIELDS`). Valid input never takes that path.
-    """
-
-    model_config = ConfigDict(
-        extra="allow",
-        defer_build=True,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        protected_namespaces=(),
-    )
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _lenient(cls, data: Any, handler: Any) -> Any:
-        try:
-            return handler(data)
-        except ValidationError as first_error:
-            if not isinstance(data, dict):
-                raise
-            default, skip = _lenient_fields(cls)
-            if not default and not skip:
-                raise
-            error = first_error
-            for _attempt in range(_MAX_REPAIRS):
-                repaired = _repair(data, error, default, skip)
-                if repaired is None:
-                    raise first_error from None
-                data = repaired
-                try:
-                    return handler(data)
-                except ValidationError as again:
-                    error = again
-            raise first_error from None
-
-
-class UnknownVariant(AcpModel):
-    """A tagged-union member whose tag this version of the schema does not know.
-
-    Every field is kept, so the payload round-trips unchanged; readers ignore it or show it
-    generically. ``acpcli.protocol.parse_update`` returns ``None`` for these.
-    """
-
-
-_MAX_REPAIRS = 16
-_LENIENT_CACHE: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
-
-
-def _lenient_fields(cls: type) -> tuple[frozenset[str], frozenset[str]]:
-    """The lenient fields of ``cls`` and of the generated classes it inherits from."""
-    cached = _LENIENT_CACHE.get(cls)
-    if cached is None:
-        default: set[str] = set()
-        skip: set[str] = set()
-        for klass in cls.__mro__:
-            entry = LENIENT_FIELDS.get(klass.__name__)
-            if entry is not None and globals().get(klass.__name__) is klass:
-                default.update(entry[0])
-                skip.update(entry[1])
-        cached = _LENIENT_CACHE[cls] = (frozenset(default), frozenset(skip))
-    return cached
-
-
-def _repair(
-    data: dict[str, Any], error: ValidationError, default: frozenset[str], skip: frozenset[str]
-) -> dict[str, Any] | None:
-    """``data`` without the values the errors blame on lenient fields, or None if none is."""
-    drop: set[str] = set()
-    drop_items: dict[str, set[int]] = {}
-    for detail in error.errors():
-        loc = detail["loc"]
-        if not loc or not isinstance(loc[0], str) or loc[0] not in data:
-            return None
-        key = loc[0]
-        if key in skip and len(loc) > 1 and isinstance(loc[1], int) and isinstance(data[key], list):
-            drop_items.setdefault(key, set()).add(loc[1])
-        elif key in default:
-            drop.add(key)
-        else:
-            return None
-    repaired = {k: v for k, v in data.items() if k not in drop}
-    for key, indexes in drop_items.items():
-        if key in repaired:
-            repaired[key] = [item for i, item in enumerate(repaired[key]) if i not in indexes]
-    return repaired
-
-
-def _tag_reader(prop: str, known: frozenset[str], *, untagged: bool) -> Any:
-    """The discriminator of an open tagged union: the member's tag, ``*other`` if unknown."""
-    attrs: dict[type, str | None] = {}
-
-    def read(value: Any) -> str:
-        if isinstance(value, dict):
-            if prop not in value:
-                return "*untagged" if untagged else "*other"
-            tag = value[prop]
-        else:  # serializing a model instance
-            cls = type(value)
-            if cls not in attrs:
-                fields = getattr(cls, "model_fields", {})
-                attrs[cls] = next((n for n, f in fields.items() if (f.alias or n) == prop), None)
-            attr = attrs[cls]
-            if attr is None:
-                return "*untagged" if untagged else "*other"
-            tag = getattr(value, attr, None)
-        return tag if isinstance(tag, str) and tag in known else "*other"
-
-    return read
-'''
-
-
 def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
@@ -659,7 +541,7 @@ def _union_code(union: TaggedUnion) -> str:
     lines.extend(f"        Annotated[{member}, Tag({_q(tag)})]," for tag, member in union.members)
     lines.append("    ],")
     lines.append("    Discriminator(")
-    lines.append("        _tag_reader(")
+    lines.append("        tag_reader(")
     lines.append(f"            {_q(union.prop)},")
     lines.append("            frozenset({" + ", ".join(_q(k) for k in known) + "}),")
     lines.append(f"            untagged={untagged!r},")
@@ -738,8 +620,10 @@ def _statement_ranges(tree: ast.Module) -> dict[str, tuple[int, int]]:
     return ranges
 
 
-def _merge_imports(section: str, extra: dict[str, set[str]]) -> str:
-    """The tool's ``from X import ...`` lines plus ours, merged and sorted (stdlib first)."""
+def _merge_imports(section: str, extra: dict[str, set[str]], body: str) -> str:
+    """The tool's ``from X import ...`` lines plus ours, merged and sorted (stdlib, third
+    party, acpcli), without the names ``body`` no longer uses (the classes now derive from
+    the hand-written :mod:`acpcli.protocol.base`)."""
     wanted: dict[str, set[str]] = {}
     for node in ast.parse(section).body:
         if not isinstance(node, ast.ImportFrom) or node.module is None or any(a.asname for a in node.names):
@@ -748,9 +632,14 @@ def _merge_imports(section: str, extra: dict[str, set[str]]) -> str:
     for module, names in extra.items():
         wanted.setdefault(module, set()).update(names)
     future = wanted.pop("__future__", set())
+    for module, names in list(wanted.items()):
+        names.intersection_update(n for n in names if re.search(rf"\b{n}\b", body))
+        if not names:
+            del wanted[module]
     groups = [
         [m for m in sorted(wanted) if m in sys.stdlib_module_names],
-        [m for m in sorted(wanted) if m not in sys.stdlib_module_names],
+        [m for m in sorted(wanted) if m not in sys.stdlib_module_names and m.split(".")[0] != "acpcli"],
+        [m for m in sorted(wanted) if m.split(".")[0] == "acpcli"],
     ]
     out = [f"from __future__ import {', '.join(sorted(future))}\n"] if future else []
     for group in groups:
@@ -800,21 +689,24 @@ def postprocess(code: str, prepared: Prepared, header: str, version: int) -> str
     # the tool's header comment goes; ours, the imports, then our prelude, then the classes
     first = re.search(r"^(?!#|from |import )\S", code, re.M)
     assert first is not None
+    body = code[first.start() :]
+    tables = _tables_code(prepared)
     imports = _merge_imports(
         code[: first.start()],
         {
             "typing": {"Annotated", "Any", "TypeAlias", "Union"},
-            "pydantic": {"BaseModel", "ConfigDict", "Discriminator", "Tag", "ValidationError", "model_validator"},
+            "pydantic": {"Discriminator", "Tag"},
+            "acpcli.protocol.base": {"AcpModel", "UnknownVariant", "tag_reader"},
         },
+        body + tables,
     )
-    body = code[first.start() :]
     docstring = (
         f'"""ACP v{version} models (pydantic v2), generated from the JSON schema.\n\n'
         "How the schema was prepared (open enums, open tagged unions, leniency) is explained in\n"
-        'tools/gen_models.py.\n"""\n\n'
+        "tools/gen_models.py; the base class every model derives from is acpcli/protocol/base.py.\n"
+        '"""\n\n'
     )
-    text = header + docstring + imports + PRELUDE + "\n\n" + body.rstrip() + "\n"
-    text += _tables_code(prepared)
+    text = header + docstring + imports + "\n\n" + body.rstrip() + "\n" + tables
     return re.sub(r"\n{4,}", "\n\n\n", text)
 
 
@@ -826,19 +718,112 @@ def _const_name(method: str) -> str:
     return re.sub(r"[^0-9A-Za-z]+", "_", method.removeprefix("$/")).strip("_").upper()
 
 
-def render_methods(per_version: dict[int, list[Method]], headers: list[str]) -> str:
-    """The pure-data ``methods.py``: method name constants and per-version sets."""
+#: JSON types, in the order the required-member tables list them.
+_JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+
+
+def _json_types(node: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> set[str] | None:
+    """The JSON types a (prepared) schema node admits, or None when it admits anything."""
+    if not isinstance(node, dict):
+        return None
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[1]
+        return None if name in seen else _json_types(defs[name], defs, seen | {name})
+    if "type" in node:
+        kinds = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        return {"number", "integer"} if kinds == ["number"] else set(kinds)
+    if "const" in node or "enum" in node:
+        values = [node["const"]] if "const" in node else node["enum"]
+        return {_type_of(v) for v in values}
+    branches = node.get("anyOf") or node.get("oneOf")
+    if isinstance(branches, list):
+        found: set[str] = set()
+        for branch in branches:
+            kinds = _json_types(branch, defs, seen)
+            if kinds is None:
+                return None
+            found |= kinds
+        return found
+    all_of = node.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        return _json_types(all_of[0], defs, seen)
+    return None
+
+
+def _type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return {str: "string", float: "number", list: "array", dict: "object", type(None): "null"}[type(value)]
+
+
+def required_members(defs: dict[str, Any], name: str) -> dict[str, tuple[str, ...]]:
+    """A definition's required members and the JSON types each admits (``()``: any)."""
+    node = defs[name]
+    props = node.get("properties", {})
+    out: dict[str, tuple[str, ...]] = {}
+    for member in node.get("required", []):
+        kinds = _json_types(props.get(member), defs)
+        out[member] = tuple(k for k in _JSON_TYPES if kinds is not None and k in kinds)
+    return out
+
+
+@dataclass
+class Shapes:
+    """The pure-data contract of what an agent answers, per version (see :func:`render_methods`)."""
+
+    results: dict[int, dict[str, dict[str, tuple[str, ...]]]] = field(default_factory=dict)
+    params: dict[int, dict[str, dict[str, tuple[str, ...]]]] = field(default_factory=dict)
+    error: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def collect_shapes(shapes: Shapes, version: int, prepared: Prepared) -> None:
+    """Add the required members of each agent-handled method's result, of each client-handled
+    method's params, and of the JSON-RPC error object (which must be the same in every version)."""
+    defs = prepared.schema["$defs"]
+    shapes.results[version] = {
+        m.name: required_members(defs, m.result)
+        for m in prepared.methods
+        if m.side == "agent" and m.result is not None and defs[m.result].get("required")
+    }
+    shapes.params[version] = {
+        m.name: required_members(defs, m.params)
+        for m in prepared.methods
+        if m.side == "client" and defs[m.params].get("required")
+    }
+    error = required_members(defs, "Error")
+    if shapes.error and shapes.error != error:
+        raise SystemExit(f"the Error object differs between versions: {shapes.error} vs {error}")
+    shapes.error = error
+
+
+def _members_code(members: dict[str, tuple[str, ...]]) -> str:
+    def tuple_code(types: tuple[str, ...]) -> str:
+        return f"({_q(types[0])},)" if len(types) == 1 else "(" + ", ".join(_q(k) for k in types) + ")"
+
+    return "{" + ", ".join(f"{_q(name)}: {tuple_code(types)}" for name, types in members.items()) + "}"
+
+
+def render_methods(per_version: dict[int, list[Method]], headers: list[str], shapes: Shapes) -> str:
+    """The pure-data ``methods.py``: method name constants, per-version sets, and the
+    required members of what the agent answers."""
     names: dict[str, str] = {}
     for methods in per_version.values():
         for m in methods:
             names.setdefault(m.name, _const_name(m.name))
     out = list(headers)
-    out.append('"""ACP method names for v1 and v2, taken from the schemas\' ``x-method``/``x-side`` marks.\n\n')
-    out.append("Pure data: importing this module imports nothing else.\n\n")
+    out.append('"""ACP method names for v1 and v2, and the members what the agent sends must carry, from the schemas.\n\n')
+    out.append("Pure data, taken from the schemas' ``x-method``/``x-side`` marks and ``required`` lists:\n")
+    out.append("importing this module imports nothing else.\n\n")
     out.append("- ``AGENT_METHODS[v]``: what the agent handles (the client sends these);\n")
     out.append("- ``CLIENT_METHODS[v]``: what the client handles (the agent sends these);\n")
     out.append("- ``PROTOCOL_METHODS[v]``: protocol-level, either side may send them;\n")
-    out.append("- ``NOTIFICATIONS[v]``: the methods above that are notifications (no response).\n")
+    out.append("- ``NOTIFICATIONS[v]``: the methods above that are notifications (no response);\n")
+    out.append("- ``RESULT_REQUIRED[v]``: the members each answer to a request the agent handles must carry,\n")
+    out.append("  with their JSON types; ``PARAMS_REQUIRED[v]``: those of the params of what the client\n")
+    out.append("  handles; ``ERROR_REQUIRED``: those of a JSON-RPC error object (read by\n")
+    out.append("  :func:`acpcli.protocol.check_result`, ``check_params`` and ``check_error``).\n")
     out.append('"""\n\nfrom __future__ import annotations\n\n')
     for method, const in sorted(names.items(), key=lambda kv: kv[1]):
         versions = [v for v, ms in sorted(per_version.items()) if any(m.name == method for m in ms)]
@@ -858,6 +843,27 @@ def render_methods(per_version: dict[int, list[Method]], headers: list[str]) -> 
     table("CLIENT_METHODS", "Methods the client handles, by protocol version.", lambda m: m.side == "client")
     table("PROTOCOL_METHODS", "Protocol-level methods either side may send.", lambda m: m.side == "protocol")
     table("NOTIFICATIONS", "The methods that are notifications.", lambda m: m.kind == "notification")
+    def required(title: str, doc: str, tables: dict[int, dict[str, dict[str, tuple[str, ...]]]]) -> None:
+        out.append(f"\n{doc}{title}: dict[int, dict[str, dict[str, tuple[str, ...]]]] = {{\n")
+        for version, table in sorted(tables.items()):
+            out.append(f"    {version}: {{\n")
+            out.extend(f"        {_q(name)}: {_members_code(members)},\n" for name, members in sorted(table.items()))
+            out.append("    },\n")
+        out.append("}\n")
+
+    required(
+        "RESULT_REQUIRED",
+        "#: The members an answer must carry and the JSON types each admits (``()``: any), by version\n"
+        "#: and method; a method not listed requires none (its answer may be ``{}``).\n",
+        shapes.results,
+    )
+    required(
+        "PARAMS_REQUIRED",
+        "#: The members the params of a method the client handles must carry, and their JSON types.\n",
+        shapes.params,
+    )
+    out.append("\n#: The members a JSON-RPC error object must carry (the same in every version).\n")
+    out.append(f"ERROR_REQUIRED: dict[str, tuple[str, ...]] = {_members_code(shapes.error)}\n")
     return "".join(out)
 
 
@@ -868,6 +874,7 @@ def generate(spec: Path) -> dict[str, str]:
     """Every output file's text, by file name."""
     outputs: dict[str, str] = {}
     per_version: dict[int, list[Method]] = {}
+    shapes = Shapes()
     headers = []
     for version, file_name, module in TARGETS:
         path = spec / file_name
@@ -877,7 +884,8 @@ def generate(spec: Path) -> dict[str, str]:
         code = run_codegen(prepared.schema, file_name)
         outputs[module] = postprocess(code, prepared, header, version)
         per_version[version] = prepared.methods
-    outputs[METHODS_MODULE] = render_methods(per_version, headers)
+        collect_shapes(shapes, version, prepared)
+    outputs[METHODS_MODULE] = render_methods(per_version, headers, shapes)
     return outputs
 
 

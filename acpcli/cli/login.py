@@ -104,7 +104,7 @@ def run_auth(
         async with link_for(choice, protocol=protocol, log_file=log_file) as link:
             features = link.features
             name = features.display_name
-            methods = wire.login_methods(features)
+            methods = wire.login_methods(features.auth_methods)
             if list_only:
                 if not methods:
                     env.err.print(f"{name} advertises no login methods", markup=False, highlight=False)

@@ -1,5 +1,6 @@
-"""Session settings -- v1 modes and v1/v2 config options -- read alike, and the requests that
-change them. Pure data, no I/O.
+"""Session settings (v1 modes and models, v1/v2 config options) read alike, and the requests that change them.
+
+Pure data, no I/O.
 
 What the agent offers arrives in the session setup response (``modes`` in v1 only,
 ``configOptions`` in both), in ``set_config_option`` answers (always the complete list) and in
@@ -17,20 +18,15 @@ small ways this module hides:
   Read like modes: a ``category: "model"`` option wins when there is one.
 
 Options of a type acpcli does not know are kept (so nothing is lost when state is shown or
-stored) but cannot be set.
+stored) but cannot be set. Which value the person meant, and whether this connection may send
+the change, is :mod:`acpcli.capabilities`' call (``resolve``, ``change_request``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from acpcli.errors import CapabilityMissing, UsageError
-
-if TYPE_CHECKING:
-    from acpcli.negotiate import AgentFeatures
+from typing import Any
 
 #: ``/mode`` and ``/model`` look for the config option of this category first.
 MODE, MODEL = "mode", "model"
@@ -141,59 +137,18 @@ def find(found: Sequence[Choice], key: str) -> Choice | None:
     return None
 
 
-_TRUE = {"on", "true", "yes", "1", "enable", "enabled"}
-_FALSE = {"off", "false", "no", "0", "disable", "disabled"}
-
-
-def resolve(choice: Choice, text: str) -> str | bool:
-    """The value the person meant: a value id or its name (without case), else a whole word
-    of exactly one of them; ``on``/``off`` for a boolean. Raises :class:`UsageError` naming
-    the valid values."""
-    if choice.kind == "boolean":
-        word = text.strip().casefold()
-        if word in _TRUE:
-            return True
-        if word in _FALSE:
-            return False
-        raise UsageError(f"{choice.key} is on or off, not {text!r}")
-    if choice.kind not in ("select", "modes", "models"):
-        raise UsageError(f"{choice.key} is a {choice.kind} option, which acpcli cannot set")
-    folded = text.strip().casefold()
-    for value, name, _ in choice.values:
-        if value == text.strip() or value.casefold() == folded or name.casefold() == folded:
-            return value
-    # "smart" for "demo-smart" / "Demo Smart": a whole word of exactly one value (a typo or
-    # a fragment such as "4" of "gpt-4o" must not pick a value by guess)
-    partial = {value for value, name, _ in choice.values if folded and folded in _words(value) | _words(name)}
-    if len(partial) == 1:
-        return partial.pop()
-    valid = ", ".join(v for v, _, _ in choice.values) or "none"
-    raise UsageError(f"{text!r} is not a value of {choice.key} (choose from: {valid})")
-
-
-def _words(text: str) -> set[str]:
-    return {word for word in re.split(r"[^0-9a-z]+", text.casefold()) if word}
-
-
-def change_request(features: AgentFeatures, session_id: str, choice: Choice, value: str | bool) -> tuple[str, dict[str, Any]]:
-    """The method and params that set ``choice`` to ``value`` on this connection.
+def change_request(session_id: str, choice: Choice, value: str | bool) -> tuple[str, dict[str, Any]]:
+    """The method and params that set ``choice`` to ``value``.
 
     v1 modes go through ``session/set_mode``, v1 models (``availableModels``) through
-    ``session/set_model``; everything else through
-    ``session/set_config_option`` (v2 has nothing else). A boolean carries ``type: boolean``
-    (v1 only: v2 has no boolean options).
+    ``session/set_model``; everything else through ``session/set_config_option``, a boolean
+    with ``type: boolean``. (The first two and booleans exist in protocol v1 only.)
     """
     if choice.kind == "modes":
-        if features.protocol_version != 1:
-            raise CapabilityMissing("session/set_mode exists in protocol v1 only", hint="use /config")
         return "session/set_mode", {"sessionId": session_id, "modeId": value}
     if choice.kind == "models":
-        if features.protocol_version != 1:
-            raise CapabilityMissing("session/set_model exists in protocol v1 only", hint="use /config")
         return "session/set_model", {"sessionId": session_id, "modelId": value}
     params: dict[str, Any] = {"sessionId": session_id, "configId": choice.key, "value": value}
     if choice.kind == "boolean":
-        if features.protocol_version != 1:
-            raise CapabilityMissing("boolean config options exist in protocol v1 only")
         params["type"] = "boolean"
     return "session/set_config_option", params

@@ -2,133 +2,17 @@
 """ACP v1 models (pydantic v2), generated from the JSON schema.
 
 How the schema was prepared (open enums, open tagged unions, leniency) is explained in
-tools/gen_models.py.
+tools/gen_models.py; the base class every model derives from is acpcli/protocol/base.py.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import Discriminator, Field, Tag
 from typing_extensions import TypeAliasType
 
-class AcpModel(BaseModel):
-    """Base of every ACP model: open, lazily built, lenient where the schema says so.
-
-    - ``extra="allow"``: unknown fields (and ``_meta``) are kept and dumped back unchanged;
-    - ``defer_build=True``: importing this module builds no validator (start-up stays fast);
-    - attributes are snake_case, the wire names are aliases, used for validation *and*
-      serialization (``model_dump()`` speaks the wire names);
-    - a field the schema marks ``x-deserialize-default-on-error`` falls back to its default when
-      its value is invalid, and an array marked ``x-deserialize-skip-invalid-items`` drops its
-      invalid items (see :data:`LENIENT_FIELDS`). Valid input never takes that path.
-    """
-
-    model_config = ConfigDict(
-        extra="allow",
-        defer_build=True,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        protected_namespaces=(),
-    )
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _lenient(cls, data: Any, handler: Any) -> Any:
-        try:
-            return handler(data)
-        except ValidationError as first_error:
-            if not isinstance(data, dict):
-                raise
-            default, skip = _lenient_fields(cls)
-            if not default and not skip:
-                raise
-            error = first_error
-            for _attempt in range(_MAX_REPAIRS):
-                repaired = _repair(data, error, default, skip)
-                if repaired is None:
-                    raise first_error from None
-                data = repaired
-                try:
-                    return handler(data)
-                except ValidationError as again:
-                    error = again
-            raise first_error from None
-
-
-class UnknownVariant(AcpModel):
-    """A tagged-union member whose tag this version of the schema does not know.
-
-    Every field is kept, so the payload round-trips unchanged; readers ignore it or show it
-    generically. ``acpcli.protocol.parse_update`` returns ``None`` for these.
-    """
-
-
-_MAX_REPAIRS = 16
-_LENIENT_CACHE: dict[type, tuple[frozenset[str], frozenset[str]]] = {}
-
-
-def _lenient_fields(cls: type) -> tuple[frozenset[str], frozenset[str]]:
-    """The lenient fields of ``cls`` and of the generated classes it inherits from."""
-    cached = _LENIENT_CACHE.get(cls)
-    if cached is None:
-        default: set[str] = set()
-        skip: set[str] = set()
-        for klass in cls.__mro__:
-            entry = LENIENT_FIELDS.get(klass.__name__)
-            if entry is not None and globals().get(klass.__name__) is klass:
-                default.update(entry[0])
-                skip.update(entry[1])
-        cached = _LENIENT_CACHE[cls] = (frozenset(default), frozenset(skip))
-    return cached
-
-
-def _repair(
-    data: dict[str, Any], error: ValidationError, default: frozenset[str], skip: frozenset[str]
-) -> dict[str, Any] | None:
-    """``data`` without the values the errors blame on lenient fields, or None if none is."""
-    drop: set[str] = set()
-    drop_items: dict[str, set[int]] = {}
-    for detail in error.errors():
-        loc = detail["loc"]
-        if not loc or not isinstance(loc[0], str) or loc[0] not in data:
-            return None
-        key = loc[0]
-        if key in skip and len(loc) > 1 and isinstance(loc[1], int) and isinstance(data[key], list):
-            drop_items.setdefault(key, set()).add(loc[1])
-        elif key in default:
-            drop.add(key)
-        else:
-            return None
-    repaired = {k: v for k, v in data.items() if k not in drop}
-    for key, indexes in drop_items.items():
-        if key in repaired:
-            repaired[key] = [item for i, item in enumerate(repaired[key]) if i not in indexes]
-    return repaired
-
-
-def _tag_reader(prop: str, known: frozenset[str], *, untagged: bool) -> Any:
-    """The discriminator of an open tagged union: the member's tag, ``*other`` if unknown."""
-    attrs: dict[type, str | None] = {}
-
-    def read(value: Any) -> str:
-        if isinstance(value, dict):
-            if prop not in value:
-                return "*untagged" if untagged else "*other"
-            tag = value[prop]
-        else:  # serializing a model instance
-            cls = type(value)
-            if cls not in attrs:
-                fields = getattr(cls, "model_fields", {})
-                attrs[cls] = next((n for n, f in fields.items() if (f.alias or n) == prop), None)
-            attr = attrs[cls]
-            if attr is None:
-                return "*untagged" if untagged else "*other"
-            tag = getattr(value, attr, None)
-        return tag if isinstance(tag, str) and tag in known else "*other"
-
-    return read
+from acpcli.protocol.base import AcpModel, UnknownVariant, tag_reader
 
 
 class AgentAuthCapabilities(AcpModel):
@@ -380,7 +264,7 @@ AuthMethod: TypeAlias = Annotated[
         Annotated[AuthMethodOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"terminal"}),
             untagged=True,
@@ -1134,7 +1018,7 @@ CreateElicitationResponse: TypeAlias = Annotated[
         Annotated[CreateElicitationResponseOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "action",
             frozenset({"accept", "cancel", "decline"}),
             untagged=False,
@@ -1479,7 +1363,7 @@ CreateElicitationRequest: TypeAlias = Annotated[
         Annotated[CreateElicitationRequestOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "mode",
             frozenset({"form", "url"}),
             untagged=False,
@@ -2237,7 +2121,7 @@ McpServer: TypeAlias = Annotated[
         Annotated[McpServerOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"http", "sse"}),
             untagged=True,
@@ -3001,7 +2885,7 @@ RequestPermissionOutcome: TypeAlias = Annotated[
         Annotated[RequestPermissionOutcomeOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "outcome",
             frozenset({"cancelled", "selected"}),
             untagged=False,
@@ -3282,7 +3166,7 @@ SessionConfigOption: TypeAlias = Annotated[
         Annotated[SessionConfigOptionOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"boolean", "select"}),
             untagged=False,
@@ -3706,7 +3590,7 @@ SetSessionConfigOptionRequest: TypeAlias = Annotated[
         Annotated[SetSessionConfigOptionRequestOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"boolean"}),
             untagged=True,
@@ -3904,7 +3788,7 @@ ElicitationPropertySchema: TypeAlias = Annotated[
         Annotated[ElicitationPropertySchemaOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"array", "boolean", "integer", "number", "string"}),
             untagged=False,
@@ -4064,7 +3948,7 @@ ContentBlock: TypeAlias = Annotated[
         Annotated[ContentBlockOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"audio", "image", "resource", "resource_link", "text"}),
             untagged=False,
@@ -4137,7 +4021,7 @@ MultiSelectItems: TypeAlias = Annotated[
         Annotated[MultiSelectItemsOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"string"}),
             untagged=True,
@@ -4223,7 +4107,7 @@ ToolCallContent: TypeAlias = Annotated[
         Annotated[ToolCallContentOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "type",
             frozenset({"content", "diff", "terminal"}),
             untagged=False,
@@ -4438,7 +4322,7 @@ SessionUpdate: TypeAlias = Annotated[
         Annotated[SessionUpdateOther, Tag("*other")],
     ],
     Discriminator(
-        _tag_reader(
+        tag_reader(
             "sessionUpdate",
             frozenset({"agent_message_chunk", "agent_thought_chunk", "available_commands_update", "config_option_update", "current_mode_update", "plan", "session_info_update", "tool_call", "tool_call_update", "usage_update", "user_message_chunk"}),
             untagged=False,

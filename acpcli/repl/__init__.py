@@ -170,7 +170,7 @@ async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> 
     from acpcli.protocol import wire
 
     env.err.print(f"[bold yellow]{escape(link.features.display_name)} asks you to log in[/] [dim]({escape(str(err))})[/]")
-    methods = wire.login_methods(link.features)
+    methods = wire.login_methods(link.features.auth_methods)
     usable = [m for m in methods if m.type == "agent"]
     for method in methods:
         if method not in usable:

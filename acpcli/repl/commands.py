@@ -48,7 +48,7 @@ class Context:
     def login_methods(self) -> list[tuple[str, str]]:
         from acpcli.protocol import wire
 
-        return [(m.id, m.name or m.id) for m in wire.login_methods(self.link.features)]
+        return [(m.id, m.name or m.id) for m in wire.login_methods(self.link.features.auth_methods)]
 
 
 Handler = Callable[[Context, str], Awaitable["int | None"]]
@@ -161,7 +161,7 @@ async def _config(ctx: Context, arg: str) -> int | None:
 async def _login(ctx: Context, arg: str) -> int | None:
     from acpcli.protocol import wire
 
-    methods = wire.login_methods(ctx.link.features)
+    methods = wire.login_methods(ctx.link.features.auth_methods)
     if not methods:
         ctx.say(f"{ctx.link.features.display_name} offers no login methods")
         return None

@@ -59,9 +59,9 @@ async def attach(
         view.print_store(rebuild(index, sid))
         run.env.err.print("[dim]── resumed ──[/]")
     if command == "load":
-        from acpcli.protocol import wire
+        from acpcli import capabilities
 
-        wire.require(link.features, "session/load")  # refuse before marking the log
+        capabilities.require(link.features, "session/load")  # refuse before marking the log
         writer.append(sid, REPLAY_START, "{}")
     method = link.load if command == "load" else link.resume
     wire_id = known.wire_id if known is not None else sid

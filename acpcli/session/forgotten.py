@@ -1,5 +1,4 @@
-"""Sessions the agent no longer knows: a fresh stand-in for a never-prompted one, a true
-hint for the rest.
+"""Sessions the agent no longer knows: a fresh stand-in for a never-prompted one, a true hint for the rest.
 
 No real agent keeps a session it has not been prompted in (REAL-AGENTS.md): after
 ``acpcli new --no-repl`` the next process's load/resume of that id is answered "not found"
@@ -14,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from acpcli.errors import AuthRequired, RpcError
+from acpcli.errors import AuthRequired, ProtocolError, RpcError
 from acpcli.session.records import recorded_settings
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ def agent_forgot(err: BaseException) -> bool:
     By code: ``-32002`` (Resource not found), what the protocol gives for it (codex, claude).
     gemini answers ``-32603`` (Internal error) instead, and only its ``data`` tells this case
     from a real internal error: for that code alone, the data is read for gemini's words."""
-    if not isinstance(err, RpcError) or isinstance(err, AuthRequired):
+    if not isinstance(err, RpcError) or isinstance(err, (AuthRequired, ProtocolError)):
         return False
     if err.code == RpcError.RESOURCE_NOT_FOUND:
         return True

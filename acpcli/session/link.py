@@ -8,8 +8,10 @@ argument), then the link over that connection.
 
 Invariants:
 
-* A method or field the agent did not advertise is never sent: every request is built by
-  :mod:`acpcli.protocol.wire` after :mod:`acpcli.capabilities` allowed it.
+* A method or field the agent did not advertise is never sent: every gated request is built
+  by :mod:`acpcli.capabilities`, which raises :class:`~acpcli.errors.CapabilityMissing` first.
+* Every answer is checked where it is read (:func:`acpcli.negotiate.read_answer`), and a
+  permission request before it is asked (:func:`acpcli.negotiate.read_request`).
 * A session's view exists *before* its ``session/load`` is sent and outlives the response,
   so replayed updates that arrive after the answer (gemini) are still rendered and stored.
 * A v1 turn ends with the ``session/prompt`` response; a v2 turn with ``state_update`` idle.
@@ -30,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acpcli import capabilities
 from acpcli.client_side import is_cancelled
 from acpcli.errors import RpcError
+from acpcli.negotiate import read_answer, read_request
 from acpcli.protocol import wire
 from acpcli.session.live import LiveSession, Recorder, Sink, seed_settings, settings_changed
 from acpcli.session.records import SETTING
@@ -116,6 +120,7 @@ class Dispatcher:
         live = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if live is None:
             raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {session_id!r}")
+        read_request(live.protocol_version, "session/request_permission", params)
         tool_call = params.get("toolCall")
         if isinstance(tool_call, dict):
             live.asked_about(tool_call)  # stored and shown like any update
@@ -171,6 +176,11 @@ class AgentLink:
         #: The client services answering the agent's fs/terminal requests, if any.
         self.services = services
 
+    def _read(self, method: str, answer: Any) -> dict[str, Any]:
+        """The agent's answer to ``method``, checked where it is read (the run-time contract in
+        :mod:`acpcli.protocol`): :class:`~acpcli.errors.ProtocolError` naming what is wrong."""
+        return read_answer(self.features.protocol_version, method, answer)
+
     @property
     def sessions(self) -> dict[str, LiveSession]:
         """The live sessions over this link, by the agent's id for each."""
@@ -186,7 +196,10 @@ class AgentLink:
     def _attach(
         self, session_id: str, sink: Sink | None, recorder: Recorder | None, local_id: str | None = None
     ) -> LiveSession:
-        live = LiveSession(session_id=session_id, store=self._store_factory(), sink=sink, recorder=recorder)
+        live = LiveSession(
+            session_id=session_id, store=self._store_factory(), sink=sink, recorder=recorder,
+            protocol_version=self.features.protocol_version,
+        )
         if local_id is not None and local_id != session_id:
             live.session_id, live.wire_id = local_id, session_id
         self.dispatcher.attach(session_id, live)
@@ -202,8 +215,8 @@ class AgentLink:
         recorder: Recorder | None = None,
     ) -> LiveSession:
         """``session/new``."""
-        params = wire.new_params(self.features, cwd, additional_directories, mcp_servers)
-        result = await self.conn.request("session/new", params)
+        params = capabilities.new_params(self.features, cwd, additional_directories, mcp_servers)
+        result = self._read("session/new", await self.conn.request("session/new", params))
         session_id = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(session_id, str) or not session_id:
             raise RpcError(RpcError.INTERNAL_ERROR, "session/new answered without a sessionId", method="session/new")
@@ -226,7 +239,7 @@ class AgentLink:
     ) -> LiveSession:
         """Load with replay; the replay is over when the response arrives (``null`` or ``{}``).
         ``local_id``: the id acpcli records the session under, when the agent's differs."""
-        method, params = wire.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        method, params = capabilities.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
         return await self._reattach(method, params, sink, recorder, local_id)
 
     async def resume(
@@ -241,7 +254,7 @@ class AgentLink:
         local_id: str | None = None,
     ) -> LiveSession:
         """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
-        params = wire.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        params = capabilities.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
         return await self._reattach("session/resume", params, sink, recorder, local_id)
 
     async def _reattach(
@@ -258,7 +271,7 @@ class AgentLink:
         live = self._attach(session_id, sink, recorder, local_id)
         live.cwd, live.additional_directories = params["cwd"], list(params.get("additionalDirectories", []))
         try:
-            result = await self.conn.request(method, params)
+            result = self._read(method, await self.conn.request(method, params))
         except BaseException:
             self.dispatcher.detach(session_id)
             raise
@@ -298,7 +311,8 @@ class AgentLink:
             if live.session_id == session_id:
                 session_id = agent_id
                 break
-        result = await self.conn.request("session/close", wire.close_params(self.features, session_id))
+        result = await self.conn.request("session/close", capabilities.close_params(self.features, session_id))
+        self._read("session/close", result)  # checked; returned exactly as answered
         self.dispatcher.detach(session_id)
         terminals = self.services.terminals if self.services is not None else None
         if terminals is not None:
@@ -310,7 +324,8 @@ class AgentLink:
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            result = await self.conn.request("session/list", wire.list_params(self.features, cwd, cursor))
+            params = capabilities.list_params(self.features, cwd, cursor)
+            result = self._read("session/list", await self.conn.request("session/list", params))
             sessions = result.get("sessions") if isinstance(result, dict) else None
             for info in sessions if isinstance(sessions, list) else []:
                 if isinstance(info, dict):
@@ -345,7 +360,7 @@ class AgentLink:
 
         found = self.find_setting(live, key)
         try:
-            await self.change_setting(live, found, settings.resolve(found, value_text))
+            await self.change_setting(live, found, capabilities.resolve(found, value_text))
         except RpcError as err:
             # The agent refused a value it offered (or one it offers no longer): say what it
             # offers, so the next try can be right.
@@ -362,8 +377,8 @@ class AgentLink:
         """
         from acpcli.protocol import settings
 
-        method, params = settings.change_request(self.features, live.agent_id, choice, value)
-        result = await self.conn.request(method, params)
+        method, params = capabilities.change_request(self.features, live.agent_id, choice, value)
+        result = self._read(method, await self.conn.request(method, params))
         live.mark(SETTING, {"key": choice.key, "value": value})
         if method == "session/set_mode":
             settings_changed(live, mode=value)
@@ -381,12 +396,12 @@ class AgentLink:
 
     async def login(self, method_id: str) -> Any:
         """``authenticate`` (v1) / ``auth/login`` (v2) with an advertised method."""
-        method, params = wire.login_request(self.features, method_id)
+        method, params = capabilities.login_request(self.features, method_id)
         return await self.conn.request(method, params, bounded=False)  # a person may be logging in
 
     async def logout(self) -> Any:
         """``logout`` (v1, when advertised) / ``auth/logout`` (v2)."""
-        method, params = wire.logout_request(self.features)
+        method, params = capabilities.logout_request(self.features)
         return await self.conn.request(method, params)
 
     # -- prompt turn ----------------------------------------------------------------------
@@ -415,6 +430,8 @@ class AgentLink:
                     try:
                         params = wire.prompt_params(live.agent_id, blocks)
                         answer = await self.conn.request("session/prompt", params, bounded=False)
+                        if v1:  # v2 acknowledges; what a turn says comes with its idle
+                            answer = self._read("session/prompt", answer)
                         if idle is not None:  # v2: acknowledged; the turn ends with idle
                             await self._until_idle(idle, gone)
                     except Exception as err:  # noqa: BLE001 - re-raised below as itself, not in a group

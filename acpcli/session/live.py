@@ -63,6 +63,7 @@ class LiveSession:
     additional_directories: list[str] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
     modes: dict[str, Any] | None = None  # v1 SessionModeState from the setup response
+    protocol_version: int = 1  # the ACP version the session is spoken over (its link's)
     #: Set by a v2 ``state_update`` idle while a turn waits for it.
     turn_idle: anyio.Event | None = field(default=None, repr=False)
     #: One event per permission question being asked; set to withdraw it (the turn is cancelled).

@@ -195,9 +195,9 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 local = None
                 if reattaching:
                     assert session_id is not None and person is not None
-                    from acpcli.protocol import wire
+                    from acpcli import capabilities
 
-                    wire.require(link.features, f"session/{command}")  # before anything is shown
+                    capabilities.require(link.features, f"session/{command}")  # before anything is shown
                     local = _local_store(index, session_id) if command == "resume" else None
                     person.banner(session_id, link.features)
                 live = await attach(link, command, inputs, run, index, writer, view, session_id)
@@ -266,14 +266,14 @@ def close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     async def main() -> int:
         import json
 
+        from acpcli import capabilities
         from acpcli.persistence import Index
-        from acpcli.protocol import wire
         from acpcli.session import forgotten
         from acpcli.session.records import had_turns
 
         async with _link(inputs, run) as link:
             try:
-                wire.require(link.features, "session/close")
+                capabilities.require(link.features, "session/close")
                 try:
                     if link.features.resume:
                         await link.resume(

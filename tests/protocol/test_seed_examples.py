@@ -20,6 +20,7 @@ from conftest import SPEC_DIR, needs_spec
 from pydantic import TypeAdapter
 
 from acpcli import protocol
+from tests.helpers import model_reading as reading
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "seed"
 #: How many JSON examples the seed page holds.
@@ -124,7 +125,7 @@ def test_seed_example_round_trips(index: int) -> None:
         return
     assert example["jsonrpc"] == "2.0"
     if part == "result":
-        result = protocol.parse_result(2, method, example["result"])
+        result = reading.parse_result(2, method, example["result"])
         assert result is None or isinstance(result, v2.RESULTS[method])
         assert protocol.dump(result) == example["result"]
         return
@@ -132,8 +133,8 @@ def test_seed_example_round_trips(index: int) -> None:
     assert isinstance(params, v2.PARAMS[method])
     assert protocol.dump(params) == example["params"]
     if method == "session/update":
-        update = protocol.parse_update(2, example["params"]["update"])
-        assert update is not None and not protocol.is_unknown(update)
+        update = reading.parse_update(2, example["params"]["update"])
+        assert update is not None and not reading.is_unknown(update)
         assert update.session_update == example["params"]["update"]["sessionUpdate"]
 
 
@@ -141,7 +142,7 @@ def test_seed_example_round_trips(index: int) -> None:
 def test_seed_capability_markers_are_read(index: int) -> None:
     """Presence of a marker object means support: the model must see exactly those present."""
     advertised = EXAMPLES[index]["result"]["capabilities"]["session"]
-    session = protocol.parse_result(2, "initialize", EXAMPLES[index]["result"]).capabilities.session
+    session = reading.parse_result(2, "initialize", EXAMPLES[index]["result"]).capabilities.session
     for marker in ("load", "resume", "close", "list", "delete", "additionalDirectories"):
         attr = "additional_directories" if marker == "additionalDirectories" else marker
         assert (getattr(session, attr) is not None) == (marker in advertised), marker
@@ -152,9 +153,9 @@ def test_seed_capability_markers_are_read(index: int) -> None:
 def test_the_load_result_is_null_and_stays_null() -> None:
     (load_result,) = [EXAMPLES[i] for i, k in enumerate(KINDS) if k == ("session/load", "result")]
     assert load_result["result"] is None
-    assert protocol.parse_result(2, "session/load", None) is None
+    assert reading.parse_result(2, "session/load", None) is None
 
 
 def test_a_null_result_is_refused_where_fields_are_required() -> None:
     with pytest.raises(ValueError):
-        protocol.parse_result(2, "session/new", None)  # sessionId is required
+        reading.parse_result(2, "session/new", None)  # sessionId is required

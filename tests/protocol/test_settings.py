@@ -1,9 +1,13 @@
-"""Session settings: v1 modes and v1/v2 config options read alike, and the requests that set them."""
+"""Session settings: options read alike, and the values and requests that set them.
+
+v1 modes and v1/v2 config options are read alike by :mod:`acpcli.protocol.settings`; the values
+and requests that set them are :mod:`acpcli.capabilities`' (the capability gates)."""
 
 from __future__ import annotations
 
 import pytest
 
+from acpcli import capabilities
 from acpcli.errors import CapabilityMissing, UsageError
 from acpcli.negotiate import AgentFeatures
 from acpcli.protocol import settings
@@ -65,7 +69,7 @@ def test_unknown_types_and_broken_entries_are_kept_or_skipped_not_fatal() -> Non
     found = settings.choices([odd, {"name": "no id"}, {"id": "y", "options": ["junk", {"value": 1}]}], {"availableModes": []}, None)
     assert [(c.key, c.kind) for c in found] == [("x", "_slider"), ("y", "select")]
     with pytest.raises(UsageError, match="cannot set"):
-        settings.resolve(found[0], "4")
+        capabilities.resolve(found[0], "4")
 
 
 def test_find_by_id_then_category_then_name() -> None:
@@ -77,39 +81,39 @@ def test_find_by_id_then_category_then_name() -> None:
 
 def test_resolve_values_by_id_or_name() -> None:
     model = settings.choices([MODEL_V1], None, None)[0]
-    assert settings.resolve(model, "m-smart") == "m-smart"
-    assert settings.resolve(model, "smart") == "m-smart"
-    assert settings.resolve(model, "SMART") == "m-smart"  # a whole word of exactly one value
+    assert capabilities.resolve(model, "m-smart") == "m-smart"
+    assert capabilities.resolve(model, "smart") == "m-smart"
+    assert capabilities.resolve(model, "SMART") == "m-smart"  # a whole word of exactly one value
     with pytest.raises(UsageError, match="choose from: m-fast, m-smart"):
-        settings.resolve(model, "slow")
+        capabilities.resolve(model, "slow")
     with pytest.raises(UsageError, match="choose from"):
-        settings.resolve(model, "m")  # a word of both: ambiguous
+        capabilities.resolve(model, "m")  # a word of both: ambiguous
     with pytest.raises(UsageError, match="choose from"):
-        settings.resolve(model, "sma")  # not a whole word: no guessing
+        capabilities.resolve(model, "sma")  # not a whole word: no guessing
     brave = settings.choices([BRAVE], None, None)[0]
-    assert settings.resolve(brave, "on") is True and settings.resolve(brave, "OFF") is False
+    assert capabilities.resolve(brave, "on") is True and capabilities.resolve(brave, "OFF") is False
     with pytest.raises(UsageError, match="on or off"):
-        settings.resolve(brave, "maybe")
+        capabilities.resolve(brave, "maybe")
 
 
 def test_change_requests_per_version() -> None:
     model, brave = settings.choices([MODEL_V1, BRAVE], None, None)
-    assert settings.change_request(V1, "s1", model, "m-smart") == (
+    assert capabilities.change_request(V1, "s1", model, "m-smart") == (
         "session/set_config_option",
         {"sessionId": "s1", "configId": "model", "value": "m-smart"},
     )
-    assert settings.change_request(V1, "s1", brave, True)[1] == {
+    assert capabilities.change_request(V1, "s1", brave, True)[1] == {
         "sessionId": "s1", "configId": "brave", "value": True, "type": "boolean",
     }
     mode = settings.choices([], MODES, None)[0]
-    assert settings.change_request(V1, "s1", mode, "architect") == (
+    assert capabilities.change_request(V1, "s1", mode, "architect") == (
         "session/set_mode", {"sessionId": "s1", "modeId": "architect"},
     )
     # v2 has neither session/set_mode nor boolean options: never sent
     with pytest.raises(CapabilityMissing):
-        settings.change_request(V2, "s1", mode, "architect")
+        capabilities.change_request(V2, "s1", mode, "architect")
     with pytest.raises(CapabilityMissing):
-        settings.change_request(V2, "s1", brave, True)
+        capabilities.change_request(V2, "s1", brave, True)
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -118,11 +122,11 @@ def test_requests_match_the_generated_models(version: int) -> None:
 
     features = V1 if version == 1 else V2
     model = settings.choices([MODEL_V1], None, None)[0]
-    method, params = settings.change_request(features, "s1", model, "m-smart")
+    method, params = capabilities.change_request(features, "s1", model, "m-smart")
     assert dump(parse_params(version, method, params)) == params
     if version == 1:
         mode = settings.choices([], MODES, None)[0]
-        method, params = settings.change_request(V1, "s1", mode, "ask")
+        method, params = capabilities.change_request(V1, "s1", mode, "ask")
         assert dump(parse_params(1, method, params)) == params
 
 
@@ -138,12 +142,12 @@ def test_v1_models_are_a_model_setting_changed_with_set_model() -> None:
     assert [(c.key, c.category, c.kind, c.current) for c in found] == [("model", "model", "models", "Gemini 2.5 Pro")]
     model = settings.find(found, "model")
     assert model is not None and [v for v, _, _ in model.values] == ["auto", "gemini-2.5-pro"]
-    assert settings.resolve(model, "pro") == "gemini-2.5-pro"
+    assert capabilities.resolve(model, "pro") == "gemini-2.5-pro"
     with pytest.raises(UsageError, match=r"choose from: auto, gemini-2\.5-pro"):
-        settings.resolve(model, "gpt")
-    assert settings.change_request(V1, "s1", model, "auto") == ("session/set_model", {"sessionId": "s1", "modelId": "auto"})
+        capabilities.resolve(model, "gpt")
+    assert capabilities.change_request(V1, "s1", model, "auto") == ("session/set_model", {"sessionId": "s1", "modelId": "auto"})
     with pytest.raises(CapabilityMissing):
-        settings.change_request(V2, "s1", model, "auto")
+        capabilities.change_request(V2, "s1", model, "auto")
 
 
 def test_a_model_config_option_wins_over_v1_models() -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from acpcli import protocol
+from tests.helpers import model_reading as reading
 
 SESSION = "sess_1"
 
@@ -31,7 +32,7 @@ def test_unknown_update_kind_is_ignored_and_logged_at_debug(
 ) -> None:
     update = {"sessionUpdate": kind, "payload": {"x": [1, 2]}, "_meta": {"a": 1}}
     with caplog.at_level(logging.DEBUG, logger="acpcli.protocol"):
-        assert protocol.parse_update(version, update) is None
+        assert reading.parse_update(version, update) is None
     records = [r for r in caplog.records if r.name == "acpcli.protocol"]
     assert [r.levelno for r in records] == [logging.DEBUG]
     assert kind in records[0].getMessage()
@@ -41,14 +42,14 @@ def test_unknown_update_kind_is_ignored_and_logged_at_debug(
 def test_unknown_update_kind_round_trips_in_its_notification(version: int) -> None:
     data = notification({"sessionUpdate": "_custom", "payload": {"nested": [1, {"b": None}]}})
     parsed = protocol.parse_params(version, "session/update", data)
-    assert protocol.is_unknown(parsed.update)
+    assert reading.is_unknown(parsed.update)
     assert type(parsed.update).__name__ == "SessionUpdateOther"
     assert protocol.dump(parsed) == data
 
 
 def test_unknown_v2_state_is_ignored() -> None:
-    assert protocol.parse_update(2, {"sessionUpdate": "state_update", "state": "_paused"}) is None
-    known = protocol.parse_update(2, {"sessionUpdate": "state_update", "state": "requires_action"})
+    assert reading.parse_update(2, {"sessionUpdate": "state_update", "state": "_paused"}) is None
+    known = reading.parse_update(2, {"sessionUpdate": "state_update", "state": "requires_action"})
     assert type(known).__name__ == "RequiresActionStateUpdate"
 
 
@@ -64,7 +65,7 @@ def test_unknown_v2_state_is_ignored() -> None:
 )
 def test_malformed_update_is_ignored_with_a_warning(update: Any, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger="acpcli.protocol"):
-        assert protocol.parse_update(2, update) is None
+        assert reading.parse_update(2, update) is None
     assert [r.levelno for r in caplog.records if r.name == "acpcli.protocol"] == [logging.WARNING]
 
 
@@ -89,12 +90,12 @@ def test_unknown_enum_values_are_kept_v1() -> None:
     parsed = protocol.parse_params(1, "session/update", data)
     assert (parsed.update.kind, parsed.update.status) == ("_telepathy", "queued")
     assert protocol.dump(parsed) == data
-    assert protocol.parse_result(1, "session/prompt", {"stopReason": "_paused"}).stop_reason == "_paused"
+    assert reading.parse_result(1, "session/prompt", {"stopReason": "_paused"}).stop_reason == "_paused"
 
 
 def test_unknown_enum_values_are_kept_v2() -> None:
     update = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "_budget_exhausted"}
-    parsed = protocol.parse_update(2, update)
+    parsed = reading.parse_update(2, update)
     assert parsed.stop_reason == "_budget_exhausted"
     options = [{"optionId": "o", "name": "Maybe", "kind": "_ask_later"}]
     request = protocol.parse_params(
@@ -106,8 +107,8 @@ def test_unknown_enum_values_are_kept_v2() -> None:
 @pytest.mark.parametrize("version", [1, 2])
 def test_unknown_content_block_is_kept_inside_a_known_update(version: int) -> None:
     update = {"sessionUpdate": "agent_message_chunk", "messageId": "m1", "content": {"type": "_sticker", "id": 7}}
-    parsed = protocol.parse_update(version, update)
-    assert parsed is not None and protocol.is_unknown(parsed.content)
+    parsed = reading.parse_update(version, update)
+    assert parsed is not None and reading.is_unknown(parsed.content)
     assert type(parsed.content).__name__ == "ContentBlockOther"
     assert protocol.dump(parsed) == update
 
@@ -120,7 +121,7 @@ def test_unknown_tool_call_content_in_a_v1_permission_request() -> None:
         "options": [{"optionId": "code", "name": "Yes", "kind": "allow_always"}],
     }
     parsed = protocol.parse_params(1, "session/request_permission", params)
-    assert protocol.is_unknown(parsed.tool_call.content[0])
+    assert reading.is_unknown(parsed.tool_call.content[0])
     assert protocol.dump(parsed) == params
 
 
@@ -133,7 +134,7 @@ def test_mcp_server_members() -> None:
     assert type(TypeAdapter(v1.McpServer).validate_python(sse)).__name__ == "McpServerSse"
     for module in (v1, v2):
         parsed = TypeAdapter(module.McpServer).validate_python(custom)
-        assert protocol.is_unknown(parsed)
+        assert reading.is_unknown(parsed)
         assert TypeAdapter(module.McpServer).dump_python(parsed, mode="json", exclude_unset=True) == custom
 
 
@@ -149,7 +150,7 @@ def test_meta_and_unknown_fields_round_trip_at_every_level() -> None:
         "_meta": {"vendor.example/build": "abc"},
         "serverTime": "2024-01-01T00:00:00Z",
     }
-    parsed = protocol.parse_result(1, "initialize", result)
+    parsed = reading.parse_result(1, "initialize", result)
     assert parsed.meta == {"vendor.example/build": "abc"}
     assert parsed.model_extra == {"serverTime": "2024-01-01T00:00:00Z"}
     assert protocol.dump(parsed) == result
@@ -163,7 +164,7 @@ def test_default_on_error_drops_an_invalid_capability() -> None:
         "protocolVersion": 2,
         "capabilities": {"session": {"load": "yes please", "close": {}}},
     }
-    parsed = protocol.parse_result(2, "initialize", result)
+    parsed = reading.parse_result(2, "initialize", result)
     assert parsed.capabilities.session.load is None
     assert parsed.capabilities.session.close is not None
     assert protocol.dump(parsed) == {"protocolVersion": 2, "capabilities": {"session": {"close": {}}}}
@@ -175,19 +176,19 @@ def test_skip_invalid_items_drops_only_the_bad_items() -> None:
         "messageId": "m",
         "content": [{"type": "text", "text": "kept"}, {"type": "text", "text": 42}, {"type": "text", "text": "also"}],
     }
-    parsed = protocol.parse_update(2, update)
+    parsed = reading.parse_update(2, update)
     assert [block.text for block in parsed.content] == ["kept", "also"]
 
 
 def test_default_on_error_v1_tool_call_status() -> None:
     update = {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x", "status": 42, "rawInput": {}}
-    parsed = protocol.parse_update(1, update)
+    parsed = reading.parse_update(1, update)
     assert parsed is not None and parsed.status is None and parsed.raw_input == {}
 
 
 def test_leniency_does_not_excuse_fields_it_does_not_cover() -> None:
     # toolCallId carries no leniency mark: the update is malformed, not repaired
-    assert protocol.parse_update(1, {"sessionUpdate": "tool_call", "toolCallId": 5, "title": "x"}) is None
+    assert reading.parse_update(1, {"sessionUpdate": "tool_call", "toolCallId": 5, "title": "x"}) is None
     with pytest.raises(ValidationError):
         protocol.models(2).NewSessionResponse.model_validate({"sessionId": ["not", "a", "string"]})
 
@@ -237,7 +238,7 @@ KNOWN_KINDS = sorted(
 )
 def test_parse_update_never_raises(version: int, kind: str, fields: dict[str, Any]) -> None:
     update = {**fields, "sessionUpdate": kind}
-    parsed = protocol.parse_update(version, update)
+    parsed = reading.parse_update(version, update)
     if parsed is not None:
         assert parsed.session_update == kind
 

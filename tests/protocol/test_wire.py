@@ -1,10 +1,12 @@
-"""The request builders produce params the generated models accept, and never an
-unadvertised method or field."""
+"""The request builders produce params the models accept, and never an unadvertised method or field.
+
+The builders are :mod:`acpcli.capabilities` (the gates) over :mod:`acpcli.protocol.wire` (the shapes)."""
 
 from __future__ import annotations
 
 import pytest
 
+from acpcli import capabilities
 from acpcli.errors import CapabilityMissing
 from acpcli.negotiate import features_from_result
 from acpcli.protocol import dump, parse_params, wire
@@ -49,52 +51,52 @@ def roundtrip(version: int, method: str, params: dict) -> None:
 @pytest.mark.parametrize("features", [V1_ALL, V2_ALL], ids=["v1", "v2"])
 def test_builders_match_the_models(features) -> None:
     v = features.protocol_version
-    roundtrip(v, "session/new", wire.new_params(features, "/w", ["/x"], [STDIO, HTTP]))
-    method, params = wire.load_params(features, "s1", "/w", ["/x"], [STDIO])
+    roundtrip(v, "session/new", capabilities.new_params(features, "/w", ["/x"], [STDIO, HTTP]))
+    method, params = capabilities.load_params(features, "s1", "/w", ["/x"], [STDIO])
     assert method == "session/load"
     roundtrip(v, method, params)
-    roundtrip(v, "session/resume", wire.resume_params(features, "s1", "/w", [], [HTTP]))
-    roundtrip(v, "session/close", wire.close_params(features, "s1"))
-    roundtrip(v, "session/list", wire.list_params(features, "/w", "c2"))
+    roundtrip(v, "session/resume", capabilities.resume_params(features, "s1", "/w", [], [HTTP]))
+    roundtrip(v, "session/close", capabilities.close_params(features, "s1"))
+    roundtrip(v, "session/list", capabilities.list_params(features, "/w", "c2"))
     roundtrip(v, "session/prompt", wire.prompt_params("s1", [wire.text_block("hi")]))
 
 
 def test_v1_stdio_servers_are_untagged() -> None:
-    params = wire.new_params(V1_ALL, "/w", [], [STDIO])
+    params = capabilities.new_params(V1_ALL, "/w", [], [STDIO])
     assert "type" not in params["mcpServers"][0]
-    assert wire.new_params(V2_ALL, "/w", [], [STDIO])["mcpServers"][0]["type"] == "stdio"
+    assert capabilities.new_params(V2_ALL, "/w", [], [STDIO])["mcpServers"][0]["type"] == "stdio"
 
 
 def test_empty_extra_roots_are_not_sent() -> None:
-    assert "additionalDirectories" not in wire.new_params(V1_NONE, "/w", [], [])
+    assert "additionalDirectories" not in capabilities.new_params(V1_NONE, "/w", [], [])
 
 
 @pytest.mark.parametrize("features", [V1_NONE, V2_NONE], ids=["v1", "v2"])
 def test_nothing_unadvertised_is_built(features) -> None:
     with pytest.raises(CapabilityMissing, match="session/load"):
-        wire.load_params(features, "s", "/w")
+        capabilities.load_params(features, "s", "/w")
     with pytest.raises(CapabilityMissing, match="session/resume"):
-        wire.resume_params(features, "s", "/w")
+        capabilities.resume_params(features, "s", "/w")
     with pytest.raises(CapabilityMissing, match="session/close"):
-        wire.close_params(features, "s")
+        capabilities.close_params(features, "s")
     with pytest.raises(CapabilityMissing, match="session/list"):
-        wire.list_params(features)
+        capabilities.list_params(features)
     with pytest.raises(CapabilityMissing, match="additional directories"):
-        wire.new_params(features, "/w", ["/x"])
+        capabilities.new_params(features, "/w", ["/x"])
     with pytest.raises(CapabilityMissing, match="http MCP"):
-        wire.new_params(features, "/w", [], [HTTP])
+        capabilities.new_params(features, "/w", [], [HTTP])
 
 
 def test_v2_stdio_mcp_needs_its_marker_custom_passes() -> None:
     with pytest.raises(CapabilityMissing, match="stdio MCP"):
-        wire.new_params(V2_NONE, "/w", [], [STDIO])
+        capabilities.new_params(V2_NONE, "/w", [], [STDIO])
     custom = {"type": "_acme", "name": "x", "socket": "/tmp/s"}
-    assert wire.new_params(V2_NONE, "/w", [], [custom])["mcpServers"] == [custom]
+    assert capabilities.new_params(V2_NONE, "/w", [], [custom])["mcpServers"] == [custom]
 
 
 def test_v2_latest_load_is_resume_with_replay() -> None:
     latest = features_from_result({"protocolVersion": 2, "capabilities": {"session": {}}}, v2_reading="latest")
-    method, params = wire.load_params(latest, "s", "/w")
+    method, params = capabilities.load_params(latest, "s", "/w")
     assert method == "session/resume" and params["replayFrom"] == {"type": "start"}
 
 
@@ -120,7 +122,7 @@ def _auth_features(version: int, methods: list[dict], logout: bool = False):  # 
 )
 def test_login_request_per_version_matches_the_models(version: int, methods: list, expected: str) -> None:
     features = _auth_features(version, methods)
-    method, params = wire.login_request(features, "chatgpt")
+    method, params = capabilities.login_request(features, "chatgpt")
     assert (method, params) == (expected, {"methodId": "chatgpt"})
     assert dump(parse_params(version, method, params)) == params
 
@@ -128,25 +130,25 @@ def test_login_request_per_version_matches_the_models(version: int, methods: lis
 def test_login_refuses_unadvertised_and_terminal_methods() -> None:
     features = _auth_features(1, [{"id": "a", "name": "A"}, {"id": "t", "name": "T", "type": "terminal", "args": ["--login"]}])
     with pytest.raises(_Missing, match="offers: a, t"):
-        wire.login_request(features, "nope")
+        capabilities.login_request(features, "nope")
     with pytest.raises(_Missing, match="terminal login"):
-        wire.login_request(features, "t")  # the spec: never send authenticate for a terminal method
+        capabilities.login_request(features, "t")  # the spec: never send authenticate for a terminal method
 
 
 def test_logout_only_when_advertised_on_v1() -> None:
     with pytest.raises(_Missing, match=r"auth\.logout"):
-        wire.logout_request(_auth_features(1, []))
-    assert wire.logout_request(_auth_features(1, [], logout=True)) == ("logout", {})
+        capabilities.logout_request(_auth_features(1, []))
+    assert capabilities.logout_request(_auth_features(1, [], logout=True)) == ("logout", {})
     with pytest.raises(_Missing, match="nothing to log out of"):
-        wire.logout_request(_auth_features(2, []))  # v2-latest: MUST NOT without authMethods
+        capabilities.logout_request(_auth_features(2, []))  # v2-latest: MUST NOT without authMethods
     v2 = _auth_features(2, [{"methodId": "m", "name": "M", "type": "agent"}])
-    assert wire.logout_request(v2) == ("auth/logout", {})
+    assert capabilities.logout_request(v2) == ("auth/logout", {})
 
 
 def test_login_methods_read_v1_and_v2_alike() -> None:
     v1 = _auth_features(1, [{"id": "a", "name": "A", "description": "the one"}, {"name": "no id"},
                             {"id": "t", "name": "T", "type": "terminal", "args": ["--login"]}])
     v2 = _auth_features(2, [{"methodId": "a", "name": "A", "type": "agent", "description": "the one"}])
-    assert [(m.id, m.type, m.label) for m in wire.login_methods(v1)] == [("a", "agent", "A — the one"), ("t", "terminal", "T")]
-    assert [(m.id, m.type, m.label) for m in wire.login_methods(v2)] == [("a", "agent", "A — the one")]
-    assert wire.login_methods(v1)[1].raw["args"] == ["--login"]
+    assert [(m.id, m.type, m.label) for m in wire.login_methods(v1.auth_methods)] == [("a", "agent", "A — the one"), ("t", "terminal", "T")]
+    assert [(m.id, m.type, m.label) for m in wire.login_methods(v2.auth_methods)] == [("a", "agent", "A — the one")]
+    assert wire.login_methods(v1.auth_methods)[1].raw["args"] == ["--login"]
