@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from acpcli.client_side import PermissionPolicy, Refusals
-    from acpcli.persistence import Index, SessionRecord
+    from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.render import View
+    from acpcli.safestore import SafeIndex
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.store import Store
@@ -174,7 +175,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
     async def main() -> int:
         from acpcli.render import make_view
-        from acpcli.safestore import open_index, verdict
+        from acpcli.safestore import open_index
 
         def storage_failed(message: str) -> None:
             if person is not None:  # a person is watching: say it now, the session goes on
@@ -226,9 +227,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 if view is not None:
                     view.close()
             finally:
-                writer.close()
-                index.close()
-                verdict(index)
+                _put_away(writer, index)
 
     with _auth_hinted(inputs.agent):
         return anyio.run(supervisor.run, main)
@@ -244,6 +243,16 @@ def reattach(command: str, session_id: str, inputs: SessionInputs, run: Run, *, 
             raise
         run.say(f"acpcli: {command} of {session_id} failed ({err}); starting a new session (--new-if-missing)")
         return lifecycle("new", inputs, run)
+
+
+def _put_away(writer: EventWriter, index: SafeIndex) -> None:
+    """The command's storage, closed: what is buffered written, then the verdict on it (a
+    storage failure met on the way becomes exit 16, :mod:`acpcli.safestore`)."""
+    from acpcli.safestore import verdict
+
+    writer.close()
+    index.close()
+    verdict(index)
 
 
 def _local_store(index: Index, session_id: str) -> Store | None:
@@ -342,7 +351,7 @@ def prompt(
     async def main() -> int:
         from acpcli.mentions import build_prompt
         from acpcli.render import make_view
-        from acpcli.safestore import open_index, verdict
+        from acpcli.safestore import open_index
         from acpcli.session.turn import after_turn, run_turn
 
         index = open_index()
@@ -409,9 +418,7 @@ def prompt(
                 if failing is None:
                     raise output_error(_stdout_name(run), err) from None
             finally:
-                writer.close()
-                index.close()
-                verdict(index)
+                _put_away(writer, index)
 
     with _auth_hinted(inputs.agent):
         return anyio.run(supervisor.run, main)
