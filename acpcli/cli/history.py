@@ -1,5 +1,7 @@
-"""What acpcli recorded, shown: ``sessions`` (and ``sessions --remote``: what the agent lists),
-``show``, ``export``. Nothing here starts an agent except ``sessions --remote``."""
+"""The commands that show what acpcli recorded: ``sessions``, ``show``, ``export``.
+
+Nothing here starts an agent except ``sessions --remote`` (what the agent itself lists).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""Session commands: new, load, resume, close (:mod:`acpcli.session.run`) and sessions,
-show, export (:mod:`acpcli.cli.history`).
+"""The session commands: new, load, resume, close, sessions, show, export.
+
+new/load/resume/close run in :mod:`acpcli.session.run`; sessions/show/export in
+:mod:`acpcli.cli.history`.
 
 Each command parses its arguments and calls one function, imported inside the command so
 ``--help`` stays fast; :func:`acpcli.cli.main` maps what it returns or raises to an exit code.

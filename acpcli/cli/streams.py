@@ -1,5 +1,7 @@
-"""What a command reads and writes beside the session: the process's streams, the prompt text
-(arguments, ``-f FILE``, standard input) and the ``-o FILE`` it writes."""
+"""What a command reads and writes beside the session: streams, prompt text, ``-o FILE``.
+
+The prompt comes from arguments, ``-f FILE`` or standard input, checked alike (UTF-8, no NUL).
+"""
 
 from __future__ import annotations
 

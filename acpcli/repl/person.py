@@ -1,5 +1,8 @@
-"""The person at the terminal, as the session layer sees them (:class:`acpcli.session.context.Person`):
-permission questions, logins, the banner, the replay screen, the conversation."""
+"""The person at this terminal, as the session layer sees them.
+
+:class:`AtTerminal` implements :class:`acpcli.session.context.Person`: permission questions,
+logins, the banner, the replay screen, the conversation (the REPL).
+"""
 
 from __future__ import annotations
 

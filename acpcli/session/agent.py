@@ -1,5 +1,8 @@
-"""Which agent runs a session, and how it is launched: the chosen or recorded agent, its
-environment additions, the name it is recorded and shown under, how to name it again."""
+"""Which agent runs a session, and how it is launched.
+
+The chosen or recorded agent, its environment additions, the name it is recorded and shown
+under, and how to name it again in a hint.
+"""
 
 from __future__ import annotations
 

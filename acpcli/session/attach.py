@@ -1,6 +1,8 @@
-"""Setting a session up over a link -- new, load, resume -- with the local index kept in step:
-recorded before a replay arrives, rolled back if the agent refuses, the replay bracketed in the
-event log, a forgotten never-prompted session replaced, "not found" made an exit-8 error."""
+"""Setting a session up over a link (new, load, resume) with the local index kept in step.
+
+Recorded before a replay arrives, rolled back if the agent refuses, the replay bracketed in
+the event log, a forgotten never-prompted session replaced, "not found" made an exit-8 error.
+"""
 
 from __future__ import annotations
 

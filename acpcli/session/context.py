@@ -1,5 +1,7 @@
-"""What one command run brings to the session layer: its streams, its wishes, and the person at
-the keyboard when there is one (the REPL implements :class:`Person`; scripts have none)."""
+"""What one command run brings to the session layer: streams, wishes, and maybe a person.
+
+The REPL implements :class:`Person`; scripts have none.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""What a session command works on, validated before anything starts: which session (an id,
-a prefix, ``--last``), which agent, which directories, MCP servers and protocol.
+"""What a session command works on, validated before anything starts.
+
+Which session (an id, a prefix, ``--last``), which agent, which directories, MCP servers and
+protocol.
 
 Order of work: every input (agent, directories, MCP servers, session id) is checked *before*
 an agent is started or the index written, so a bad input costs nothing and leaves nothing

@@ -1,5 +1,7 @@
-"""One connection to one agent: the :class:`AgentLink` that sends, and the :class:`Dispatcher`
-that routes what the agent sends to the live session it names.
+"""One connection to one agent: the link that sends, the dispatcher that routes back.
+
+:class:`AgentLink` sends; the :class:`Dispatcher` routes what the agent sends to the live
+session it names.
 
 Built in this order (:func:`open_link`), so nothing is patched in afterwards: the dispatcher
 (which needs no connection), the client services (which read the roots of the dispatcher's

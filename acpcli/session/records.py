@@ -1,5 +1,6 @@
-"""The event log's own records (turn starts, settings, replay brackets) and the transcript
-rebuilt from a session's log.
+"""The event log's own records, and a session's transcript rebuilt from its log.
+
+acpcli's records are turn starts, settings, replay brackets and its own updates.
 
 The event log holds every ``session/update`` as received plus a few records acpcli writes
 itself, whose kinds start with ``acpcli/`` (never a ``sessionUpdate`` kind). Reading the log

@@ -1,5 +1,7 @@
-"""What the agent itself lists (``session/list``), and the titles it gives saved to the sessions
-recorded here."""
+"""What the agent itself lists (``session/list``).
+
+The titles it gives are saved to the sessions recorded here.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""What each session command does once its arguments are parsed: ``new``/``load``/``resume``
-(:func:`lifecycle`, :func:`reattach`), ``prompt`` (:func:`prompt`), ``close`` (:func:`close`).
+"""What each session command does once its arguments are parsed.
+
+``new``/``load``/``resume``: :func:`lifecycle` and :func:`reattach`; ``prompt``:
+:func:`prompt`; ``close``: :func:`close`.
 
 Each runs under a :class:`~acpcli.supervise.Supervisor` (signals, timed flushes), opens the
 index, links the agent (:func:`link_for`), attaches the session (:mod:`~acpcli.session.attach`),

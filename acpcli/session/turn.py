@@ -1,5 +1,8 @@
-"""One prompt turn as a command runs it: Ctrl-C and a lost output wired in, and the
-bookkeeping after it (the same for ``acpcli prompt`` and the REPL)."""
+"""One prompt turn as a command runs it, and the bookkeeping after it.
+
+Ctrl-C and a lost output are wired in; the bookkeeping is the same for ``acpcli prompt`` and
+the REPL.
+"""
 
 from __future__ import annotations
 
