@@ -35,7 +35,6 @@ from acpcli.cli.options import (
 
 if TYPE_CHECKING:
     from acpcli.session.context import Run
-    from acpcli.session.inputs import Options
 
 app = typer.Typer()
 
@@ -100,16 +99,7 @@ def new(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
         log_file=log_file,
     )
-    raise typer.Exit(run.lifecycle("new", options.inputs(), _run(no_repl, title, permissions, no_fs, no_terminal)))
-
-
-def _reattach(command: str, session_id: str, options: Options, new_if_missing: bool, run: Run) -> int:
-    from acpcli.session import inputs
-    from acpcli.session import run as running
-
-    the_inputs, record = inputs.for_reattach(command, session_id, options)
-    sid = record.id if record is not None else session_id
-    return running.reattach(command, sid, the_inputs, run, new_if_missing=new_if_missing)
+    raise typer.Exit(run.new(options, _run(no_repl, title, permissions, no_fs, no_terminal)))
 
 
 @app.command()
@@ -138,16 +128,15 @@ def load(
     The stored cwd and extra roots are sent again; a session not in the local index (made by
     another client) needs --agent or --cmd, and is recorded from then on.
     """
+    from acpcli.session import run
     from acpcli.session.inputs import Options
 
-    raise typer.Exit(
-        _reattach(
-            "load", session_id,
-            Options(agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config,
-                    mcp=mcp, no_mcp=no_mcp, protocol=protocol, log_file=log_file),
-            new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
-        )
+    options = Options(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
+        no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal)
+    raise typer.Exit(run.reattach("load", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
 @app.command()
@@ -174,16 +163,15 @@ def resume(
     Needs an agent that supports resuming (v1 sessionCapabilities.resume, v2 session.resume).
     Without a terminal (or with --no-repl) nothing is printed on stdout.
     """
+    from acpcli.session import run
     from acpcli.session.inputs import Options
 
-    raise typer.Exit(
-        _reattach(
-            "resume", session_id,
-            Options(agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config,
-                    mcp=mcp, no_mcp=no_mcp, protocol=protocol, log_file=log_file),
-            new_if_missing, _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal),
-        )
+    options = Options(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
+        no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal)
+    raise typer.Exit(run.reattach("resume", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
 @app.command()
@@ -199,11 +187,10 @@ def close(
     Needs an agent that supports closing. What the agent answered is reported on stderr.
     """
     from acpcli.session import run
-    from acpcli.session.inputs import Options, lookup
+    from acpcli.session.inputs import Options
 
-    record = lookup(session_id)
-    inputs = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file).inputs(record)
-    raise typer.Exit(run.close(record, inputs, _run(True)))
+    options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
+    raise typer.Exit(run.close(session_id, options, _run(True)))
 
 
 @app.command()

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.safestore import SafeIndex
-    from acpcli.session.inputs import SessionInputs
+    from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.store import Store
     from acpcli.wiretap import Tap
@@ -235,15 +235,26 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
         return anyio.run(supervisor.run, main)
 
 
-def reattach(command: str, session_id: str, inputs: SessionInputs, run: Run, *, new_if_missing: bool = False) -> int:
-    """``load``/``resume ID`` (:func:`lifecycle`); with ``new_if_missing``, an agent's error
-    starts a new session instead, saying so."""
+def new(options: Options, run: Run) -> int:
+    """``acpcli new``: the inputs checked, then :func:`lifecycle`."""
+    return lifecycle("new", options.inputs(), run)
+
+
+def reattach(command: str, session_id: str, options: Options, run: Run, *, new_if_missing: bool = False) -> int:
+    """``acpcli load|resume ID``: the session and inputs resolved
+    (:func:`~acpcli.session.inputs.for_reattach`, before anything starts), then
+    :func:`lifecycle`; with ``new_if_missing``, an agent's error starts a new session
+    instead, saying so."""
+    from acpcli.session.inputs import for_reattach
+
+    inputs, record = for_reattach(command, session_id, options)
+    sid = record.id if record is not None else session_id
     try:
-        return lifecycle(command, inputs, run, session_id=session_id)
+        return lifecycle(command, inputs, run, session_id=sid)
     except RpcError as err:
         if not new_if_missing:
             raise
-        run.say(f"acpcli: {command} of {session_id} failed ({err}); starting a new session (--new-if-missing)")
+        run.say(f"acpcli: {command} of {sid} failed ({err}); starting a new session (--new-if-missing)")
         return lifecycle("new", inputs, run)
 
 
@@ -268,7 +279,15 @@ def _local_store(index: Index, session_id: str) -> Store | None:
     return rebuild(index, known.id)
 
 
-def close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
+def close(session_id: str, options: Options, run: Run) -> int:
+    """``acpcli close ID``: the recorded session (exit 8 when it is not), then :func:`_close`."""
+    from acpcli.session.inputs import lookup
+
+    record = lookup(session_id)
+    return _close(record, options.inputs(record), run)
+
+
+def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     """Make the session active (resume if supported), then ``session/close``."""
     import anyio
 
