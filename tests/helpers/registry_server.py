@@ -1,0 +1,59 @@
+"""A registry served from loopback: a tiny http.server thread whose answer a test sets.
+
+``server.body`` is what ``GET /registry.json`` returns (with an ``ETag``; a matching
+``If-None-Match`` gets 304); ``server.status`` another status; ``server.stop()`` closes the
+port, so the next fetch fails as on a machine that is offline. ``server.requests`` counts
+the requests and keeps their conditional headers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class RegistryServer:
+    def __init__(self, body: bytes = b"") -> None:
+        self.body = body
+        self.status = 200
+        self.requests: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                owner.requests.append(
+                    {"path": self.path, "if-none-match": self.headers.get("If-None-Match")}
+                )
+                etag = '"' + hashlib.sha256(owner.body).hexdigest()[:16] + '"'
+                if owner.status != 200:
+                    self.send_response(owner.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.headers.get("If-None-Match") == etag:
+                    self.send_response(304)
+                    self.send_header("ETag", etag)
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", str(len(owner.body)))
+                self.end_headers()
+                self.wfile.write(owner.body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/registry.json"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
