@@ -384,14 +384,23 @@ def load(*, refresh: bool = False, note: Callable[[str], None] | None = None) ->
         and copy.fetched_at is not None
         and time.time() - copy.fetched_at < TTL
     ):
-        return copy
+        return _announced(copy)
     try:
-        return fetch(url)
+        return _announced(fetch(url))
     except RegistryError as exc:
         if copy is None:
             raise
         (note or _note)(f"{exc}; using the copy cached {_age(copy.fetched_at)}")
-        return copy
+        return _announced(copy)
+
+
+def _announced(registry: Registry) -> Registry:
+    """``registry``, its skipped entries said as warnings on stderr."""
+    from acpcli import notices
+
+    for text in registry.warnings:
+        notices.warn("registry-entry", text)
+    return registry
 
 
 def _age(when: float | None) -> str:
@@ -411,7 +420,7 @@ def find(agent_id: str) -> RegistryAgent | None:
     url = registry_url(_configured_url())
     copy = cached(url)
     if copy is not None and agent_id in copy.agents:
-        return copy.agents[agent_id]
+        return _announced(copy).agents[agent_id]
     return load(refresh=copy is not None).agents.get(agent_id)
 
 

@@ -60,18 +60,30 @@ def shells(incomplete: str) -> Iterator[tuple[str, str]]:
 
 
 def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
-    """Built-in and configured agent names (config.toml is read, never written)."""
+    """Built-in and configured agent names (config.toml is read, never written), then the
+    ids of the ACP registry's agents from its cached copy (never fetched: no network on TAB)."""
     try:
         from acpcli.config import load_config
 
         agents = load_config().agents
     except Exception:  # noqa: BLE001 - a broken config must not break TAB
-        return iter(())
-    return (
-        (name, spec.description or " ".join(spec.argv))
-        for name, spec in sorted(agents.items())
-        if name.startswith(incomplete)
-    )
+        agents = {}
+    found = {name: spec.description or " ".join(spec.argv) for name, spec in agents.items()}
+    try:
+        from acpcli.registry import cached
+
+        copy = cached()
+    except Exception:  # noqa: BLE001 - nor an unreadable cache
+        copy = None
+    if copy is not None:
+        for agent_id, entry in copy.agents.items():
+            found.setdefault(agent_id, f"{entry.name} {entry.version} (ACP registry)")
+    return ((name, help) for name, help in sorted(found.items()) if name.startswith(incomplete))
+
+
+def agents_actions(incomplete: str) -> Iterator[tuple[str, str]]:
+    """What ``acpcli agents`` does besides listing."""
+    return _matching((("show", "everything known about one agent"),), incomplete)
 
 
 def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
