@@ -49,8 +49,34 @@ def pick_agent(agent: str | None, cmd: str | None, *, default: AgentChoice | Non
                 "no agent chosen: pass --agent NAME or --cmd 'COMMAND'",
                 hint=f"known agents: {names} (try --agent demo)",
             )
-    spec = config.resolve_agent(agent, cfg)
+    try:
+        spec = config.resolve_agent(agent, cfg)
+    except UsageError as unknown:
+        return registry_agent(agent, unknown)
     return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None, spec.protocol)
+
+
+def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
+    """The ACP registry's agent ``name`` (the cached registry first; fetched when the cache
+    does not list it), launched through npx or uvx. Not listed: ``unknown`` (the registry's
+    trouble, if any, in its hint). Listed but not runnable here: :class:`AgentStartError`."""
+    from acpcli import registry
+    from acpcli.errors import AgentStartError, RegistryError
+
+    try:
+        entry = registry.find(name)
+    except RegistryError as exc:
+        unknown.hint = f"nor could the agent registry be read: {exc}"
+        raise unknown from None
+    if entry is None:
+        raise unknown
+    how = registry.launch(entry)
+    if how.found is None:
+        raise AgentStartError(
+            registry.not_runnable(entry, how),
+            hint="install npx (Node.js) or uvx (uv), or configure the agent under [agents.NAME]",
+        )
+    return AgentChoice(entry.id, how.argv, how.env)
 
 
 def recorded_agent(record: SessionRecord) -> AgentChoice:
