@@ -79,6 +79,21 @@ def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
     return AgentChoice(entry.id, how.argv, how.env)
 
 
+def _cached_registry_launch(name: str) -> tuple[list[str], dict[str, str]] | None:
+    """How the cached ACP registry's agent ``name`` runs here (argv, env); never fetches."""
+    from acpcli import registry
+
+    try:
+        copy = registry.cached()
+        entry = copy.agents.get(name) if copy is not None else None
+        if entry is None:
+            return None
+        how = registry.launch(entry)
+    except Exception:  # noqa: BLE001 - an unreadable cache is no reason to stop a session
+        return None
+    return (how.argv, how.env) if how.found else None
+
+
 def recorded_agent(record: SessionRecord) -> AgentChoice:
     """The agent a recorded session ran with: its argv, plus the env and cwd additions of the
     configured agent of that name when it still launches the same command."""
@@ -93,6 +108,8 @@ def recorded_agent(record: SessionRecord) -> AgentChoice:
         choice.env = dict(spec.env)
         choice.cwd = str(spec.cwd) if spec.cwd else None
         choice.protocol = spec.protocol
+    elif spec is None and (launch := _cached_registry_launch(record.agent)) and launch[0] == choice.argv:
+        choice.env = dict(launch[1])  # a registry agent: its entry's env again
     return choice
 
 
@@ -110,6 +127,8 @@ def agent_arg(agent: AgentChoice) -> str:
             spec = None
         if spec is not None and list(spec.argv) == list(agent.argv):
             return agent.name
+        if spec is None and (launch := _cached_registry_launch(agent.name)) and launch[0] == list(agent.argv):
+            return agent.name  # a registry agent that still runs this way
     return f"--cmd {shlex.quote(shlex.join(agent.argv))}"
 
 

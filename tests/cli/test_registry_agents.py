@@ -159,3 +159,36 @@ def test_registry_url_from_the_config(cli: Cli, server: RegistryServer, acpcli_h
     ok = subprocess.run(cli.argv("agents", "--registry", "--json"), env=env, cwd=cli.cwd, capture_output=True, text=True, check=False, timeout=60)
     assert ok.returncode == 0, ok.stderr
     assert "fake-npx" in ok.stdout
+
+
+def test_a_registry_session_continues_with_the_entrys_env(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    env, log = _path(tmp_path, "npx")
+    env["ACPCLI_REGISTRY_URL"] = server.url
+    cli.ok("prompt", "--agent", "fake-npx", "--permissions", "allow", "hello", env=env)
+    [session] = [s for s in cli.index() if s["agent"] == "fake-npx"]
+    server.stop()  # continuing needs no registry fetch
+    cli.ok("prompt", "--session", session["id"], "--permissions", "allow", "again", env=env)
+    assert log.read_text().splitlines() == ["npx -y @fake/npx-agent@1.2.3 --acp"] * 2
+
+
+def test_completion_offers_cached_registry_ids_without_fetching(cli: Cli, server: RegistryServer) -> None:
+    env = {"ACPCLI_REGISTRY_URL": server.url}
+    probe = (
+        "import sys\n"
+        "from acpcli.cli import completers\n"
+        "print(' '.join(name for name, _ in completers.agent_names('fake')))\n"
+        "assert 'httpx' not in sys.modules\n"
+    )
+    import subprocess
+
+    def complete() -> str:
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], env=cli.env(env), capture_output=True, text=True, check=True, timeout=60
+        )
+        return proc.stdout.strip()
+
+    assert complete() == ""  # no cache yet: no registry ids, and no fetch either
+    assert server.requests == []
+    cli.ok("agents", "--registry", env=env)
+    assert complete() == "fake-binary fake-npx fake-uvx"
+    assert len(server.requests) == 1
