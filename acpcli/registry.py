@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import time
 from collections.abc import Callable, Mapping
@@ -102,6 +103,10 @@ class Registry:
 # --- parsing ---------------------------------------------------------------------------
 
 
+#: What the registry's schema allows as an agent id (it names files and is typed after --agent).
+_ID = re.compile(r"[a-z][a-z0-9-]{0,127}")
+
+
 class _BadEntry(ValueError):
     pass
 
@@ -173,6 +178,8 @@ def parse_entry(entry: Any) -> RegistryAgent:
         raise _BadEntry("an entry must be an object")
     agent_id = _str(entry, "id")
     assert agent_id is not None
+    if not _ID.fullmatch(agent_id):
+        raise _BadEntry(f"id {agent_id[:80]!r} is not lowercase letters, digits and hyphens")
     try:
         dist = entry.get("distribution")
         if not isinstance(dist, dict):

@@ -47,9 +47,12 @@ def test_a_bad_entry_is_skipped_with_a_warning() -> None:
         0, {"id": "broken", "name": "B", "version": "1", "distribution": {"npx": {"args": []}}}
     )
     data["agents"].append("not an object")
+    data["agents"].append({**data["agents"][1], "id": "../Escape"})
+    data["agents"].append({**data["agents"][1], "id": "fake-npx"})
     reg = registry.parse(json.dumps(data), "u")
     assert sorted(reg.agents) == ["fake-binary", "fake-npx", "fake-uvx"]
-    assert len(reg.warnings) == 2
+    assert len(reg.warnings) == 4
+    assert "'../Escape' is not lowercase" in reg.warnings[2] and "listed twice" in reg.warnings[3]
     assert "'broken'" in reg.warnings[0] and "'package'" in reg.warnings[0]
 
 
