@@ -157,3 +157,30 @@ def test_launch_prefers_npx_then_uvx() -> None:
     assert "cannot install yet" in registry.not_runnable(
         binary, how
     ) or "no distribution" in registry.not_runnable(binary, how)
+
+
+def test_redirects_are_followed(server: RegistryServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    server.redirect_to = server.url.replace("/registry.json", "/moved/registry.json")
+    monkeypatch.setenv(registry.URL_ENV, server.url.replace("/registry.json", "/old.json"))
+    assert "fake-npx" in registry.load().agents
+    assert [r["path"] for r in server.requests] == ["/old.json", "/moved/registry.json"]
+
+
+def test_tls_failure_is_one_line(server: RegistryServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(registry.URL_ENV, server.url.replace("http://", "https://"))  # TLS to a plain server
+    with pytest.raises(RegistryError, match="TLS error") as info:
+        registry.load()
+    assert "\n" not in str(info.value)
+
+
+def test_a_slow_server_times_out(server: RegistryServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(registry, "FETCH_TIMEOUT", 0.2)
+    server.delay = 1.0
+    with pytest.raises(RegistryError, match=r"timed out after 0\.2s"):
+        registry.load()
+
+
+def test_a_bad_url_is_one_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(registry.URL_ENV, "ftp://127.0.0.1/registry.json")
+    with pytest.raises(RegistryError, match="cannot fetch the agent registry"):
+        registry.load()

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 
 class RegistryServer:
     def __init__(self, body: bytes = b"") -> None:
         self.body = body
         self.status = 200
+        self.redirect_to: str | None = None  # answer 302 to this location instead
+        self.delay = 0.0  # seconds to wait before answering
         self.requests: list[dict[str, Any]] = []
         owner = self
 
@@ -26,6 +30,14 @@ class RegistryServer:
                 owner.requests.append(
                     {"path": self.path, "if-none-match": self.headers.get("If-None-Match")}
                 )
+                if owner.delay:
+                    time.sleep(owner.delay)
+                if owner.redirect_to and self.path != urlsplit(owner.redirect_to).path:
+                    self.send_response(302)
+                    self.send_header("Location", owner.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 etag = '"' + hashlib.sha256(owner.body).hexdigest()[:16] + '"'
                 if owner.status != 200:
                     self.send_response(owner.status)
@@ -42,7 +54,10 @@ class RegistryServer:
                 self.send_header("ETag", etag)
                 self.send_header("Content-Length", str(len(owner.body)))
                 self.end_headers()
-                self.wfile.write(owner.body)
+                try:
+                    self.wfile.write(owner.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
 
             def log_message(self, *args: Any) -> None:
                 pass
