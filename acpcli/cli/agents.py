@@ -22,7 +22,7 @@ def agents(
         str | None,
         typer.Argument(
             metavar="ACTION",
-            help="'show ID': everything known about agent ID (its whole registry entry); none: the list.",
+            help="show ID: all about one agent; install ID, update [ID], remove ID: a registry agent's binary; none: the list.",
             autocompletion=completers.agents_actions,
             show_default=False,
         ),
@@ -46,11 +46,104 @@ def agents(
         if agent_id is not None:
             raise UsageError(f"unexpected argument {agent_id!r}")
         raise typer.Exit(_list(as_json, registry_only, refresh))
-    if action != "show":
-        raise UsageError(f"unknown action {action!r}: the one action is 'show ID'", hint="acpcli agents show ID")
+    if action not in _ACTIONS:
+        raise UsageError(f"unknown action {action!r}: expected one of {', '.join(_ACTIONS)}", hint="acpcli agents --help")
+    if action == "update":
+        raise typer.Exit(_update(agent_id))
     if not agent_id:
-        raise UsageError("'acpcli agents show' needs an agent ID", hint="acpcli agents --registry lists them")
+        raise UsageError(f"'acpcli agents {action}' needs an agent ID", hint="acpcli agents --registry lists them")
+    if action == "install":
+        raise typer.Exit(_install(agent_id, refresh))
+    if action == "remove":
+        raise typer.Exit(_remove(agent_id))
     raise typer.Exit(_show(agent_id, as_json, refresh))
+
+
+_ACTIONS = ("show", "install", "update", "remove")
+
+
+def _progress() -> Any:
+    """A download progress callback for a terminal's stderr, else None."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int | None) -> None:
+        text = f"{done / 1e6:.1f} MB" + (f" of {total / 1e6:.1f} MB" if total else "")
+        sys.stderr.write(f"\r  downloading: {text}   ")
+        if total and done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _install_entry(entry: RegistryAgent) -> str:
+    from acpcli import agent_install, registry
+
+    target = entry.binary.get(registry.platform_key())
+    if target is None:
+        how = registry.launch(entry)
+        raise UsageError(
+            f"registry agent {entry.id!r} has no binary for {registry.platform_key()}; it runs with {how.how}",
+            hint=f"acpcli prompt --agent {entry.id} … runs it",
+        )
+    from acpcli.cli.streams import environment
+
+    environment().stderr.write(f"acpcli: downloading {target.archive}\n")
+    done = agent_install.install(entry, progress=_progress())
+    return f"installed {entry.id} {done.version} in {done.folder} (sha256 {done.sha256})\n"
+
+
+def _install(agent_id: str, refresh: bool) -> int:
+    """Install (again) the binary of registry agent ``agent_id``."""
+    from acpcli import registry
+    from acpcli.cli.streams import environment
+
+    entry = registry.load(refresh=True).agents.get(agent_id) if refresh else registry.find(agent_id)
+    if entry is None:
+        raise UsageError(f"the agent registry has no agent {agent_id!r}", hint="acpcli agents --registry lists them")
+    environment().stdout.write(_install_entry(entry))
+    return int(ExitCode.OK)
+
+
+def _update(agent_id: str | None) -> int:
+    """Install the registry's version of ``agent_id`` (every installed agent when None) when
+    it differs from the installed one."""
+    from acpcli import agent_install, registry
+    from acpcli.cli.streams import environment
+
+    env = environment()
+    reg = registry.load(refresh=True)
+    if agent_id is not None:
+        ids = [agent_id]
+        if agent_install.installed(agent_id) is None:
+            raise UsageError(f"{agent_id!r} is not installed", hint=f"acpcli agents install {agent_id}")
+    else:
+        folder = agent_install.agents_dir()
+        ids = sorted(p.name for p in folder.iterdir() if agent_install.installed(p.name)) if folder.is_dir() else []
+    for one in ids:
+        have = agent_install.installed(one)
+        entry = reg.agents.get(one)
+        if have is None or entry is None:
+            env.stdout.write(f"{one}: no longer in the registry; kept as it is\n")
+            continue
+        if have.version == entry.version:
+            env.stdout.write(f"{one} {have.version} is up to date\n")
+            continue
+        env.stdout.write(_install_entry(entry))
+    return int(ExitCode.OK)
+
+
+def _remove(agent_id: str) -> int:
+    from acpcli import agent_install
+    from acpcli.cli.streams import environment
+
+    if not agent_install.remove(agent_id):
+        raise UsageError(f"{agent_id!r} is not installed")
+    environment().stdout.write(f"removed {agent_id}\n")
+    return int(ExitCode.OK)
 
 
 def _registry(refresh: bool, *, required: bool) -> Registry | None:

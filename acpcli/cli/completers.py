@@ -83,7 +83,15 @@ def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
 
 def agents_actions(incomplete: str) -> Iterator[tuple[str, str]]:
     """What ``acpcli agents`` does besides listing."""
-    return _matching((("show", "everything known about one agent"),), incomplete)
+    return _matching(
+        (
+            ("show", "everything known about one agent"),
+            ("install", "install a registry agent's binary"),
+            ("update", "install newer versions of installed agents"),
+            ("remove", "remove an installed agent"),
+        ),
+        incomplete,
+    )
 
 
 def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:

@@ -57,12 +57,16 @@ def pick_agent(agent: str | None, cmd: str | None, *, default: AgentChoice | Non
 
 
 def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
-    """The ACP registry's agent ``name`` (the cached registry first; fetched when the cache
-    does not list it), launched through npx or uvx. Not listed: ``unknown`` (the registry's
+    """The ACP registry's agent ``name``: its installed binary; else, from the registry (the
+    cached copy first; fetched when it does not list it), through npx or uvx, else its binary
+    installed now (saying what is downloaded from where). Not listed: ``unknown`` (the registry's
     trouble, if any, in its hint). Listed but not runnable here: :class:`AgentStartError`."""
-    from acpcli import registry
+    from acpcli import agent_install, notices, registry
     from acpcli.errors import AgentStartError, RegistryError
 
+    copy = agent_install.installed(name)
+    if copy is not None:  # installed earlier: no registry needed
+        return AgentChoice(name, copy.argv(), dict(copy.env))
     try:
         entry = registry.find(name)
     except RegistryError as exc:
@@ -71,6 +75,11 @@ def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
     if entry is None:
         raise unknown
     how = registry.launch(entry)
+    if how.how == "binary" and how.found is None and registry.platform_key() in entry.binary:
+        target = entry.binary[registry.platform_key()]
+        notices.warn("registry-install", f"installing registry agent {entry.id!r} {entry.version}: downloading {target.archive}")
+        copy = agent_install.install(entry)
+        return AgentChoice(entry.id, copy.argv(), dict(copy.env))
     if how.found is None:
         raise AgentStartError(
             registry.not_runnable(entry, how),
@@ -81,9 +90,12 @@ def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
 
 def _cached_registry_launch(name: str) -> tuple[list[str], dict[str, str]] | None:
     """How the cached ACP registry's agent ``name`` runs here (argv, env); never fetches."""
-    from acpcli import registry
+    from acpcli import agent_install, registry
 
     try:
+        installed = agent_install.installed(name)
+        if installed is not None:
+            return installed.argv(), dict(installed.env)
         copy = registry.cached()
         entry = copy.agents.get(name) if copy is not None else None
         if entry is None:

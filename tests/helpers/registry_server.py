@@ -22,6 +22,7 @@ class RegistryServer:
         self.status = 200
         self.redirect_to: str | None = None  # answer 302 to this location instead
         self.delay = 0.0  # seconds to wait before answering
+        self.files: dict[str, bytes] = {}  # other paths served as they are (archives)
         self.requests: list[dict[str, Any]] = []
         owner = self
 
@@ -30,6 +31,18 @@ class RegistryServer:
                 owner.requests.append(
                     {"path": self.path, "if-none-match": self.headers.get("If-None-Match")}
                 )
+                if self.path in owner.files:
+                    data = owner.files[self.path]
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                if not self.path.endswith(".json"):
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if owner.delay:
                     time.sleep(owner.delay)
                 if owner.redirect_to and self.path != urlsplit(owner.redirect_to).path:
@@ -66,6 +79,10 @@ class RegistryServer:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/registry.json"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
+
+    def base(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return self.url.rsplit("/", 1)[0]
 
     def stop(self) -> None:
         if self._thread.is_alive():
