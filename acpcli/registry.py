@@ -473,8 +473,8 @@ def not_runnable(agent: RegistryAgent, how: Launch) -> str:
         target = agent.binary.get(platform_key())
         if target is not None:
             return (
-                f"registry agent {agent.id!r} needs its binary, which acpcli cannot install yet: "
-                f"it would download {target.archive} and run {target.cmd}"
+                f"registry agent {agent.id!r} runs its binary, not installed yet: "
+                f"`acpcli agents install {agent.id}` downloads {target.archive}"
             )
         plats = ", ".join(sorted(agent.binary)) or "none"
         return f"registry agent {agent.id!r} has no distribution for {platform_key()} (binaries for: {plats})"

@@ -154,9 +154,8 @@ def test_launch_prefers_npx_then_uvx() -> None:
     binary = reg.agents["fake-binary"]
     how = registry.launch(binary, on_path.get)
     assert how.how == "binary" and how.found is None
-    assert "cannot install yet" in registry.not_runnable(
-        binary, how
-    ) or "no distribution" in registry.not_runnable(binary, how)
+    why = registry.not_runnable(binary, how)
+    assert "`acpcli agents install fake-binary` downloads http://127.0.0.1:9/" in why or "no distribution" in why
 
 
 def test_redirects_are_followed(server: RegistryServer, monkeypatch: pytest.MonkeyPatch) -> None:

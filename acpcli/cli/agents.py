@@ -161,13 +161,18 @@ def _registry(refresh: bool, *, required: bool) -> Registry | None:
 
 
 def _registry_row(entry: RegistryAgent, shadowed: str | None) -> dict[str, Any]:
-    from acpcli import registry
+    from acpcli import agent_install, registry
 
     how = registry.launch(entry)
+    copy = agent_install.installed(entry.id)
+    if copy is not None:
+        how = registry.Launch("binary", copy.argv(), copy.env, str(copy.cmd))
     return {
         "name": entry.id,
         "title": entry.name,
         "version": entry.version,
+        "installed": copy.version if copy is not None else None,
+        "update": bool(copy is not None and copy.version != entry.version),
         "runs": how.how,
         "argv": how.argv,
         "found": how.found,
@@ -231,6 +236,8 @@ def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:
         else:
             found = "not on PATH"
         source = row["source"]
+        if row.get("update"):
+            found += f" (installed {row['installed']}: `acpcli agents update` installs {row['version']})"
         if row.get("shadowed_by"):
             source += f" (the {row['shadowed_by']} {row['name']} runs)"
         cells = (row["name"], row["version"] or "", row["runs"], " ".join(row["argv"]), found, source, row["description"])

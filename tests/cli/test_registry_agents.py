@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shlex
+import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from acpcli import registry
 from acpcli.errors import ExitCode
 from tests.helpers.registry_server import RegistryServer
 
@@ -92,12 +96,90 @@ def test_prompt_runs_a_registry_agent(cli: Cli, server: RegistryServer, tmp_path
     assert f"fake-{launcher}" in cli.ok("sessions", env=env).stdout
 
 
-def test_a_binary_only_agent_says_what_it_would_download(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+def test_a_binary_agent_that_cannot_be_downloaded_is_one_line(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
     env, _ = _path(tmp_path, "npx", "uvx")
     env["ACPCLI_REGISTRY_URL"] = server.url
     proc = cli.run("prompt", "--agent", "fake-binary", "hello", env=env)
-    line = error_line(proc, ExitCode.AGENT_START)
-    assert "cannot install yet" in line or "no distribution for" in line
+    if registry.platform_key() in json.loads(FIXTURE.read_text())["agents"][2]["distribution"]["binary"]:
+        assert error_line_with_note(proc).startswith("cannot download http://127.0.0.1:9/fake-binary-")
+    else:
+        assert "no distribution for" in error_line(proc, ExitCode.AGENT_START)
+    assert not (cli.home / "agents" / "fake-binary" / "2.0.0").exists()
+
+
+def error_line_with_note(proc: subprocess.CompletedProcess[str]) -> str:
+    """The error of a failed first-use install: the note saying what is downloaded, then one error line."""
+    note, *rest = proc.stderr.splitlines()
+    assert note.startswith("acpcli: warning: installing registry agent 'fake-binary' 2.0.0: downloading http://127.0.0.1:9/")
+    return error_line(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, "\n".join(rest)), ExitCode.AGENT_START)
+
+
+def _binary_registry(server: RegistryServer, version: str) -> None:
+    """The fixture registry with fake-binary at ``version`` for this platform, its archive served."""
+    data = json.loads(FIXTURE.read_text())
+    archive = f"/fake-binary-{version}.tar.gz"
+    data["agents"][2]["version"] = version
+    data["agents"][2]["distribution"]["binary"] = {
+        registry.platform_key(): {"archive": server.base() + archive, "cmd": "./bin/fake-agent", "args": ["acp"], "env": {"FAKE_AGENT_VIA": "binary"}}
+    }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        script = f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m acpcli.demo_agent --delay 0\n".encode()
+        info = tarfile.TarInfo("bin/fake-agent")
+        info.size = len(script)
+        info.mode = 0o644
+        tar.addfile(info, io.BytesIO(script))
+    server.files[archive] = buf.getvalue()
+    server.body = json.dumps(data).encode()
+
+
+def test_a_binary_agent_is_installed_on_first_use(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    _binary_registry(server, "2.0.0")
+    env, _ = _path(tmp_path)
+    env["ACPCLI_REGISTRY_URL"] = server.url
+    proc = cli.ok("prompt", "--agent", "fake-binary", "--permissions", "allow", "hello", env=env)
+    assert proc.stdout.strip()
+    assert f"downloading {server.base()}/fake-binary-2.0.0.tar.gz" in proc.stderr
+    assert (cli.home / "agents" / "fake-binary" / "2.0.0" / "bin" / "fake-agent").is_file()
+    server.stop()  # installed: no registry needed any more
+    cli.ok("prompt", "--agent", "fake-binary", "--permissions", "allow", "again", env=env)
+
+
+def test_install_update_remove(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    _binary_registry(server, "2.0.0")
+    env, _ = _path(tmp_path)
+    env["ACPCLI_REGISTRY_URL"] = server.url
+    out = cli.ok("agents", "install", "fake-binary", env=env).stdout
+    assert out.startswith("installed fake-binary 2.0.0 in ") and "sha256 " in out
+    rows = {r["name"]: r for r in map(json.loads, cli.ok("agents", "--registry", "--json", env=env).stdout.splitlines())}
+    assert rows["fake-binary"]["installed"] == "2.0.0" and rows["fake-binary"]["found"].endswith("fake-agent")
+    assert "up to date" in cli.ok("agents", "update", env=env).stdout
+    _binary_registry(server, "2.1.0")
+    rows = {r["name"]: r for r in map(json.loads, cli.ok("agents", "--registry", "--refresh", "--json", env=env).stdout.splitlines())}
+    assert rows["fake-binary"]["update"] is True
+    assert cli.ok("agents", "update", "fake-binary", env=env).stdout.startswith("installed fake-binary 2.1.0")
+    assert sorted(p.name for p in (cli.home / "agents" / "fake-binary").iterdir()) == ["2.1.0", "current.json"]
+    cli.ok("prompt", "--agent", "fake-binary", "--permissions", "allow", "hello", env=env)
+    assert cli.ok("agents", "remove", "fake-binary", env=env).stdout == "removed fake-binary\n"
+    assert not (cli.home / "agents" / "fake-binary").exists()
+    assert "not installed" in error_line(cli.run("agents", "remove", "fake-binary", env=env), ExitCode.USAGE)
+
+
+def test_an_unsafe_archive_is_refused_with_nothing_installed(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    _binary_registry(server, "2.0.0")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../../../escaped")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    server.files["/fake-binary-2.0.0.tar.gz"] = buf.getvalue()
+    proc = cli.run("agents", "install", "fake-binary", env={"ACPCLI_REGISTRY_URL": server.url})
+    said, _, rest = proc.stderr.partition("\n")
+    assert said == f"acpcli: downloading {server.base()}/fake-binary-2.0.0.tar.gz"
+    line = error_line(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, rest), ExitCode.AGENT_START)
+    assert "refusing the path '../../../escaped'" in line
+    assert not (cli.home / "agents" / "fake-binary" / "2.0.0").exists()
+    assert not any(p.name == "escaped" for p in tmp_path.rglob("escaped"))
 
 
 def test_no_launcher_on_path(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
@@ -154,8 +236,6 @@ def test_registry_url_from_the_config(cli: Cli, server: RegistryServer, acpcli_h
     env.pop("ACPCLI_REGISTRY_URL")
     proc = cli.run("agents", "--registry", "--json")  # the env's dead URL wins over the config
     assert proc.returncode == ExitCode.CONFIG
-    import subprocess
-
     ok = subprocess.run(cli.argv("agents", "--registry", "--json"), env=env, cwd=cli.cwd, capture_output=True, text=True, check=False, timeout=60)
     assert ok.returncode == 0, ok.stderr
     assert "fake-npx" in ok.stdout
@@ -179,8 +259,6 @@ def test_completion_offers_cached_registry_ids_without_fetching(cli: Cli, server
         "print(' '.join(name for name, _ in completers.agent_names('fake')))\n"
         "assert 'httpx' not in sys.modules\n"
     )
-    import subprocess
-
     def complete() -> str:
         proc = subprocess.run(
             [sys.executable, "-c", probe], env=cli.env(env), capture_output=True, text=True, check=True, timeout=60
