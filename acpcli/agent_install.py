@@ -249,7 +249,12 @@ def install(entry: Any, *, progress: Callable[[int, int | None], None] | None = 
             old = base / f".partial-old-{os.getpid()}"
             os.replace(final, old)
             shutil.rmtree(old, ignore_errors=True)
-        os.replace(files, final)
+        try:
+            os.replace(files, final)
+        except OSError:
+            if not final.is_dir():
+                raise
+            # another acpcli installed this very version meanwhile: theirs is as good
         meta = {
             "id": entry.id,
             "version": entry.version,

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -272,8 +270,10 @@ def _read_meta() -> dict[str, Any]:
 def cached(url: str | None = None) -> Registry | None:
     """The cached registry of ``url`` (default: the configured one), any age; never fetches.
     None when there is none, or it cannot be read."""
-    url = url or registry_url(_configured_url())
     meta = _read_meta()
+    if not meta:
+        return None
+    url = url or registry_url(_configured_url())
     if meta.get("url") != url:
         return None
     try:
@@ -436,6 +436,8 @@ def find(agent_id: str) -> RegistryAgent | None:
 
 def platform_key() -> str:
     """This machine as the registry names platforms: ``linux-x86_64``, ``darwin-aarch64``..."""
+    import platform
+
     system = {"Darwin": "darwin", "Linux": "linux", "Windows": "windows"}.get(
         platform.system(), platform.system().lower()
     )
@@ -444,9 +446,14 @@ def platform_key() -> str:
     return f"{system}-{machine}"
 
 
-def launch(agent: RegistryAgent, which: Callable[[str], str | None] = shutil.which) -> Launch:
+def launch(agent: RegistryAgent, which: Callable[[str], str | None] | None = None) -> Launch:
     """How ``agent`` would run here: npx when it has an npx package and ``npx`` is on PATH,
-    else uvx likewise, else its binary for this platform (not installed by acpcli yet)."""
+    else uvx likewise, else its binary for this platform (``found`` None: see
+    :mod:`acpcli.agent_install`)."""
+    if which is None:
+        import shutil
+
+        which = shutil.which
     if agent.npx is not None and (found := which("npx")):
         return Launch(
             "npx", ["npx", "-y", agent.npx.package, *agent.npx.args], dict(agent.npx.env), found

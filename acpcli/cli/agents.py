@@ -309,7 +309,13 @@ def _show(agent_id: str, as_json: bool, refresh: bool) -> int:
                 lines.append(f"  {kind}: {' '.join([package.package, *package.args])}" + (f"  (env {env_text})" if env_text else ""))
         for plat, target in sorted(entry.binary.items()):
             lines.append(f"  binary {plat}: {target.archive} → {' '.join([target.cmd, *target.args])}")
+        from acpcli import agent_install
+
         how = registry.launch(entry)
+        have = agent_install.installed(entry.id)
+        if have is not None:
+            lines.append(f"installed: {have.version} in {have.folder} (sha256 {have.sha256})")
+            how = registry.Launch("binary", have.argv(), have.env, str(have.cmd))
         if how.found:
             lines.append(f"runs here: {' '.join(how.argv)}  ({how.how}: {how.found})")
         else:

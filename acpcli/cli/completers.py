@@ -62,17 +62,19 @@ def shells(incomplete: str) -> Iterator[tuple[str, str]]:
 def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
     """Built-in and configured agent names (config.toml is read, never written), then the
     ids of the ACP registry's agents from its cached copy (never fetched: no network on TAB)."""
+    configured_url = None
     try:
         from acpcli.config import load_config
 
-        agents = load_config().agents
+        cfg = load_config()
+        agents, configured_url = cfg.agents, cfg.registry_url
     except Exception:  # noqa: BLE001 - a broken config must not break TAB
         agents = {}
     found = {name: spec.description or " ".join(spec.argv) for name, spec in agents.items()}
     try:
-        from acpcli.registry import cached
+        from acpcli.registry import cached, registry_url
 
-        copy = cached()
+        copy = cached(registry_url(configured_url))
     except Exception:  # noqa: BLE001 - nor an unreadable cache
         copy = None
     if copy is not None:
