@@ -24,14 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from acpcli.errors import AgentStartError
+from acpcli.errors import AgentStartError, UnsafeArchive
 
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 _TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar")
-
-
-class UnsafeArchive(AgentStartError):
-    """An archive that would write outside its folder (or holds device files)."""
 
 
 @dataclass

@@ -7,6 +7,7 @@
     ├── ConfigError                  CONFIG             unreadable config, malformed MCP JSON
     │   └── RegistryError            CONFIG             the agent registry cannot be fetched (no cache) or is malformed
     ├── AgentStartError              AGENT_START        agent command missing / not executable
+    │   └── UnsafeArchive            AGENT_START        a registry agent's archive would write outside its folder
     ├── ConnectionClosed             AGENT_EXITED       agent exited or closed stdout mid-conversation
     ├── HandshakeError               HANDSHAKE          initialize failed or spoke a version we cannot
     ├── CapabilityMissing            CAPABILITY         the agent did not advertise what was asked for
@@ -103,6 +104,11 @@ class RegistryError(ConfigError):
 
 class AgentStartError(AcpcliError):
     exit_code = ExitCode.AGENT_START
+
+
+class UnsafeArchive(AgentStartError):
+    """A registry agent's archive that would write outside its folder (absolute paths, ``..``,
+    escaping links) or holds device files (``acpcli.agent_install``)."""
 
 
 class ConnectionClosed(AcpcliError):

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from acpcli import agent_install, registry
-from acpcli.agent_install import UnsafeArchive, extract
-from acpcli.errors import AgentStartError
+from acpcli.agent_install import extract
+from acpcli.errors import AgentStartError, UnsafeArchive
 from tests.helpers.registry_server import RegistryServer
 
 AGENT_SCRIPT = f"#!/bin/sh\nexec {sys.executable} -m acpcli.demo_agent --delay 0\n".encode()
