@@ -138,6 +138,8 @@ class Config:
     #: Seconds a setup step (initialize, session setup, settings, listings) may wait for the
     #: agent's answer; 0: no limit. Turns are never bounded by it.
     timeout: float = DEFAULT_TIMEOUT
+    #: Where the ACP agent registry is fetched from (``ACPCLI_REGISTRY_URL`` wins over it).
+    registry_url: str | None = None
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -307,6 +309,10 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             config.permissions = _policy(value, str(path))
         elif key == "timeout":
             config.timeout = _seconds(value, f"{path}: timeout")
+        elif key == "registry_url":
+            if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+                raise ConfigError(f"{path}: registry_url must be an http:// or https:// URL (a string)")
+            config.registry_url = value
         elif key == "mcp_servers":
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: 'mcp_servers' must be a table of [mcp_servers.NAME] entries")

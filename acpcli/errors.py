@@ -5,7 +5,9 @@
     AcpcliError                      exit_code
     ├── UsageError                   USAGE              bad flags, bad paths, unknown agent name
     ├── ConfigError                  CONFIG             unreadable config, malformed MCP JSON
+    │   └── RegistryError            CONFIG             the agent registry cannot be fetched (no cache) or is malformed
     ├── AgentStartError              AGENT_START        agent command missing / not executable
+    │   └── UnsafeArchive            AGENT_START        a registry agent's archive would write outside its folder
     ├── ConnectionClosed             AGENT_EXITED       agent exited or closed stdout mid-conversation
     ├── HandshakeError               HANDSHAKE          initialize failed or spoke a version we cannot
     ├── CapabilityMissing            CAPABILITY         the agent did not advertise what was asked for
@@ -42,7 +44,7 @@ class ExitCode(enum.IntEnum):
     OK = 0
     FAILURE = 1  # an unexpected internal error (a bug: please report it)
     USAGE = 2  # bad command line or input; matches click's own usage errors
-    CONFIG = 3  # config file or MCP server file unreadable or malformed
+    CONFIG = 3  # config file, MCP server file or agent registry unreadable or malformed
     AGENT_START = 4  # the agent command was not found or could not be executed
     HANDSHAKE = 5  # initialize failed, or the agent speaks a protocol version we do not
     CAPABILITY = 6  # the agent does not advertise the capability the command needs
@@ -95,8 +97,18 @@ class ConfigError(AcpcliError):
     exit_code = ExitCode.CONFIG
 
 
+class RegistryError(ConfigError):
+    """The ACP agent registry could not be fetched (and no copy is cached), or is not JSON
+    or not the documented shape (``acpcli.registry``)."""
+
+
 class AgentStartError(AcpcliError):
     exit_code = ExitCode.AGENT_START
+
+
+class UnsafeArchive(AgentStartError):
+    """A registry agent's archive that would write outside its folder (absolute paths, ``..``,
+    escaping links) or holds device files (``acpcli.agent_install``)."""
 
 
 class ConnectionClosed(AcpcliError):

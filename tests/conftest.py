@@ -34,6 +34,8 @@ def acpcli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("ACPCLI_HOME", str(home))
     monkeypatch.delenv("ACPCLI_LOG_FILE", raising=False)
+    # No test reaches the real ACP registry: an unknown --agent name asks a closed loopback port.
+    monkeypatch.setenv("ACPCLI_REGISTRY_URL", "http://127.0.0.1:9/registry.json")
     return home
 
 

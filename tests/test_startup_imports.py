@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-FORBIDDEN = ("acpcli.protocol.v1", "acpcli.protocol.v2", "pydantic", "rich.markdown", "prompt_toolkit")
+FORBIDDEN = ("acpcli.protocol.v1", "acpcli.protocol.v2", "pydantic", "rich.markdown", "prompt_toolkit", "httpx")
 
 PROBE = """
 import json, runpy, sys

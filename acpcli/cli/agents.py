@@ -1,67 +1,324 @@
-"""``acpcli agents``: the agents acpcli knows and whether their commands are installed."""
+"""``acpcli agents``: the agents acpcli knows (built-in, configured, the ACP registry's) and whether they can run."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from acpcli.errors import ExitCode
+from acpcli.cli import completers
+from acpcli.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from acpcli.registry import Registry, RegistryAgent
 
 app = typer.Typer()
 
 
 @app.command()
 def agents(
+    action: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="ACTION",
+            help="show ID: all about one agent; install ID, update [ID], remove ID: a registry agent's binary; none: the list.",
+            autocompletion=completers.agents_actions,
+            show_default=False,
+        ),
+    ] = None,
+    agent_id: Annotated[
+        str | None,
+        typer.Argument(metavar="ID", help="The agent of 'show'.", autocompletion=completers.agent_names, show_default=False),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    registry_only: Annotated[bool, typer.Option("--registry", help="Only the agents of the ACP registry.")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Fetch the registry now, whatever the age of the cached copy.")] = False,
 ) -> None:
-    """List built-in and configured agents, and whether each command is found on PATH.
+    """List built-in, configured and ACP registry agents, how each would run and whether it can.
 
-    Configure more in config.toml under [agents.NAME] (see the README); run any other
-    command with --cmd.
+    The registry is fetched on demand from $ACPCLI_REGISTRY_URL (else the config's
+    registry_url, else the public ACP registry) and cached for a day under ACPCLI_HOME;
+    offline, the cached copy is used. Configure more agents in config.toml under
+    [agents.NAME] (see the README); run any other command with --cmd.
     """
-    raise typer.Exit(_list(as_json))
+    if action is None:
+        if agent_id is not None:
+            raise UsageError(f"unexpected argument {agent_id!r}")
+        raise typer.Exit(_list(as_json, registry_only, refresh))
+    if action not in _ACTIONS:
+        raise UsageError(f"unknown action {action!r}: expected one of {', '.join(_ACTIONS)}", hint="acpcli agents --help")
+    if action == "update":
+        raise typer.Exit(_update(agent_id))
+    if not agent_id:
+        raise UsageError(f"'acpcli agents {action}' needs an agent ID", hint="acpcli agents --registry lists them")
+    if action == "install":
+        raise typer.Exit(_install(agent_id, refresh))
+    if action == "remove":
+        raise typer.Exit(_remove(agent_id))
+    raise typer.Exit(_show(agent_id, as_json, refresh))
 
 
-def _list(as_json: bool) -> int:
-    """List built-in and configured agents and whether each command is on PATH."""
+_ACTIONS = ("show", "install", "update", "remove")
+
+
+def _progress() -> Any:
+    """A download progress callback for a terminal's stderr, else None."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int | None) -> None:
+        text = f"{done / 1e6:.1f} MB" + (f" of {total / 1e6:.1f} MB" if total else "")
+        sys.stderr.write(f"\r  downloading: {text}   ")
+        if total and done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _install_entry(entry: RegistryAgent) -> str:
+    from acpcli import agent_install, registry
+
+    target = entry.binary.get(registry.platform_key())
+    if target is None:
+        how = registry.launch(entry)
+        raise UsageError(
+            f"registry agent {entry.id!r} has no binary for {registry.platform_key()}; it runs with {how.how}",
+            hint=f"acpcli prompt --agent {entry.id} … runs it",
+        )
+    from acpcli.cli.streams import environment
+
+    environment().stderr.write(f"acpcli: downloading {target.archive}\n")
+    done = agent_install.install(entry, progress=_progress())
+    return f"installed {entry.id} {done.version} in {done.folder} (sha256 {done.sha256})\n"
+
+
+def _install(agent_id: str, refresh: bool) -> int:
+    """Install (again) the binary of registry agent ``agent_id``."""
+    from acpcli import registry
+    from acpcli.cli.streams import environment
+
+    entry = registry.load(refresh=True).agents.get(agent_id) if refresh else registry.find(agent_id)
+    if entry is None:
+        raise UsageError(f"the agent registry has no agent {agent_id!r}", hint="acpcli agents --registry lists them")
+    environment().stdout.write(_install_entry(entry))
+    return int(ExitCode.OK)
+
+
+def _update(agent_id: str | None) -> int:
+    """Install the registry's version of ``agent_id`` (every installed agent when None) when
+    it differs from the installed one."""
+    from acpcli import agent_install, registry
+    from acpcli.cli.streams import environment
+
+    env = environment()
+    reg = registry.load(refresh=True)
+    if agent_id is not None:
+        ids = [agent_id]
+        if agent_install.installed(agent_id) is None:
+            raise UsageError(f"{agent_id!r} is not installed", hint=f"acpcli agents install {agent_id}")
+    else:
+        folder = agent_install.agents_dir()
+        ids = sorted(p.name for p in folder.iterdir() if agent_install.installed(p.name)) if folder.is_dir() else []
+    for one in ids:
+        have = agent_install.installed(one)
+        entry = reg.agents.get(one)
+        if have is None or entry is None:
+            env.stdout.write(f"{one}: no longer in the registry; kept as it is\n")
+            continue
+        if have.version == entry.version:
+            env.stdout.write(f"{one} {have.version} is up to date\n")
+            continue
+        env.stdout.write(_install_entry(entry))
+    return int(ExitCode.OK)
+
+
+def _remove(agent_id: str) -> int:
+    from acpcli import agent_install
+    from acpcli.cli.streams import environment
+
+    if not agent_install.remove(agent_id):
+        raise UsageError(f"{agent_id!r} is not installed")
+    environment().stdout.write(f"removed {agent_id}\n")
+    return int(ExitCode.OK)
+
+
+def _registry(refresh: bool, *, required: bool) -> Registry | None:
+    """The registry; when it cannot be had and is not ``required``: a warning and None."""
+    from acpcli import notices, registry
+    from acpcli.errors import RegistryError
+
+    try:
+        return registry.load(refresh=refresh)
+    except RegistryError as exc:
+        if required:
+            raise
+        notices.warn("registry-unavailable", f"{exc}; registry agents not listed")
+        return None
+
+
+def _registry_row(entry: RegistryAgent, shadowed: str | None) -> dict[str, Any]:
+    from acpcli import agent_install, registry
+
+    how = registry.launch(entry)
+    copy = agent_install.installed(entry.id)
+    if copy is not None:
+        how = registry.Launch("binary", copy.argv(), copy.env, str(copy.cmd))
+    return {
+        "name": entry.id,
+        "title": entry.name,
+        "version": entry.version,
+        "installed": copy.version if copy is not None else None,
+        "update": bool(copy is not None and copy.version != entry.version),
+        "runs": how.how,
+        "argv": how.argv,
+        "found": how.found,
+        "source": "registry",
+        "builtin": False,
+        "shadowed_by": shadowed,
+        "distributions": entry.kinds(),
+        "description": entry.description,
+        "why_not": None if how.found else registry.not_runnable(entry, how),
+    }
+
+
+def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:
+    """List the agents: built-in and configured (unless ``registry_only``), then the registry's."""
     from acpcli.cli.streams import environment
     from acpcli.config import find_executable, load_config
 
     env = environment()
-    cfg = load_config()
-    rows = []
-    for name, spec in sorted(cfg.agents.items()):
-        found = find_executable(spec)
-        rows.append((name, spec, found))
-    if as_json:
-        for name, spec, found in rows:
-            env.stdout.write(
-                json.dumps(
-                    {
-                        "name": name,
-                        "argv": spec.argv,
-                        "builtin": spec.builtin,
-                        "description": spec.description,
-                        "found": found,
-                    }
-                )
-                + "\n"
+    rows: list[dict[str, Any]] = []
+    local: dict[str, str] = {}
+    if not registry_only:
+        cfg = load_config()
+        for name, spec in sorted(cfg.agents.items()):
+            source = "built-in" if spec.builtin else "config"
+            local[name] = source
+            rows.append(
+                {
+                    "name": name,
+                    "title": name,
+                    "version": None,
+                    "runs": "command",
+                    "argv": spec.argv,
+                    "found": find_executable(spec),
+                    "source": source,
+                    "builtin": spec.builtin,
+                    "description": spec.description,
+                }
             )
+    reg = _registry(refresh, required=registry_only)
+    if reg is not None:
+        rows.extend(_registry_row(entry, local.get(agent_id)) for agent_id, entry in sorted(reg.agents.items()))
+    if as_json:
+        for row in rows:
+            env.stdout.write(json.dumps(row) + "\n")
         return int(ExitCode.OK)
+    from rich.markup import escape
     from rich.table import Table
 
+    from acpcli.safe_text import safe_line
+
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("NAME", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION"):
+    for column in ("NAME", "VERSION", "RUNS", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION"):
         table.add_column(column)
-    for name, spec, found in rows:
-        table.add_row(
-            name,
-            " ".join(spec.argv),
-            found or "not on PATH",
-            "built-in" if spec.builtin else "config",
-            spec.description,
-        )
+    for row in rows:
+        if row["found"]:
+            found = row["found"]
+        elif row["runs"] == "binary":
+            found = "not installed"
+        elif row["runs"] in ("npx", "uvx"):
+            found = f"{row['runs']} not on PATH"
+        else:
+            found = "not on PATH"
+        source = row["source"]
+        if row.get("update"):
+            found += f" (installed {row['installed']}: `acpcli agents update` installs {row['version']})"
+        if row.get("shadowed_by"):
+            source += f" (the {row['shadowed_by']} {row['name']} runs)"
+        cells = (row["name"], row["version"] or "", row["runs"], " ".join(row["argv"]), found, source, row["description"])
+        table.add_row(*(escape(safe_line(str(c))) for c in cells))
     env.out.print(table)
+    return int(ExitCode.OK)
+
+
+def _show(agent_id: str, as_json: bool, refresh: bool) -> int:
+    """Everything about one agent: its whole registry entry, or the configured/built-in spec."""
+    from acpcli import registry
+    from acpcli.cli.streams import environment
+    from acpcli.config import find_executable, load_config
+    from acpcli.safe_text import safe_line
+
+    env = environment()
+    spec = load_config().agents.get(agent_id)
+    entry = None
+    if spec is None or refresh:
+        entry = registry.find(agent_id) if not refresh else registry.load(refresh=True).agents.get(agent_id)
+    else:
+        copy = registry.cached()
+        entry = copy.agents.get(agent_id) if copy is not None else None
+    if spec is None and entry is None:
+        raise UsageError(f"unknown agent {agent_id!r}", hint="acpcli agents lists the agents acpcli knows")
+    if as_json:
+        out: dict[str, Any] = {}
+        if spec is not None:
+            out["local"] = {
+                "name": spec.name,
+                "argv": spec.argv,
+                "env": spec.env,
+                "builtin": spec.builtin,
+                "found": find_executable(spec),
+            }
+        if entry is not None:
+            how = registry.launch(entry)
+            out["registry"] = entry.raw
+            out["runs"] = {"how": how.how, "argv": how.argv, "env": how.env, "found": how.found}
+        env.stdout.write(json.dumps(out) + "\n")
+        return int(ExitCode.OK)
+    lines: list[str] = []
+    if spec is not None:
+        lines += [
+            f"{spec.name} ({'built-in' if spec.builtin else 'config'}): {' '.join(spec.argv)}",
+            f"  found: {find_executable(spec) or 'not on PATH'}",
+        ]
+        if entry is not None:
+            lines.append(f"  (it runs for --agent {spec.name}; the registry entry below does not)")
+    if entry is not None:
+        lines += [
+            f"id: {entry.id}",
+            f"name: {entry.name}",
+            f"version: {entry.version}",
+        ]
+        for key, value in (
+            ("description", entry.description),
+            ("repository", entry.repository),
+            ("authors", ", ".join(entry.authors)),
+            ("license", entry.license),
+            ("icon", entry.icon),
+        ):
+            if value:
+                lines.append(f"{key}: {value}")
+        lines.append("distribution:")
+        for kind, package in (("npx", entry.npx), ("uvx", entry.uvx)):
+            if package is not None:
+                env_text = " ".join(f"{k}={v}" for k, v in package.env.items())
+                lines.append(f"  {kind}: {' '.join([package.package, *package.args])}" + (f"  (env {env_text})" if env_text else ""))
+        for plat, target in sorted(entry.binary.items()):
+            lines.append(f"  binary {plat}: {target.archive} → {' '.join([target.cmd, *target.args])}")
+        from acpcli import agent_install
+
+        how = registry.launch(entry)
+        have = agent_install.installed(entry.id)
+        if have is not None:
+            lines.append(f"installed: {have.version} in {have.folder} (sha256 {have.sha256})")
+            how = registry.Launch("binary", have.argv(), have.env, str(have.cmd))
+        if how.found:
+            lines.append(f"runs here: {' '.join(how.argv)}  ({how.how}: {how.found})")
+        else:
+            lines.append(f"runs here: no: {registry.not_runnable(entry, how)}")
+    env.stdout.write("".join(safe_line(line) + "\n" for line in lines))
     return int(ExitCode.OK)

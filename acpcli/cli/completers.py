@@ -60,17 +60,39 @@ def shells(incomplete: str) -> Iterator[tuple[str, str]]:
 
 
 def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
-    """Built-in and configured agent names (config.toml is read, never written)."""
+    """Built-in and configured agent names (config.toml is read, never written), then the
+    ids of the ACP registry's agents from its cached copy (never fetched: no network on TAB)."""
+    configured_url = None
     try:
         from acpcli.config import load_config
 
-        agents = load_config().agents
+        cfg = load_config()
+        agents, configured_url = cfg.agents, cfg.registry_url
     except Exception:  # noqa: BLE001 - a broken config must not break TAB
-        return iter(())
-    return (
-        (name, spec.description or " ".join(spec.argv))
-        for name, spec in sorted(agents.items())
-        if name.startswith(incomplete)
+        agents = {}
+    found = {name: spec.description or " ".join(spec.argv) for name, spec in agents.items()}
+    try:
+        from acpcli.registry import cached, registry_url
+
+        copy = cached(registry_url(configured_url))
+    except Exception:  # noqa: BLE001 - nor an unreadable cache
+        copy = None
+    if copy is not None:
+        for agent_id, entry in copy.agents.items():
+            found.setdefault(agent_id, f"{entry.name} {entry.version} (ACP registry)")
+    return ((name, help) for name, help in sorted(found.items()) if name.startswith(incomplete))
+
+
+def agents_actions(incomplete: str) -> Iterator[tuple[str, str]]:
+    """What ``acpcli agents`` does besides listing."""
+    return _matching(
+        (
+            ("show", "everything known about one agent"),
+            ("install", "install a registry agent's binary"),
+            ("update", "install newer versions of installed agents"),
+            ("remove", "remove an installed agent"),
+        ),
+        incomplete,
     )
 
 

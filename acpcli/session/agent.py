@@ -49,8 +49,61 @@ def pick_agent(agent: str | None, cmd: str | None, *, default: AgentChoice | Non
                 "no agent chosen: pass --agent NAME or --cmd 'COMMAND'",
                 hint=f"known agents: {names} (try --agent demo)",
             )
-    spec = config.resolve_agent(agent, cfg)
+    try:
+        spec = config.resolve_agent(agent, cfg)
+    except UsageError as unknown:
+        return registry_agent(agent, unknown)
     return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None, spec.protocol)
+
+
+def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
+    """The ACP registry's agent ``name``: its installed binary; else, from the registry (the
+    cached copy first; fetched when it does not list it), through npx or uvx, else its binary
+    installed now (saying what is downloaded from where). Not listed: ``unknown`` (the registry's
+    trouble, if any, in its hint). Listed but not runnable here: :class:`AgentStartError`."""
+    from acpcli import agent_install, notices, registry
+    from acpcli.errors import AgentStartError, RegistryError
+
+    copy = agent_install.installed(name)
+    if copy is not None:  # installed earlier: no registry needed
+        return AgentChoice(name, copy.argv(), dict(copy.env))
+    try:
+        entry = registry.find(name)
+    except RegistryError as exc:
+        unknown.hint = f"nor could the agent registry be read: {exc}"
+        raise unknown from None
+    if entry is None:
+        raise unknown
+    how = registry.launch(entry)
+    if how.how == "binary" and how.found is None and registry.platform_key() in entry.binary:
+        target = entry.binary[registry.platform_key()]
+        notices.warn("registry-install", f"installing registry agent {entry.id!r} {entry.version}: downloading {target.archive}")
+        copy = agent_install.install(entry)
+        return AgentChoice(entry.id, copy.argv(), dict(copy.env))
+    if how.found is None:
+        raise AgentStartError(
+            registry.not_runnable(entry, how),
+            hint="install npx (Node.js) or uvx (uv), or configure the agent under [agents.NAME]",
+        )
+    return AgentChoice(entry.id, how.argv, how.env)
+
+
+def _cached_registry_launch(name: str) -> tuple[list[str], dict[str, str]] | None:
+    """How the cached ACP registry's agent ``name`` runs here (argv, env); never fetches."""
+    from acpcli import agent_install, registry
+
+    try:
+        installed = agent_install.installed(name)
+        if installed is not None:
+            return installed.argv(), dict(installed.env)
+        copy = registry.cached()
+        entry = copy.agents.get(name) if copy is not None else None
+        if entry is None:
+            return None
+        how = registry.launch(entry)
+    except Exception:  # noqa: BLE001 - an unreadable cache is no reason to stop a session
+        return None
+    return (how.argv, how.env) if how.found else None
 
 
 def recorded_agent(record: SessionRecord) -> AgentChoice:
@@ -67,6 +120,8 @@ def recorded_agent(record: SessionRecord) -> AgentChoice:
         choice.env = dict(spec.env)
         choice.cwd = str(spec.cwd) if spec.cwd else None
         choice.protocol = spec.protocol
+    elif spec is None and (launch := _cached_registry_launch(record.agent)) and launch[0] == choice.argv:
+        choice.env = dict(launch[1])  # a registry agent: its entry's env again
     return choice
 
 
@@ -84,6 +139,8 @@ def agent_arg(agent: AgentChoice) -> str:
             spec = None
         if spec is not None and list(spec.argv) == list(agent.argv):
             return agent.name
+        if spec is None and (launch := _cached_registry_launch(agent.name)) and launch[0] == list(agent.argv):
+            return agent.name  # a registry agent that still runs this way
     return f"--cmd {shlex.quote(shlex.join(agent.argv))}"
 
 
