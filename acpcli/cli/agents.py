@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -62,21 +64,25 @@ def agents(
 _ACTIONS = ("show", "install", "update", "remove")
 
 
-def _progress() -> Any:
-    """A download progress callback for a terminal's stderr, else None."""
-    import sys
+@contextmanager
+def _progress() -> Iterator[Callable[[int, int | None], None] | None]:
+    """A download progress bar on a terminal's stderr (rich), else no progress callback."""
+    from acpcli.cli.streams import environment
 
-    if not sys.stderr.isatty():
-        return None
+    env = environment()
+    if not env.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-    def show(done: int, total: int | None) -> None:
-        text = f"{done / 1e6:.1f} MB" + (f" of {total / 1e6:.1f} MB" if total else "")
-        sys.stderr.write(f"\r  downloading: {text}   ")
-        if total and done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+    columns = (TextColumn("  downloading"), BarColumn(), DownloadColumn(), TransferSpeedColumn())
+    with Progress(*columns, console=env.err) as bar:
+        task = bar.add_task("download", total=None)
 
-    return show
+        def show(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield show
 
 
 def _install_entry(entry: RegistryAgent) -> str:
@@ -92,7 +98,8 @@ def _install_entry(entry: RegistryAgent) -> str:
     from acpcli.cli.streams import environment
 
     environment().stderr.write(f"acpcli: downloading {target.archive}\n")
-    done = agent_install.install(entry, progress=_progress())
+    with _progress() as progress:
+        done = agent_install.install(entry, progress=progress)
     return f"installed {entry.id} {done.version} in {done.folder} (sha256 {done.sha256})\n"
 
 
