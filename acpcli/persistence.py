@@ -120,6 +120,13 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE sessions ADD COLUMN protocol TEXT;
     """,
+    # 5: indexes for the filters of `acpcli sessions` (--state, --agent, --cwd, each with the
+    # recency order, so a page of the newest and its count read a slice, not the table)
+    """
+    CREATE INDEX sessions_by_state ON sessions (state, last_used_at DESC);
+    CREATE INDEX sessions_by_agent ON sessions (agent, last_used_at DESC);
+    CREATE INDEX sessions_by_cwd ON sessions (cwd, last_used_at DESC);
+    """,
 )
 
 
@@ -439,23 +446,31 @@ class Index:
         cwd: str | None = None,
         state: str | None = None,
         limit: int | None = None,
+        since: float | None = None,
     ) -> list[SessionRecord]:
-        """Sessions matching every given filter, most recently used first."""
-        where: list[str] = []
-        params: list[Any] = []
+        """Sessions matching every given filter, most recently used first.
+
+        ``since``: used at or after this time (unix seconds). ``limit``: at most this many.
+        """
         conn = self.conn  # opened first: the columns read depend on the file's schema
-        for column, value in (("agent", agent), ("cwd", cwd), ("state", state)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        sql = f"SELECT {self._columns()} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY last_used_at DESC, rowid DESC"
+        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since)
+        sql = f"SELECT {self._columns()} FROM sessions{where} ORDER BY last_used_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
         return [_record(r) for r in conn.execute(sql, params)]
+
+    def count_sessions(
+        self,
+        agent: str | None = None,
+        cwd: str | None = None,
+        state: str | None = None,
+        since: float | None = None,
+    ) -> int:
+        """How many sessions :meth:`list_sessions` with these filters (and no limit) returns."""
+        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since)
+        (count,) = self.conn.execute(f"SELECT count(*) FROM sessions{where}", params).fetchone()
+        return int(count)
 
     def _columns(self) -> str:
         """The columns a record is read from (an old schema read as it is lacks the extras)."""
@@ -561,6 +576,22 @@ class Index:
 
         self._flush_writers()
         return eventlog.event_times(self.conn, session_id, legacy=self._legacy())
+
+
+def _filters(
+    *, agent: str | None, cwd: str | None, state: str | None, since: float | None
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (with its leading space, or empty) and parameters of a listing."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("agent", agent), ("cwd", cwd), ("state", state)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("last_used_at >= ?")
+        params.append(since)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
 def _read_immutable(path: Path, cause: Exception) -> sqlite3.Connection:

@@ -24,19 +24,55 @@ def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
+#: How many sessions ``acpcli sessions`` shows without --limit or --all.
+DEFAULT_LIMIT = 20
+STATES = ("active", "closed", "any")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``--since``: an age (``30m``, ``12h``, ``7d``, ``2w``, ``90s``) before ``now``, or a
+    local date or date-time (``2026-11-01``, ``2026-11-01T09:30``, ``2026-11-01 09:30``);
+    unix seconds."""
+    from datetime import datetime
+
+    value = text.strip()
+    number, unit = value[:-1], value[-1:].lower()
+    if unit in _UNITS and number.isdigit():
+        return (time.time() if now is None else now) - int(number) * _UNITS[unit]
+    try:
+        return datetime.fromisoformat(value).timestamp()  # naive: local time
+    except ValueError:
+        raise UsageError(
+            f"--since must be an age like 7d, 12h, 30m, 2w or a date like 2026-11-01 (got {text!r})"
+        ) from None
+
+
 def sessions(
     *,
     agent: str | None,
     cmd: str | None,
     cwd: Path | None,
-    all_states: bool,
+    all_sessions: bool,
     remote: bool,
     as_json: bool,
     protocol: str | None = None,
+    state: str | None = None,
+    since: str | None = None,
+    limit: str | int | None = None,
 ) -> int:
     from acpcli.cli.streams import environment
     from acpcli.session.inputs import resolve_dir
 
+    if state is not None and state not in STATES:
+        raise UsageError(f"--state must be one of {', '.join(STATES)} (got {state!r})")
+    if isinstance(limit, str):
+        if not limit.strip().isdigit():
+            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {limit!r})")
+        limit = int(limit)
+    if limit is not None and limit < 0:
+        raise UsageError(f"--limit must be 0 (no limit) or more (got {limit})")
+    since_ts = parse_since(since) if since is not None else None
     env = environment()
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
     if remote:
@@ -44,11 +80,25 @@ def sessions(
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
+    wanted_state = state or ("any" if all_sessions else "active")
+    if limit is None:
+        limit = 0 if all_sessions else DEFAULT_LIMIT
+    only_state = None if wanted_state == "any" else wanted_state
+    more = 0
     if not db_path().exists():
         rows = []
     else:
         with Index.open(read_only=True) as index:
-            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=None if all_states else "active")
+            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=limit or None)
+            if limit and len(rows) == limit:  # only then can there be more: one count query
+                more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - limit
+    if more > 0:
+        # No colon: a plain line on a piped stderr is written without importing rich.
+        closed = "" if only_state is None else " (closed ones too)"
+        env.note(
+            f"{more} more {'session' if more == 1 else 'sessions'} not shown — "
+            f"--limit N shows N (0 for no limit), --all shows every session{closed}"
+        )
     if as_json:
         for rec in rows:
             env.stdout.write(
@@ -72,7 +122,10 @@ def sessions(
             )
         return int(ExitCode.OK)
     if not rows:
-        env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
+        if agent is not None or the_cwd is not None or since_ts is not None or state is not None:
+            env.note("no sessions match")
+        else:
+            env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
         return int(ExitCode.OK)
     if not env.stdout_is_terminal:
         # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.
