@@ -73,6 +73,52 @@ def _events_into_pages(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE events")  # its trigger goes with it
 
 
+#: The longest title taken from a prompt's first line (longer ones end with "…").
+PROMPT_TITLE_CHARS = 80
+_USER_KINDS = ("user_message_chunk", "user_message")
+
+
+def prompt_title(text: str) -> str | None:
+    """A title from a prompt: its first non-blank line, trimmed to ``PROMPT_TITLE_CHARS``."""
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line:
+            return line if len(line) <= PROMPT_TITLE_CHARS else line[: PROMPT_TITLE_CHARS - 1].rstrip() + "…"
+    return None
+
+
+def _user_text(kind: str, payload: Any) -> str | None:
+    """The text of a stored user message event (an update, or its whole session/update frame)."""
+    if kind not in _USER_KINDS or not isinstance(payload, dict):
+        return None
+    if "sessionUpdate" not in payload:
+        params = payload.get("params")
+        payload = params.get("update") if isinstance(params, dict) else None
+        if not isinstance(payload, dict):
+            return None
+    content = payload.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return "".join(texts) or None
+
+
+def _prompt_titles(conn: sqlite3.Connection) -> None:
+    """Migration 6: ``prompt_title``, the first line of a session's first prompt (the title
+    shown while the agent has given none), filled in for the untitled sessions recorded so far
+    from their stored events (read up to the first user message only)."""
+    from acpcli import eventlog
+
+    conn.execute("ALTER TABLE sessions ADD COLUMN prompt_title TEXT")
+    untitled = [row[0] for row in conn.execute("SELECT id FROM sessions WHERE title IS NULL")]
+    for session_id in untitled:
+        for kind, payload in eventlog.events(conn, session_id):
+            text = _user_text(kind, payload)
+            title = prompt_title(text) if text else None
+            if title:
+                conn.execute("UPDATE sessions SET prompt_title = ? WHERE id = ?", (title, session_id))
+                break
+
+
 # Append-only. Entry i migrates user_version i -> i + 1: an SQL script, or a function of the
 # connection for what SQL cannot do. Never edit a shipped entry.
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
@@ -127,6 +173,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     CREATE INDEX sessions_by_agent ON sessions (agent, last_used_at DESC);
     CREATE INDEX sessions_by_cwd ON sessions (cwd, last_used_at DESC);
     """,
+    # 6: the title a session's first prompt gives it (shown while the agent has given none);
+    # filled in for existing sessions from their events
+    _prompt_titles,
 )
 
 
@@ -174,6 +223,19 @@ class SessionRecord:
     #: The protocol choice the session was made with ("1", "2" or "2-latest"); None when
     #: recorded before acpcli kept it (see :meth:`protocol_choice`).
     protocol: str | None = None
+    #: The first line of the session's first prompt (set once, by :meth:`Index.set_prompt_title`).
+    prompt_title: str | None = None
+
+    @property
+    def shown_title(self) -> str | None:
+        """The title to show: the agent's (or ``--title``), else the first prompt's first line."""
+        return self.title or self.prompt_title
+
+    @property
+    def title_source(self) -> str | None:
+        """Where :attr:`shown_title` comes from: ``"agent"`` (the agent, or ``--title``),
+        ``"prompt"`` (the first prompt), or None (no title)."""
+        return "agent" if self.title else "prompt" if self.prompt_title else None
 
     @property
     def wire_id(self) -> str:
@@ -193,7 +255,7 @@ _COLUMNS = (
 )
 #: Read after ``_COLUMNS``, in this order, from the schema that added each (an older file
 #: read as it is lacks them); written by their own setters, not by ``upsert_session``'s insert.
-_EXTRA_COLUMNS = ((3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"))
+_EXTRA_COLUMNS = ((3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"))
 _PROTOCOL_COLUMN = "protocol"
 
 
@@ -218,6 +280,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         agent_session_id=extra.get("agent_session_id"),
         mcp_refs=json.loads(refs) if isinstance(refs, str) else None,
         protocol=protocol if isinstance(protocol, str) else None,
+        prompt_title=extra.get("prompt_title"),
     )
 
 
@@ -507,6 +570,15 @@ class Index:
     def set_title(self, session_id: str, title: str | None) -> None:
         """Set (or clear, with ``None``) a session's title."""
         self._update(session_id, "UPDATE sessions SET title = ? WHERE id = ?", (title,))
+
+    def set_prompt_title(self, session_id: str, prompt: str) -> None:
+        """Title the session after this prompt's first line, unless a prompt already did
+        (the first prompt's stays: one cheap UPDATE that changes nothing after the first)."""
+        title = prompt_title(prompt)
+        if title:
+            self.conn.execute(
+                "UPDATE sessions SET prompt_title = ? WHERE id = ? AND prompt_title IS NULL", (title, session_id)
+            )
 
     def mark_closed(self, session_id: str) -> None:
         """Record that the session was closed (``state = 'closed'``)."""

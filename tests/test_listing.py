@@ -82,3 +82,55 @@ def test_parse_since() -> None:
     for bad in ("", "7", "d", "yesterday", "-3d", "2026-13-01"):
         with pytest.raises(UsageError, match="--since"):
             parse_since(bad, now)
+
+
+# -- titles ------------------------------------------------------------------------------------
+
+
+def test_prompt_title_is_the_first_nonblank_line_trimmed() -> None:
+    assert persistence.prompt_title("\n   \n  Fix\tthe  bug \nmore") == "Fix the bug"
+    assert persistence.prompt_title(" \n ") is None
+    long = persistence.prompt_title("word " * 40)
+    assert long is not None and len(long) == persistence.PROMPT_TITLE_CHARS and long.endswith("…")
+
+
+def test_the_first_prompt_title_stays_and_the_agents_title_wins(index: Index) -> None:
+    index.upsert_session(rec("s"))
+    assert (index.get("s").shown_title, index.get("s").title_source) == (None, None)
+    index.set_prompt_title("s", "first\nsecond line")
+    index.set_prompt_title("s", "a later prompt")
+    got = index.get("s")
+    assert (got.prompt_title, got.shown_title, got.title_source) == ("first", "first", "prompt")
+    index.set_title("s", "Agent title")
+    got = index.get("s")
+    assert (got.shown_title, got.title_source) == ("Agent title", "agent")
+    index.upsert_session(rec("s", title="Agent title"))  # upsert leaves the prompt title alone
+    assert index.get("s").prompt_title == "first"
+
+
+def test_the_titles_migration_fills_in_untitled_sessions_from_their_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    chunk = {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "Plain update\nrest"}}
+    frame = {"jsonrpc": "2.0", "method": "session/update",
+             "params": {"sessionId": "x", "update": {**chunk, "content": {"type": "text", "text": "In a frame"}}}}
+    with monkeypatch.context() as m:
+        m.setattr(persistence, "MIGRATIONS", MIGRATIONS[:5])
+        with Index() as old:
+            for sid, title in (("plain", None), ("framed", None), ("titled", "Agent's"), ("silent", None)):
+                old.upsert_session(rec(sid, title=title))
+            with old.writer() as w:
+                w.append("plain", "turn_start", "{}")
+                w.append("plain", "agent_message_chunk", json.dumps({"sessionUpdate": "agent_message_chunk"}))
+                w.append("plain", "user_message_chunk", json.dumps(chunk))
+                w.append("plain", "user_message_chunk", json.dumps({**chunk, "content": {"type": "text", "text": "2nd"}}))
+                w.append("framed", "user_message_chunk", json.dumps(frame))
+                w.append("titled", "user_message_chunk", json.dumps(chunk))
+                w.append("silent", "agent_message_chunk", json.dumps({"sessionUpdate": "agent_message_chunk"}))
+    with Index.open(read_only=True) as ro:  # not migrated by a reader: no prompt titles yet
+        assert ro.get("plain").prompt_title is None
+    with Index() as index:
+        got = {sid: (index.get(sid).shown_title, index.get(sid).title_source)
+               for sid in ("plain", "framed", "titled", "silent")}
+    assert got == {"plain": ("Plain update", "prompt"), "framed": ("In a frame", "prompt"),
+                   "titled": ("Agent's", "agent"), "silent": (None, None)}

@@ -88,7 +88,7 @@ def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
     except Exception:  # noqa: BLE001 - nor a broken or foreign index
         return iter(())
     return (
-        (rec.id, f"{rec.title or '(untitled)'} [{rec.agent}{', closed' if rec.state == 'closed' else ''}]")
+        (rec.id, f"{rec.shown_title or '(untitled)'} [{rec.agent}{', closed' if rec.state == 'closed' else ''}]")
         for rec in rows
         if rec.id.startswith(incomplete)
     )

@@ -106,7 +106,8 @@ def sessions(
                     {
                         "id": rec.id,
                         "agent": rec.agent,
-                        "title": rec.title,
+                        "title": rec.shown_title,
+                        "titleSource": rec.title_source,  # "agent", "prompt" (its first line) or null
                         "cwd": rec.cwd,
                         "additionalDirectories": rec.additional_dirs,
                         "mcpServers": rec.mcp_servers,
@@ -131,7 +132,7 @@ def sessions(
         # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.
         env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\n")
         for rec in rows:
-            fields = (rec.id, rec.agent, rec.title or "", rec.cwd, str(rec.protocol_version or ""),
+            fields = (rec.id, rec.agent, rec.shown_title or "", rec.cwd, str(rec.protocol_version or ""),
                       _when(rec.created_at), _when(rec.last_used_at), rec.state)
             env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
@@ -146,7 +147,7 @@ def sessions(
         shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
         # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
         table.add_row(
-            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.title or "", shown_cwd)),
+            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.shown_title or "", shown_cwd)),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
