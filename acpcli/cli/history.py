@@ -15,6 +15,8 @@ from acpcli.errors import ExitCode, UsageError
 from acpcli.safe_text import safe_line
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from acpcli.env import Environment
 
 
@@ -155,6 +157,72 @@ def sessions(
         )
     env.out.print(table)
     return int(ExitCode.OK)
+
+
+def remove(ids: list[str], *, yes: bool) -> int:
+    """``sessions rm``: delete sessions' local records (index rows and events, the demo
+    agent's state of demo sessions); never anything on the agent's side. Every id is
+    resolved (exact, or a unique prefix) before anything is deleted. On a terminal the
+    sessions are listed and the person asked first, unless ``yes``."""
+    from acpcli.cli.streams import environment
+    from acpcli.errors import SessionNotFound
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    if not ids:
+        raise UsageError("sessions rm needs at least one session id")
+    env = environment()
+    if not db_path().exists():
+        raise SessionNotFound(f"no session {ids[0]!r} in the local index")
+    with Index.open() as index:
+        records = {}
+        for given in ids:
+            rec = index.get(given)
+            records[rec.id] = rec
+        if env.interactive and not yes:
+            for rec in records.values():
+                env.note(f"  {rec.id}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}")
+            count = f"{len(records)} {'session' if len(records) == 1 else 'sessions'}"
+            these = "this session" if len(records) == 1 else f"these {count}"
+            answer = env.err.input(f"Delete the local records of {these}? [y/N] ", markup=False, emoji=False)
+            if answer.strip().lower() not in ("y", "yes"):
+                env.note("nothing deleted")
+                return int(ExitCode.OK)
+        conn = index.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sid in records:
+                index.delete(sid)  # its event pages go with it (ON DELETE CASCADE)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        for rec in records.values():
+            _forget_demo_state(rec.wire_id, rec.agent_info)
+        _reclaim_space(conn)
+    env.note(f"deleted {len(records)} {'session' if len(records) == 1 else 'sessions'}")
+    return int(ExitCode.OK)
+
+
+def _forget_demo_state(wire_id: str, agent_info: dict[str, object] | None) -> None:
+    """The demo agent keeps its own state of a session under acpcli's home: delete it too."""
+    from acpcli.paths import home_dir
+
+    if (agent_info or {}).get("name") != "acpcli-demo-agent" or os.sep in wire_id or wire_id.startswith("."):
+        return
+    try:
+        (home_dir() / "demo-agent" / "sessions" / f"{wire_id}.json").unlink(missing_ok=True)
+    except OSError:
+        pass  # the index rows are gone: a stale state file only matters to the demo agent
+
+
+def _reclaim_space(conn: sqlite3.Connection) -> None:
+    """VACUUM when a quarter or more of the file is free pages (deleting a few small sessions
+    does not rewrite a large index; deleting most of it gives the disk back)."""
+    (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    if pages and free * 4 >= pages:
+        conn.execute("VACUUM")
 
 
 def _remote_sessions(

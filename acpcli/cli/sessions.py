@@ -195,6 +195,8 @@ def close(
 
 @app.command()
 def sessions(
+    action: Annotated[list[str] | None, typer.Argument(metavar="[rm ID…]", help="`rm ID…`: delete these sessions' local records (see below).", show_default=False)] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="rm: do not ask first on a terminal.")] = False,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Cwd = None,
     state: Annotated[str | None, typer.Option("--state", metavar="active|closed|any", help="Only sessions in this state (default: active; --all: any).", show_default=False)] = None,
@@ -214,13 +216,26 @@ def sessions(
     or JSON lines with --json); a note on stderr says how many more match and how to see them.
     Filters combine: --agent, --cwd, --state, --since.
 
+    `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
+    stored events (and the demo agent's state for demo sessions); nothing on the agent's
+    side. On a terminal it lists them and asks first (--yes skips that); without one it acts.
+
     Examples:
 
       acpcli sessions --since 7d --agent demo
 
       acpcli sessions --all --json
+
+      acpcli sessions rm demo-1f2e… demo-9a8b… --yes
     """
     from acpcli.cli import history
+
+    if action:
+        if action[0] != "rm":
+            from acpcli.errors import UsageError
+
+            raise UsageError(f"unknown action {action[0]!r}: the only one is `acpcli sessions rm ID…`")
+        raise typer.Exit(history.remove(action[1:], yes=yes))
 
     raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,
