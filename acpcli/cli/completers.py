@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import typer  # loaded already wherever a completer runs (the command line is parsed by it)
+
 _PROTOCOLS = (
     ("auto", "offer v2, accept v1"),
     ("1", "ACP v1 only"),
@@ -72,6 +74,17 @@ def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
         for name, spec in sorted(agents.items())
         if name.startswith(incomplete)
     )
+
+
+def session_action(ctx: typer.Context, incomplete: str) -> Iterator[tuple[str, str]]:
+    """``acpcli sessions [rm ID…]``: ``rm`` first, then session ids (not those given yet)."""
+    positional = list(ctx.params.get("action") or ())
+    if not positional:
+        return iter((("rm", "delete sessions' local records"),) if "rm".startswith(incomplete) else ())
+    if positional[0] != "rm":
+        return iter(())
+    given = set(positional[1:])
+    return ((sid, help) for sid, help in session_ids(incomplete) if sid not in given)
 
 
 def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
