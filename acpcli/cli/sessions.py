@@ -195,7 +195,7 @@ def close(
 
 @app.command()
 def sessions(
-    action: Annotated[list[str] | None, typer.Argument(metavar="[rm ID…]", help="`rm ID…`: delete these sessions' local records (see below).", autocompletion=completers.session_action, show_default=False)] = None,
+    action: Annotated[list[str] | None, typer.Argument(metavar="[rm ID]...", help="`rm ID…`: delete these sessions' local records (see below).", autocompletion=completers.session_action, show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="rm: do not ask first on a terminal.")] = False,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Cwd = None,
