@@ -73,6 +73,52 @@ def _events_into_pages(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TABLE events")  # its trigger goes with it
 
 
+#: The longest title taken from a prompt's first line (longer ones end with "…").
+PROMPT_TITLE_CHARS = 80
+_USER_KINDS = ("user_message_chunk", "user_message")
+
+
+def prompt_title(text: str) -> str | None:
+    """A title from a prompt: its first non-blank line, trimmed to ``PROMPT_TITLE_CHARS``."""
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line:
+            return line if len(line) <= PROMPT_TITLE_CHARS else line[: PROMPT_TITLE_CHARS - 1].rstrip() + "…"
+    return None
+
+
+def _user_text(kind: str, payload: Any) -> str | None:
+    """The text of a stored user message event (an update, or its whole session/update frame)."""
+    if kind not in _USER_KINDS or not isinstance(payload, dict):
+        return None
+    if "sessionUpdate" not in payload:
+        params = payload.get("params")
+        payload = params.get("update") if isinstance(params, dict) else None
+        if not isinstance(payload, dict):
+            return None
+    content = payload.get("content")
+    blocks = content if isinstance(content, list) else [content]
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return "".join(texts) or None
+
+
+def _prompt_titles(conn: sqlite3.Connection) -> None:
+    """Migration 6: ``prompt_title``, the first line of a session's first prompt (the title
+    shown while the agent has given none), filled in for the untitled sessions recorded so far
+    from their stored events (read up to the first user message only)."""
+    from acpcli import eventlog
+
+    conn.execute("ALTER TABLE sessions ADD COLUMN prompt_title TEXT")
+    untitled = [row[0] for row in conn.execute("SELECT id FROM sessions WHERE title IS NULL")]
+    for session_id in untitled:
+        for kind, payload in eventlog.events(conn, session_id):
+            text = _user_text(kind, payload)
+            title = prompt_title(text) if text else None
+            if title:
+                conn.execute("UPDATE sessions SET prompt_title = ? WHERE id = ?", (title, session_id))
+                break
+
+
 # Append-only. Entry i migrates user_version i -> i + 1: an SQL script, or a function of the
 # connection for what SQL cannot do. Never edit a shipped entry.
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
@@ -120,6 +166,16 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE sessions ADD COLUMN protocol TEXT;
     """,
+    # 5: indexes for the filters of `acpcli sessions` (--state, --agent, --cwd, each with the
+    # recency order, so a page of the newest and its count read a slice, not the table)
+    """
+    CREATE INDEX sessions_by_state ON sessions (state, last_used_at DESC);
+    CREATE INDEX sessions_by_agent ON sessions (agent, last_used_at DESC);
+    CREATE INDEX sessions_by_cwd ON sessions (cwd, last_used_at DESC);
+    """,
+    # 6: the title a session's first prompt gives it (shown while the agent has given none);
+    # filled in for existing sessions from their events
+    _prompt_titles,
 )
 
 
@@ -167,6 +223,19 @@ class SessionRecord:
     #: The protocol choice the session was made with ("1", "2" or "2-latest"); None when
     #: recorded before acpcli kept it (see :meth:`protocol_choice`).
     protocol: str | None = None
+    #: The first line of the session's first prompt (set once, by :meth:`Index.set_prompt_title`).
+    prompt_title: str | None = None
+
+    @property
+    def shown_title(self) -> str | None:
+        """The title to show: the agent's (or ``--title``), else the first prompt's first line."""
+        return self.title or self.prompt_title
+
+    @property
+    def title_source(self) -> str | None:
+        """Where :attr:`shown_title` comes from: ``"agent"`` (the agent, or ``--title``),
+        ``"prompt"`` (the first prompt), or None (no title)."""
+        return "agent" if self.title else "prompt" if self.prompt_title else None
 
     @property
     def wire_id(self) -> str:
@@ -186,7 +255,7 @@ _COLUMNS = (
 )
 #: Read after ``_COLUMNS``, in this order, from the schema that added each (an older file
 #: read as it is lacks them); written by their own setters, not by ``upsert_session``'s insert.
-_EXTRA_COLUMNS = ((3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"))
+_EXTRA_COLUMNS = ((3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"))
 _PROTOCOL_COLUMN = "protocol"
 
 
@@ -211,6 +280,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         agent_session_id=extra.get("agent_session_id"),
         mcp_refs=json.loads(refs) if isinstance(refs, str) else None,
         protocol=protocol if isinstance(protocol, str) else None,
+        prompt_title=extra.get("prompt_title"),
     )
 
 
@@ -439,23 +509,31 @@ class Index:
         cwd: str | None = None,
         state: str | None = None,
         limit: int | None = None,
+        since: float | None = None,
     ) -> list[SessionRecord]:
-        """Sessions matching every given filter, most recently used first."""
-        where: list[str] = []
-        params: list[Any] = []
+        """Sessions matching every given filter, most recently used first.
+
+        ``since``: used at or after this time (unix seconds). ``limit``: at most this many.
+        """
         conn = self.conn  # opened first: the columns read depend on the file's schema
-        for column, value in (("agent", agent), ("cwd", cwd), ("state", state)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        sql = f"SELECT {self._columns()} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY last_used_at DESC, rowid DESC"
+        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since)
+        sql = f"SELECT {self._columns()} FROM sessions{where} ORDER BY last_used_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
         return [_record(r) for r in conn.execute(sql, params)]
+
+    def count_sessions(
+        self,
+        agent: str | None = None,
+        cwd: str | None = None,
+        state: str | None = None,
+        since: float | None = None,
+    ) -> int:
+        """How many sessions :meth:`list_sessions` with these filters (and no limit) returns."""
+        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since)
+        (count,) = self.conn.execute(f"SELECT count(*) FROM sessions{where}", params).fetchone()
+        return int(count)
 
     def _columns(self) -> str:
         """The columns a record is read from (an old schema read as it is lacks the extras)."""
@@ -492,6 +570,15 @@ class Index:
     def set_title(self, session_id: str, title: str | None) -> None:
         """Set (or clear, with ``None``) a session's title."""
         self._update(session_id, "UPDATE sessions SET title = ? WHERE id = ?", (title,))
+
+    def set_prompt_title(self, session_id: str, prompt: str) -> None:
+        """Title the session after this prompt's first line, unless a prompt already did
+        (the first prompt's stays: one cheap UPDATE that changes nothing after the first)."""
+        title = prompt_title(prompt)
+        if title:
+            self.conn.execute(
+                "UPDATE sessions SET prompt_title = ? WHERE id = ? AND prompt_title IS NULL", (title, session_id)
+            )
 
     def mark_closed(self, session_id: str) -> None:
         """Record that the session was closed (``state = 'closed'``)."""
@@ -561,6 +648,22 @@ class Index:
 
         self._flush_writers()
         return eventlog.event_times(self.conn, session_id, legacy=self._legacy())
+
+
+def _filters(
+    *, agent: str | None, cwd: str | None, state: str | None, since: float | None
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (with its leading space, or empty) and parameters of a listing."""
+    where: list[str] = []
+    params: list[Any] = []
+    for column, value in (("agent", agent), ("cwd", cwd), ("state", state)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since is not None:
+        where.append("last_used_at >= ?")
+        params.append(since)
+    return (" WHERE " + " AND ".join(where) if where else ""), params
 
 
 def _read_immutable(path: Path, cause: Exception) -> sqlite3.Connection:

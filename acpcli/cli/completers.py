@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import typer  # loaded already wherever a completer runs (the command line is parsed by it)
+
 _PROTOCOLS = (
     ("auto", "offer v2, accept v1"),
     ("1", "ACP v1 only"),
@@ -96,6 +98,17 @@ def agents_actions(incomplete: str) -> Iterator[tuple[str, str]]:
     )
 
 
+def session_action(ctx: typer.Context, incomplete: str) -> Iterator[tuple[str, str]]:
+    """``acpcli sessions [rm ID…]``: ``rm`` first, then session ids (not those given yet)."""
+    positional = list(ctx.params.get("action") or ())
+    if not positional:
+        return iter((("rm", "delete sessions' local records"),) if "rm".startswith(incomplete) else ())
+    if positional[0] != "rm":
+        return iter(())
+    given = set(positional[1:])
+    return ((sid, help) for sid, help in session_ids(incomplete) if sid not in given)
+
+
 def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
     """Locally recorded session ids, most recently used first; the description is the
     title and the agent (and "closed" for a closed session)."""
@@ -110,7 +123,7 @@ def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
     except Exception:  # noqa: BLE001 - nor a broken or foreign index
         return iter(())
     return (
-        (rec.id, f"{rec.title or '(untitled)'} [{rec.agent}{', closed' if rec.state == 'closed' else ''}]")
+        (rec.id, f"{rec.shown_title or '(untitled)'} [{rec.agent}{', closed' if rec.state == 'closed' else ''}]")
         for rec in rows
         if rec.id.startswith(incomplete)
     )

@@ -15,6 +15,8 @@ from acpcli.errors import ExitCode, UsageError
 from acpcli.safe_text import safe_line
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from acpcli.env import Environment
 
 
@@ -24,19 +26,55 @@ def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
+#: How many sessions ``acpcli sessions`` shows without --limit or --all.
+DEFAULT_LIMIT = 20
+STATES = ("active", "closed", "any")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``--since``: an age (``30m``, ``12h``, ``7d``, ``2w``, ``90s``) before ``now``, or a
+    local date or date-time (``2026-11-01``, ``2026-11-01T09:30``, ``2026-11-01 09:30``);
+    unix seconds."""
+    from datetime import datetime
+
+    value = text.strip()
+    number, unit = value[:-1], value[-1:].lower()
+    if unit in _UNITS and number.isdigit():
+        return (time.time() if now is None else now) - int(number) * _UNITS[unit]
+    try:
+        return datetime.fromisoformat(value).timestamp()  # naive: local time
+    except ValueError:
+        raise UsageError(
+            f"--since must be an age like 7d, 12h, 30m, 2w or a date like 2026-11-01 (got {text!r})"
+        ) from None
+
+
 def sessions(
     *,
     agent: str | None,
     cmd: str | None,
     cwd: Path | None,
-    all_states: bool,
+    all_sessions: bool,
     remote: bool,
     as_json: bool,
     protocol: str | None = None,
+    state: str | None = None,
+    since: str | None = None,
+    limit: str | int | None = None,
 ) -> int:
     from acpcli.cli.streams import environment
     from acpcli.session.inputs import resolve_dir
 
+    if state is not None and state not in STATES:
+        raise UsageError(f"--state must be one of {', '.join(STATES)} (got {state!r})")
+    if isinstance(limit, str):
+        if not limit.strip().isdigit():
+            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {limit!r})")
+        limit = int(limit)
+    if limit is not None and limit < 0:
+        raise UsageError(f"--limit must be 0 (no limit) or more (got {limit})")
+    since_ts = parse_since(since) if since is not None else None
     env = environment()
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
     if remote:
@@ -44,11 +82,25 @@ def sessions(
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
+    wanted_state = state or ("any" if all_sessions else "active")
+    if limit is None:
+        limit = 0 if all_sessions else DEFAULT_LIMIT
+    only_state = None if wanted_state == "any" else wanted_state
+    more = 0
     if not db_path().exists():
         rows = []
     else:
         with Index.open(read_only=True) as index:
-            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=None if all_states else "active")
+            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=limit or None)
+            if limit and len(rows) == limit:  # only then can there be more: one count query
+                more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - limit
+    if more > 0:
+        # No colon: a plain line on a piped stderr is written without importing rich.
+        closed = "" if only_state is None else " (closed ones too)"
+        env.note(
+            f"{more} more {'session' if more == 1 else 'sessions'} not shown — "
+            f"--limit N shows N (0 for no limit), --all shows every session{closed}"
+        )
     if as_json:
         for rec in rows:
             env.stdout.write(
@@ -56,7 +108,8 @@ def sessions(
                     {
                         "id": rec.id,
                         "agent": rec.agent,
-                        "title": rec.title,
+                        "title": rec.shown_title,
+                        "titleSource": rec.title_source,  # "agent", "prompt" (its first line) or null
                         "cwd": rec.cwd,
                         "additionalDirectories": rec.additional_dirs,
                         "mcpServers": rec.mcp_servers,
@@ -72,13 +125,16 @@ def sessions(
             )
         return int(ExitCode.OK)
     if not rows:
-        env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
+        if agent is not None or the_cwd is not None or since_ts is not None or state is not None:
+            env.note("no sessions match")
+        else:
+            env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
         return int(ExitCode.OK)
     if not env.stdout_is_terminal:
         # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.
         env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\n")
         for rec in rows:
-            fields = (rec.id, rec.agent, rec.title or "", rec.cwd, str(rec.protocol_version or ""),
+            fields = (rec.id, rec.agent, rec.shown_title or "", rec.cwd, str(rec.protocol_version or ""),
                       _when(rec.created_at), _when(rec.last_used_at), rec.state)
             env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
@@ -93,7 +149,7 @@ def sessions(
         shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
         # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
         table.add_row(
-            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.title or "", shown_cwd)),
+            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.shown_title or "", shown_cwd)),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
@@ -101,6 +157,72 @@ def sessions(
         )
     env.out.print(table)
     return int(ExitCode.OK)
+
+
+def remove(ids: list[str], *, yes: bool) -> int:
+    """``sessions rm``: delete sessions' local records (index rows and events, the demo
+    agent's state of demo sessions); never anything on the agent's side. Every id is
+    resolved (exact, or a unique prefix) before anything is deleted. On a terminal the
+    sessions are listed and the person asked first, unless ``yes``."""
+    from acpcli.cli.streams import environment
+    from acpcli.errors import SessionNotFound
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    if not ids:
+        raise UsageError("sessions rm needs at least one session id")
+    env = environment()
+    if not db_path().exists():
+        raise SessionNotFound(f"no session {ids[0]!r} in the local index")
+    with Index.open() as index:
+        records = {}
+        for given in ids:
+            rec = index.get(given)
+            records[rec.id] = rec
+        if env.interactive and not yes:
+            for rec in records.values():
+                env.note(f"  {rec.id}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}")
+            count = f"{len(records)} {'session' if len(records) == 1 else 'sessions'}"
+            these = "this session" if len(records) == 1 else f"these {count}"
+            answer = env.err.input(f"Delete the local records of {these}? [y/N] ", markup=False, emoji=False)
+            if answer.strip().lower() not in ("y", "yes"):
+                env.note("nothing deleted")
+                return int(ExitCode.OK)
+        conn = index.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sid in records:
+                index.delete(sid)  # its event pages go with it (ON DELETE CASCADE)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        for rec in records.values():
+            _forget_demo_state(rec.wire_id, rec.agent_info)
+        _reclaim_space(conn)
+    env.note(f"deleted {len(records)} {'session' if len(records) == 1 else 'sessions'}")
+    return int(ExitCode.OK)
+
+
+def _forget_demo_state(wire_id: str, agent_info: dict[str, object] | None) -> None:
+    """The demo agent keeps its own state of a session under acpcli's home: delete it too."""
+    from acpcli.paths import home_dir
+
+    if (agent_info or {}).get("name") != "acpcli-demo-agent" or os.sep in wire_id or wire_id.startswith("."):
+        return
+    try:
+        (home_dir() / "demo-agent" / "sessions" / f"{wire_id}.json").unlink(missing_ok=True)
+    except OSError:
+        pass  # the index rows are gone: a stale state file only matters to the demo agent
+
+
+def _reclaim_space(conn: sqlite3.Connection) -> None:
+    """VACUUM when a quarter or more of the file is free pages (deleting a few small sessions
+    does not rewrite a large index; deleting most of it gives the disk back)."""
+    (free,) = conn.execute("PRAGMA freelist_count").fetchone()
+    (pages,) = conn.execute("PRAGMA page_count").fetchone()
+    if pages and free * 4 >= pages:
+        conn.execute("VACUUM")
 
 
 def _remote_sessions(

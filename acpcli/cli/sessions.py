@@ -195,19 +195,51 @@ def close(
 
 @app.command()
 def sessions(
+    action: Annotated[list[str] | None, typer.Argument(metavar="[rm ID]...", help="`rm ID…`: delete these sessions' local records (see below).", autocompletion=completers.session_action, show_default=False)] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="rm: do not ask first on a terminal.")] = False,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Cwd = None,
-    all_states: Annotated[bool, typer.Option("--all", help="Include closed sessions.")] = False,
+    state: Annotated[str | None, typer.Option("--state", metavar="active|closed|any", help="Only sessions in this state (default: active; --all: any).", show_default=False)] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01, 2026-11-01T09:30).", show_default=False)] = None,
+    # a str, parsed by history.sessions: acpcli's own coercer (no pydantic) takes str, Path, bool
+    limit: Annotated[str | None, typer.Option("--limit", "-n", metavar="N", help="Show the N most recent (default 20; 0: no limit). A note on stderr says how many more there are.", show_default=False)] = None,
+    all_sessions: Annotated[bool, typer.Option("--all", help="Every session: closed ones too, and no limit (an explicit --state or --limit still applies).")] = False,
     remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     protocol: Protocol = None,
 ) -> None:
-    """List sessions: the local index by default, or the agent's own list with --remote."""
+    """List sessions, most recently used first: the local index by default, or the agent's own
+    list with --remote.
+
+    The 20 most recent active sessions are shown (as a table, tab-separated lines when piped,
+    or JSON lines with --json); a note on stderr says how many more match and how to see them.
+    Filters combine: --agent, --cwd, --state, --since.
+
+    `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
+    stored events (and the demo agent's state for demo sessions); nothing on the agent's
+    side. On a terminal it lists them and asks first (--yes skips that); without one it acts.
+
+    Examples:
+
+      acpcli sessions --since 7d --agent demo
+
+      acpcli sessions --all --json
+
+      acpcli sessions rm demo-1f2e… demo-9a8b… --yes
+    """
     from acpcli.cli import history
 
+    if action:
+        if action[0] != "rm":
+            from acpcli.errors import UsageError
+
+            raise UsageError(f"unknown action {action[0]!r}: the only one is `acpcli sessions rm ID…`")
+        raise typer.Exit(history.remove(action[1:], yes=yes))
+
     raise typer.Exit(history.sessions(
-        agent=agent, cmd=cmd, cwd=cwd, all_states=all_states, remote=remote, as_json=as_json, protocol=protocol
+        agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,
+        state=state, since=since, limit=limit,
     ))
 
 

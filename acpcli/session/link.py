@@ -416,6 +416,7 @@ class AgentLink:
         While the turn runs, a wish to cancel it (:attr:`LiveSession.cancel_wanted`: a
         dismissed permission question) is carried out here, by the turn's owner.
         """
+        live.note_prompt(blocks)  # before start_turn: the store still holds only earlier turns
         live.start_turn()
         v1 = self.features.protocol_version == 1
         if v1:

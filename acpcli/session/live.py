@@ -80,6 +80,10 @@ class LiveSession:
     #: The agent's id for this session when it differs from ``session_id`` (the agent forgot
     #: a never-prompted session and a fresh one stands in for it under the user's id).
     wire_id: str | None = None
+    #: The text of the session's first prompt as far as this process knows it (the first
+    #: replayed user message of a load, else the first prompt sent here), for the index's
+    #: prompt title; None until a prompt is sent.
+    first_prompt: str | None = None
 
     @property
     def agent_id(self) -> str:
@@ -155,6 +159,14 @@ class LiveSession:
             except Exception:
                 log.exception("storing the prompt of %s failed", self.session_id)
 
+    def note_prompt(self, blocks: Sequence[dict[str, Any]]) -> None:
+        """A prompt is being sent (any protocol version): the first one, or the first user
+        message a load replayed, becomes :attr:`first_prompt`. Called before it is echoed."""
+        if self.first_prompt is None:
+            self.first_prompt = _first_user_text(self.store) or "".join(
+                b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)
+            )
+
     def asked_about(self, tool_call: Any) -> None:
         """A permission request's ``toolCall``: the tool call it names exists from now on,
         with what the request says of it (gemini asks about calls it never announced)."""
@@ -178,6 +190,16 @@ class LiveSession:
     def want_cancel(self) -> None:
         """Ask the turn's owner to cancel the turn (see :attr:`cancel_wanted`)."""
         self.cancel_wanted.set()
+
+
+def _first_user_text(store: Store) -> str | None:
+    """The text of the first user message in the transcript (a replayed one), if any."""
+    from acpcli.store import USER, Message
+
+    for entry in store.entries:
+        if isinstance(entry, Message) and entry.kind == USER:
+            return entry.text or None
+    return None
 
 
 def seed_settings(live: LiveSession, result: Any) -> None:

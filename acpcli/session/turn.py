@@ -101,8 +101,11 @@ async def _turn_tasks(
 
 def after_turn(index: Index, live: LiveSession) -> None:
     """What the index learns from a finished turn, whatever ended it: the session was used
-    now, and its title if the agent gave one. (The event log is flushed by the caller, which
-    owns the writer, before this.)"""
+    now, and its title if the agent gave one, else (once) the first line of its first prompt.
+    (The event log is flushed by the caller, which owns the writer, before this.)"""
     index.touch(live.session_id)
+    if live.first_prompt:
+        index.set_prompt_title(live.session_id, live.first_prompt)  # a no-op once it is set
+        live.first_prompt = ""  # one UPDATE per session and process, not per turn
     if live.store.title:
         index.set_title(live.session_id, live.store.title)

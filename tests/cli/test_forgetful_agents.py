@@ -165,8 +165,9 @@ def test_titles_from_the_agents_list_are_saved_under_the_users_id(cli: Cli, stat
     cmd = forgetful("codex")
     sid = cli.ok("new", "--no-repl", "--cmd", cmd, env=state).stdout.strip()
     cli.ok("prompt", "--session", sid, "hello there", env=state)  # a fresh agent session stands in
-    assert cli.index()[0]["title"] is None
+    [row] = cli.index()
+    assert (row["title"], row["titleSource"]) == ("hello there", "prompt")  # no agent title yet: the prompt's
     listed = cli.ok("sessions", "--remote", "--cmd", cmd, env=state)
     assert "hello there" in listed.stdout
     [row] = cli.index()
-    assert (row["id"], row["title"]) == (sid, "hello there")  # matched through the agent's id
+    assert (row["id"], row["title"], row["titleSource"]) == (sid, "hello there", "agent")  # matched through the agent's id

@@ -1,0 +1,80 @@
+"""``acpcli sessions`` as a person and a script see it: the most recent 20 by default, a note on
+stderr saying how many more, --limit / --all / --state / --since / --agent / --cwd."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from acpcli.errors import ExitCode
+from acpcli.persistence import Index
+from tests.helpers.records import rec
+
+from .conftest import Cli, error_line
+
+
+def _plant(n: int, *, closed: int = 0, agent: str = "demo", cwd: str = "/work", start: float | None = None) -> list[str]:
+    """``n`` sessions (the last ``closed`` of them closed), newest first in the returned ids."""
+    base = time.time() - 10_000 if start is None else start
+    made = []
+    with Index() as index:
+        for i in range(n):
+            sid = f"{agent}-{i:05d}"
+            index.upsert_session(rec(sid, agent=agent, cwd=cwd, last_used_at=base + i,
+                                     state="closed" if i >= n - closed else "active"))
+            made.append(sid)
+    return made[::-1]
+
+
+def _json_ids(cli: Cli, *args: str) -> tuple[list[str], str]:
+    proc = cli.ok("sessions", "--json", *args)
+    return [json.loads(line)["id"] for line in proc.stdout.splitlines()], proc.stderr
+
+
+def test_the_most_recent_20_and_a_note_of_the_rest(cli: Cli) -> None:
+    newest = _plant(25)
+    shown, note = _json_ids(cli)
+    assert shown == newest[:20]
+    assert note.strip() == ("5 more sessions not shown — --limit N shows N (0 for no limit), "
+                            "--all shows every session (closed ones too)")
+    piped = cli.ok("sessions")
+    lines = piped.stdout.splitlines()
+    assert lines[0].startswith("ID\t") and [line.split("\t")[0] for line in lines[1:]] == newest[:20]
+    assert "5 more sessions" in piped.stderr
+    three, note = _json_ids(cli, "--limit", "3")
+    assert three == newest[:3] and note.startswith("22 more sessions not shown")
+    assert _json_ids(cli, "--limit", "0") == (newest, "")
+    assert _json_ids(cli, "--limit", "25") == (newest, "")  # exactly all: nothing more to say
+
+
+def test_all_includes_closed_and_lifts_the_limit(cli: Cli) -> None:
+    newest = _plant(30, closed=4)
+    closed, active = newest[:4], newest[4:]
+    assert _json_ids(cli)[0] == active[:20]
+    assert _json_ids(cli, "--all") == (newest, "")
+    assert _json_ids(cli, "--all", "--limit", "5")[0] == newest[:5]
+    assert _json_ids(cli, "--state", "closed") == (closed, "")
+    assert _json_ids(cli, "--state", "any", "--limit", "0") == (newest, "")
+    assert _json_ids(cli, "--all", "--state", "active") == (active, "")  # an explicit --state wins
+
+
+def test_filters_by_agent_cwd_and_since(cli: Cli) -> None:
+    now = time.time()
+    old = _plant(3, agent="codex", cwd=str(cli.cwd), start=now - 30 * 86400)
+    recent = _plant(2, agent="demo", start=now - 3600)
+    assert _json_ids(cli, "--agent", "codex") == (old, "")
+    assert _json_ids(cli, "--cwd", str(cli.cwd)) == (old, "")
+    assert _json_ids(cli, "--since", "1d") == (recent, "")
+    assert _json_ids(cli, "--since", "60d")[0] == recent + old
+    day = time.strftime("%Y-%m-%d", time.localtime(now - 2 * 86400))
+    assert _json_ids(cli, "--since", day) == (recent, "")
+    nothing = cli.ok("sessions", "--agent", "nobody")
+    assert nothing.stdout == "" and nothing.stderr.strip() == "no sessions match"
+
+
+def test_bad_listing_options_are_usage_errors(cli: Cli) -> None:
+    _plant(1)
+    assert "--since" in error_line(cli.run("sessions", "--since", "lately"), ExitCode.USAGE)
+    assert "--state" in error_line(cli.run("sessions", "--state", "open"), ExitCode.USAGE)
+    for bad in ("-1", "many"):
+        assert "--limit" in error_line(cli.run("sessions", "--limit", bad), ExitCode.USAGE)

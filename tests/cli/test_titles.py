@@ -1,0 +1,42 @@
+"""Every session has a useful title in ``acpcli sessions``: the agent's, else the first line of
+its first prompt (``"titleSource": "prompt"`` in --json), stored on the first turn."""
+
+from __future__ import annotations
+
+import json
+
+from acpcli.persistence import Index
+
+from .conftest import AgentTrace, Cli
+
+
+def _listed(cli: Cli, sid: str) -> dict[str, object]:
+    rows = [json.loads(line) for line in cli.ok("sessions", "--json", "--all").stdout.splitlines()]
+    return next(r for r in rows if r["id"] == sid)
+
+
+def test_an_untitled_session_is_titled_by_its_first_prompt(cli: Cli, trace: AgentTrace) -> None:
+    cmd = trace.record_cmd("--resume")
+    sid = cli.new(cmd)
+    assert _listed(cli, sid)["title"] is None and _listed(cli, sid)["titleSource"] is None
+    cli.ok("prompt", "--session", sid, "--cmd", cmd, "\n  Fix   the login bug\nand then the logout one")
+    row = _listed(cli, sid)
+    assert (row["title"], row["titleSource"]) == ("Fix the login bug", "prompt")
+    cli.ok("prompt", "--session", sid, "--cmd", cmd, "something else")  # the first prompt's stays
+    assert _listed(cli, sid)["title"] == "Fix the login bug"
+    piped = cli.ok("sessions").stdout
+    assert f"{sid}\t" in piped and "\tFix the login bug\t" in piped
+    table = cli.ok("sessions", env={"FORCE_COLOR": "1"}).stdout
+    assert "Fix the login bug" in table
+
+
+def test_the_agents_title_wins_and_the_prompt_one_is_kept_behind_it(cli: Cli, trace: AgentTrace) -> None:
+    sid = cli.new(trace.demo_cmd())
+    cli.ok("prompt", "--session", sid, "Summarize the README please\nin three lines")
+    row = _listed(cli, sid)
+    assert row["titleSource"] == "agent" and row["title"]  # the demo agent titles a session
+    with Index() as index:
+        assert index.get(sid).prompt_title == "Summarize the README please"
+        index.set_title(sid, None)
+    row = _listed(cli, sid)
+    assert (row["title"], row["titleSource"]) == ("Summarize the README please", "prompt")
