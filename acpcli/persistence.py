@@ -510,13 +510,15 @@ class Index:
         state: str | None = None,
         limit: int | None = None,
         since: float | None = None,
+        before: float | None = None,
     ) -> list[SessionRecord]:
         """Sessions matching every given filter, most recently used first.
 
-        ``since``: used at or after this time (unix seconds). ``limit``: at most this many.
+        ``since``: used at or after this time (unix seconds); ``before``: last used before
+        it. ``limit``: at most this many.
         """
         conn = self.conn  # opened first: the columns read depend on the file's schema
-        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since)
+        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since, before=before)
         sql = f"SELECT {self._columns()} FROM sessions{where} ORDER BY last_used_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -651,7 +653,7 @@ class Index:
 
 
 def _filters(
-    *, agent: str | None, cwd: str | None, state: str | None, since: float | None
+    *, agent: str | None, cwd: str | None, state: str | None, since: float | None, before: float | None = None
 ) -> tuple[str, list[Any]]:
     """The ``WHERE`` clause (with its leading space, or empty) and parameters of a listing."""
     where: list[str] = []
@@ -663,6 +665,9 @@ def _filters(
     if since is not None:
         where.append("last_used_at >= ?")
         params.append(since)
+    if before is not None:
+        where.append("last_used_at < ?")
+        params.append(before)
     return (" WHERE " + " AND ".join(where) if where else ""), params
 
 

@@ -461,8 +461,10 @@ def test_zsh_shows_descriptions(workdir: Path, tmp_path: Path) -> None:
 
 def test_sessions_rm_offers_rm_then_the_ids_not_given_yet() -> None:
     record_sessions()
-    assert values("acpcli sessions ") == ["rm"]
+    assert values("acpcli sessions ") == ["rm", "prune"]
     assert values("acpcli sessions --json r") == ["rm"]
+    assert values("acpcli sessions p") == ["prune"]
+    assert values("acpcli sessions prune ") == []  # prune picks by --older-than, not by id
     assert values("acpcli sessions rm ") == NEWEST_FIRST
     assert values(f"acpcli sessions rm {NEWEST_FIRST[0]} ") == NEWEST_FIRST[1:]
     assert values("acpcli sessions other ") == []

@@ -99,10 +99,12 @@ def agents_actions(incomplete: str) -> Iterator[tuple[str, str]]:
 
 
 def session_action(ctx: typer.Context, incomplete: str) -> Iterator[tuple[str, str]]:
-    """``acpcli sessions [rm ID…]``: ``rm`` first, then session ids (not those given yet)."""
+    """``acpcli sessions [rm ID… | prune]``: the action first, then (``rm``) session ids not
+    given yet."""
     positional = list(ctx.params.get("action") or ())
     if not positional:
-        return iter((("rm", "delete sessions' local records"),) if "rm".startswith(incomplete) else ())
+        actions = (("rm", "delete sessions' local records"), ("prune", "delete sessions last used long ago"))
+        return iter([(name, help) for name, help in actions if name.startswith(incomplete)])
     if positional[0] != "rm":
         return iter(())
     given = set(positional[1:])

@@ -1,4 +1,4 @@
-"""The commands that show what acpcli recorded: ``sessions``, ``show``, ``export``.
+"""The commands over what acpcli recorded: ``sessions`` (``rm``, ``prune``), ``show``, ``export``.
 
 Nothing here starts an agent except ``sessions --remote`` (what the agent itself lists).
 """
@@ -15,9 +15,8 @@ from acpcli.errors import ExitCode, UsageError
 from acpcli.safe_text import safe_line
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from acpcli.env import Environment
+    from acpcli.persistence import Index, SessionRecord
 
 
 def _when(ts: float | None) -> str:
@@ -164,14 +163,12 @@ def remove(ids: list[str], *, yes: bool) -> int:
     agent's state of demo sessions); never anything on the agent's side. Every id is
     resolved (exact, or a unique prefix) before anything is deleted. On a terminal the
     sessions are listed and the person asked first, unless ``yes``."""
-    from acpcli.cli.streams import environment
     from acpcli.errors import SessionNotFound
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
-    env = environment()
     if not db_path().exists():
         raise SessionNotFound(f"no session {ids[0]!r} in the local index")
     with Index.open() as index:
@@ -179,50 +176,72 @@ def remove(ids: list[str], *, yes: bool) -> int:
         for given in ids:
             rec = index.get(given)
             records[rec.id] = rec
-        if env.interactive and not yes:
-            for rec in records.values():
-                env.note(f"  {rec.id}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}")
-            count = f"{len(records)} {'session' if len(records) == 1 else 'sessions'}"
-            these = "this session" if len(records) == 1 else f"these {count}"
-            answer = env.err.input(f"Delete the local records of {these}? [y/N] ", markup=False, emoji=False)
-            if answer.strip().lower() not in ("y", "yes"):
-                env.note("nothing deleted")
-                return int(ExitCode.OK)
-        conn = index.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for sid in records:
-                index.delete(sid)  # its event pages go with it (ON DELETE CASCADE)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        for rec in records.values():
-            _forget_demo_state(rec.wire_id, rec.agent_info)
-        _reclaim_space(conn)
-    env.note(f"deleted {len(records)} {'session' if len(records) == 1 else 'sessions'}")
+        return _delete(index, list(records.values()), yes=yes)
+
+
+def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
+    """``sessions prune --older-than AGE``: delete the local records of every session (active
+    or closed) last used longer ago than ``AGE``; ``dry_run`` lists them and deletes nothing."""
+    import time
+
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+
+    if older_than is None:
+        raise UsageError("sessions prune needs --older-than AGE (e.g. 30d, 12h, 2w, or a date)")
+    try:
+        cutoff = parse_since(older_than, time.time())
+    except UsageError as err:
+        raise UsageError(err.message.replace("--since", "--older-than", 1)) from None
+    if not db_path().exists():
+        return _nothing_to_prune(older_than)
+    with Index.open(read_only=dry_run) as index:
+        records = index.list_sessions(before=cutoff)
+        if not records:
+            return _nothing_to_prune(older_than)
+        if dry_run:
+            from acpcli.cli.streams import environment
+
+            env = environment()
+            for rec in records:
+                env.note(_line(rec))
+            env.note(f"{_count(records)} would be deleted (--dry-run: nothing deleted)")
+            return int(ExitCode.OK)
+        return _delete(index, records, yes=yes)
+
+
+def _nothing_to_prune(older_than: str) -> int:
+    from acpcli.cli.streams import environment
+
+    environment().note(f"no session was last used longer ago than {older_than}: nothing to delete")
     return int(ExitCode.OK)
 
 
-def _forget_demo_state(wire_id: str, agent_info: dict[str, object] | None) -> None:
-    """The demo agent keeps its own state of a session under acpcli's home: delete it too."""
-    from acpcli.paths import home_dir
-
-    if (agent_info or {}).get("name") != "acpcli-demo-agent" or os.sep in wire_id or wire_id.startswith("."):
-        return
-    try:
-        (home_dir() / "demo-agent" / "sessions" / f"{wire_id}.json").unlink(missing_ok=True)
-    except OSError:
-        pass  # the index rows are gone: a stale state file only matters to the demo agent
+def _count(records: list[SessionRecord]) -> str:
+    return f"{len(records)} {'session' if len(records) == 1 else 'sessions'}"
 
 
-def _reclaim_space(conn: sqlite3.Connection) -> None:
-    """VACUUM when a quarter or more of the file is free pages (deleting a few small sessions
-    does not rewrite a large index; deleting most of it gives the disk back)."""
-    (free,) = conn.execute("PRAGMA freelist_count").fetchone()
-    (pages,) = conn.execute("PRAGMA page_count").fetchone()
-    if pages and free * 4 >= pages:
-        conn.execute("VACUUM")
+def _line(rec: SessionRecord) -> str:
+    return f"  {rec.id}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}"
+
+
+def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
+    """Ask first on a terminal (unless ``yes``), then delete (:mod:`acpcli.session.housekeeping`)."""
+    from acpcli.cli.streams import environment
+    from acpcli.session.housekeeping import delete_local
+
+    env = environment()
+    if env.interactive and not yes:
+        for rec in records:
+            env.note(_line(rec))
+        these = "this session" if len(records) == 1 else f"these {_count(records)}"
+        answer = env.err.input(f"Delete the local records of {these}? [y/N] ", markup=False, emoji=False)
+        if answer.strip().lower() not in ("y", "yes"):
+            env.note("nothing deleted")
+            return int(ExitCode.OK)
+    delete_local(index, records)
+    env.note(f"deleted {_count(records)}")
+    return int(ExitCode.OK)
 
 
 def _remote_sessions(

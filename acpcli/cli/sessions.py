@@ -195,8 +195,10 @@ def close(
 
 @app.command()
 def sessions(
-    action: Annotated[list[str] | None, typer.Argument(metavar="[rm ID]...", help="`rm ID…`: delete these sessions' local records (see below).", autocompletion=completers.session_action, show_default=False)] = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="rm: do not ask first on a terminal.")] = False,
+    action: Annotated[list[str] | None, typer.Argument(metavar="[rm ID... | prune]", help="`rm ID…`: delete these sessions' local records; `prune --older-than AGE`: delete those of every session last used before (see below).", autocompletion=completers.session_action, show_default=False)] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="rm, prune: do not ask first on a terminal.")] = False,
+    older_than: Annotated[str | None, typer.Option("--older-than", metavar="AGE", help="prune: sessions last used longer ago than AGE (30d, 12h, 2w) or before a date (2026-11-01).", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="prune: list what would be deleted, delete nothing.")] = False,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Cwd = None,
     state: Annotated[str | None, typer.Option("--state", metavar="active|closed|any", help="Only sessions in this state (default: active; --all: any).", show_default=False)] = None,
@@ -219,6 +221,8 @@ def sessions(
     `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
     stored events (and the demo agent's state for demo sessions); nothing on the agent's
     side. On a terminal it lists them and asks first (--yes skips that); without one it acts.
+    `acpcli sessions prune --older-than 30d` does the same for every session (active or
+    closed) last used longer ago than that; --dry-run only lists them.
 
     Examples:
 
@@ -227,15 +231,28 @@ def sessions(
       acpcli sessions --all --json
 
       acpcli sessions rm demo-1f2e… demo-9a8b… --yes
+
+      acpcli sessions prune --older-than 30d --dry-run
     """
     from acpcli.cli import history
 
     if action:
-        if action[0] != "rm":
-            from acpcli.errors import UsageError
+        from acpcli.errors import UsageError
 
-            raise UsageError(f"unknown action {action[0]!r}: the only one is `acpcli sessions rm ID…`")
-        raise typer.Exit(history.remove(action[1:], yes=yes))
+        if action[0] == "rm":
+            raise typer.Exit(history.remove(action[1:], yes=yes))
+        if action[0] == "prune":
+            if action[1:]:
+                raise UsageError("sessions prune takes no session ids: it picks by --older-than AGE")
+            raise typer.Exit(history.prune(older_than, dry_run=dry_run, yes=yes))
+        raise UsageError(
+            f"unknown action {action[0]!r}: the actions are `acpcli sessions rm ID…` and "
+            "`acpcli sessions prune --older-than AGE`"
+        )
+    if older_than is not None or dry_run:
+        from acpcli.errors import UsageError
+
+        raise UsageError("--older-than and --dry-run go with `acpcli sessions prune`")
 
     raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,

@@ -63,3 +63,54 @@ def test_rm_on_a_terminal_lists_and_asks_first(cli: Cli, trace: AgentTrace, spaw
     pty = spawn("sessions", "rm", kept, "--yes")
     pty.expect("deleted 1 session")
     assert pty.wait() == 0 and cli.index() == []
+
+
+# -- prune ------------------------------------------------------------------------------------
+
+
+def _last_used(sid: str, days_ago: float) -> None:
+    import time
+
+    with Index() as index:
+        index.conn.execute("UPDATE sessions SET last_used_at = ? WHERE id = ?", (time.time() - days_ago * 86400, sid))
+        index.conn.commit()
+
+
+def test_prune_deletes_sessions_last_used_before_the_age(cli: Cli, trace: AgentTrace, acpcli_home: Path) -> None:
+    old, recent = _two_sessions(cli, trace)
+    _last_used(old, 45)
+    shown = cli.show(recent)
+    listed = cli.ok("sessions", "prune", "--older-than", "30d", "--dry-run")
+    assert old in listed.stderr and recent not in listed.stderr
+    assert "1 session would be deleted" in listed.stderr and listed.stdout == ""
+    assert {r["id"] for r in cli.index()} == {old, recent}  # a dry run deletes nothing
+    done = cli.ok("sessions", "prune", "--older-than", "30d")
+    assert done.stderr.strip() == "deleted 1 session"
+    assert [r["id"] for r in cli.index()] == [recent]
+    assert _event_rows(old) == 0 and not (acpcli_home / "demo-agent" / "sessions" / f"{old}.json").exists()
+    assert cli.show(recent) == shown  # what is left reads exactly as before
+    again = cli.ok("sessions", "prune", "--older-than", "30d")
+    assert "nothing to delete" in again.stderr
+    trace.assert_all_gone()
+
+
+def test_prune_inputs_are_checked_before_anything_is_deleted(cli: Cli, trace: AgentTrace) -> None:
+    old, recent = _two_sessions(cli, trace)
+    _last_used(old, 45)
+    assert "--older-than" in error_line(cli.run("sessions", "prune"), ExitCode.USAGE)
+    assert "--older-than" in error_line(cli.run("sessions", "prune", "--older-than", "soon"), ExitCode.USAGE)
+    assert "no session ids" in error_line(cli.run("sessions", "prune", old, "--older-than", "1d"), ExitCode.USAGE)
+    assert "prune" in error_line(cli.run("sessions", "--dry-run"), ExitCode.USAGE)
+    assert {r["id"] for r in cli.index()} == {old, recent}
+
+
+def test_prune_on_a_terminal_lists_and_asks_first(cli: Cli, trace: AgentTrace, spawn) -> None:  # type: ignore[no-untyped-def]
+    old, recent = _two_sessions(cli, trace)
+    _last_used(old, 45)
+    pty = spawn("sessions", "prune", "--older-than", "2w")
+    pty.expect(r"Delete the local records of this session\? \[y/N\] ")
+    assert old in pty.seen and recent not in pty.seen
+    pty.child.send("n\r")
+    pty.expect("nothing deleted")
+    assert pty.wait() == 0
+    assert {r["id"] for r in cli.index()} == {old, recent}
