@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -89,12 +90,31 @@ async def test_dismissing_a_permission_question_cancels_the_turn(tmp_path, proto
     async def dismiss(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
         return {"outcome": {"outcome": "cancelled"}}
 
-    async with open_link([*DEMO, "--protocol", protocol], decide_permission=dismiss) as link:
+    class Sent:
+        def __init__(self) -> None:
+            self.frames: list[dict[str, Any]] = []
+
+        def sent(self, frame: bytes) -> None:
+            self.frames.append(json.loads(frame))
+
+        def received(self, frame: bytes) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    tap = Sent()
+    async with open_link([*DEMO, "--protocol", protocol], decide_permission=dismiss, tap=tap) as link:
         live = await link.new(str(tmp_path))
         stop = await link.prompt(live, [wire.text_block("edit something")])
-        # "cancelled" is only meaningful for a cancelled turn: acpcli sent session/cancel.
+        # "cancelled" is only meaningful for a cancelled turn: acpcli sent session/cancel,
+        # and sent it before the "cancelled" answer, so the agent learns of the cancel first.
         assert stop == "cancelled"
         assert live.cancel_requested and not live.interrupted
+        methods = [f.get("method") or ("answer:" + json.dumps(f.get("result"))) for f in tap.frames]
+        cancel = methods.index("session/cancel")
+        answer = next(i for i, m in enumerate(methods) if m.startswith("answer:") and '"cancelled"' in m)
+        assert cancel < answer, methods
         # The session is still usable afterwards.
         live_stop = await link.prompt(live, [wire.text_block("no-permission please")])
         assert live_stop == "end_turn"

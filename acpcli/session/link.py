@@ -57,6 +57,9 @@ log = logging.getLogger("acpcli.session")
 _EARLY_SESSIONS = 8
 _EARLY_UPDATES = 256
 
+#: How long a dismissed permission's answer waits for the turn's session/cancel to go out.
+_CANCEL_FIRST = 5.0
+
 PermissionDecider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
 
@@ -149,6 +152,11 @@ class Dispatcher:
             if result is None or is_cancelled(result):
                 if not live.cancel_requested:
                     live.want_cancel()  # dismissed (Ctrl-C) or nothing could be chosen
+                    if live.prompting:
+                        # The turn's owner sends session/cancel: let it go out before this
+                        # answer, so the agent learns of the cancel first (as it would of ours).
+                        with anyio.move_on_after(_CANCEL_FIRST):
+                            await live.cancel_sent.wait()
                 return CANCELLED_OUTCOME
             return result
         finally:
@@ -425,6 +433,7 @@ class AgentLink:
         answer: Any = None
         gone: list[Exception] = []
         failed: list[Exception] = []
+        live.prompting = True
         try:
             async with anyio.create_task_group() as tg:
 
@@ -450,6 +459,7 @@ class AgentLink:
                 tg.start_soon(cancel_when_wanted)
         finally:
             live.turn_idle = None
+            live.prompting = False
         if failed:
             raise failed[0]
         if gone and (idle is None or not idle.is_set()):
@@ -480,7 +490,10 @@ class AgentLink:
         for pending in list(live.pending_permissions):
             pending.set()
         live.cancel_unfinished_tools()
-        await self.conn.notify("session/cancel", wire.cancel_params(live.agent_id))
+        try:
+            await self.conn.notify("session/cancel", wire.cancel_params(live.agent_id))
+        finally:
+            live.cancel_sent.set()
 
 
 @asynccontextmanager

@@ -71,6 +71,9 @@ class LiveSession:
     #: Set when something other than the turn's owner wants the turn cancelled (a dismissed
     #: permission question); the turn's owner sends ``session/cancel`` (:meth:`AgentLink.prompt`).
     cancel_wanted: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    #: Set once this turn's ``session/cancel`` has been sent.
+    cancel_sent: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    prompting: bool = False  # a ``session/prompt`` of this session is in flight (AgentLink.prompt)
     cancel_requested: bool = False
     interrupted: bool = False  # the person pressed Ctrl-C during the current turn
     turn_active: bool = False  # a run_turn is in progress (the supervisor cancels it on SIGTERM)
@@ -186,6 +189,7 @@ class LiveSession:
         self.mark(TURN_START)
         self.cancel_requested = self.interrupted = False
         self.cancel_wanted = anyio.Event()
+        self.cancel_sent = anyio.Event()
 
     def want_cancel(self) -> None:
         """Ask the turn's owner to cancel the turn (see :attr:`cancel_wanted`)."""
