@@ -243,6 +243,29 @@ def event_count(conn: sqlite3.Connection, session_id: str, *, legacy: bool = Fal
     return int(n)
 
 
+def last_seq(conn: sqlite3.Connection, session_id: str) -> int:
+    """The seq of a session's last stored event (0 if none)."""
+    return _last_seq(conn, session_id)
+
+
+def kinds_after(conn: sqlite3.Connection, session_id: str, seq: int) -> list[str]:
+    """The kinds of a session's stored events after ``seq``, in order (payloads are not read)."""
+    kinds: list[str] = []
+    for first, count, page_kinds in conn.execute(
+        "SELECT first_seq, count, kinds FROM event_pages WHERE session_id = ? AND first_seq + count - 1 > ? "
+        "ORDER BY first_seq",
+        (session_id, seq),
+    ):
+        try:
+            listed = json.loads(page_kinds)
+        except (TypeError, ValueError, RecursionError):
+            listed = None
+        if not isinstance(listed, list):
+            listed = ["?"] * int(count)  # a damaged page: its kinds are unknown
+        kinds.extend(str(k) for k in listed[max(0, seq + 1 - first) :])
+    return kinds
+
+
 def event_times(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> list[float]:
     """When each of a session's stored events was received (unix seconds), in seq order."""
     if legacy:

@@ -31,7 +31,7 @@ import json
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from acpcli.eventlog import EventWriter
+    from acpcli.search import Hit
 
 # sqlite3, urllib.parse and acpcli.eventlog are imported where used: the CLI's start-up path
 # and completion (which lists sessions, never reads events) must stay cheap.
@@ -119,6 +120,14 @@ def _prompt_titles(conn: sqlite3.Connection) -> None:
                 break
 
 
+def _search_index(conn: sqlite3.Connection) -> None:
+    """Migration 7: the search documents, and their FTS5 index where SQLite has FTS5
+    (:mod:`acpcli.search`); the first search fills them in for the sessions recorded so far."""
+    from acpcli import search
+
+    search.create(conn)
+
+
 # Append-only. Entry i migrates user_version i -> i + 1: an SQL script, or a function of the
 # connection for what SQL cannot do. Never edit a shipped entry.
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
@@ -176,6 +185,9 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 6: the title a session's first prompt gives it (shown while the agent has given none);
     # filled in for existing sessions from their events
     _prompt_titles,
+    # 7: full-text search: a document per message and tool call title of each transcript,
+    # the FTS5 index over them, and how far each session's documents reach (search_seq)
+    _search_index,
 )
 
 
@@ -518,7 +530,7 @@ class Index:
         it. ``limit``: at most this many.
         """
         conn = self.conn  # opened first: the columns read depend on the file's schema
-        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since, before=before)
+        where, params = session_filters(agent=agent, cwd=cwd, state=state, since=since, before=before)
         sql = f"SELECT {self._columns()} FROM sessions{where} ORDER BY last_used_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -533,7 +545,7 @@ class Index:
         since: float | None = None,
     ) -> int:
         """How many sessions :meth:`list_sessions` with these filters (and no limit) returns."""
-        where, params = _filters(agent=agent, cwd=cwd, state=state, since=since)
+        where, params = session_filters(agent=agent, cwd=cwd, state=state, since=since)
         (count,) = self.conn.execute(f"SELECT count(*) FROM sessions{where}", params).fetchone()
         return int(count)
 
@@ -644,6 +656,43 @@ class Index:
         self._flush_writers()
         return eventlog.event_count(self.conn, session_id, legacy=self._legacy())
 
+    def last_seq(self, session_id: str) -> int:
+        """The seq of a session's last stored event (0 if none)."""
+        from acpcli import eventlog
+
+        self._flush_writers()
+        return eventlog.last_seq(self.conn, session_id)
+
+    def kinds_after(self, session_id: str, seq: int) -> list[str]:
+        """The kinds of a session's events after ``seq``, in order."""
+        from acpcli import eventlog
+
+        self._flush_writers()
+        return eventlog.kinds_after(self.conn, session_id, seq)
+
+    # -- search -------------------------------------------------------------------------
+
+    def search(
+        self,
+        words: Sequence[str],
+        *,
+        kinds: Sequence[str] | None = None,
+        agent: str | None = None,
+        cwd: str | None = None,
+        since: float | None = None,
+        limit: int | None = 20,
+    ) -> list[tuple[SessionRecord, Hit]]:
+        """The sessions whose documents match ``words`` (:func:`acpcli.search.find`), best
+        first, with their records. Documents are as fresh as the last indexing
+        (:mod:`acpcli.session.indexing`)."""
+        from acpcli import search
+
+        where, params = session_filters(agent=agent, cwd=cwd, state=None, since=since, table="s")
+        hits = search.find(
+            self.conn, words, kinds=kinds or search.DEFAULT_KINDS, sessions=(where, params), limit=limit
+        )
+        return [(self.get(hit.session_id), hit) for hit in hits]
+
     def event_times(self, session_id: str) -> list[float]:
         """When each of a session's events was received (unix seconds), in seq order."""
         from acpcli import eventlog
@@ -652,21 +701,29 @@ class Index:
         return eventlog.event_times(self.conn, session_id, legacy=self._legacy())
 
 
-def _filters(
-    *, agent: str | None, cwd: str | None, state: str | None, since: float | None, before: float | None = None
+def session_filters(
+    *,
+    agent: str | None,
+    cwd: str | None,
+    state: str | None,
+    since: float | None,
+    before: float | None = None,
+    table: str = "",
 ) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause (with its leading space, or empty) and parameters of a listing."""
+    """The ``WHERE`` clause (with its leading space, or empty) and parameters of a listing of
+    sessions; ``table``: the alias the sessions table has in the query."""
     where: list[str] = []
     params: list[Any] = []
+    at = f"{table}." if table else ""
     for column, value in (("agent", agent), ("cwd", cwd), ("state", state)):
         if value is not None:
-            where.append(f"{column} = ?")
+            where.append(f"{at}{column} = ?")
             params.append(value)
     if since is not None:
-        where.append("last_used_at >= ?")
+        where.append(f"{at}last_used_at >= ?")
         params.append(since)
     if before is not None:
-        where.append("last_used_at < ?")
+        where.append(f"{at}last_used_at < ?")
         params.append(before)
     return (" WHERE " + " AND ".join(where) if where else ""), params
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from acpcli.safe_text import safe_line
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.persistence import Index, SessionRecord
+    from acpcli.search import Hit
 
 
 def _when(ts: float | None) -> str:
@@ -67,12 +69,7 @@ def sessions(
 
     if state is not None and state not in STATES:
         raise UsageError(f"--state must be one of {', '.join(STATES)} (got {state!r})")
-    if isinstance(limit, str):
-        if not limit.strip().isdigit():
-            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {limit!r})")
-        limit = int(limit)
-    if limit is not None and limit < 0:
-        raise UsageError(f"--limit must be 0 (no limit) or more (got {limit})")
+    count = parse_limit(limit, 0 if all_sessions else DEFAULT_LIMIT)
     since_ts = parse_since(since) if since is not None else None
     env = environment()
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
@@ -82,17 +79,15 @@ def sessions(
     from acpcli.persistence import Index
 
     wanted_state = state or ("any" if all_sessions else "active")
-    if limit is None:
-        limit = 0 if all_sessions else DEFAULT_LIMIT
     only_state = None if wanted_state == "any" else wanted_state
     more = 0
     if not db_path().exists():
         rows = []
     else:
         with Index.open(read_only=True) as index:
-            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=limit or None)
-            if limit and len(rows) == limit:  # only then can there be more: one count query
-                more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - limit
+            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
+            if count and len(rows) == count:  # only then can there be more: one count query
+                more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count
     if more > 0:
         # No colon: a plain line on a piped stderr is written without importing rich.
         closed = "" if only_state is None else " (closed ones too)"
@@ -258,20 +253,207 @@ def _remote_sessions(
     return int(ExitCode.OK)
 
 
-def show(session_id: str) -> int:
-    """Print the stored transcript of a session (rich on a terminal, plain text otherwise)."""
+def show(session_id: str, grep: str | None = None) -> int:
+    """Print the stored transcript of a session (rich on a terminal, plain text otherwise);
+    ``grep``: only the messages and tool calls holding every one of its words."""
     from acpcli.cli.streams import environment
     from acpcli.render import make_view
     from acpcli.session.run import stored
 
     env = environment()
-    _record, store = stored(session_id)
+    words = search_terms(grep) if grep is not None else None
+    record, store = stored(session_id)
+    if words is not None:
+        from acpcli.search import documents, matches
+
+        total = len(store.entries)
+        store.entries = [e for e in store.entries if any(matches(text, words) for _, text in documents([e]))]
+        shown = len(store.entries)
+        env.note(
+            f"{shown} of {total} entries of {record.id} match {grep!r}"
+            if shown
+            else f"nothing in {record.id} matches {grep!r}"
+        )
     view = make_view(env, final_only=True)
     try:
         view.print_store(store)
     finally:
         view.close()
     return int(ExitCode.OK)
+
+
+def search_terms(text: str) -> list[str]:
+    from acpcli.search import terms
+
+    return terms(text)
+
+
+def parse_limit(limit: str | int | None, default: int) -> int:
+    """``--limit``: a number of 0 (no limit) or more; ``default`` when not given."""
+    if limit is None:
+        return default
+    if isinstance(limit, str):
+        if not limit.strip().isdigit():
+            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {limit!r})")
+        limit = int(limit)
+    if limit < 0:
+        raise UsageError(f"--limit must be 0 (no limit) or more (got {limit})")
+    return limit
+
+
+#: How many sessions ``acpcli search`` shows without --limit.
+SEARCH_LIMIT = 20
+#: Reindexing at least this many sessions before a search shows a progress bar (on a terminal).
+_PROGRESS_FROM = 20
+_KIND_LABELS = {"user": "you", "agent": "agent", "thought": "thought", "tool": "tool"}
+
+
+def search(
+    text: str,
+    *,
+    agent: str | None,
+    cwd: Path | None,
+    since: str | None,
+    limit: str | int | None,
+    thoughts: bool,
+    as_json: bool,
+) -> int:
+    """``acpcli search TEXT``: the sessions whose messages hold every word, best match first."""
+    from acpcli.cli.streams import environment
+    from acpcli.paths import db_path
+    from acpcli.persistence import Index
+    from acpcli.search import DEFAULT_KINDS, KINDS, has_fts
+    from acpcli.session.inputs import resolve_dir
+
+    words = search_terms(text)
+    count = parse_limit(limit, SEARCH_LIMIT)
+    since_ts = parse_since(since) if since is not None else None
+    the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
+    env = environment()
+    if not db_path().exists():
+        env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
+        return int(ExitCode.OK)
+    with Index.open() as index:
+        _catch_up(env, index)
+        if not has_fts(index.conn):
+            env.note(
+                "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
+                style="yellow",
+            )
+        found = index.search(
+            words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
+            limit=count + 1 if count else None,
+        )
+    more = bool(count) and len(found) > count
+    found = found[:count] if count else found
+    if as_json:
+        _search_json(env, found)
+    elif found:
+        _search_lines(env, found)
+    if not found:
+        env.note(f"no session matches {text!r}")
+    elif more:
+        env.note("more sessions match — --limit N shows N (0 for all), --agent, --cwd, --since narrow it")
+    return int(ExitCode.OK)
+
+
+def _catch_up(env: Environment, index: Index) -> None:
+    """Index what sessions stored since their last indexing; a progress bar on a terminal
+    when there is much to do (the first search after upgrading, over a large history)."""
+    from acpcli.search import stale
+    from acpcli.session.indexing import catch_up
+
+    todo = len(stale(index.conn))
+    if todo < _PROGRESS_FROM or not env.err.is_terminal:
+        catch_up(index)
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (TextColumn("indexing sessions for search"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=env.err, transient=True) as bar:
+        task = bar.add_task("index", total=todo)
+        catch_up(index, lambda done, _total: bar.update(task, completed=done))
+    env.note(f"indexed {todo} sessions for search")
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def _snippet_parts(snippet: str) -> list[tuple[str, bool]]:
+    """A snippet cut at its match marks: ``(text, is_match)`` pieces, each one line and safe."""
+    from acpcli.search import HIT_END, HIT_START
+
+    parts: list[tuple[str, bool]] = []
+    for i, piece in enumerate(snippet.split(HIT_START)):
+        if i == 0:
+            parts.append((piece, False))
+            continue
+        hit, _, rest = piece.partition(HIT_END)
+        parts.extend(((hit, True), (rest, False)))
+    return [(safe_line(_SPACES.sub(" ", t)), m) for t, m in parts if t]
+
+
+def _search_json(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> None:
+    for rec, hit in found:
+        parts = _snippet_parts(hit.snippet)
+        plain, spans, at = "", [], 0
+        for piece, is_match in parts:
+            if is_match:
+                spans.append([at, at + len(piece)])
+            plain += piece
+            at += len(piece)
+        env.stdout.write(
+            json.dumps(
+                {
+                    "id": rec.id,
+                    "agent": rec.agent,
+                    "title": rec.shown_title,
+                    "titleSource": rec.title_source,
+                    "cwd": rec.cwd,
+                    "lastUsed": rec.last_used_at,
+                    "state": rec.state,
+                    "kind": hit.kind,  # of the best matching message: user, agent, thought, tool
+                    "snippet": plain,
+                    "highlights": spans,  # [start, end) of each matched word in snippet
+                    "matches": hit.matches,  # messages of the session that match
+                    "score": hit.score,  # FTS5 bm25 (lower is better); null without FTS5
+                }
+            )
+            + "\n"
+        )
+
+
+def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> None:
+    if not env.stdout_is_terminal:
+        # Pipes: one tab-separated line per session, the snippet plain.
+        env.stdout.write("ID\tAGENT\tLAST_USED\tTITLE\tKIND\tMATCHES\tSNIPPET\n")
+        for rec, hit in found:
+            snippet = "".join(piece for piece, _ in _snippet_parts(hit.snippet))
+            fields = (rec.id, rec.agent, _when(rec.last_used_at), rec.shown_title or "", hit.kind, str(hit.matches), snippet)
+            env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
+        return
+    from rich.text import Text
+
+    for rec, hit in found:
+        head = Text()
+        head.append(safe_line(rec.id), style="bold")
+        head.append(f"  {safe_line(rec.agent)}  {_when(rec.last_used_at)}", style="dim")
+        if rec.shown_title:
+            head.append("  " + safe_line(rec.shown_title))
+        if hit.matches > 1:
+            head.append(f"  ({hit.matches} matching messages)", style="dim")
+        body = Text("  ")
+        body.append(f"{_KIND_LABELS.get(hit.kind, hit.kind)}: ", style="cyan")
+        for piece, is_match in _snippet_parts(hit.snippet):
+            body.append(piece, style="bold yellow" if is_match else None)
+        env.out.print(head)
+        env.out.print(body)
 
 
 def export(session_id: str, output_format: str, output: Path | None) -> int:

@@ -261,11 +261,53 @@ def sessions(
 
 
 @app.command()
-def show(session_id: SessionId) -> None:
-    """Print a session's stored transcript (no agent is started)."""
+def show(
+    session_id: SessionId,
+    grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORDS", help="Only the messages and tool calls holding every word (case-insensitive; word* for a prefix).", show_default=False)] = None,
+) -> None:
+    """Print a session's stored transcript (no agent is started).
+
+    With --grep, only the entries holding every word, and a note on stderr saying how many
+    of how many: the jump from `acpcli search` to the messages that matched.
+    """
     from acpcli.cli import history
 
-    raise typer.Exit(history.show(session_id))
+    raise typer.Exit(history.show(session_id, grep))
+
+
+@app.command()
+def search(
+    text: Annotated[list[str], typer.Argument(metavar="WORD", help="Words every matching message holds (case-insensitive; word* matches a prefix).", show_default=False)],
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
+    cwd: Annotated[Path | None, typer.Option("--cwd", "-C", metavar="DIR", help="Only sessions whose working directory is DIR.", show_default=False)] = None,
+    since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01).", show_default=False)] = None,
+    limit: Annotated[str | None, typer.Option("--limit", "-n", metavar="N", help="Show the N best sessions (default 20; 0: all).", show_default=False)] = None,
+    thoughts: Annotated[bool, typer.Option("--thoughts", help="Search the agents' thoughts too.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Find past conversations: every session (active or closed) with a message holding all
+    the words -- your prompts, agents' answers, tool call titles, and with --thoughts the
+    agents' thoughts.
+
+    Best match first (newest first on ties), with the session's id, agent, last use, title
+    and a snippet of its best matching message. Nothing is sent to an agent. The first search
+    indexes the sessions recorded before search existed (a progress bar on a terminal).
+
+    Examples:
+
+      acpcli search flaky test
+
+      acpcli search "retry*" --agent codex --since 2w
+
+      acpcli search deploy --json | jq -r .id
+
+      acpcli show SESSION --grep deploy
+    """
+    from acpcli.cli import history
+
+    raise typer.Exit(history.search(
+        " ".join(text), agent=agent, cwd=cwd, since=since, limit=limit, thoughts=thoughts, as_json=as_json
+    ))
 
 
 @app.command()

@@ -87,16 +87,23 @@ class LiveSession:
     #: replayed user message of a load, else the first prompt sent here), for the index's
     #: prompt title; None until a prompt is sent.
     first_prompt: str | None = None
+    #: The event seq of the current turn's start record (None: no turn, or nothing recorded),
+    #: and where the turn's entries begin in the store: what search indexes after the turn.
+    turn_seq: int | None = None
+    turn_first_entry: int = 0
 
     @property
     def agent_id(self) -> str:
         """The id requests for this session carry."""
         return self.wire_id or self.session_id
 
-    def mark(self, kind: str, payload: dict[str, Any] | None = None) -> None:
-        """Append one of acpcli's own records (``TURN_START``, ``SETTING``) to the event log."""
-        if self.recorder is not None:
-            self.recorder.append(self.session_id, kind, json.dumps(payload or {}))
+    def mark(self, kind: str, payload: dict[str, Any] | None = None) -> int | None:
+        """Append one of acpcli's own records (``TURN_START``, ``SETTING``) to the event log;
+        return its seq (None when nothing records this session)."""
+        if self.recorder is None:
+            return None
+        seq = self.recorder.append(self.session_id, kind, json.dumps(payload or {}))
+        return seq if isinstance(seq, int) else None
 
     def settings(self) -> list[Choice]:
         """The settings this session offers now (:class:`acpcli.protocol.settings.Choice`)."""
@@ -186,7 +193,8 @@ class LiveSession:
     def start_turn(self) -> None:
         """A prompt turn begins: its own messages, its own record, a fresh cancel state."""
         self.store.turn_boundary()
-        self.mark(TURN_START)
+        self.turn_first_entry = len(self.store.entries)
+        self.turn_seq = self.mark(TURN_START)
         self.cancel_requested = self.interrupted = False
         self.cancel_wanted = anyio.Event()
         self.cancel_sent = anyio.Event()

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acpcli.session.indexing import turn_indexed
+
 if TYPE_CHECKING:
     from acpcli.persistence import Index
     from acpcli.session.link import AgentLink
@@ -109,3 +111,4 @@ def after_turn(index: Index, live: LiveSession) -> None:
         live.first_prompt = ""  # one UPDATE per session and process, not per turn
     if live.store.title:
         index.set_title(live.session_id, live.store.title)
+    turn_indexed(index, live)  # what the turn said becomes searchable

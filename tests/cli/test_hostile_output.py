@@ -95,13 +95,14 @@ def test_stored_transcript_is_neutralized_in_show_export_and_sessions(cli: Cli, 
     for env in ({}, {"FORCE_COLOR": "1"}):
         terminal = bool(env)
         for args in (("show", "hostile-1"), ("export", "hostile-1", "--format", "text"),
-                     ("export", "hostile-1", "--format", "markdown"), ("sessions",)):
+                     ("export", "hostile-1", "--format", "markdown"), ("sessions",),
+                     ("search", "message"), ("show", "hostile-1", "--grep", "message")):
             proc = run(cli, *args, env=env)
             assert proc.returncode == ExitCode.OK, (args, proc.stderr)
             assert_clean(proc.stdout, terminal=terminal)
             assert_clean(proc.stderr, terminal=terminal)
             assert "^[]2;PWNED" in proc.stdout, (args, proc.stdout)
-            if args[0] in ("sessions", "show"):  # the title (sessions), the thought (show): markup shown as text
+            if args in (("sessions",), ("show", "hostile-1")):  # the title, the thought: markup shown as text
                 assert "[/dim] [link=https://example.invalid]click[/link]" in proc.stdout, (args, proc.stdout)
     target = tmp_path / "out.md"
     assert run(cli, "export", "hostile-1", "--format", "markdown", "-o", str(target)).returncode == ExitCode.OK

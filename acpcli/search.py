@@ -1,0 +1,343 @@
+"""Full-text search over stored conversations: the search documents, their FTS5 index, queries.
+
+A session's *documents* are the texts of its transcript as ``show`` rebuilds it: each user
+message, agent message, thought and tool call title, one row each of ``search_docs``
+(migration 7). ``search_fts`` is an SQLite FTS5 index over them (external content, kept in
+step by triggers), made when this Python's SQLite has FTS5 -- the standard builds on Linux,
+macOS and Windows do. Without it :func:`find` scans ``search_docs`` instead: the same
+matches, slower, ranked by recency only.
+
+``sessions.search_seq`` is the seq of the last event a session's documents reflect: a session
+whose event log has grown past it is *stale* (:func:`stale`), and the session layer
+(:mod:`acpcli.session.indexing`) indexes it again before a search reads. Documents go with
+their session (``ON DELETE CASCADE``; the triggers take them out of ``search_fts``).
+
+Documents are data: nothing here parses events. :func:`documents` reads them off a
+:class:`~acpcli.store.Store`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from acpcli.errors import UsageError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from acpcli.store import Entry
+
+#: Document kinds, as stored and as ``--json`` reports them.
+USER, AGENT, THOUGHT, TOOL = "user", "agent", "thought", "tool"
+KINDS = (USER, AGENT, THOUGHT, TOOL)
+#: Searched unless asked otherwise (thoughts are opt-in: they are the model's scratch work).
+DEFAULT_KINDS = (USER, AGENT, TOOL)
+
+#: Marks around a matched term in a snippet (the control characters a stored text cannot
+#: bring along: :func:`documents` turns them into spaces).
+HIT_START, HIT_END = "\x02", "\x03"
+SNIPPET_TOKENS = 14  # words of context in a snippet (FTS5 counts tokens)
+_FALLBACK_CONTEXT = 60  # characters either side of the first match, without FTS5
+
+#: The FTS5 index and the triggers that keep it in step with ``search_docs``.
+_FTS = (
+    "CREATE VIRTUAL TABLE search_fts USING fts5("
+    "text, content='search_docs', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER search_docs_ai AFTER INSERT ON search_docs BEGIN "
+    "INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER search_docs_ad AFTER DELETE ON search_docs BEGIN "
+    "INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
+)
+
+#: Migration 7 runs these (acpcli.persistence.MIGRATIONS), then :func:`ensure_fts`. Shipped:
+#: never edit them.
+DOCS_SCHEMA = (
+    "ALTER TABLE sessions ADD COLUMN search_seq INTEGER NOT NULL DEFAULT 0",
+    "CREATE TABLE search_docs ("
+    "id INTEGER PRIMARY KEY, "
+    "session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, "
+    "kind TEXT NOT NULL, "  # user, agent, thought or tool (a tool call's title)
+    "text TEXT NOT NULL)",
+    "CREATE INDEX search_docs_by_session ON search_docs (session_id)",
+)
+
+
+def has_fts(conn: sqlite3.Connection) -> bool:
+    """Whether the database has its FTS5 index (``search_fts``)."""
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_fts'").fetchone()
+    return row is not None
+
+
+def ensure_fts(conn: sqlite3.Connection) -> bool:
+    """Make the FTS5 index if it is missing and this SQLite has FTS5 (filled from the
+    documents already stored); say whether the database has one now. Run inside a
+    transaction by migration 7, or on its own (a database first opened without FTS5)."""
+    import sqlite3
+
+    if has_fts(conn):
+        return True
+    own = not conn.in_transaction
+    if own:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        if has_fts(conn):  # another process made it meanwhile
+            if own:
+                conn.execute("COMMIT")
+            return True
+        conn.execute("SAVEPOINT fts")
+        try:
+            for statement in _FTS:
+                conn.execute(statement)
+        except sqlite3.OperationalError as exc:
+            conn.execute("ROLLBACK TO fts")
+            conn.execute("RELEASE fts")
+            if own:
+                conn.execute("COMMIT")
+            if "fts5" in str(exc):
+                return False  # "no such module: fts5": search scans instead
+            raise
+        conn.execute("INSERT INTO search_fts (search_fts) VALUES ('rebuild')")
+        conn.execute("RELEASE fts")
+        if own:
+            conn.execute("COMMIT")
+    except BaseException:
+        if own and conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return True
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Migration 7: the documents table, ``sessions.search_seq`` (0: every session recorded
+    so far is indexed by the first search), and the FTS5 index where SQLite has it."""
+    for statement in DOCS_SCHEMA:
+        conn.execute(statement)
+    ensure_fts(conn)
+
+
+# --------------------------------------------------------------------------------------
+# Documents
+# --------------------------------------------------------------------------------------
+
+_MARKS = str.maketrans({HIT_START: " ", HIT_END: " "})
+
+
+def documents(entries: Iterable[Entry]) -> list[tuple[str, str]]:
+    """``(kind, text)`` of the transcript entries worth finding: messages with text, and
+    tool calls with a title (plans are skipped)."""
+    from acpcli.store import Message, ToolCall
+
+    docs: list[tuple[str, str]] = []
+    for entry in entries:
+        if isinstance(entry, Message):
+            text, kind = entry.text, entry.kind
+        elif isinstance(entry, ToolCall):
+            text, kind = entry.title or "", TOOL
+        else:
+            continue
+        if kind in KINDS and text.strip():
+            docs.append((kind, text.translate(_MARKS)))
+    return docs
+
+
+def replace(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
+    """A session's documents are now ``docs``, reflecting its events up to ``seq``. One
+    transaction."""
+    with _transaction(conn):
+        conn.execute("DELETE FROM search_docs WHERE session_id = ?", (session_id,))
+        _insert(conn, session_id, docs, seq)
+
+
+def extend(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
+    """Add ``docs`` to a session's documents, which now reflect its events up to ``seq``."""
+    with _transaction(conn):
+        _insert(conn, session_id, docs, seq)
+
+
+def _insert(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
+    conn.executemany(
+        "INSERT INTO search_docs (session_id, kind, text) VALUES (?, ?, ?)",
+        [(session_id, kind, text) for kind, text in docs],
+    )
+    conn.execute("UPDATE sessions SET search_seq = ? WHERE id = ?", (seq, session_id))
+
+
+class _transaction:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def indexed_seq(conn: sqlite3.Connection, session_id: str) -> int:
+    """The seq of the last event the session's documents reflect (0: none yet)."""
+    row = conn.execute("SELECT search_seq FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def stale(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """``(session id, its last event seq)`` of the sessions whose documents lag their event
+    log, most recently used first."""
+    rows = conn.execute(
+        "SELECT id, last FROM (SELECT s.id, s.search_seq, s.last_used_at, "
+        "(SELECT p.first_seq + p.count - 1 FROM event_pages p WHERE p.session_id = s.id "
+        "ORDER BY p.first_seq DESC LIMIT 1) AS last FROM sessions s) "
+        "WHERE last > search_seq ORDER BY last_used_at DESC"
+    )
+    return [(sid, int(last)) for sid, last in rows]
+
+
+# --------------------------------------------------------------------------------------
+# Queries
+# --------------------------------------------------------------------------------------
+
+#: A word as SQLite's unicode61 tokenizer sees one: letters and digits (``_`` separates).
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+def terms(text: str) -> list[str]:
+    """The words of a query: split on white space, surrounding quotes dropped; a word
+    ending in ``*`` matches as a prefix. Words without a letter or digit are dropped.
+
+    Raises :class:`UsageError` when nothing is left to look for.
+    """
+    words = [w.strip("\"'") for w in text.split()]
+    words = [w for w in words if _TOKEN.search(w)]
+    if not words:
+        raise UsageError(f"nothing to search for in {text!r}: give at least one word")
+    return words
+
+
+def _prefix(word: str) -> bool:
+    return word.endswith("*")
+
+
+def fts_query(words: Sequence[str]) -> str:
+    """An FTS5 query matching documents that hold every word. A word is the phrase of its
+    letter-and-digit runs (``a-b`` is ``a`` then ``b``), quoted, so FTS5's operators and
+    punctuation in it are never read as syntax."""
+    return " AND ".join('"' + " ".join(_TOKEN.findall(w)) + '"' + ("*" if _prefix(w) else "") for w in words)
+
+
+def _fold(text: str) -> str:
+    """Case and accents dropped, as the FTS5 tokenizer drops them."""
+    if text.isascii():
+        return text.lower()
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).casefold()
+
+
+@lru_cache(maxsize=32)
+def _patterns(words: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    """One regular expression per word over :func:`_fold`-ed text, matching as FTS5 does:
+    whole words (or a prefix, for ``word*``), a word's runs in order with separators between."""
+    patterns = []
+    for word in words:
+        body = r"[\W_]+".join(re.escape(_fold(t)) for t in _TOKEN.findall(word))
+        patterns.append(re.compile(r"(?<![^\W_])" + body + ("" if _prefix(word) else r"(?![^\W_])")))
+    return tuple(patterns)
+
+
+def matches(text: str, words: Sequence[str]) -> bool:
+    """Whether ``text`` holds every word, as an FTS5 search would find it: the test of
+    ``show --grep`` and of a search without FTS5."""
+    folded = _fold(text)
+    return all(p.search(folded) for p in _patterns(tuple(words)))
+
+
+@dataclass
+class Hit:
+    """A session that matches: its best matching document and how many of its documents match."""
+
+    session_id: str
+    kind: str  # the best document's kind
+    snippet: str  # around the match, the words between HIT_START and HIT_END
+    matches: int  # documents of the session that match
+    score: float | None  # FTS5 bm25 of the best document (lower is better); None without FTS5
+
+
+def find(
+    conn: sqlite3.Connection,
+    words: Sequence[str],
+    *,
+    kinds: Sequence[str] = DEFAULT_KINDS,
+    sessions: tuple[str, Sequence[Any]] = ("", ()),
+    limit: int | None = 20,
+) -> list[Hit]:
+    """Sessions with a document holding every word, best first (FTS5's bm25 of the session's
+    best document; ties, and every result without FTS5, most recently used first), at most
+    ``limit`` (None or 0: all). ``sessions``: a ``WHERE`` clause on the sessions table
+    (aliased ``s``) and its parameters (:func:`acpcli.persistence.session_filters`)."""
+    where, params = sessions
+    marks = ",".join("?" * len(kinds))
+    if has_fts(conn):
+        query = fts_query(words)
+        best = (
+            "SELECT session_id, min(r) AS score, count(*) AS n, doc FROM ("
+            "SELECT d.session_id, f.rank AS r, d.id AS doc FROM search_fts f JOIN search_docs d ON d.id = f.rowid "
+            f"WHERE search_fts MATCH ? AND d.kind IN ({marks})) GROUP BY session_id"
+        )
+        order = "best.score, s.last_used_at DESC, s.rowid DESC"
+        args: list[Any] = [query, *kinds, *params]
+    else:
+        query = ""
+        conn.create_function("acpcli_matches", 1, lambda text: matches(text, words), deterministic=True)
+        best = (
+            "SELECT d.session_id, NULL AS score, count(*) AS n, min(d.id) AS doc FROM search_docs d "
+            f"WHERE d.kind IN ({marks}) AND acpcli_matches(d.text) GROUP BY d.session_id"
+        )
+        order = "s.last_used_at DESC, s.rowid DESC"
+        args = [*kinds, *params]
+    sql = (
+        f"WITH best AS ({best}) SELECT best.session_id, best.score, best.n, best.doc "
+        f"FROM best JOIN sessions s ON s.id = best.session_id{where} ORDER BY {order}"
+    )
+    if limit:
+        sql += " LIMIT ?"
+        args.append(limit)
+    hits = []
+    for session_id, score, n, doc in conn.execute(sql, args).fetchall():
+        kind, snippet = _snippet(conn, doc, query, words)
+        hits.append(Hit(session_id, kind, snippet, int(n), score))
+    return hits
+
+
+def _snippet(conn: sqlite3.Connection, doc: int, query: str, words: Sequence[str]) -> tuple[str, str]:
+    """The kind of document ``doc`` and a snippet of it around the match."""
+    (kind, text) = conn.execute("SELECT kind, text FROM search_docs WHERE id = ?", (doc,)).fetchone()
+    if query:
+        row = conn.execute(
+            "SELECT snippet(search_fts, 0, ?, ?, '…', ?) FROM search_fts WHERE search_fts MATCH ? AND rowid = ?",
+            (HIT_START, HIT_END, SNIPPET_TOKENS, query, doc),
+        ).fetchone()
+        if row is not None:
+            return kind, row[0]
+    return kind, scan_snippet(text, words)
+
+
+def scan_snippet(text: str, words: Sequence[str]) -> str:
+    """A snippet of ``text`` around its first match of ``words`` (as :func:`matches` finds
+    them), every match marked: for a search without FTS5."""
+    folded = _fold(text)
+    if len(folded) != len(text):  # folding moved the offsets: a snippet from the start, unmarked
+        return text[: _FALLBACK_CONTEXT * 3] + ("…" if len(text) > _FALLBACK_CONTEXT * 3 else "")
+    spans = sorted(m.span() for p in _patterns(tuple(words)) for m in p.finditer(folded) if m.end() > m.start())
+    first = spans[0][0] if spans else 0
+    start, end = max(0, first - _FALLBACK_CONTEXT), min(len(text), first + _FALLBACK_CONTEXT * 2)
+    out, at = [], start
+    for a, b in spans:
+        if a < at or b > end:
+            continue
+        out += [text[at:a], HIT_START, text[a:b], HIT_END]
+        at = b
+    out.append(text[at:end])
+    return ("…" if start else "") + "".join(out) + ("…" if end < len(text) else "")

@@ -1,0 +1,96 @@
+"""Keeping the search documents (:mod:`acpcli.search`) in step with what sessions stored.
+
+A session's documents are its transcript as ``show`` rebuilds it from the event log (replays
+merged as :func:`~acpcli.session.records.rebuild` merges them), so reindexing a session
+means rebuilding it. That is done:
+
+* after every turn (:func:`turn_indexed`, from :func:`acpcli.session.turn.after_turn`):
+  the turn's messages are added as they stand in the live store, without reading the log,
+  when the documents already reflected everything stored before the turn but records that
+  add no text (commands, modes, usage, settings...); otherwise the whole session is rebuilt;
+* before a search reads (:func:`catch_up`), for every session whose log has grown past its
+  documents: the sessions recorded before acpcli had search, a load's replay, and anything a
+  killed process stored but did not index.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from acpcli.session.records import SETTING
+
+if TYPE_CHECKING:
+    from acpcli.persistence import Index
+    from acpcli.session.live import LiveSession
+
+log = logging.getLogger("acpcli.search")
+
+#: Event kinds that never add or change a transcript's text: the documents stay true across
+#: them. (Anything else -- messages, tool calls, replays, acpcli's local updates -- may.)
+_TEXTLESS = frozenset(
+    {
+        "available_commands_update",
+        "current_mode_update",
+        "config_option_update",
+        "current_model_update",
+        "session_info_update",
+        "usage_update",
+        "state_update",
+        "plan",
+        "plan_update",
+        SETTING,
+    }
+)  # not LOCAL: acpcli's own updates name tool calls and cancel them
+
+
+def reindex(index: Index, session_id: str) -> None:
+    """Rebuild a session's transcript from its event log and make its documents say the same."""
+    from acpcli import search
+    from acpcli.session.records import rebuild
+
+    seq = index.last_seq(session_id)  # read first: events stored meanwhile make it stale again
+    store = rebuild(index, session_id)
+    search.replace(index.conn, session_id, search.documents(store.entries), seq)
+
+
+def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -> int:
+    """Reindex every session whose documents lag its event log, most recent first; call
+    ``progress(done, total)`` after each. Return how many were reindexed. Also makes the FTS5
+    index if this SQLite has FTS5 and the database was made without it."""
+    from acpcli import search
+
+    conn = index.conn
+    search.ensure_fts(conn)
+    todo = search.stale(conn)
+    for done, (session_id, _last) in enumerate(todo, 1):
+        reindex(index, session_id)
+        if progress is not None:
+            progress(done, len(todo))
+    return len(todo)
+
+
+def turn_indexed(index: Index, live: LiveSession) -> None:
+    """A turn ended (its events flushed): add what it said to the session's documents.
+
+    Cheap when the documents reflected the log up to the turn's start (the usual case): the
+    turn's entries of the live store are added. Otherwise the session is reindexed whole.
+    Never raises: the documents are derived, and a failure leaves the session stale, to be
+    caught up by the next search.
+    """
+    from acpcli import search
+
+    try:
+        conn = index.conn
+        start = live.turn_seq
+        indexed = search.indexed_seq(conn, live.session_id)
+        if start is not None and indexed < start and all(
+            kind in _TEXTLESS for kind in index.kinds_after(live.session_id, indexed)[: start - indexed - 1]
+        ):
+            docs = search.documents(live.store.entries[live.turn_first_entry :])
+            search.extend(conn, live.session_id, docs, index.last_seq(live.session_id))
+        else:
+            reindex(index, live.session_id)
+    except Exception:
+        log.warning("could not index the turn of %s for search (the next search will)", live.session_id, exc_info=True)
