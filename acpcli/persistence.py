@@ -599,11 +599,25 @@ class Index:
         self._update(session_id, "UPDATE sessions SET state = 'closed' WHERE id = ?", ())
 
     def delete(self, session_id: str) -> None:
-        """Forget a session and its events."""
+        """Forget a session, its events and its search documents (one transaction)."""
+        from acpcli import search
+
         for writer in list(self._writers):
             writer.flush()  # so no buffered row of this session lands after the delete
             writer.forget(session_id)
-        self._update(session_id, "DELETE FROM sessions WHERE id = ?", ())
+        conn = self.conn
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN IMMEDIATE")
+        try:
+            search.forget(conn, session_id)  # out of the FTS5 index first; the rows go with the session
+            self._update(session_id, "DELETE FROM sessions WHERE id = ?", ())  # events: ON DELETE CASCADE
+        except BaseException:
+            if own:
+                conn.execute("ROLLBACK")
+            raise
+        if own:
+            conn.execute("COMMIT")
 
     # -- events -------------------------------------------------------------------------
 

@@ -2,15 +2,14 @@
 
 A session's *documents* are the texts of its transcript as ``show`` rebuilds it: each user
 message, agent message, thought and tool call title, one row each of ``search_docs``
-(migration 7). ``search_fts`` is an SQLite FTS5 index over them (external content, kept in
-step by triggers), made when this Python's SQLite has FTS5 -- the standard builds on Linux,
+(migration 7). ``search_fts`` is an SQLite FTS5 index over them (external content), made when this Python's SQLite has FTS5 -- the standard builds on Linux,
 macOS and Windows do. Without it :func:`find` scans ``search_docs`` instead: the same
 matches, slower, ranked by recency only.
 
 ``sessions.search_seq`` is the seq of the last event a session's documents reflect: a session
 whose event log has grown past it is *stale* (:func:`stale`), and the session layer
 (:mod:`acpcli.session.indexing`) indexes it again before a search reads. Documents go with
-their session (``ON DELETE CASCADE``; the triggers take them out of ``search_fts``).
+their session (:func:`forget`, from ``Index.delete``).
 
 Documents are data: nothing here parses events. :func:`documents` reads them off a
 :class:`~acpcli.store.Store`.
@@ -43,14 +42,12 @@ HIT_START, HIT_END = "\x02", "\x03"
 SNIPPET_TOKENS = 14  # words of context in a snippet (FTS5 counts tokens)
 _FALLBACK_CONTEXT = 60  # characters either side of the first match, without FTS5
 
-#: The FTS5 index and the triggers that keep it in step with ``search_docs``.
+#: The FTS5 index over ``search_docs`` (external content: the text is stored once). It is
+#: kept in step by :func:`replace`, :func:`extend` and :func:`forget`, not by triggers: an
+#: FTS5 insert from a trigger costs about six times a direct one.
 _FTS = (
     "CREATE VIRTUAL TABLE search_fts USING fts5("
     "text, content='search_docs', content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
-    "CREATE TRIGGER search_docs_ai AFTER INSERT ON search_docs BEGIN "
-    "INSERT INTO search_fts (rowid, text) VALUES (new.id, new.text); END",
-    "CREATE TRIGGER search_docs_ad AFTER DELETE ON search_docs BEGIN "
-    "INSERT INTO search_fts (search_fts, rowid, text) VALUES ('delete', old.id, old.text); END",
 )
 
 #: Migration 7 runs these (acpcli.persistence.MIGRATIONS), then :func:`ensure_fts`. Shipped:
@@ -58,7 +55,7 @@ _FTS = (
 DOCS_SCHEMA = (
     "ALTER TABLE sessions ADD COLUMN search_seq INTEGER NOT NULL DEFAULT 0",
     "CREATE TABLE search_docs ("
-    "id INTEGER PRIMARY KEY, "
+    "id INTEGER PRIMARY KEY AUTOINCREMENT, "  # never reused: an FTS5 entry can only name its own
     "session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, "
     "kind TEXT NOT NULL, "  # user, agent, thought or tool (a tool call's title)
     "text TEXT NOT NULL)",
@@ -140,41 +137,76 @@ def documents(entries: Iterable[Entry]) -> list[tuple[str, str]]:
         else:
             continue
         if kind in KINDS and text.strip():
-            docs.append((kind, text.translate(_MARKS)))
+            if HIT_START in text or HIT_END in text:
+                text = text.translate(_MARKS)
+            docs.append((kind, text))
     return docs
 
 
 def replace(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
     """A session's documents are now ``docs``, reflecting its events up to ``seq``. One
-    transaction."""
+    transaction (the caller's, if it holds one)."""
     with _transaction(conn):
-        conn.execute("DELETE FROM search_docs WHERE session_id = ?", (session_id,))
-        _insert(conn, session_id, docs, seq)
+        fts = has_fts(conn)
+        _remove(conn, session_id, fts)
+        _insert(conn, session_id, docs, seq, fts)
 
 
 def extend(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
     """Add ``docs`` to a session's documents, which now reflect its events up to ``seq``."""
     with _transaction(conn):
-        _insert(conn, session_id, docs, seq)
+        _insert(conn, session_id, docs, seq, has_fts(conn))
 
 
-def _insert(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
-    conn.executemany(
-        "INSERT INTO search_docs (session_id, kind, text) VALUES (?, ?, ?)",
-        [(session_id, kind, text) for kind, text in docs],
-    )
+def forget(conn: sqlite3.Connection, session_id: str) -> None:
+    """Remove a session's documents (and their FTS5 entries): before the session is deleted."""
+    with _transaction(conn):
+        _remove(conn, session_id, has_fts(conn))
+
+
+def _remove(conn: sqlite3.Connection, session_id: str, fts: bool) -> None:
+    if fts:
+        conn.execute(
+            "INSERT INTO search_fts (search_fts, rowid, text) "
+            "SELECT 'delete', id, text FROM search_docs WHERE session_id = ?",
+            (session_id,),
+        )
+    conn.execute("DELETE FROM search_docs WHERE session_id = ?", (session_id,))
+
+
+def _insert(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int, fts: bool) -> None:
+    if docs:
+        # Ids numbered here, past every id ever given (AUTOINCREMENT's own counter included),
+        # so the FTS5 rows are written with them directly: reading them back costs twice that.
+        (last,) = conn.execute(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'search_docs'), 0), "
+            "COALESCE((SELECT MAX(id) FROM search_docs), 0))"
+        ).fetchone()
+        rows = [(last + i, kind, text) for i, (kind, text) in enumerate(docs, 1)]
+        conn.executemany(
+            "INSERT INTO search_docs (id, session_id, kind, text) VALUES (?, ?, ?, ?)",
+            [(i, session_id, kind, text) for i, kind, text in rows],
+        )
+        if fts:
+            conn.executemany("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", [(i, text) for i, _, text in rows])
     conn.execute("UPDATE sessions SET search_seq = ? WHERE id = ?", (seq, session_id))
 
 
 class _transaction:
+    """A write transaction, unless the caller already holds one (then it is the caller's)."""
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self.own = False
 
     def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.own = True
 
     def __exit__(self, kind: object, *rest: object) -> None:
-        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+        if self.own:
+            self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
 def indexed_seq(conn: sqlite3.Connection, session_id: str) -> int:

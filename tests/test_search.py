@@ -309,8 +309,6 @@ def test_without_fts5_a_scan_finds_the_same_sessions(index: Index, monkeypatch: 
     }
     # a database made where SQLite had no FTS5: no search_fts, and none can be made
     index.conn.execute("DROP TABLE search_fts")
-    index.conn.execute("DROP TRIGGER search_docs_ai")
-    index.conn.execute("DROP TRIGGER search_docs_ad")
     monkeypatch.setattr(search, "ensure_fts", lambda conn: False)
     _store(index, "d", _turn("late quokka"))  # stored and indexed while FTS5 is missing
     indexing.catch_up(index)

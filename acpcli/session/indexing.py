@@ -16,6 +16,7 @@ means rebuilding it. That is done:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from acpcli.session.live import LiveSession
 
 log = logging.getLogger("acpcli.search")
+
+_BATCH_SECONDS = 1.0  # the longest a catch-up holds the write lock at a time
 
 #: Event kinds that never add or change a transcript's text: the documents stay true across
 #: them. (Anything else -- messages, tool calls, replays, acpcli's local updates -- may.)
@@ -64,10 +67,28 @@ def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -
     conn = index.conn
     search.ensure_fts(conn)
     todo = search.stale(conn)
-    for done, (session_id, _last) in enumerate(todo, 1):
-        reindex(index, session_id)
-        if progress is not None:
-            progress(done, len(todo))
+    if not todo:
+        return 0
+    index.last_seq(todo[0][0])  # flushes this process's writers: none may write inside the batch
+    # Sessions are indexed in batches of about a second, one transaction each: FTS5 merges
+    # what one transaction added as one segment, so a transaction per session costs twice
+    # as much on a large history; a second keeps other acpcli processes waiting briefly.
+    started = time.monotonic()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for done, (session_id, _last) in enumerate(todo, 1):
+            reindex(index, session_id)
+            if time.monotonic() - started >= _BATCH_SECONDS:
+                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                started = time.monotonic()
+            if progress is not None:
+                progress(done, len(todo))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
     return len(todo)
 
 
