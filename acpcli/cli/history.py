@@ -443,16 +443,15 @@ def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> N
     for rec, hit in found:
         head = Text()
         head.append(safe_line(rec.id), style="bold")
-        head.append(f"  {safe_line(rec.agent)}  {_when(rec.last_used_at)}", style="dim")
+        matched = f"  {hit.matches} matches" if hit.matches > 1 else ""
+        head.append(f"  {_when(rec.last_used_at)}  {safe_line(rec.agent)}{matched}", style="dim")
         if rec.shown_title:
             head.append("  " + safe_line(rec.shown_title))
-        if hit.matches > 1:
-            head.append(f"  ({hit.matches} matching messages)", style="dim")
         body = Text("  ")
         body.append(f"{_KIND_LABELS.get(hit.kind, hit.kind)}: ", style="cyan")
         for piece, is_match in _snippet_parts(hit.snippet):
             body.append(piece, style="bold yellow" if is_match else None)
-        env.out.print(head)
+        env.out.print(head, no_wrap=True, overflow="ellipsis")  # one line a session; the title gives way
         env.out.print(body)
 
 
