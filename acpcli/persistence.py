@@ -188,6 +188,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 7: full-text search: a document per message and tool call title of each transcript,
     # the FTS5 index over them, and how far each session's documents reach (search_seq)
     _search_index,
+    # 8: who gave a session its title: 'user' (--title), which the agent's titles never
+    # replace; NULL: the agent (session_info_update, session/list)
+    """
+    ALTER TABLE sessions ADD COLUMN title_source TEXT CHECK (title_source IS NULL OR title_source = 'user');
+    """,
 )
 
 
@@ -237,6 +242,8 @@ class SessionRecord:
     protocol: str | None = None
     #: The first line of the session's first prompt (set once, by :meth:`Index.set_prompt_title`).
     prompt_title: str | None = None
+    #: The user gave :attr:`title` (``--title``): the agent's titles do not replace it.
+    titled_by_user: bool = False
 
     @property
     def shown_title(self) -> str | None:
@@ -245,9 +252,11 @@ class SessionRecord:
 
     @property
     def title_source(self) -> str | None:
-        """Where :attr:`shown_title` comes from: ``"agent"`` (the agent, or ``--title``),
-        ``"prompt"`` (the first prompt), or None (no title)."""
-        return "agent" if self.title else "prompt" if self.prompt_title else None
+        """Where :attr:`shown_title` comes from: ``"user"`` (``--title``), ``"agent"``,
+        ``"prompt"`` (the first line of the first prompt), or None (no title)."""
+        if self.title:
+            return "user" if self.titled_by_user else "agent"
+        return "prompt" if self.prompt_title else None
 
     @property
     def wire_id(self) -> str:
@@ -267,7 +276,9 @@ _COLUMNS = (
 )
 #: Read after ``_COLUMNS``, in this order, from the schema that added each (an older file
 #: read as it is lacks them); written by their own setters, not by ``upsert_session``'s insert.
-_EXTRA_COLUMNS = ((3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"))
+_EXTRA_COLUMNS = (
+    (3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"), (8, "title_source")
+)
 _PROTOCOL_COLUMN = "protocol"
 
 
@@ -293,6 +304,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         mcp_refs=json.loads(refs) if isinstance(refs, str) else None,
         protocol=protocol if isinstance(protocol, str) else None,
         prompt_title=extra.get("prompt_title"),
+        titled_by_user=extra.get("title_source") == "user",
     )
 
 
@@ -581,9 +593,16 @@ class Index:
         now = time.time() if when is None else when
         self._update(session_id, "UPDATE sessions SET last_used_at = ? WHERE id = ?", (now,))
 
-    def set_title(self, session_id: str, title: str | None) -> None:
-        """Set (or clear, with ``None``) a session's title."""
-        self._update(session_id, "UPDATE sessions SET title = ? WHERE id = ?", (title,))
+    def set_title(self, session_id: str, title: str | None, *, by_user: bool = False) -> None:
+        """Set (or clear, with ``None``) a session's title. ``by_user``: the user's own
+        (``--title``), which a title from the agent (``by_user=False``) never replaces."""
+        if by_user:
+            sql = "UPDATE sessions SET title = ?, title_source = 'user' WHERE id = ?"
+            self._update(session_id, sql, (title,))
+            return
+        sql = "UPDATE sessions SET title = ? WHERE id = ? AND title_source IS NULL"
+        if self.conn.execute(sql, (title, session_id)).rowcount == 0:
+            self.get(session_id)  # SessionNotFound, unless the user's title stays
 
     def set_prompt_title(self, session_id: str, prompt: str) -> None:
         """Title the session after this prompt's first line, unless a prompt already did

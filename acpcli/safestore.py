@@ -25,6 +25,7 @@ import logging
 import sqlite3
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +144,8 @@ class SafeIndex(Index):
     def touch(self, session_id: str, when: float | None = None) -> None:
         self._guarded(super().touch, session_id, when)
 
-    def set_title(self, session_id: str, title: str | None) -> None:
-        self._guarded(super().set_title, session_id, title)
+    def set_title(self, session_id: str, title: str | None, *, by_user: bool = False) -> None:
+        self._guarded(partial(super().set_title, by_user=by_user), session_id, title)
 
     def mark_closed(self, session_id: str) -> None:
         self._guarded(super().mark_closed, session_id)

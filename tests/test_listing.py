@@ -7,7 +7,7 @@ import pytest
 
 from acpcli import persistence
 from acpcli.cli.history import parse_since
-from acpcli.errors import UsageError
+from acpcli.errors import SessionNotFound, UsageError
 from acpcli.persistence import MIGRATIONS, Index
 from tests.helpers.records import rec
 
@@ -134,3 +134,16 @@ def test_the_titles_migration_fills_in_untitled_sessions_from_their_events(monke
                for sid in ("plain", "framed", "titled", "silent")}
     assert got == {"plain": ("Plain update", "prompt"), "framed": ("In a frame", "prompt"),
                    "titled": ("Agent's", "agent"), "silent": (None, None)}
+
+
+def test_a_title_the_user_gave_is_never_replaced_by_the_agents(index: Index) -> None:
+    index.upsert_session(rec("u"))
+    index.set_title("u", "Agent title")
+    index.set_title("u", "Mine", by_user=True)
+    index.set_title("u", "A later agent title")  # session_info_update, session/list: ignored
+    got = index.get("u")
+    assert (got.shown_title, got.title_source, got.titled_by_user) == ("Mine", "user", True)
+    index.upsert_session(got)  # what attach does with a known record: the user's title stays
+    assert index.get("u").title_source == "user"
+    with pytest.raises(SessionNotFound):
+        index.set_title("nope", "x")

@@ -44,6 +44,8 @@ async def attach(
             link, run, lambda: link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
         )
         index.upsert_session(_record(inputs, live.session_id, link.features, run.title))
+        if run.title:
+            index.set_title(live.session_id, run.title, by_user=True)
         if inputs.mcp_refs:
             index.set_mcp_refs(live.session_id, inputs.mcp_refs)
         live.recorder = writer
@@ -107,7 +109,7 @@ async def attach(
     _record_protocol(index, known, link.features)
     index.touch(sid)
     if run.title:
-        index.set_title(sid, run.title)
+        index.set_title(sid, run.title, by_user=True)
     return live
 
 

@@ -40,3 +40,13 @@ def test_the_agents_title_wins_and_the_prompt_one_is_kept_behind_it(cli: Cli, tr
         index.set_title(sid, None)
     row = _listed(cli, sid)
     assert (row["title"], row["titleSource"]) == ("Summarize the README please", "prompt")
+
+
+def test_a_title_given_with_title_stays_whatever_the_agent_says(cli: Cli, trace: AgentTrace) -> None:
+    sid = cli.new(trace.demo_cmd(), "--title", "My own title")
+    assert (_listed(cli, sid)["title"], _listed(cli, sid)["titleSource"]) == ("My own title", "user")
+    cli.ok("prompt", "--session", sid, "Summarize the README please")  # the demo agent titles sessions
+    assert (_listed(cli, sid)["title"], _listed(cli, sid)["titleSource"]) == ("My own title", "user")
+    other = cli.new(trace.demo_cmd())
+    cli.ok("prompt", "--session", other, "Summarize the README please")
+    assert _listed(cli, other)["titleSource"] == "agent"  # the same turn titles an untitled session
