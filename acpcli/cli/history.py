@@ -74,7 +74,11 @@ def sessions(
     env = environment()
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
     if remote:
-        return _remote_sessions(env, agent, cmd, the_cwd, as_json, protocol)
+        if state is not None:
+            raise UsageError("--state is about the local index: --remote lists what the agent keeps")
+        # every session the agent lists unless --limit says otherwise (its pages are all read anyway)
+        limit_remote = parse_limit(limit, 0)
+        return _remote_sessions(env, agent, cmd, the_cwd, as_json, protocol, limit=limit_remote, since=since_ts)
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
@@ -240,17 +244,48 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
 
 
 def _remote_sessions(
-    env: Environment, agent: str | None, cmd: str | None, cwd: str | None, as_json: bool, protocol: str | None = None
+    env: Environment,
+    agent: str | None,
+    cmd: str | None,
+    cwd: str | None,
+    as_json: bool,
+    protocol: str | None = None,
+    *,
+    limit: int = 0,
+    since: float | None = None,
 ) -> int:
+    """``sessions --remote``: the agent's ``session/list``, as it orders it; ``since`` keeps
+    the sessions it says were updated since then (those without ``updatedAt`` too), ``limit``
+    shows at most that many (0: all)."""
     from acpcli.session.remote import list_remote
 
+    shown = 0
     for info in list_remote(agent, cmd, cwd, protocol):
+        if since is not None and _updated_before(info.get("updatedAt"), since):
+            continue
+        if limit and shown == limit:
+            env.note("more sessions not shown — --limit N shows N (0 for no limit)")
+            break
+        shown += 1
         if as_json:
             env.stdout.write(json.dumps(info) + "\n")
         else:
             fields = (info.get("sessionId"), info.get("title") or "", info.get("cwd") or "", info.get("updatedAt") or "")
             env.stdout.write("\t".join(safe_line(str(f)) for f in fields) + "\n")
     return int(ExitCode.OK)
+
+
+def _updated_before(updated: object, since: float) -> bool:
+    """Whether an agent's ``updatedAt`` (ISO 8601) is before ``since``; an absent or
+    unreadable one is not (the session is listed)."""
+    from datetime import datetime
+
+    if not isinstance(updated, str):
+        return False
+    try:
+        return datetime.fromisoformat(updated.replace("Z", "+00:00")).timestamp() < since
+    except ValueError:
+        return False
 
 
 def show(session_id: str, grep: str | None = None) -> int:

@@ -10,7 +10,7 @@ from acpcli.errors import ExitCode
 from acpcli.persistence import Index
 from tests.helpers.records import rec
 
-from .conftest import Cli, error_line
+from .conftest import AgentTrace, Cli, error_line
 
 
 def _plant(n: int, *, closed: int = 0, agent: str = "demo", cwd: str = "/work", start: float | None = None) -> list[str]:
@@ -78,3 +78,17 @@ def test_bad_listing_options_are_usage_errors(cli: Cli) -> None:
     assert "--state" in error_line(cli.run("sessions", "--state", "open"), ExitCode.USAGE)
     for bad in ("-1", "many"):
         assert "--limit" in error_line(cli.run("sessions", "--limit", bad), ExitCode.USAGE)
+
+
+def test_remote_listing_takes_limit_and_since(cli: Cli, trace: AgentTrace) -> None:
+    cmd = trace.demo_cmd()
+    first, second = cli.new(cmd), cli.new(cmd)
+    for sid in (first, second):
+        cli.ok("prompt", "--session", sid, "hello")
+    every = cli.ok("sessions", "--remote", "--cmd", cmd, "--json").stdout.splitlines()
+    assert {json.loads(line)["sessionId"] for line in every} >= {first, second}
+    one = cli.ok("sessions", "--remote", "--cmd", cmd, "--json", "--limit", "1")
+    assert len(one.stdout.splitlines()) == 1 and "more sessions not shown" in one.stderr
+    assert cli.ok("sessions", "--remote", "--cmd", cmd, "--since", "2999-01-01").stdout == ""
+    assert len(cli.ok("sessions", "--remote", "--cmd", cmd, "--since", "1d").stdout.splitlines()) == len(every)
+    assert "--state" in error_line(cli.run("sessions", "--remote", "--cmd", cmd, "--state", "closed"), ExitCode.USAGE)
