@@ -344,6 +344,12 @@ class Index:
         return index
 
     @property
+    def outdated(self) -> bool:
+        """A read-only index reading a file an older acpcli wrote, which it does not migrate."""
+        self.conn  # noqa: B018 - opening decides the schema
+        return self._schema < len(MIGRATIONS)
+
+    @property
     def path(self) -> Path:
         """The database file (``db_path()`` unless given)."""
         return self._path if self._path is not None else db_path()

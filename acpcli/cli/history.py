@@ -89,6 +89,9 @@ def sessions(
         rows = []
     else:
         with Index.open(read_only=True) as index:
+            if index.outdated:  # written by an older acpcli: migrate it once (prompt titles...)
+                index.close()
+                Index.open().close()
             rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
             if count and len(rows) == count:  # only then can there be more: one count query
                 more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count

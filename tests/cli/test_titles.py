@@ -50,3 +50,27 @@ def test_a_title_given_with_title_stays_whatever_the_agent_says(cli: Cli, trace:
     other = cli.new(trace.demo_cmd())
     cli.ok("prompt", "--session", other, "Summarize the README please")
     assert _listed(cli, other)["titleSource"] == "agent"  # the same turn titles an untitled session
+
+
+def test_listing_an_index_an_older_acpcli_wrote_migrates_it_first(cli: Cli, trace: AgentTrace) -> None:
+    import sqlite3
+
+    from acpcli.paths import db_path
+    from acpcli.persistence import MIGRATIONS
+
+    sid = cli.new(trace.demo_cmd())
+    cli.ok("prompt", "--session", sid, "Tidy the changelog\nplease")
+    conn = sqlite3.connect(db_path(), isolation_level=None)
+    for statement in (  # as acpcli left it at schema 5: no prompt titles, no search
+        "DROP TABLE search_fts", "DROP TABLE search_docs", "ALTER TABLE sessions DROP COLUMN search_seq",
+        "ALTER TABLE sessions DROP COLUMN title_source", "ALTER TABLE sessions DROP COLUMN prompt_title",
+        "UPDATE sessions SET title = NULL", "PRAGMA user_version = 5",
+    ):
+        conn.execute(statement)
+    conn.close()
+    row = _listed(cli, sid)
+    assert (row["title"], row["titleSource"]) == ("Tidy the changelog", "prompt")  # migration 6 ran
+    conn = sqlite3.connect(db_path())
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    conn.close()
+    assert cli.ok("search", "changelog").stdout.splitlines()[1].startswith(sid)
