@@ -217,12 +217,13 @@ def indexed_seq(conn: sqlite3.Connection, session_id: str) -> int:
 
 def stale(conn: sqlite3.Connection) -> list[tuple[str, int]]:
     """``(session id, its last event seq)`` of the sessions whose documents lag their event
-    log, most recently used first."""
+    log, least recently used first (indexed in that order, the sessions used last get the
+    newest document ids, which :func:`find` reads first for words too common to rank)."""
     rows = conn.execute(
         "SELECT id, last FROM (SELECT s.id, s.search_seq, s.last_used_at, "
         "(SELECT p.first_seq + p.count - 1 FROM event_pages p WHERE p.session_id = s.id "
         "ORDER BY p.first_seq DESC LIMIT 1) AS last FROM sessions s) "
-        "WHERE last > search_seq ORDER BY last_used_at DESC"
+        "WHERE last > search_seq ORDER BY last_used_at, id"
     )
     return [(sid, int(last)) for sid, last in rows]
 
@@ -294,7 +295,17 @@ class Hit:
     kind: str  # the best document's kind
     snippet: str  # around the match, the words between HIT_START and HIT_END
     matches: int  # documents of the session that match
-    score: float | None  # FTS5 bm25 of the best document (lower is better); None without FTS5
+    score: float | None  # FTS5 bm25 of the best document (lower is better); None when not ranked
+    #: Ranked by relevance; False: newest first (no FTS5, or words too common to rank, see
+    #: :data:`RANKED_UP_TO`), and the document shown is the session's newest match.
+    ranked: bool = True
+
+
+#: FTS5 ranks (bm25) at most this many matching documents, about 2 µs each; words held by more
+#: are not worth ranking ("the", a project's name): their sessions come newest first, found
+#: without reading every match.
+RANKED_UP_TO = 20_000
+_WINDOW = 1024  # matches read at a time, newest first, when not ranking
 
 
 def find(
@@ -305,41 +316,114 @@ def find(
     sessions: tuple[str, Sequence[Any]] = ("", ()),
     limit: int | None = 20,
 ) -> list[Hit]:
-    """Sessions with a document holding every word, best first (FTS5's bm25 of the session's
-    best document; ties, and every result without FTS5, most recently used first), at most
-    ``limit`` (None or 0: all). ``sessions``: a ``WHERE`` clause on the sessions table
-    (aliased ``s``) and its parameters (:func:`acpcli.persistence.session_filters`)."""
+    """Sessions with a document holding every word, at most ``limit`` (None or 0: all).
+
+    Best first: FTS5's bm25 of the session's best document, most recently used first on ties.
+    Without FTS5, or for words in more than :data:`RANKED_UP_TO` documents, most recently used
+    first (``Hit.ranked`` is False). ``sessions``: a ``WHERE`` clause on the sessions table
+    (aliased ``s``) and its parameters (:func:`acpcli.persistence.session_filters`).
+    """
+    if not has_fts(conn):
+        return _scanned(conn, words, kinds, sessions, limit)
+    query = fts_query(words)
+    (count,) = conn.execute("SELECT count(*) FROM search_fts WHERE search_fts MATCH ?", (query,)).fetchone()
+    if count > RANKED_UP_TO:
+        return _newest(conn, words, query, kinds, sessions, limit)
     where, params = sessions
     marks = ",".join("?" * len(kinds))
-    if has_fts(conn):
-        query = fts_query(words)
-        best = (
-            "SELECT session_id, min(r) AS score, count(*) AS n, doc FROM ("
-            "SELECT d.session_id, f.rank AS r, d.id AS doc FROM search_fts f JOIN search_docs d ON d.id = f.rowid "
-            f"WHERE search_fts MATCH ? AND d.kind IN ({marks})) GROUP BY session_id"
-        )
-        order = "best.score, s.last_used_at DESC, s.rowid DESC"
-        args: list[Any] = [query, *kinds, *params]
-    else:
-        query = ""
-        conn.create_function("acpcli_matches", 1, lambda text: matches(text, words), deterministic=True)
-        best = (
-            "SELECT d.session_id, NULL AS score, count(*) AS n, min(d.id) AS doc FROM search_docs d "
-            f"WHERE d.kind IN ({marks}) AND acpcli_matches(d.text) GROUP BY d.session_id"
-        )
-        order = "s.last_used_at DESC, s.rowid DESC"
-        args = [*kinds, *params]
     sql = (
-        f"WITH best AS ({best}) SELECT best.session_id, best.score, best.n, best.doc "
-        f"FROM best JOIN sessions s ON s.id = best.session_id{where} ORDER BY {order}"
+        "WITH best AS (SELECT session_id, min(r) AS score, count(*) AS n, doc FROM ("
+        "SELECT d.session_id, f.rank AS r, d.id AS doc FROM search_fts f JOIN search_docs d ON d.id = f.rowid "
+        f"WHERE search_fts MATCH ? AND d.kind IN ({marks})) GROUP BY session_id) "
+        f"SELECT best.session_id, best.score, best.n, best.doc FROM best JOIN sessions s ON s.id = best.session_id"
+        f"{where} ORDER BY best.score, s.last_used_at DESC, s.rowid DESC"
     )
+    args: list[Any] = [query, *kinds, *params]
     if limit:
         sql += " LIMIT ?"
         args.append(limit)
+    return [
+        Hit(session_id, *_snippet(conn, doc, query, words), int(n), score)
+        for session_id, score, n, doc in conn.execute(sql, args).fetchall()
+    ]
+
+
+def _scanned(
+    conn: sqlite3.Connection,
+    words: Sequence[str],
+    kinds: Sequence[str],
+    sessions: tuple[str, Sequence[Any]],
+    limit: int | None,
+) -> list[Hit]:
+    """:func:`find` without FTS5: every document of the kinds read and matched in Python."""
+    where, params = sessions
+    marks = ",".join("?" * len(kinds))
+    conn.create_function("acpcli_matches", 1, lambda text: matches(text, words), deterministic=True)
+    sql = (
+        "WITH best AS (SELECT d.session_id, count(*) AS n, max(d.id) AS doc FROM search_docs d "
+        f"WHERE d.kind IN ({marks}) AND acpcli_matches(d.text) GROUP BY d.session_id) "
+        "SELECT best.session_id, best.n, best.doc FROM best JOIN sessions s ON s.id = best.session_id"
+        f"{where} ORDER BY s.last_used_at DESC, s.rowid DESC"
+    )
+    args: list[Any] = [*kinds, *params]
+    if limit:
+        sql += " LIMIT ?"
+        args.append(limit)
+    return [
+        Hit(session_id, *_snippet(conn, doc, "", words), int(n), None, ranked=False)
+        for session_id, n, doc in conn.execute(sql, args).fetchall()
+    ]
+
+
+def _newest(
+    conn: sqlite3.Connection,
+    words: Sequence[str],
+    query: str,
+    kinds: Sequence[str],
+    sessions: tuple[str, Sequence[Any]],
+    limit: int | None,
+) -> list[Hit]:
+    """:func:`find` for words too common to rank: matches read newest document first (FTS5
+    walks its rowids backwards, and a session's documents are numbered when it is indexed, so
+    the newest are those of the sessions used last) until ``limit`` sessions pass the filters;
+    those are shown most recently used first, each with its newest match and an exact count."""
+    import json
+
+    where, params = sessions
+    marks = ",".join("?" * len(kinds))
+    pick = (
+        "SELECT c.session_id, c.id FROM (SELECT d.session_id, d.id FROM search_docs d "
+        f"WHERE d.id IN (SELECT value FROM json_each(?)) AND d.kind IN ({marks})) c "
+        f"JOIN sessions s ON s.id = c.session_id{where} ORDER BY c.id DESC"
+    )
+    found: dict[str, int] = {}  # session -> its newest matching document, in the order found
+    below = None
+    while not limit or len(found) < limit:
+        ids = [
+            rowid
+            for (rowid,) in conn.execute(
+                "SELECT rowid FROM search_fts WHERE search_fts MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
+                (query, below if below is not None else 1 << 62, _WINDOW),
+            )
+        ]
+        if not ids:
+            break
+        below = ids[-1]
+        for session_id, doc in conn.execute(pick, [json.dumps(ids), *kinds, *params]):
+            found.setdefault(session_id, doc)
+    chosen = list(found.items())[:limit] if limit else list(found.items())
+    used = dict(conn.execute(
+            "SELECT id, last_used_at FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([sid for sid, _ in chosen]),),
+        ))
+    chosen.sort(key=lambda item: used.get(item[0], 0.0), reverse=True)
     hits = []
-    for session_id, score, n, doc in conn.execute(sql, args).fetchall():
-        kind, snippet = _snippet(conn, doc, query, words)
-        hits.append(Hit(session_id, kind, snippet, int(n), score))
+    for session_id, doc in chosen:
+        texts = conn.execute(
+            f"SELECT text FROM search_docs WHERE session_id = ? AND kind IN ({marks})", (session_id, *kinds)
+        )
+        count = sum(1 for (text,) in texts if matches(text, words))
+        hits.append(Hit(session_id, *_snippet(conn, doc, query, words), max(count, 1), None, ranked=False))
     return hits
 
 

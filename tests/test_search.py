@@ -288,7 +288,7 @@ def test_migration_from_schema_6_indexes_old_sessions_on_the_first_search(tmp_pa
     assert len(MIGRATIONS) > 6
     with Index.open(path) as index:  # migration 7
         assert search.has_fts(index.conn)
-        assert [sid for sid, _ in search.stale(index.conn)] == ["old2", "old1"]
+        assert [sid for sid, _ in search.stale(index.conn)] == ["old1", "old2"]  # least recent first
         seen: list[tuple[int, int]] = []
         assert indexing.catch_up(index, lambda done, total: seen.append((done, total))) == 2
         assert seen == [(1, 2), (2, 2)]
@@ -327,3 +327,23 @@ def test_without_fts5_a_scan_finds_the_same_sessions(index: Index, monkeypatch: 
     assert search.has_fts(index.conn)
     assert {q: set(_ids(index.search(q))) for q in queries} == with_fts
     _fts_ok(index)
+
+
+def test_words_too_common_to_rank_list_the_newest_sessions_first(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = time.time()
+    for i in range(12):
+        agent = "codex" if i % 3 == 0 else "demo"
+        _store(index, f"c{i:02}", _turn(f"common gnu {i}", "gnu again", "and a thought-free answer"), agent=agent)
+        index.touch(f"c{i:02}", now - 1000 + i)  # c11 used last
+    indexing.catch_up(index)
+    ranked = {r.id: h.matches for r, h in index.search(["gnu"], limit=None)}
+    monkeypatch.setattr(search, "RANKED_UP_TO", 5)  # 24 matching messages: too many to rank
+    monkeypatch.setattr(search, "_WINDOW", 3)  # read a few at a time
+    found = index.search(["gnu"], limit=4)
+    assert _ids(found) == ["c11", "c10", "c09", "c08"]
+    assert all(not h.ranked and h.score is None for _, h in found)
+    assert {r.id: h.matches for r, h in found} == {sid: ranked[sid] for sid in _ids(found)} == dict.fromkeys(_ids(found), 2)
+    assert f"{search.HIT_START}gnu{search.HIT_END}" in found[0][1].snippet
+    assert {r.id: h.matches for r, h in index.search(["gnu"], limit=None)} == ranked  # every session, read to the end
+    assert _ids(index.search(["gnu"], agent="codex", limit=2)) == ["c09", "c06"]
+    assert _ids(index.search(["gnu", "common"], limit=2)) == ["c11", "c10"]

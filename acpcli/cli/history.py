@@ -360,7 +360,7 @@ def search(
     from acpcli.cli.streams import environment
     from acpcli.paths import db_path
     from acpcli.persistence import Index
-    from acpcli.search import DEFAULT_KINDS, KINDS, has_fts
+    from acpcli.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO, has_fts
     from acpcli.session.inputs import resolve_dir
 
     words = search_terms(text)
@@ -373,7 +373,8 @@ def search(
         return int(ExitCode.OK)
     with Index.open() as index:
         _catch_up(env, index)
-        if not has_fts(index.conn):
+        has_fts_now = has_fts(index.conn)
+        if not has_fts_now:
             env.note(
                 "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
                 style="yellow",
@@ -381,6 +382,11 @@ def search(
         found = index.search(
             words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
             limit=count + 1 if count else None,
+        )
+    if found and not found[0][1].ranked and has_fts_now:
+        env.note(
+            f"these words are in more than {RANKED_UP_TO:,} messages, too many to rank: the most recently "
+            "used sessions come first (more words narrow it)"
         )
     more = bool(count) and len(found) > count
     found = found[:count] if count else found

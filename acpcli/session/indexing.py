@@ -59,7 +59,7 @@ def reindex(index: Index, session_id: str) -> None:
 
 
 def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -> int:
-    """Reindex every session whose documents lag its event log, most recent first; call
+    """Reindex every session whose documents lag its event log, least recent first; call
     ``progress(done, total)`` after each. Return how many were reindexed. Also makes the FTS5
     index if this SQLite has FTS5 and the database was made without it."""
     from acpcli import search
