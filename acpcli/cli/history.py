@@ -403,26 +403,38 @@ def search(
 
 def _catch_up(env: Environment, index: Index) -> None:
     """Index what sessions stored since their last indexing; a progress bar on a terminal
-    when there is much to do (the first search after upgrading, over a large history)."""
+    when there is much to do (the first search after upgrading, over a large history). An
+    index that cannot be written (a full disk, read-only) is searched as far as it is indexed."""
+    import sqlite3
+
+    from acpcli.safestore import storage_reason
     from acpcli.search import stale
     from acpcli.session.indexing import catch_up
 
     todo = len(stale(index.conn))
-    if todo < _PROGRESS_FROM or not env.err.is_terminal:
-        catch_up(index)
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    try:
+        if todo < _PROGRESS_FROM or not env.err.is_terminal:
+            catch_up(index)
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
-    columns = (TextColumn("indexing sessions for search"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=env.err, transient=True) as bar:
-        task = bar.add_task("index", total=todo)
-        catch_up(index, lambda done, _total: bar.update(task, completed=done))
+        columns = (TextColumn("indexing sessions for search"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=env.err, transient=True) as bar:
+            task = bar.add_task("index", total=todo)
+            catch_up(index, lambda done, _total: bar.update(task, completed=done))
+    except sqlite3.Error as exc:
+        reason = storage_reason(exc) or str(exc)
+        env.note(
+            f"warning — could not index {todo} sessions for search ({reason}): the results may miss them",
+            style="yellow",
+        )
+        return
     env.note(f"indexed {todo} sessions for search")
 
 

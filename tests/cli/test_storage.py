@@ -236,3 +236,23 @@ def test_other_commands_on_a_full_stdout_exit_17(cli: Cli, trace: AgentTrace, co
     assert proc.returncode == ExitCode.OUTPUT, proc.stderr
     assert proc.stderr == "acpcli: error: cannot write the output: No space left on device\n", proc.stderr
     trace.assert_all_gone()
+
+
+@needs_mount
+def test_search_on_an_index_it_cannot_write_searches_what_is_indexed(cli: Cli, trace: AgentTrace) -> None:
+    cli.ok("prompt", "--cmd", trace.demo_cmd(), "indexed zebu")
+    cli.ok("prompt", "--cmd", trace.demo_cmd(), "stale zebu")
+    db = cli.home / "acpcli.db"
+    stale = next(r["id"] for r in cli.index() if r["title"] == "stale zebu")
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE sessions SET search_seq = 0 WHERE id = ?", (stale,))  # as if never indexed
+    conn.commit()
+    conn.close()
+    (proc,) = in_namespace(cli, f"mount --bind -o ro {db} {db}", ["search", "zebu", "--json"])
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert not any(mark in proc.stderr for mark in TRACEBACK_MARKS), proc.stderr
+    found = [line for line in proc.stdout.splitlines() if line]
+    assert len(found) >= 1 and "indexed zebu" in proc.stdout
+    assert "could not index" in proc.stderr
