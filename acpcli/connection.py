@@ -266,14 +266,18 @@ class Connection:
         transport = self._transport
         tap = self._tap
         dispatch = self._dispatch
+        # frames the transport already holds, taken without awaiting (AgentProcess has it)
+        receive_nowait = getattr(transport, "receive_nowait", None)
         try:
             while True:
-                try:
-                    frame = await transport.receive()
-                except ConnectionClosed:
-                    break
+                frame = receive_nowait() if receive_nowait is not None else None
                 if frame is None:
-                    break
+                    try:
+                        frame = await transport.receive()
+                    except ConnectionClosed:
+                        break
+                    if frame is None:
+                        break
                 if tap is not None:
                     try:
                         tap.received(frame)
