@@ -480,8 +480,12 @@ class Store:
         if type(message_id) is str:
             index = self._ids[kind].get(message_id)
             if index is not None:
-                message = self.entries[index]
-                message.append_block(block)  # type: ignore[union-attr]
+                message: Message = self.entries[index]  # type: ignore[assignment]
+                parts = message._parts
+                if plain and parts is not None:
+                    parts.append(text)  # Message.append_block's own fast path, inline
+                else:
+                    message.append_block(block)
                 return EntryUpdated(index, message, block)
         else:
             message_id = None  # null or invalid: schema says default (no id)
