@@ -27,6 +27,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import json.scanner
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Mapping
@@ -60,7 +61,21 @@ _CANCEL_SEND_TIMEOUT = 1.0
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 # json.loads(bytes) would sniff for UTF-16/32 on every frame; ACP frames are UTF-8.
-_decode = json.JSONDecoder().decode
+_slow_decode = json.JSONDecoder().decode
+# The decoder's own scanner (C where available): ``decode`` without its two whitespace
+# regex matches, for the usual frame that is exactly one JSON value.
+_scan_once = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def _decode(text: str) -> Any:
+    """``json.loads(text)``, the same value or the same error; one frame of the hot path."""
+    try:
+        value, end = _scan_once(text, 0)
+    except StopIteration:  # not a value at offset 0 (leading whitespace, or not JSON)
+        return _slow_decode(text)
+    if end != len(text):  # trailing whitespace, or extra data: let decode accept or reject it
+        return _slow_decode(text)
+    return value
 
 
 def encode(message: Any) -> bytes:
@@ -251,14 +266,18 @@ class Connection:
         transport = self._transport
         tap = self._tap
         dispatch = self._dispatch
+        # frames the transport already holds, taken without awaiting (AgentProcess has it)
+        receive_nowait = getattr(transport, "receive_nowait", None)
         try:
             while True:
-                try:
-                    frame = await transport.receive()
-                except ConnectionClosed:
-                    break
+                frame = receive_nowait() if receive_nowait is not None else None
                 if frame is None:
-                    break
+                    try:
+                        frame = await transport.receive()
+                    except ConnectionClosed:
+                        break
+                    if frame is None:
+                        break
                 if tap is not None:
                     try:
                         tap.received(frame)

@@ -338,14 +338,16 @@ class EventWriter:
         page = self._pages.get(session_id)
         if page is None:
             page = self._open_page(session_id)
-        seq = page.first_seq + len(page.payloads)
-        if not self._pending:
+        payloads = page.payloads
+        seq = page.first_seq + len(payloads)
+        pending = self._pending
+        if not pending:
             self._oldest = now
         page.kinds.append(kind)
-        page.payloads.append(payload)
+        payloads.append(payload)
         page.times.append(now)
-        self._pending += 1
-        if self._pending >= self._batch_size or now - self._oldest >= self._interval:
+        self._pending = pending = pending + 1
+        if pending >= self._batch_size or now - self._oldest >= self._interval:
             self.flush()
         return seq
 

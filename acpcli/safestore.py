@@ -169,7 +169,7 @@ class SafeWriter(EventWriter):
         index = self._index
         counted = index.in_memory
         try:
-            seq = super().append(session_id, kind, payload)
+            seq = _append(self, session_id, kind, payload)  # EventWriter's (no super() per update)
         except Exception as exc:  # noqa: BLE001 - storing must never stop the turn
             index.storage_failed(exc)
             if self.pending == 0:  # not even buffered (the session row was missing)
@@ -195,6 +195,9 @@ class SafeWriter(EventWriter):
             log.error("dropping %d buffered updates: %s", self.pending, exc)
             self._pages = {}
             self._pending = 0
+
+
+_append = EventWriter.append
 
 
 def _memory_connection() -> sqlite3.Connection:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 log = logging.getLogger("acpcli.store")
@@ -337,9 +338,10 @@ class Store:
         self._v1_plan: int | None = None  # latest v1 plan entry of the current turn
         self._boundary = False  # set by turn_boundary(): id-less chunks start new messages
         self._dispatch: dict[str, Callable[[dict[str, Any]], Change | None]] = {
-            "agent_message_chunk": self._agent_chunk,
-            "agent_thought_chunk": self._thought_chunk,
-            "user_message_chunk": self._user_chunk,
+            # (partials: the chunk reducer is called without a Python frame in between)
+            "agent_message_chunk": partial(self._chunk, AGENT),
+            "agent_thought_chunk": partial(self._chunk, THOUGHT),
+            "user_message_chunk": partial(self._chunk, USER),
             "agent_message": self._agent_message,
             "agent_thought": self._thought_message,
             "user_message": self._user_message,
@@ -454,35 +456,36 @@ class Store:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def _agent_chunk(self, update: dict[str, Any]) -> Change | None:
-        return self._chunk(update, AGENT)
-
-    def _thought_chunk(self, update: dict[str, Any]) -> Change | None:
-        return self._chunk(update, THOUGHT)
-
-    def _user_chunk(self, update: dict[str, Any]) -> Change | None:
-        return self._chunk(update, USER)
-
-    def _chunk(self, update: dict[str, Any], kind: str) -> Change | None:
+    def _chunk(self, kind: str, update: dict[str, Any]) -> Change | None:
+        # The hot path: one dict lookup per field read, and the common case (a plain text
+        # chunk continuing the last message) appends its string without another call.
         block = update.get("content")
         if type(block) is not dict:
             log.debug("ignored chunk without a content block: %.200r", update)
             return None
         btype = block.get("type")
         if btype == "text":
-            if type(block.get("text")) is not str:
+            text = block.get("text")
+            if not isinstance(text, str):  # (a str subclass cannot come from JSON)
                 log.debug("ignored text chunk without text: %.200r", update)
                 return None
+            plain = len(block) == 2  # only type and text: it joins a trailing text run
         elif type(btype) is not str:
             log.debug("ignored chunk with an untyped block: %.200r", update)
             return None
+        else:
+            plain, text = False, ""
 
         message_id = update.get("messageId")
         if type(message_id) is str:
             index = self._ids[kind].get(message_id)
             if index is not None:
-                message = self.entries[index]
-                message.append_block(block)  # type: ignore[union-attr]
+                message: Message = self.entries[index]  # type: ignore[assignment]
+                parts = message._parts
+                if plain and parts is not None:
+                    parts.append(text)  # Message.append_block's own fast path, inline
+                else:
+                    message.append_block(block)
                 return EntryUpdated(index, message, block)
         else:
             message_id = None  # null or invalid: schema says default (no id)
@@ -490,7 +493,11 @@ class Store:
             if entries and not self._boundary:
                 last = entries[-1]
                 if type(last) is Message and last.kind == kind:
-                    last.append_block(block)
+                    parts = last._parts
+                    if plain and parts is not None:
+                        parts.append(text)  # Message.append_block's own fast path, inline
+                    else:
+                        last.append_block(block)
                     return EntryUpdated(len(entries) - 1, last, block)
         index, message = self._new_message(kind, message_id)
         message.append_block(block)

@@ -333,6 +333,13 @@ class AgentProcess:
             self._framer.feed(chunk)
         return frames.popleft()
 
+    def receive_nowait(self) -> bytes | None:
+        """The next frame already read from the agent's stdout, or ``None`` when none is
+        buffered (then :meth:`receive` waits for more). The reader drains a read's frames
+        with it, without a coroutine per frame."""
+        frames = self._framer.frames
+        return frames.popleft() if frames else None
+
     def exit_info(self) -> tuple[int | None, list[str]]:
         """``(returncode or None, the last stderr lines)``."""
         return self._process.returncode, list(self._stderr_tail)

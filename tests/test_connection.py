@@ -508,3 +508,38 @@ async def test_a_result_that_is_not_json_becomes_an_internal_error(caplog: pytes
                 await client.request("odd")
     assert info.value.code == RpcError.INTERNAL_ERROR
     assert "not JSON" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"jsonrpc":"2.0","method":"session/update","params":{"update":{"text":"\\u00e9\\ud800"}}}',
+        ' {"a":1}',
+        '{"a":1} ',
+        '{"a":1}\r',
+        '{"a":1}x',
+        '{"a":1}{"b":2}',
+        "",
+        "   ",
+        "x",
+        '{"a": }',
+        '{"a":1',
+        "[1,2]",
+        '"s"',
+        "1 2",
+        "Infinity",
+        "[" * 50 + "]" * 50,
+    ],
+)
+def test_frame_decode_is_json_loads(text: str) -> None:
+    # the reader's fast decode: the same value, or the same error, as json.loads
+    from acpcli.connection import _decode
+
+    try:
+        expected: Any = json.loads(text)
+    except ValueError as err:
+        with pytest.raises(type(err)) as raised:
+            _decode(text)
+        assert str(raised.value) == str(err)
+    else:
+        assert _decode(text) == expected

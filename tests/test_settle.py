@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from acpcli.session.link import AgentLink, Dispatcher
@@ -75,3 +76,59 @@ async def test_settle_stops_at_its_limit_while_updates_keep_coming() -> None:
         tg.cancel_scope.cancel()
     assert 0.5 <= elapsed < 3.0
     assert 0 < live.updates_seen < 100
+
+
+def _record_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every ``anyio.sleep`` settle asks for (still slept), to tell a pause from a yield."""
+    import acpcli.session.link as link_module
+
+    asked: list[float] = []
+    real_sleep = anyio.sleep
+
+    async def sleep(delay: float) -> None:
+        asked.append(delay)
+        await real_sleep(delay)
+
+    monkeypatch.setattr(link_module.anyio, "sleep", sleep)
+    return asked
+
+
+@pytest.mark.anyio
+async def test_settle_does_not_pause_after_a_replay_that_came_before_the_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the spec's order (codex, claude, the demo agent): the transcript is there at the answer
+    link, live = _setup()
+    live.feed(_chunk("replayed before the answer"))
+    asked = _record_sleeps(monkeypatch)
+    await link.settle(live, quiet=5.0, first=5.0)
+    assert asked == []  # event-loop turns only (checkpoints), no timed pause
+
+
+async def _feed_at_yields(live: LiveSession, texts: list[str]) -> None:
+    for text in texts:
+        await anyio.lowlevel.checkpoint()
+        live.feed(_chunk(text))
+
+
+@pytest.mark.anyio
+async def test_settle_waits_when_updates_keep_coming_after_a_replay_that_came_first() -> None:
+    # part of the replay before the answer, the rest arriving while settle drains: keep it all
+    link, live = _setup()
+    live.feed(_chunk("before the answer "))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_feed_at_yields, live, ["after "] * 3)
+        tg.start_soon(_feed_later, live, [0.05, 0.05, 0.05])
+        await link.settle(live, quiet=0.3, first=5.0)
+    assert live.updates_seen == 7
+
+
+@pytest.mark.anyio
+async def test_settle_waits_for_a_late_replay_after_only_session_level_updates() -> None:
+    # a session-level update before the answer is no transcript: the replay may still follow
+    # (an agent that announces its commands, answers, then replays)
+    link, live = _setup()
+    live.feed({"sessionUpdate": "available_commands_update", "availableCommands": []})
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_feed_later, live, [0.3, 0.05, 0.05])  # starts later than one quiet period
+        await link.settle(live, quiet=0.1, first=2.0)
+    assert live.updates_seen == 4
+    assert "".join(m.text for m in live.store.entries) == "part0 part1 part2 "  # type: ignore[union-attr]

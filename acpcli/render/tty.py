@@ -278,10 +278,43 @@ class _LiveArea:
             yield _Piece(status, gap)
 
 
-def _markdown(text: str) -> RenderableType:
-    from rich.markdown import Markdown
+class _MarkdownMaker:
+    """Builds ``rich.markdown.Markdown`` renderables with one shared parser.
 
-    return Markdown(text)
+    ``Markdown(text)`` builds a new ``MarkdownIt`` parser (its rule chains) for every text:
+    about as long as parsing a paragraph, and the view makes one per finished block and one
+    per live frame. Here the first ``Markdown`` is made the ordinary way and kept as a
+    template; later ones copy its settings and parse with a parser configured as rich
+    configures its own (``strikethrough`` and ``table`` enabled). The text is the same
+    (already made safe by the caller), so is what is drawn.
+    """
+
+    __slots__ = ("_cls", "_parse", "_settings")
+
+    def __init__(self) -> None:
+        from markdown_it import MarkdownIt
+        from rich.markdown import Markdown
+
+        self._cls = Markdown
+        self._settings = dict(vars(Markdown("")))
+        self._parse = MarkdownIt().enable("strikethrough").enable("table").parse
+
+    def __call__(self, text: str) -> RenderableType:
+        md = self._cls.__new__(self._cls)
+        vars(md).update(self._settings)
+        md.markup = text
+        md.parsed = self._parse(text)
+        return md
+
+
+_make_markdown: _MarkdownMaker | None = None
+
+
+def _markdown(text: str) -> RenderableType:
+    global _make_markdown
+    if _make_markdown is None:  # on first use: rich.markdown stays off the start-up path
+        _make_markdown = _MarkdownMaker()
+    return _make_markdown(text)
 
 
 def _label(block: dict[str, Any]) -> Text:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from acpcli import capabilities
 from acpcli.client_side import is_cancelled
@@ -56,6 +57,10 @@ log = logging.getLogger("acpcli.session")
 #: Bounds on updates kept for sessions not attached yet (see ``Dispatcher.on_notification``).
 _EARLY_SESSIONS = 8
 _EARLY_UPDATES = 256
+
+#: Event-loop turns ``settle`` gives the reader after an answer that followed its replay, so
+#: frames already received are dispatched before it returns (no timed pause).
+_DRAIN_TURNS = 3
 
 #: How long a dismissed permission's answer waits for the turn's session/cancel to go out.
 _CANCEL_FIRST = 5.0
@@ -294,16 +299,30 @@ class AgentLink:
     ) -> None:
         """Wait while the session's replay is still arriving, then return.
 
-        Some agents answer ``session/load`` first and replay afterwards (gemini), so the
-        answer does not mean the replay is over. Returns once no update has arrived for
-        ``quiet`` seconds; when none has arrived at all yet, the first may take up to
-        ``first`` seconds (a late replay) before the session counts as quiet; never waits
-        longer than ``limit`` seconds in all, nor after the connection closed. An agent
-        whose replay came before its answer costs one ``quiet`` period, not a fixed pause.
+        ``session/load`` replays the whole conversation *before* answering (the spec), so when
+        the transcript already holds entries at the answer the replay is over: settle lets the
+        frames already received be dispatched (a few event-loop turns, no timed pause) and
+        returns -- unless updates are still arriving then, which makes it wait as below.
+
+        Some agents answer first and replay afterwards (gemini, REAL-AGENTS.md), so an
+        answer with no transcript yet does not mean there is nothing to replay: the first
+        update may take up to ``first`` seconds to come. Once updates arrive after the answer,
+        settle returns when none has arrived for ``quiet`` seconds; it never waits longer
+        than ``limit`` seconds in all, nor after the connection closed.
         """
-        step = min(0.02, quiet)
         seen = live.updates_seen
-        gap = quiet if seen else max(first, quiet)
+        if live.store.entries:
+            for _ in range(_DRAIN_TURNS):
+                await anyio.lowlevel.checkpoint()
+            if live.updates_seen == seen:
+                return  # the replay came before the answer: no wait
+            seen = live.updates_seen  # updates still arriving after the answer: a trailing replay
+            gap = quiet
+        else:
+            # nothing of the transcript yet (a session-level update or nothing at all): a
+            # replay may still follow the answer
+            gap = max(first, quiet)
+        step = min(0.02, quiet)
         last = anyio.current_time()
         with anyio.move_on_after(limit):
             while not self.conn.closed:

@@ -125,36 +125,46 @@ class LiveSession:
         if not isinstance(update, dict):
             log.debug("ignoring a session/update whose update is %s", type(update).__name__)
             return
+        # The hot path of replay and streaming: the kind is read once, attributes once each.
         self.updates_seen += 1
-        change = self.store.apply(update)
-        if self.recorder is not None:
-            kind = LOCAL if local else update.get("sessionUpdate")
+        kind = update.get("sessionUpdate")
+        store = self.store
+        change = store.apply(update)
+        recorder = self.recorder
+        if recorder is not None:
             payload = frame_text if frame_text is not None else json.dumps(update)
             try:
-                self.recorder.append(self.session_id, kind if isinstance(kind, str) else "?", payload)
+                recorder.append(self.session_id, LOCAL if local else kind if type(kind) is str else "?", payload)
             except Exception:
                 # A failed store must never drop the update from the view or the turn's state
                 # (a lost v2 ``idle`` would leave the turn waiting forever).
                 log.exception("storing an update of %s failed", self.session_id)
-        if change is not None and self.sink is not None:
-            try:
-                self.sink.on_change(self, change)
-            except BrokenPipeError as err:
-                # Whoever reads our output has gone (`| head -1`): stop rendering, and let
-                # the turn's owner end the command (run_turn watches `output_lost`).
-                self.sink = None
-                self.output_error = err
-                self.output_lost.set()
-            except OSError as err:
-                # The output cannot be written (a full disk under -o FILE or stdout): the same,
-                # with an error that says so (exit 17).
-                from acpcli.errors import OutputError
-
-                self.sink = None
-                self.output_error = OutputError(f"cannot write the transcript: {err.strerror or err}")
-                self.output_lost.set()
-        if self.turn_idle is not None and update.get("sessionUpdate") == "state_update" and self.store.state == "idle":
+        if change is not None:
+            sink = self.sink
+            if sink is not None:
+                try:
+                    sink.on_change(self, change)
+                except OSError as err:
+                    self._output_failed(err)
+        if kind == "state_update" and self.turn_idle is not None and store.state == "idle":
             self.turn_idle.set()
+
+    def _output_failed(self, err: OSError) -> None:
+        """The view could not write: stop rendering, let the turn's owner end the command."""
+        if isinstance(err, BrokenPipeError):
+            # Whoever reads our output has gone (`| head -1`): stop rendering, and let
+            # the turn's owner end the command (run_turn watches `output_lost`).
+            self.sink = None
+            self.output_error = err
+            self.output_lost.set()
+            return
+        # The output cannot be written (a full disk under -o FILE or stdout): the same,
+        # with an error that says so (exit 17).
+        from acpcli.errors import OutputError
+
+        self.sink = None
+        self.output_error = OutputError(f"cannot write the transcript: {err.strerror or err}")
+        self.output_lost.set()
 
     # -- updates acpcli makes: through feed, like the agent's -------------------------------
 

@@ -445,3 +445,28 @@ def test_closing_mid_turn_leaves_no_status_line() -> None:
     assert run.screen() == "Cut short"
     raw = run.raw()
     assert "working" not in raw[raw.rindex("Cut short"):]  # not even drawn once more, then erased
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# Title\n\nSome **bold**, `code` and ~~struck~~ text.",
+        "| a | b |\n| --- | --- |\n| 1 | 2 |",
+        "```python\nx = 1\n\ny = 2\n```",
+        "- one\n- two\n  continued\n\n1. first\n2. second",
+        "> quoted [link](https://example.com)",
+    ],
+)
+def test_shared_parser_markdown_draws_what_rich_markdown_draws(text: str) -> None:
+    # the view builds Markdown with one shared markdown-it parser: same output as rich's own
+    from rich.markdown import Markdown
+
+    from acpcli.render.tty import _markdown
+
+    def drawn(renderable: Any) -> str:
+        out = io.StringIO()
+        Console(file=out, force_terminal=True, width=60, color_system="truecolor").print(renderable)
+        return re.sub(r"id=\d+;", "id=;", out.getvalue())  # a hyperlink's id is random per drawing
+
+    assert drawn(_markdown(text)) == drawn(Markdown(text))
+    assert drawn(_markdown(text)) == drawn(_markdown(text))  # the shared parser keeps no state
