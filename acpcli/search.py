@@ -2,9 +2,10 @@
 
 A session's *documents* are the texts of its transcript as ``show`` rebuilds it: each user
 message, agent message, thought and tool call title, one row each of ``search_docs``
-(migration 7). ``search_fts`` is an SQLite FTS5 index over them (external content), made when this Python's SQLite has FTS5 -- the standard builds on Linux,
-macOS and Windows do. Without it :func:`find` scans ``search_docs`` instead: the same
-matches, slower, ranked by recency only.
+(migration 7). ``search_fts`` is an SQLite FTS5 index over them (external content), made
+when this Python's SQLite has FTS5 -- the standard builds on Linux, macOS and Windows do.
+Without it :func:`find` scans ``search_docs`` instead: the same matches, slower, newest
+first.
 
 ``sessions.search_seq`` is the seq of the last event a session's documents reflect: a session
 whose event log has grown past it is *stale* (:func:`stale`), and the session layer
@@ -12,7 +13,7 @@ whose event log has grown past it is *stale* (:func:`stale`), and the session la
 their session (:func:`forget`, from ``Index.delete``).
 
 Documents are data: nothing here parses events. :func:`documents` reads them off a
-:class:`~acpcli.store.Store`.
+:class:`~acpcli.store.Store`'s entries.
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import UsageError
+from acpcli.store import AGENT, THOUGHT, USER
 
 if TYPE_CHECKING:
     import sqlite3
 
     from acpcli.store import Entry
 
-#: Document kinds, as stored and as ``--json`` reports them.
-USER, AGENT, THOUGHT, TOOL = "user", "agent", "thought", "tool"
+#: Document kinds, as stored and as ``--json`` reports them: the store's message kinds, and
+#: a tool call's title.
+TOOL = "tool"
 KINDS = (USER, AGENT, THOUGHT, TOOL)
 #: Searched unless asked otherwise (thoughts are opt-in: they are the model's scratch work).
 DEFAULT_KINDS = (USER, AGENT, TOOL)
