@@ -41,6 +41,18 @@ _ALTERNATIVE = {
 }
 
 
+#: Agents known to answer ``session/load`` while their replay is still coming (REAL-AGENTS.md:
+#: gemini sends part of it, its ``<session_context>`` message, before the answer and the rest
+#: after): the answer alone does not say the replay is over.
+_TRAILING_REPLAY = ("gemini",)
+
+
+def replay_may_trail(features: AgentFeatures) -> bool:
+    """Whether this agent's load replay may go on after its answer (see ``AgentLink.settle``)."""
+    name = (features.agent_name or "").lower()
+    return any(known in name for known in _TRAILING_REPLAY)
+
+
 def require(features: AgentFeatures, method: str) -> None:
     """Raise :class:`CapabilityMissing` unless the agent advertised ``method``."""
     attr, marker = _METHOD_CAPABILITY[method]

@@ -14,6 +14,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from acpcli.negotiate import AgentFeatures
 from acpcli.session.link import AgentLink, Dispatcher
 from acpcli.session.live import LiveSession
 from acpcli.store import Store
@@ -23,8 +24,9 @@ class _Conn:
     closed = False
 
 
-def _setup() -> tuple[AgentLink, LiveSession]:
-    link = AgentLink(_Conn(), None, Dispatcher(), store_factory=Store)  # type: ignore[arg-type]  # a stand-in connection
+def _setup(agent: str = "codex-acp") -> tuple[AgentLink, LiveSession]:
+    features = AgentFeatures(protocol_version=1, reading="v1", agent_name=agent)
+    link = AgentLink(_Conn(), features, Dispatcher(), store_factory=Store)  # type: ignore[arg-type]  # a stand-in connection
     return link, LiveSession(session_id="s", store=Store())
 
 
@@ -118,7 +120,8 @@ async def test_settle_waits_when_updates_keep_coming_after_a_replay_that_came_fi
         tg.start_soon(_feed_at_yields, live, ["after "] * 3)
         tg.start_soon(_feed_later, live, [0.05, 0.05, 0.05])
         await link.settle(live, quiet=0.3, first=5.0)
-    assert live.updates_seen == 7
+        settled = live.updates_seen  # checked when settle returns, not when the feeders end
+    assert settled == 7
 
 
 @pytest.mark.anyio
@@ -130,5 +133,19 @@ async def test_settle_waits_for_a_late_replay_after_only_session_level_updates()
     async with anyio.create_task_group() as tg:
         tg.start_soon(_feed_later, live, [0.3, 0.05, 0.05])  # starts later than one quiet period
         await link.settle(live, quiet=0.1, first=2.0)
-    assert live.updates_seen == 4
+        settled = live.updates_seen  # checked when settle returns, not when the feeder ends
+    assert settled == 4
     assert "".join(m.text for m in live.store.entries) == "part0 part1 part2 "  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_settle_waits_for_geminis_replay_that_began_before_the_answer() -> None:
+    # gemini (REAL-AGENTS.md): its <session_context> message comes before the answer, the rest
+    # of the replay after it, later than a few event-loop turns
+    link, live = _setup("gemini-cli")
+    live.feed(_chunk("<session_context>…</session_context> "))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_feed_later, live, [0.05, 0.02, 0.02])
+        await link.settle(live, quiet=0.3, first=5.0)
+        settled = live.updates_seen  # what the load shows: the replay must be whole by now
+    assert settled == 4

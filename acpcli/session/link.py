@@ -306,17 +306,21 @@ class AgentLink:
 
         Some agents answer first and replay afterwards (gemini, REAL-AGENTS.md), so an
         answer with no transcript yet does not mean there is nothing to replay: the first
-        update may take up to ``first`` seconds to come. Once updates arrive after the answer,
+        update may take up to ``first`` seconds to come. An agent known to do so
+        (:func:`acpcli.capabilities.replay_may_trail`: gemini sends part of its replay before
+        the answer and the rest after) is waited for even when the transcript has entries. Once updates arrive after the answer,
         settle returns when none has arrived for ``quiet`` seconds; it never waits longer
         than ``limit`` seconds in all, nor after the connection closed.
         """
         seen = live.updates_seen
-        if live.store.entries:
+        if live.store.entries and not capabilities.replay_may_trail(self.features):
             for _ in range(_DRAIN_TURNS):
                 await anyio.lowlevel.checkpoint()
             if live.updates_seen == seen:
                 return  # the replay came before the answer: no wait
             seen = live.updates_seen  # updates still arriving after the answer: a trailing replay
+            gap = quiet
+        elif live.store.entries:  # an agent whose replay trails its answer: wait while it comes
             gap = quiet
         else:
             # nothing of the transcript yet (a session-level update or nothing at all): a
