@@ -90,8 +90,7 @@ def sessions(
     else:
         with Index.open(read_only=True) as index:
             if index.outdated:  # written by an older acpcli: migrate it once (prompt titles...)
-                index.close()
-                Index.open().close()
+                _migrate_quietly(index)
             rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
             if count and len(rows) == count:  # only then can there be more: one count query
                 more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count
@@ -158,6 +157,21 @@ def sessions(
         )
     env.out.print(table)
     return int(ExitCode.OK)
+
+
+def _migrate_quietly(index: Index) -> None:
+    """Bring an index an older acpcli wrote up to this schema, then read it again; when it
+    cannot be written (a full disk, read-only storage), read it as it is."""
+    import sqlite3
+
+    from acpcli.errors import ConfigError
+    from acpcli.persistence import Index
+
+    index.close()
+    try:
+        Index.open().close()
+    except (ConfigError, sqlite3.Error, OSError):
+        pass  # the read-only index reads the older schema as it is
 
 
 def remove(ids: list[str], *, yes: bool) -> int:

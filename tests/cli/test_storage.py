@@ -256,3 +256,22 @@ def test_search_on_an_index_it_cannot_write_searches_what_is_indexed(cli: Cli, t
     found = [line for line in proc.stdout.splitlines() if line]
     assert len(found) >= 1 and "indexed zebu" in proc.stdout
     assert "could not index" in proc.stderr
+
+
+@needs_mount
+def test_listing_an_older_index_it_cannot_migrate_reads_it_as_it_is(cli: Cli, trace: AgentTrace) -> None:
+    import sqlite3
+
+    cli.ok("prompt", "--cmd", trace.demo_cmd(), "an old session")
+    db = cli.home / "acpcli.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    for statement in (  # as an acpcli at schema 6 left it
+        "DROP TABLE search_fts", "DROP TABLE search_docs", "ALTER TABLE sessions DROP COLUMN search_seq",
+        "ALTER TABLE sessions DROP COLUMN title_source", "PRAGMA user_version = 6",
+    ):
+        conn.execute(statement)
+    conn.close()
+    (proc,) = in_namespace(cli, f"mount --bind -o ro {db} {db}", ["sessions", "--json", "--all"])
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert not any(mark in proc.stderr for mark in TRACEBACK_MARKS), proc.stderr
+    assert len(proc.stdout.splitlines()) == 1
