@@ -630,19 +630,11 @@ class Index:
         for writer in list(self._writers):
             writer.flush()  # so no buffered row of this session lands after the delete
             writer.forget(session_id)
-        conn = self.conn
-        own = not conn.in_transaction
-        if own:
-            conn.execute("BEGIN IMMEDIATE")
-        try:
-            search.forget(conn, session_id)  # out of the FTS5 index first; the rows go with the session
+        from acpcli.transactions import write_transaction
+
+        with write_transaction(self.conn):
+            search.forget(self.conn, session_id)  # out of the FTS5 index first; the rows go with the session
             self._update(session_id, "DELETE FROM sessions WHERE id = ?", ())  # events: ON DELETE CASCADE
-        except BaseException:
-            if own:
-                conn.execute("ROLLBACK")
-            raise
-        if own:
-            conn.execute("COMMIT")
 
     # -- events -------------------------------------------------------------------------
 

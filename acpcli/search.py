@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import UsageError
 from acpcli.store import AGENT, THOUGHT, USER
+from acpcli.transactions import write_transaction
 
 if TYPE_CHECKING:
     import sqlite3
@@ -80,13 +81,8 @@ def ensure_fts(conn: sqlite3.Connection) -> bool:
 
     if has_fts(conn):
         return True
-    own = not conn.in_transaction
-    if own:
-        conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         if has_fts(conn):  # another process made it meanwhile
-            if own:
-                conn.execute("COMMIT")
             return True
         conn.execute("SAVEPOINT fts")
         try:
@@ -95,19 +91,11 @@ def ensure_fts(conn: sqlite3.Connection) -> bool:
         except sqlite3.OperationalError as exc:
             conn.execute("ROLLBACK TO fts")
             conn.execute("RELEASE fts")
-            if own:
-                conn.execute("COMMIT")
             if "fts5" in str(exc):
                 return False  # "no such module: fts5": search scans instead
             raise
         conn.execute("INSERT INTO search_fts (search_fts) VALUES ('rebuild')")
         conn.execute("RELEASE fts")
-        if own:
-            conn.execute("COMMIT")
-    except BaseException:
-        if own and conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return True
 
 
@@ -149,7 +137,7 @@ def documents(entries: Iterable[Entry]) -> list[tuple[str, str]]:
 def replace(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
     """A session's documents are now ``docs``, reflecting its events up to ``seq``. One
     transaction (the caller's, if it holds one)."""
-    with _transaction(conn):
+    with write_transaction(conn):
         fts = has_fts(conn)
         _remove(conn, session_id, fts)
         _insert(conn, session_id, docs, seq, fts)
@@ -157,13 +145,13 @@ def replace(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str,
 
 def extend(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
     """Add ``docs`` to a session's documents, which now reflect its events up to ``seq``."""
-    with _transaction(conn):
+    with write_transaction(conn):
         _insert(conn, session_id, docs, seq, has_fts(conn))
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:
     """Remove a session's documents (and their FTS5 entries): before the session is deleted."""
-    with _transaction(conn):
+    with write_transaction(conn):
         _remove(conn, session_id, has_fts(conn))
 
 
@@ -193,23 +181,6 @@ def _insert(conn: sqlite3.Connection, session_id: str, docs: Sequence[tuple[str,
         if fts:
             conn.executemany("INSERT INTO search_fts (rowid, text) VALUES (?, ?)", [(i, text) for i, _, text in rows])
     conn.execute("UPDATE sessions SET search_seq = ? WHERE id = ?", (seq, session_id))
-
-
-class _transaction:
-    """A write transaction, unless the caller already holds one (then it is the caller's)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.own = False
-
-    def __enter__(self) -> None:
-        if not self.conn.in_transaction:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.own = True
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        if self.own:
-            self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
 def indexed_seq(conn: sqlite3.Connection, session_id: str) -> int:

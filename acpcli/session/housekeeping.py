@@ -1,7 +1,7 @@
 """Deleting sessions' local records: what ``sessions rm`` and ``sessions prune`` do.
 
-Only what acpcli keeps is deleted: index rows, stored events (with their session), and the demo
-agent's own state of demo sessions. Nothing is ever sent to an agent.
+Only what acpcli keeps is deleted: index rows, stored events and search documents (with their
+session), and the demo agent's own state of demo sessions. Nothing is ever sent to an agent.
 """
 
 from __future__ import annotations
@@ -19,15 +19,12 @@ if TYPE_CHECKING:
 def delete_local(index: Index, records: Sequence[SessionRecord]) -> None:
     """Delete ``records`` in one transaction (all or none), then their demo-agent state, then
     give the disk back when much of the file is free."""
+    from acpcli.transactions import write_transaction
+
     conn = index.conn
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         for rec in records:
-            index.delete(rec.id)  # its event pages go with it (ON DELETE CASCADE)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+            index.delete(rec.id)  # its event pages and search documents go with it
     for rec in records:
         _forget_demo_state(rec.wire_id, rec.agent_info)
     _reclaim_space(conn)
