@@ -1,6 +1,8 @@
 """The terminal view: rich rendering with one live region at the bottom.
 
-Layout: user prompts as ``› text`` in bold; agent text as rich Markdown while it streams;
+Layout: user prompts as ``› text`` in bold; agent text as Markdown while it streams (drawn
+by :mod:`acpcli.render.markdown_lines`, which looks as rich's ``Markdown`` does at a
+fraction of its cost; code in a block still streaming is highlighted once the block closes);
 thoughts dim and italic, collapsed to a one-line summary once finished (unless
 ``show_thoughts``); tool calls with a status icon and colour, title, kind, locations and
 content (diffs as coloured unified diffs, terminals as a note); plans as a checklist.
@@ -52,6 +54,7 @@ from rich.padding import Padding
 from rich.segment import Segment
 from rich.text import Text
 
+from acpcli.render.markdown_lines import MarkdownLines
 from acpcli.render.plain import MessageTrace, ToolTracker
 from acpcli.render.transcript import (
     block_label,
@@ -219,7 +222,13 @@ class _Piece:
         self.gap = gap
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        lines = console.render_lines(self.renderable, options, pad=False)
+        renderable = self.renderable
+        if isinstance(renderable, MarkdownLines):  # drawn already trimmed, without padding
+            lines = renderable.lines(console, options)
+            trim = renderable.fallback
+        else:
+            lines = console.render_lines(renderable, options, pad=False)
+            trim = True
         start, end = 0, len(lines)
         while start < end and _blank_line(lines[start]):
             start += 1
@@ -231,7 +240,7 @@ class _Piece:
         if self.gap:
             yield new_line
         for line in lines[start:end]:
-            yield from _rstrip(line)
+            yield from _rstrip(line) if trim else line
             yield new_line
 
 
@@ -276,45 +285,6 @@ class _LiveArea:
         status = view.status_text()
         if status is not None:
             yield _Piece(status, gap)
-
-
-class _MarkdownMaker:
-    """Builds ``rich.markdown.Markdown`` renderables with one shared parser.
-
-    ``Markdown(text)`` builds a new ``MarkdownIt`` parser (its rule chains) for every text:
-    about as long as parsing a paragraph, and the view makes one per finished block and one
-    per live frame. Here the first ``Markdown`` is made the ordinary way and kept as a
-    template; later ones copy its settings and parse with a parser configured as rich
-    configures its own (``strikethrough`` and ``table`` enabled). The text is the same
-    (already made safe by the caller), so is what is drawn.
-    """
-
-    __slots__ = ("_cls", "_parse", "_settings")
-
-    def __init__(self) -> None:
-        from markdown_it import MarkdownIt
-        from rich.markdown import Markdown
-
-        self._cls = Markdown
-        self._settings = dict(vars(Markdown("")))
-        self._parse = MarkdownIt().enable("strikethrough").enable("table").parse
-
-    def __call__(self, text: str) -> RenderableType:
-        md = self._cls.__new__(self._cls)
-        vars(md).update(self._settings)
-        md.markup = text
-        md.parsed = self._parse(text)
-        return md
-
-
-_make_markdown: _MarkdownMaker | None = None
-
-
-def _markdown(text: str) -> RenderableType:
-    global _make_markdown
-    if _make_markdown is None:  # on first use: rich.markdown stays off the start-up path
-        _make_markdown = _MarkdownMaker()
-    return _make_markdown(text)
 
 
 def _label(block: dict[str, Any]) -> Text:
@@ -476,21 +446,23 @@ class _AgentBlock(_MessageBlock):
 
     def text(self, text: str) -> None:
         for done in self.splitter.feed(text):
-            self.view._print(_markdown(done))
+            self.view._print(MarkdownLines(done))
 
     def other(self, block: dict[str, Any]) -> None:
         rest = self.splitter.close()
         if rest:
-            self.view._print(_markdown(rest))
+            self.view._print(MarkdownLines(rest))
         self.view._print(_label(block))
 
     def live(self) -> RenderableType | None:
         tail = self.splitter.tail()
-        return _markdown(tail) if tail.strip() else None
+        # code is highlighted once its block is finished: pygments costs ~0.5 ms a block,
+        # too much for every frame of a block that grows while it streams
+        return MarkdownLines(tail, highlight=False) if tail.strip() else None
 
     def finish(self) -> list[RenderableType]:
         rest = self.splitter.close()
-        return [_markdown(rest)] if rest else []
+        return [MarkdownLines(rest)] if rest else []
 
 
 class _ThoughtBlock(_MessageBlock):

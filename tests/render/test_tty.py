@@ -461,7 +461,7 @@ def test_shared_parser_markdown_draws_what_rich_markdown_draws(text: str) -> Non
     # the view builds Markdown with one shared markdown-it parser: same output as rich's own
     from rich.markdown import Markdown
 
-    from acpcli.render.tty import _markdown
+    from acpcli.render.markdown_lines import rich_markdown as _markdown
 
     def drawn(renderable: Any) -> str:
         out = io.StringIO()
