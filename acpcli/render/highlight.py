@@ -332,13 +332,6 @@ class Theme:
         return style
 
     def spans(self, lang: str, code: str) -> list[tuple[str, Style]]:
-        """``code`` highlighted: (text, style) spans, neighbours of one style merged."""
-        spans: list[tuple[str, Style]] = []
+        """``code`` highlighted: a (text, style) span per token."""
         style_of = self.style
-        for token, text in tokens(lang, code):
-            style = style_of(token)
-            if spans and spans[-1][1] is style:
-                spans[-1] = (spans[-1][0] + text, style)
-            else:
-                spans.append((text, style))
-        return spans
+        return [(text, style_of(token)) for token, text in tokens(lang, code)]

@@ -36,6 +36,8 @@ from rich.segment import Segment
 from rich.style import Style
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 
     from acpcli.render.highlight import Theme
@@ -340,11 +342,15 @@ def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
         nodes.append([text[pos:], base])
     if delims:
         _emphasis(nodes, delims)
+    return _merged((piece, _combine(styles)) for piece, styles in nodes)
+
+
+def _merged(pieces: Iterable[Span]) -> list[Span]:
+    """``pieces`` without empty ones, neighbours of one style joined."""
     spans: list[Span] = []
-    for piece, styles in nodes:
+    for piece, style in pieces:
         if not piece:
             continue
-        style = _combine(styles)
         if spans and spans[-1][1] is style:
             spans[-1] = (spans[-1][0] + piece, style)
         else:
@@ -482,12 +488,28 @@ def wrap(spans: list[Span], width: int, fill: Style | None = None) -> list[Line]
     ``fill``: pad every line to ``width`` in that style (a code block's background)."""
     width = max(1, width)
     text = "".join(piece for piece, _ in spans)
-    lines: list[Line] = []
+    bounds: list[tuple[int, int]] = []
     offset = 0
     for logical in text.split("\n"):
-        for start, end in _breaks(logical, width):
-            lines.append(_slice(spans, offset + start, offset + end))
+        bounds.extend((offset + start, offset + end) for start, end in _breaks(logical, width))
         offset += len(logical) + 1
+    # cut the spans at the bounds, walking both forward once (a long code block is linear)
+    lines: list[Line] = []
+    index, pos, count = 0, 0, len(spans)
+    for start, end in bounds:
+        while index < count and pos + len(spans[index][0]) <= start:
+            pos += len(spans[index][0])
+            index += 1
+        line: Line = []
+        at, here = index, pos
+        while at < count and here < end:
+            piece, style = spans[at]
+            part = piece[max(0, start - here):end - here]
+            if part:
+                line.append(Segment(part, style))
+            here += len(piece)
+            at += 1
+        lines.append(line)
     if fill is not None:
         for line in lines:
             used = sum(cell_len(seg.text) for seg in line)
@@ -496,27 +518,12 @@ def wrap(spans: list[Span], width: int, fill: Style | None = None) -> list[Line]
     return lines
 
 
-def _slice(spans: list[Span], start: int, end: int) -> Line:
-    line: Line = []
-    pos = 0
-    for piece, style in spans:
-        after = pos + len(piece)
-        if after > start and pos < end:
-            part = piece[max(0, start - pos):end - pos]
-            if part:
-                line.append(Segment(part, style))
-        if after >= end:
-            break
-        pos = after
-    return line
-
-
 class _RichMarkdown:
     """Builds ``rich.markdown.Markdown`` renderables with one shared parser.
 
-    ``Markdown(text)`` builds a new ``MarkdownIt`` parser (its rule chains) for every text:
-    about as long as parsing a paragraph, and the view makes one per finished block and one
-    per live frame. Here the first ``Markdown`` is made the ordinary way and kept as a
+    For what this module leaves to rich (tables). ``Markdown(text)`` builds a new
+    ``MarkdownIt`` parser (its rule chains) for every text: about as long as parsing a
+    paragraph, and a live table is drawn ten times a second. Here the first ``Markdown`` is made the ordinary way and kept as a
     template; later ones copy its settings and parse with a parser configured as rich
     configures its own (``strikethrough`` and ``table`` enabled). The text is the same
     (already made safe by the caller), so is what is drawn.
@@ -564,7 +571,8 @@ def _code_lines(lang: str, code: str, width: int) -> list[Line]:
 
         _theme = Theme()
     background = _theme.background
-    lines = wrap(_theme.spans(lang, code.rstrip()), max(1, width - 2) if width > 2 else width, background)
+    spans = _merged(_theme.spans(lang, code.rstrip()))
+    lines = wrap(spans, max(1, width - 2) if width > 2 else width, background)
     if width > 2:
         pad = Segment(" ", background)
         lines = [[pad, *line, pad] for line in lines]
