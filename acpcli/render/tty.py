@@ -221,7 +221,8 @@ class _Piece:
         self.renderable = renderable
         self.gap = gap
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+    def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        """The piece's lines (the blank one first if ``gap``), without padding on the right."""
         renderable = self.renderable
         if isinstance(renderable, MarkdownLines):  # drawn already trimmed, without padding
             lines = renderable.lines(console, options)
@@ -235,12 +236,14 @@ class _Piece:
         while end > start and _blank_line(lines[end - 1]):
             end -= 1
         if start == end:
-            return
+            return []
+        kept = [_rstrip(line) for line in lines[start:end]] if trim else lines[start:end]
+        return [[], *kept] if self.gap else kept
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         new_line = Segment.line()
-        if self.gap:
-            yield new_line
-        for line in lines[start:end]:
-            yield from _rstrip(line) if trim else line
+        for line in self.lines(console, options):
+            yield from line
             yield new_line
 
 
@@ -270,21 +273,35 @@ class _LiveArea:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         view = self.view
-        block = view._live_block
+        pieces: list[_Piece] = []
         gap = view._printed
+        block = view._live_block
         if block is not None:
             renderable = block.live()
             if renderable is not None:
-                yield _Piece(renderable, gap)
+                pieces.append(_Piece(renderable, gap))
                 gap = True
         for stale in view._stale.values():  # changes held back below the streaming message
             preview = stale.changes(record=False)
             if preview is not None:
-                yield _Piece(preview, gap)
+                pieces.append(_Piece(preview, gap))
                 gap = True
         status = view.status_text()
         if status is not None:
-            yield _Piece(status, gap)
+            pieces.append(_Piece(status, gap))
+        lines = [line for piece in pieces for line in piece.lines(console, options)]
+        # taller than the terminal (a long code block streaming): show its newest lines,
+        # under a note (rich would keep the top and hide what is arriving); the whole
+        # block goes to the scrollback when it is finished
+        room = max(2, options.size.height - 1)
+        if len(lines) > room:
+            hidden = len(lines) - room + 1
+            note = Text(f"⋮ {hidden} lines above", style="dim", end="")
+            lines = [list(console.render(note, options)), *lines[hidden:]]
+        new_line = Segment.line()
+        for line in lines:
+            yield from line
+            yield new_line
 
 
 def _label(block: dict[str, Any]) -> Text:

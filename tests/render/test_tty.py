@@ -169,6 +169,25 @@ def test_only_the_unfinished_tail_is_live() -> None:
     assert "Second paragraph grows" in frame and "First paragraph." not in frame
 
 
+def test_a_live_block_taller_than_the_terminal_shows_its_newest_lines() -> None:
+    con = Console(file=io.StringIO(), force_terminal=True, width=60, height=12, color_system=None)
+    run = Run(con, clock=ticking())
+    run.view.begin_turn()
+    run.feed(chunk("agent_message", "```python\n" + "".join(f"line_{i} = {i}\n" for i in range(40))))
+    frame = run.raw()[run.raw().rindex("⋮"):]  # the last frame, from its first line
+    assert "line_39 = 39" in frame and "line_5 = 5" not in frame  # what is arriving shows
+    assert "working" in frame  # and the status line under it
+    # 44 lines (40 of code, the block's padding above and below, a blank, the status) on a
+    # terminal of 12 rows: 11 are drawn, the first of them the note
+    assert frame.startswith("⋮ 34 lines above")
+    assert frame.count("\n") == 10
+    run.feed(chunk("agent_message", "```\n\nAfter."))
+    run.view.turn_ended("end_turn")
+    final = run.screen()
+    assert all(final.count(f"line_{i} = {i}\n") == 1 for i in range(40))  # all of it, once
+    assert "lines above" not in final
+
+
 def test_text_is_taken_from_appended_not_reread_per_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     reads = {"content": 0, "text": 0}
     props = {"content": Message.content, "text": Message.text}
