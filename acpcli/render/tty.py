@@ -123,12 +123,13 @@ class BlockSplitter:
     when a line completes.
     """
 
-    __slots__ = ("_blanks", "_fence", "_lines", "_partial")
+    __slots__ = ("_blanks", "_fence", "_fence_line", "_lines", "_partial")
 
     def __init__(self) -> None:
         self._lines: list[str] = []  # complete lines of the open block
         self._partial: list[str] = []  # parts of the unfinished line (non-empty strings)
         self._fence: str | None = None  # the opening fence while inside fenced code
+        self._fence_line = 0  # the index in _lines of that opening fence
         self._blanks = 0  # blank lines after the open block, not yet known to end it
 
     def feed(self, text: str) -> list[str]:
@@ -183,6 +184,7 @@ class BlockSplitter:
         m = _FENCE.match(line)
         if m and (m.group(1)[0] == "~" or "`" not in line[m.end():]):
             self._fence = m.group(1)
+            self._fence_line = len(self._lines) - 1
 
     def tail(self) -> str:
         """The unfinished text: O(tail)."""
@@ -190,6 +192,20 @@ class BlockSplitter:
         if self._partial:
             lines.append("".join(self._partial))
         return "\n".join(lines)
+
+    def tail_window(self, limit: int) -> tuple[str, int]:
+        """:meth:`tail`, but of fenced code still open only its last ``limit`` lines (and
+        what precedes the fence), so a long code block costs a frame O(limit); and how
+        many lines were left out."""
+        lines = self._lines
+        start = self._fence_line + 1
+        if self._fence is None or len(lines) - start <= limit:
+            return self.tail(), 0
+        hidden = len(lines) - start - limit
+        window = lines[:start] + lines[-limit:] + [""] * self._blanks
+        if self._partial:
+            window.append("".join(self._partial))
+        return "\n".join(window), hidden
 
     def close(self) -> str:
         """End of the text: return the rest ("" if none) and start over."""
@@ -276,11 +292,13 @@ class _LiveArea:
         pieces: list[_Piece] = []
         gap = view._printed
         block = view._live_block
+        hidden = 0
         if block is not None:
             renderable = block.live()
             if renderable is not None:
                 pieces.append(_Piece(renderable, gap))
                 gap = True
+                hidden = block.hidden_lines
         for stale in view._stale.values():  # changes held back below the streaming message
             preview = stale.changes(record=False)
             if preview is not None:
@@ -294,10 +312,13 @@ class _LiveArea:
         # under a note (rich would keep the top and hide what is arriving); the whole
         # block goes to the scrollback when it is finished
         room = max(2, options.size.height - 1)
-        if len(lines) > room:
-            hidden = len(lines) - room + 1
+        if len(lines) + (1 if hidden else 0) > room:
+            cut = len(lines) - room + 1  # a row is left for the note
+            lines = lines[cut:]
+            hidden += cut
+        if hidden:
             note = Text(f"⋮ {hidden} lines above", style="dim", end="")
-            lines = [list(console.render(note, options)), *lines[hidden:]]
+            lines = [list(console.render(note, options)), *lines]
         new_line = Segment.line()
         for line in lines:
             yield from line
@@ -415,6 +436,9 @@ def plan_renderable(plan: Plan, *, updated: bool = False) -> Text:
 
 
 class _Block:
+    #: lines of the live block left out of :meth:`live`'s renderable (a long code block)
+    hidden_lines = 0
+
     def live(self) -> RenderableType | None:
         """What the live region shows while this block is live."""
         return None
@@ -472,9 +496,11 @@ class _AgentBlock(_MessageBlock):
         self.view._print(_label(block))
 
     def live(self) -> RenderableType | None:
-        tail = self.splitter.tail()
-        # code is highlighted once its block is finished: pygments costs ~0.5 ms a block,
-        # too much for every frame of a block that grows while it streams
+        # no more of a long code block than the terminal can show (the live area says how
+        # many lines are above)
+        tail, self.hidden_lines = self.splitter.tail_window(max(1, self.view.console.height))
+        # code is highlighted once its block is finished: not again in every frame while it
+        # grows, where half-typed strings and comments would flicker
         return MarkdownLines(tail, highlight=False) if tail.strip() else None
 
     def finish(self) -> list[RenderableType]:

@@ -361,6 +361,17 @@ def test_splitter_tail_is_only_the_unfinished_block() -> None:
     assert splitter.tail() == ""
 
 
+def test_splitter_tail_window_keeps_a_long_open_fence_to_its_last_lines() -> None:
+    splitter = BlockSplitter()
+    splitter.feed("Intro line\n```python\n" + "".join(f"x{i}\n" for i in range(100)) + "par")
+    text, hidden = splitter.tail_window(5)
+    assert hidden == 95  # x0..x94 left out; the text before the fence and the fence kept
+    assert text == "Intro line\n```python\nx95\nx96\nx97\nx98\nx99\npar"
+    assert splitter.tail_window(500) == (splitter.tail(), 0)
+    splitter.feed("tial\n```\n")  # the fence closed: the whole block, whatever the limit
+    assert splitter.tail_window(5) == (splitter.tail(), 0)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(["word", " ", "\n", "\n\n", "```", "~~~", "  x", "- item", "#"]), max_size=30),
        st.integers(min_value=1, max_value=9))
