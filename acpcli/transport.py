@@ -31,6 +31,7 @@ import subprocess
 from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import suppress
+from itertools import filterfalse
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -118,9 +119,14 @@ class LineFramer:
         # The first piece ends the line in progress, the last one starts the next line.
         self._extend(pieces[0])
         self._finish_line()
-        emit = self._emit
-        for line in pieces[1:-1]:
-            emit(line)
+        lines = pieces[1:-1]
+        if lines and max(map(len, lines)) <= self.max_line_bytes:
+            # The usual read: no line over the limit. _emit's filter, without a call per line.
+            self.frames.extend(filterfalse(bytes.isspace, filter(None, lines)))
+        else:
+            emit = self._emit
+            for line in lines:
+                emit(line)
         if pieces[-1]:
             self._extend(pieces[-1])
 
