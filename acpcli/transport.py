@@ -339,12 +339,12 @@ class AgentProcess:
             self._framer.feed(chunk)
         return frames.popleft()
 
-    def receive_nowait(self) -> bytes | None:
-        """The next frame already read from the agent's stdout, or ``None`` when none is
-        buffered (then :meth:`receive` waits for more). The reader drains a read's frames
-        with it, without a coroutine per frame."""
-        frames = self._framer.frames
-        return frames.popleft() if frames else None
+    @property
+    def buffered(self) -> deque[bytes]:
+        """The frames already read from the agent's stdout and not received yet, oldest
+        first: the same deque for the process's life. The reader pops a read's frames from
+        it, without a coroutine or a call per frame; :meth:`receive` waits for more."""
+        return self._framer.frames
 
     def exit_info(self) -> tuple[int | None, list[str]]:
         """``(returncode or None, the last stderr lines)``."""
