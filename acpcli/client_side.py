@@ -69,7 +69,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import secrets
 import stat
 from collections.abc import Awaitable, Callable, Sequence
 from itertools import islice
@@ -395,6 +394,8 @@ def write_text(path: str, content: str) -> None:
             existing = None
         if existing is not None and not stat.S_ISREG(existing.st_mode):
             raise RpcError(RpcError.INVALID_PARAMS, f"cannot write {path}: not a regular file")
+        import secrets  # here: hmac, hashlib and random are ~5 ms of every command's start
+
         temp = os.path.join(parent, f".{name}.{secrets.token_hex(4)}.acpcli-tmp")
         # 0o666 lets the umask decide a new file's mode, as any editor would.
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)

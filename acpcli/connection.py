@@ -31,7 +31,7 @@ import json.scanner
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -40,6 +40,9 @@ from acpcli import notices
 from acpcli.errors import AnswerTooLarge, ConnectionClosed, RpcError
 from acpcli.transport import Transport
 from acpcli.wiretap import Tap
+
+if TYPE_CHECKING:
+    from collections import deque
 
 logger = logging.getLogger("acpcli.connection")
 
@@ -266,11 +269,11 @@ class Connection:
         transport = self._transport
         tap = self._tap
         dispatch = self._dispatch
-        # frames the transport already holds, taken without awaiting (AgentProcess has it)
-        receive_nowait = getattr(transport, "receive_nowait", None)
+        # frames the transport already holds, popped without awaiting (AgentProcess has them)
+        buffered: deque[bytes] | None = getattr(transport, "buffered", None)
         try:
             while True:
-                frame = receive_nowait() if receive_nowait is not None else None
+                frame = buffered.popleft() if buffered else None
                 if frame is None:
                     try:
                         frame = await transport.receive()

@@ -25,10 +25,12 @@ This module is pure and imports nothing heavy: it is on every output path.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 __all__ = ["has_controls", "json_escape", "safe_line", "safe_text"]
 
 
+@cache  # built on first use: a control character is rare, and building both costs ~3 ms
 def _table(keep: str) -> dict[int, str]:
     table: dict[int, str] = {}
     for code in range(0x20):
@@ -41,8 +43,6 @@ def _table(keep: str) -> dict[int, str]:
     return table
 
 
-_TEXT_TABLE = _table("\n\t")
-_LINE_TABLE = _table("")
 _TEXT_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 _LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -56,14 +56,14 @@ def safe_text(text: str) -> str:
     """``text`` with every control character but newline and tab made visible (see module)."""
     if _TEXT_BAD.search(text) is None:
         return text
-    return text.translate(_TEXT_TABLE)
+    return text.translate(_table("\n\t"))
 
 
 def safe_line(text: str) -> str:
     """``text`` for a single line: every control character, newline and tab too, made visible."""
     if _LINE_BAD.search(text) is None:
         return text
-    return text.translate(_LINE_TABLE)
+    return text.translate(_table(""))
 
 
 _JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")

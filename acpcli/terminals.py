@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -336,6 +335,8 @@ class Terminals:
                     os.killpg(process.pid, signal.SIGKILL)
                 await process.aclose()
             raise RpcError(RpcError.INTERNAL_ERROR, "terminals are shut down")
+        import secrets  # here: hmac, hashlib and random are ~5 ms of every command's start
+
         terminal_id = f"term-{secrets.token_hex(6)}"
         terminal = Terminal(terminal_id, session_id, argv, cwd, process, limit)
         self._live[terminal_id] = terminal

@@ -31,6 +31,7 @@ import subprocess
 from collections import deque
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import suppress
+from itertools import filterfalse
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -118,9 +119,14 @@ class LineFramer:
         # The first piece ends the line in progress, the last one starts the next line.
         self._extend(pieces[0])
         self._finish_line()
-        emit = self._emit
-        for line in pieces[1:-1]:
-            emit(line)
+        lines = pieces[1:-1]
+        if lines and max(map(len, lines)) <= self.max_line_bytes:
+            # The usual read: no line over the limit. _emit's filter, without a call per line.
+            self.frames.extend(filterfalse(bytes.isspace, filter(None, lines)))
+        else:
+            emit = self._emit
+            for line in lines:
+                emit(line)
         if pieces[-1]:
             self._extend(pieces[-1])
 
@@ -333,12 +339,12 @@ class AgentProcess:
             self._framer.feed(chunk)
         return frames.popleft()
 
-    def receive_nowait(self) -> bytes | None:
-        """The next frame already read from the agent's stdout, or ``None`` when none is
-        buffered (then :meth:`receive` waits for more). The reader drains a read's frames
-        with it, without a coroutine per frame."""
-        frames = self._framer.frames
-        return frames.popleft() if frames else None
+    @property
+    def buffered(self) -> deque[bytes]:
+        """The frames already read from the agent's stdout and not received yet, oldest
+        first: the same deque for the process's life. The reader pops a read's frames from
+        it, without a coroutine or a call per frame; :meth:`receive` waits for more."""
+        return self._framer.frames
 
     def exit_info(self) -> tuple[int | None, list[str]]:
         """``(returncode or None, the last stderr lines)``."""

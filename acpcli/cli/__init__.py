@@ -17,11 +17,11 @@ import typer
 
 from acpcli import __version__
 from acpcli.cli import typer_compat
-from acpcli.cli.typer_compat import TyperGroup
+from acpcli.cli.typer_compat import OnDemandGroup
 from acpcli.errors import AcpcliError, ExitCode, OutputClosed, leaf_error
 
 
-class _PipeSafeGroup(TyperGroup):
+class _PipeSafeGroup(OnDemandGroup):
     """The root group: a broken pipe anywhere in a command becomes :class:`OutputClosed`
     before click sees it (click would report a bare BrokenPipeError as a failure, exit 1)."""
 
@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> None:
     # What the agent sent and acpcli skipped (bad lines, lines over the limit) is said on stderr.
     notices.set_sink(notices.stderr_sink())
     try:
-        app(args=argv, prog_name="acpcli")
+        # Only the invoked command is built (typer's app() would build all of them).
+        typer_compat.command_tree(app)(args=argv, prog_name="acpcli")
     except BaseException as exc:
         err = leaf_error(exc)
         if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:

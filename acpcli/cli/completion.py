@@ -267,7 +267,7 @@ def _subcommands(ctx: Any, incomplete: str) -> Iterator[tuple[str, str, str]]:
     for name in group.list_commands(ctx):
         if not name.startswith(incomplete):
             continue
-        if isinstance(group, OnDemandGroup):
+        if isinstance(group, OnDemandGroup) and name in group.declared:  # not built yet
             hidden, help_text = group.summary(name)
         else:
             command = group.get_command(ctx, name)

@@ -266,10 +266,10 @@ class PlainView:
         entries = store.entries
         if self._quiet:
             entries = [e for e in entries if isinstance(e, Message) and e.kind == AGENT]
-        text = to_text(entries)
+        text = to_text(entries)  # already through safe_text: written as it is
         if text:
             self._begin(None)
-            self._emit(text)
+            self._write(text)
         self._out.flush()
 
     def close(self) -> None:
@@ -287,7 +287,10 @@ class PlainView:
     # -- output primitives -----------------------------------------------------------------
 
     def _emit(self, text: str) -> None:
-        text = safe_text(text)  # agent text is shown, its control characters never obeyed
+        self._write(safe_text(text))  # agent text is shown, its control characters never obeyed
+
+    def _write(self, text: str) -> None:
+        """Write ``text``, which holds no control character but newline and tab."""
         if self._sep:
             self._out.write("\n")
             self._sep = False
