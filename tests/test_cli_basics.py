@@ -22,6 +22,21 @@ def test_help_lists_usage() -> None:
     assert proc.stderr == ""
 
 
+def test_help_names_what_to_type_not_python_types() -> None:
+    # typer 0.29 would show "WORD <list[str]>", "session_id <str>": every value a command
+    # takes has a metavar, shown alone (the arguments' types hidden by typer_compat)
+    import re
+
+    listing = run("--help").stdout.split("Commands:", 1)[1]
+    commands = re.findall(r"^  ([a-z]+) ", listing, re.MULTILINE)
+    assert {"load", "prompt", "search", "sessions", "agents"} <= set(commands)
+    for command in commands:
+        proc = run(command, "--help")
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert re.search(r"<[a-z]+(\[[a-z]+\])?>", proc.stdout) is None, (command, proc.stdout)
+        assert "[[" not in proc.stdout.split("\n", 1)[0], proc.stdout  # the usage line
+
+
 def test_version() -> None:
     proc = run("--version")
     assert proc.returncode == 0

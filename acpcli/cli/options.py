@@ -139,6 +139,7 @@ Permissions = Annotated[
 SessionId = Annotated[
     str,
     typer.Argument(
+        metavar="SESSION_ID",
         help="Session id (a unique prefix of a locally recorded id is enough).",
         autocompletion=completers.session_ids,
         show_default=False,

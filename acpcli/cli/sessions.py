@@ -46,7 +46,7 @@ NewIfMissing = Annotated[
         "(the explicit, visible fallback; the old context is not carried over).",
     ),
 ]
-Title = Annotated[str | None, typer.Option("--title", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
+Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
 
 
 def _run(
@@ -195,11 +195,11 @@ def close(
 
 @app.command()
 def sessions(
-    action: Annotated[list[str] | None, typer.Argument(metavar="[rm ID... | prune]", help="`rm ID…`: delete these sessions' local records; `prune --older-than AGE`: delete those of every session last used before (see below).", autocompletion=completers.session_action, show_default=False)] = None,
+    action: Annotated[list[str] | None, typer.Argument(metavar="rm ID... | prune", help="`rm ID…`: delete these sessions' local records; `prune --older-than AGE`: delete those of every session last used before (see below).", autocompletion=completers.session_action, show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="rm, prune: do not ask first on a terminal.")] = False,
     older_than: Annotated[str | None, typer.Option("--older-than", metavar="AGE", help="prune: sessions last used longer ago than AGE (30d, 12h, 2w) or before a date (2026-11-01).", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="prune: list what would be deleted, delete nothing.")] = False,
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", metavar="NAME", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Cwd = None,
     state: Annotated[str | None, typer.Option("--state", metavar="active|closed|any", help="Only sessions in this state (default: active; --all: any).", show_default=False)] = None,
     since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01, 2026-11-01T09:30).", show_default=False)] = None,
@@ -278,7 +278,7 @@ def show(
 @app.command()
 def search(
     text: Annotated[list[str], typer.Argument(metavar="WORD", help="Words every matching message holds (case-insensitive; word* matches a prefix).", show_default=False)],
-    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", metavar="NAME", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Annotated[Path | None, typer.Option("--cwd", "-C", metavar="DIR", help="Only sessions whose working directory is DIR.", show_default=False)] = None,
     since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01).", show_default=False)] = None,
     limit: Annotated[str | None, typer.Option("--limit", "-n", metavar="N", help="Show the N best sessions (default 20; 0: all).", show_default=False)] = None,

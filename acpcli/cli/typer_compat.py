@@ -87,6 +87,7 @@ RELIED_ON: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("typer.main:solve_typer_info_defaults", ("typer_info",)),
     ("typer.models:TyperInfo", None),
     ("typer.models:CommandInfo", None),
+    ("typer.core:TyperArgument.display_type_rich", ("self", "ctx")),  # no "<str>" in --help
     # parse_line(): click's parser, without value processing
     ("typer.core:TyperGroup.context_class", None),
     ("typer.core:TyperGroup.make_parser", ("self", "ctx")),
@@ -360,10 +361,23 @@ def command_tree(app: typer.Typer) -> TyperGroup:
         for info in commands
         if info.callback is not None
     }
-    root.build = lambda info: get_command_from_info(
-        info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
-    )
+    def build(info: CommandInfo) -> Any:
+        command = get_command_from_info(
+            info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode
+        )
+        for param in command.params:
+            if isinstance(param, TyperArgument) and param.metavar is not None:
+                # typer 0.29 writes an argument's Python type after its metavar in --help
+                # ("WORD <list[str]>"), which tells a user nothing the metavar does not
+                setattr(param, "display_type_rich", _no_type)  # noqa: B010 -- an instance's method
+        return command
+
+    root.build = build
     return root
+
+
+def _no_type(ctx: Any) -> None:
+    return None
 
 
 # ------------------------------------------------------------------------------------------
