@@ -292,7 +292,7 @@ def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
         if first == "\\" and token[-1] != "\n":
             nodes.append([token[1], base])
         elif first == "`":
-            close = re.compile(r"(?<!`)" + token + r"(?!`)").search(text, end)
+            close = _code_close(token).search(text, end)
             if close is None:
                 nodes.append([token, base])
             else:
@@ -358,6 +358,14 @@ def _merged(pieces: Iterable[Span]) -> list[Span]:
     return spans
 
 
+_BACKTICKS = re.compile("`+")
+
+
+def _code_close(ticks: str) -> re.Pattern[str]:
+    """What closes a code span opened by ``ticks``: a run of exactly as many backticks."""
+    return re.compile(r"(?<!`)" + ticks + r"(?!`)")
+
+
 def _matching_bracket(text: str, pos: int) -> int | None:
     """The index of the ``]`` closing the bracket opened before ``pos``."""
     depth = 0
@@ -374,8 +382,12 @@ def _matching_bracket(text: str, pos: int) -> int | None:
             if depth == 0:
                 return i
             depth -= 1
-        elif c == "`":
-            return None  # a code span inside a link text: left as text (rare)
+        elif c == "`":  # a code span: brackets inside it do not count
+            ticks = _BACKTICKS.match(text, i)
+            assert ticks is not None
+            close = _code_close(ticks.group()).search(text, ticks.end())
+            i = close.end() if close is not None else ticks.end()
+            continue
         i += 1
     return None
 

@@ -69,6 +69,7 @@ SAME_AS_RICH = [
     "Para\n\n---\n\nAfter",
     "***",
     "See [the docs](https://example.com/x) now.",
+    "Open [`setup.py`](src/setup.py) and [a `]` bracket](x) then [**bold** link](y).",
     "Auto <https://example.com> link",
     "![alt text](img.png)",
     "line one  \nline two",
