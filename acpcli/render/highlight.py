@@ -225,20 +225,18 @@ _DIFF_LINE = re.compile(r"^[^\n]*\n?", re.MULTILINE)
 _DIFF_TOKENS = (("+++", Generic.Heading), ("---", Generic.Heading), ("@@", Generic.Subheading), ("+", Generic.Inserted), ("-", Generic.Deleted))
 
 
-def supported(lang: str) -> bool:
-    """Whether ``lang`` is highlighted here (else by pygments)."""
-    lang = lang.lower()
-    return lang in _LANGUAGES or lang in ("diff", "patch", "udiff", "", "text", "plain", "txt")
+_DIFFS = frozenset(("diff", "patch", "udiff"))
+_PLAIN = frozenset(("", "text", "plain", "txt"))
 
 
 def tokens(lang: str, code: str) -> list[tuple[_TokenType, str]]:
     """``code`` cut into (pygments token type, text), joining back to ``code`` exactly."""
     lang = lang.lower()
-    if lang in ("diff", "patch", "udiff"):
+    if lang in _DIFFS:
         return _diff(code)
     language = _LANGUAGES.get(lang)
     if language is None:
-        if lang in ("", "text", "plain", "txt"):
+        if lang in _PLAIN:
             return [(Text, code)] if code else []
         return _pygments(lang, code)
     out: list[tuple[_TokenType, str]] = []

@@ -266,11 +266,12 @@ class _Delim:
         self.opens, self.closes = opens, closes
 
 
-def _flanking(text: str, start: int, end: int) -> tuple[bool, bool]:
-    before = text[start - 1] if start else " "
-    after = text[end] if end < len(text) else " "
+def _flanking(char: str, before: str, after: str) -> tuple[bool, bool]:
+    """Whether a run of ``char`` between ``before`` and ``after`` may open, may close."""
     left = not after.isspace() and (after not in _PUNCT or before.isspace() or before in _PUNCT)
     right = not before.isspace() and (before not in _PUNCT or after.isspace() or after in _PUNCT)
+    if char == "_":  # not inside a word
+        return left and (not right or before in _PUNCT), right and (not left or after in _PUNCT)
     return left, right
 
 
@@ -302,14 +303,9 @@ def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
                 nodes.append([code, (*base, _CODE)])
                 end = close.end()
         elif first in "*_~":
-            opens, closes = _flanking(text, start, end)
-            if first == "_":
-                before = text[start - 1] if start else " "
-                after = text[end] if end < len(text) else " "
-                opens, closes = (
-                    opens and (not closes or before in _PUNCT),
-                    closes and (not opens or after in _PUNCT),
-                )
+            before = text[start - 1] if start else " "
+            after = text[end] if end < len(text) else " "
+            opens, closes = _flanking(first, before, after)
             if first == "~" and len(token) != 2:  # strikethrough is ``~~`` only
                 opens = closes = False
             delims.append(_Delim(first, len(token), len(nodes), opens, closes))

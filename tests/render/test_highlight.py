@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Text
 
-from acpcli.render.highlight import _LANGUAGES, Theme, supported, tokens
+from acpcli.render.highlight import _LANGUAGES, Theme, tokens
 
 
 def kinds(lang: str, code: str) -> dict[str, object]:
@@ -63,7 +63,10 @@ def test_diff_lines() -> None:
 
 
 def test_other_languages_go_to_pygments_and_unknown_ones_are_plain() -> None:
-    assert not supported("haskell") and supported("Python") and supported("")
+    # highlighted here: known names, case-insensitively, and the plain ones; haskell is not
+    assert "haskell" not in _LANGUAGES and "python" in _LANGUAGES
+    assert tokens("Python", "def f(): pass") == tokens("python", "def f(): pass")
+    assert tokens("", "def f(): pass") == [(Text, "def f(): pass")]
     got = kinds("haskell", "main = putStrLn \"hi\" -- greet")
     assert got["-- greet"] in Comment and got["hi"] in String
     assert tokens("no-such-language", "x = 1") == [(Text, "x = 1")]
