@@ -29,6 +29,7 @@ on unindented text right after a text line); emphasis follows the delimiter-run 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
@@ -73,6 +74,9 @@ _RULE_LINE = re.compile(r" {0,3}(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){
 _SETEXT = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _QUOTE_MARK = re.compile(r" {0,3}> ?")
 _ITEM = re.compile(r"( {0,3})([-+*]|(\d{1,9})([.)]))( +|$)")
+#: Quotes and lists nest this deep at most; deeper markers are shown as the text they are (a
+#: line of ten thousand ``>`` must not take the parser as deep as that).
+_MAX_DEPTH = 16
 _TABLE_DELIMITER = re.compile(r" {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 
 # A block is a tuple: ("p", text) | ("h", level, text) | ("code", lang, text) | ("hr",)
@@ -107,12 +111,14 @@ def parse(text: str, *, highlight: bool = True) -> list[Block] | None:
     """The blocks of ``text``, or ``None`` if it holds something left to rich (a table).
     ``highlight=False``: code blocks lose their language (drawn in the theme's plain colour)."""
     try:
-        return _parse(text.expandtabs(4).split("\n"), highlight)
+        return _parse(text.expandtabs(4).split("\n"), highlight, 0)
     except _Unsupported:
         return None
 
 
-def _parse(lines: list[str], highlight: bool) -> list[Block]:
+def _parse(lines: list[str], highlight: bool, depth: int) -> list[Block]:
+    """The blocks of ``lines``, which sit inside ``depth`` quotes and list items."""
+    nests = depth < _MAX_DEPTH
     blocks: list[Block] = []
     para: list[str] = []
 
@@ -175,7 +181,7 @@ def _parse(lines: list[str], highlight: bool) -> list[Block]:
             blocks.append(("hr",))
             i += 1
             continue
-        if _QUOTE_MARK.match(line):
+        if nests and _QUOTE_MARK.match(line):
             end_para()
             inner: list[str] = []
             while i < n:
@@ -187,12 +193,12 @@ def _parse(lines: list[str], highlight: bool) -> list[Block]:
                 else:
                     break
                 i += 1
-            blocks.append(("quote", _parse(inner, highlight)))
+            blocks.append(("quote", _parse(inner, highlight, depth + 1)))
             continue
         m = _ITEM.match(line)
-        if m and (not para or _starts_block(line)):
+        if nests and m and (not para or _starts_block(line)):
             end_para()
-            i = _parse_list(lines, i, blocks, highlight)
+            i = _parse_list(lines, i, blocks, highlight, depth)
             continue
         if "|" in line and i + 1 < n and "|" in lines[i + 1] and _TABLE_DELIMITER.match(lines[i + 1]) and "-" in lines[i + 1]:
             raise _Unsupported
@@ -202,7 +208,7 @@ def _parse(lines: list[str], highlight: bool) -> list[Block]:
     return blocks
 
 
-def _parse_list(lines: list[str], i: int, blocks: list[Block], highlight: bool) -> int:
+def _parse_list(lines: list[str], i: int, blocks: list[Block], highlight: bool, depth: int) -> int:
     """Parse the list starting at ``lines[i]`` into ``blocks``; return the next line's index."""
     first = _ITEM.match(lines[i])
     assert first is not None
@@ -232,7 +238,7 @@ def _parse_list(lines: list[str], i: int, blocks: list[Block], highlight: bool) 
             i += 1
         while len(body) > 1 and not body[-1].strip():
             body.pop()
-        items.append(_parse(body, highlight))
+        items.append(_parse(body, highlight, depth + 1))
     blocks.append(("list", start, items))
     return i
 
@@ -275,10 +281,11 @@ def _flanking(char: str, before: str, after: str) -> tuple[bool, bool]:
     return left, right
 
 
-def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
+def inline(text: str, base: tuple[Style, ...] = (), *, _depth: int = 0) -> list[Span]:
     """Styled spans of Markdown inline ``text`` (a hard break is a span of ``"\\n"``)."""
     nodes: list[list[Any]] = []  # [text, styles]
     delims: list[_Delim] = []
+    marks = _Marks(text)
     pos = 0
     scan = _INLINE.search
     while True:
@@ -293,15 +300,15 @@ def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
         if first == "\\" and token[-1] != "\n":
             nodes.append([token[1], base])
         elif first == "`":
-            close = _code_close(token).search(text, end)
+            close = marks.code_close(len(token), end)
             if close is None:
                 nodes.append([token, base])
             else:
-                code = text[end:close.start()].replace("\n", " ")
+                code = text[end:close[0]].replace("\n", " ")
                 if len(code) > 2 and code[0] == code[-1] == " " and code.strip():
                     code = code[1:-1]
                 nodes.append([code, (*base, _CODE)])
-                end = close.end()
+                end = close[1]
         elif first in "*_~":
             before = text[start - 1] if start else " "
             after = text[end] if end < len(text) else " "
@@ -311,7 +318,8 @@ def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
             delims.append(_Delim(first, len(token), len(nodes), opens, closes))
             nodes.append([token, base])
         elif first in "![":
-            bracket = _matching_bracket(text, end)
+            # (links inside link text go _MAX_LINK_DEPTH deep; deeper brackets are text)
+            bracket = marks.bracket_close(end) if _depth < _MAX_LINK_DEPTH else None
             tail = None if bracket is None else _LINK_TAIL.match(text, bracket)
             if tail is None:
                 nodes.append([token, base])
@@ -321,11 +329,11 @@ def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
                 if first == "!":
                     shown = label or url.strip("/").rsplit("/", 1)[-1]
                     nodes.append(["🌆 ", base])
-                    for piece, style in inline(shown, (*base, Style(link=url or None))):
+                    for piece, style in inline(shown, (*base, Style(link=url or None)), _depth=_depth + 1):
                         nodes.append([piece, (style,)])
                     nodes.append([" ", base])
                 else:
-                    for piece, style in inline(label, (*base, _LINK + Style(link=url or None))):
+                    for piece, style in inline(label, (*base, _LINK + Style(link=url or None)), _depth=_depth + 1):
                         nodes.append([piece, (style,)])
                 end = tail.end()
         elif first == "<":
@@ -342,61 +350,117 @@ def inline(text: str, base: tuple[Style, ...] = ()) -> list[Span]:
 
 
 def _merged(pieces: Iterable[Span]) -> list[Span]:
-    """``pieces`` without empty ones, neighbours of one style joined."""
+    """``pieces`` without empty ones, neighbours of one style joined (each text copied once)."""
     spans: list[Span] = []
+    run: list[str] = []
+    run_style: Style | None = None
     for piece, style in pieces:
         if not piece:
             continue
-        if spans and spans[-1][1] is style:
-            spans[-1] = (spans[-1][0] + piece, style)
-        else:
-            spans.append((piece, style))
+        if style is not run_style:
+            if run:
+                spans.append(("".join(run), run_style))  # type: ignore[arg-type]
+            run, run_style = [], style
+        run.append(piece)
+    if run:
+        spans.append(("".join(run), run_style))  # type: ignore[arg-type]
     return spans
 
 
 _BACKTICKS = re.compile("`+")
+_BRACKET_STOPS = re.compile(r"[\\\[\]`]")
+#: How deep links nest inside link text (an image in a link is two).
+_MAX_LINK_DEPTH = 4
 
 
-def _code_close(ticks: str) -> re.Pattern[str]:
-    """What closes a code span opened by ``ticks``: a run of exactly as many backticks."""
-    return re.compile(r"(?<!`)" + ticks + r"(?!`)")
+class _Marks:
+    """Where the code spans and brackets of one inline text close, each found once.
 
+    Found by scanning ahead, these cost a text of many unclosed ``[`` or backtick runs (an
+    agent's ``[[[[…``) time in the square of its length; here every backtick run is listed
+    once and every bracket's closing is remembered, so the whole text costs about one pass.
+    """
 
-def _matching_bracket(text: str, pos: int) -> int | None:
-    """The index of the ``]`` closing the bracket opened before ``pos``."""
-    depth = 0
-    i = pos
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            depth += 1
-        elif c == "]":
-            if depth == 0:
-                return i
-            depth -= 1
-        elif c == "`":  # a code span: brackets inside it do not count
-            ticks = _BACKTICKS.match(text, i)
-            assert ticks is not None
-            close = _code_close(ticks.group()).search(text, ticks.end())
-            i = close.end() if close is not None else ticks.end()
-            continue
-        i += 1
-    return None
+    __slots__ = ("_closes", "_runs", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._closes: dict[int, int | None] = {}  # position after a "[" -> its "]", or None
+        self._runs: dict[int, list[int]] | None = None  # length -> starts of runs that long
+
+    def code_close(self, length: int, start: int) -> tuple[int, int] | None:
+        """The run of exactly ``length`` backticks at or after ``start`` (a code span's
+        end): its start and end, or None."""
+        runs = self._runs
+        if runs is None:
+            runs = self._runs = {}
+            for m in _BACKTICKS.finditer(self._text):
+                runs.setdefault(m.end() - m.start(), []).append(m.start())
+        starts = runs.get(length)
+        if starts is None:
+            return None
+        k = bisect_left(starts, start)
+        if k == len(starts):
+            return None
+        return starts[k], starts[k] + length
+
+    def bracket_close(self, pos: int) -> int | None:
+        """The index of the ``]`` closing the bracket opened just before ``pos``: brackets
+        inside it nest; escaped ones and those in code spans do not count."""
+        closes = self._closes
+        if pos in closes:
+            return closes[pos]
+        text, stop = self._text, _BRACKET_STOPS.search
+        waiting = [pos]  # the brackets being closed, innermost last (positions after them)
+        i = pos
+        while (m := stop(text, i)) is not None:
+            i = m.start()
+            c = text[i]
+            if c == "\\":
+                i += 2
+            elif c == "`":
+                ticks = _BACKTICKS.match(text, i)
+                assert ticks is not None
+                close = self.code_close(ticks.end() - i, ticks.end())
+                i = close[1] if close is not None else ticks.end()
+            elif c == "]":
+                closes[waiting.pop()] = i
+                if not waiting:
+                    return i
+                i += 1
+            elif i + 1 in closes:  # a bracket whose closing is known already
+                inner = closes[i + 1]
+                if inner is None:
+                    break  # it never closes, so neither do the brackets around it
+                i = inner + 1
+            else:
+                i += 1
+                waiting.append(i)
+        for start in waiting:
+            closes[start] = None
+        return None
 
 
 def _emphasis(nodes: list[list[Any]], delims: list[_Delim]) -> None:
-    """CommonMark's "process emphasis": match closers with openers, innermost first."""
+    """CommonMark's "process emphasis": match closers with openers, innermost first.
+
+    Linear in practice however hostile the text: a closer does not look again at openers
+    that closers of its kind found no match in (CommonMark's "openers bottom"), and each
+    match is noted as a range of nodes, the styles applied in one sweep at the end (deep
+    nesting would otherwise restyle the same nodes once per level)."""
     stack: list[_Delim] = []
+    tried: dict[tuple[str, int, bool], int] = {}  # closer kind -> openers up to this node tried
+    ranges: list[tuple[int, int, Style]] = []  # nodes [first, end) take the style
     for closer in delims:
         if closer.closes:
+            kind = (closer.char, closer.length % 3, closer.opens)
+            floor = tried.get(kind, -1)
             j = len(stack) - 1
             while j >= 0 and closer.count:
                 opener = stack[j]
-                if opener.char != closer.char or not opener.count:
+                if opener.node <= floor:
+                    break
+                if opener.char != closer.char:
                     j -= 1
                     continue
                 if closer.char == "~":
@@ -412,9 +476,7 @@ def _emphasis(nodes: list[list[Any]], delims: list[_Delim]) -> None:
                         continue
                     use = 2 if opener.count >= 2 and closer.count >= 2 else 1
                     style = _STRONG if use == 2 else _EM
-                for k in range(opener.node + 1, closer.node):
-                    node = nodes[k]
-                    node[1] = (*node[1], style)
+                ranges.append((opener.node + 1, closer.node, style))
                 opener.count -= use
                 closer.count -= use
                 nodes[opener.node][0] = opener.char * opener.count
@@ -423,8 +485,32 @@ def _emphasis(nodes: list[list[Any]], delims: list[_Delim]) -> None:
                 if not opener.count:
                     del stack[j]
                 j = len(stack) - 1
+            if closer.count:  # every opener left was tried for this kind of closer
+                tried[kind] = stack[-1].node if stack else -1
         if closer.opens and closer.count:
             stack.append(closer)
+    if ranges:
+        _apply(nodes, ranges)
+
+
+def _apply(nodes: list[list[Any]], ranges: list[tuple[int, int, Style]]) -> None:
+    """Add each range's style to its nodes, once however many ranges of it cover a node
+    (emphasis, strong and strikethrough set different attributes: their order is moot)."""
+    styles = list(dict.fromkeys(style for _, _, style in ranges))
+    steps = {style: [0] * (len(nodes) + 1) for style in styles}
+    for first, end, style in ranges:
+        step = steps[style]
+        step[first] += 1
+        step[end] -= 1
+    depth = dict.fromkeys(styles, 0)
+    for k, node in enumerate(nodes):
+        added = []
+        for style in styles:
+            depth[style] += steps[style][k]
+            if depth[style]:
+                added.append(style)
+        if added:
+            node[1] = (*node[1], *added)
 
 
 # -- wrapping -----------------------------------------------------------------------------

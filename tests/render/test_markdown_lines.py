@@ -5,6 +5,9 @@ width; never lose text; and leave tables to rich."""
 from __future__ import annotations
 
 import io
+import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -14,7 +17,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markdown import Markdown
 
-from acpcli.render.markdown_lines import MarkdownLines, inline, parse, render, wrap
+from acpcli.render import markdown_lines
+from acpcli.render.markdown_lines import MarkdownLines, _Marks, inline, parse, render, wrap
 from acpcli.render.tty import _Piece
 
 Cell = tuple[str, Any]
@@ -195,3 +199,133 @@ def test_plain_words_all_come_out_in_order(words: list[str], width: int) -> None
     assert blocks is not None
     drawn = " ".join("".join(seg.text for seg in line) for line in render(blocks, width))
     assert "".join(drawn.split()) == "".join(words)
+
+
+# -- hostile text: an agent's text must never hang or crash the view -----------------------
+
+
+def _scanned_bracket_close(text: str, pos: int) -> int | None:
+    """The straightforward definition (a scan ahead per bracket): where the bracket opened
+    before ``pos`` closes. Quadratic for ``[[[[…``, which is why the module does not use it."""
+    depth, i = 0, pos
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "`":
+            run = len(text[i:]) - len(text[i:].lstrip("`"))
+            close = re.compile(r"(?<!`)" + "`" * run + r"(?!`)").search(text, i + run)
+            i = close.end() if close else i + run
+            continue
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += 1
+    return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("a [](`\\")), max_size=60), st.randoms())
+def test_bracket_closings_are_those_of_a_scan_ahead(text: str, rng: Any) -> None:
+    # asked in any order (what one answer remembers must not change another)
+    opens = [i + 1 for i, c in enumerate(text) if c == "["]
+    rng.shuffle(opens)
+    marks = _Marks(text)
+    for pos in opens:
+        assert marks.bracket_close(pos) == _scanned_bracket_close(text, pos), (text, pos)
+
+
+def _emphasis_restyling_per_match(nodes: list[list[Any]], delims: list[Any]) -> None:
+    """The module's emphasis matching as first written: it walks every opener for each
+    closer and restyles the nodes between a pair at each match (cubic when nested deep)."""
+    stack: list[Any] = []
+    for closer in delims:
+        if closer.closes:
+            j = len(stack) - 1
+            while j >= 0 and closer.count:
+                opener = stack[j]
+                if opener.char != closer.char or not opener.count:
+                    j -= 1
+                    continue
+                if closer.char == "~":
+                    if opener.count != closer.count:
+                        j -= 1
+                        continue
+                    use, style = closer.count, markdown_lines._STRIKE
+                else:
+                    both = (opener.opens and opener.closes) or (closer.opens and closer.closes)
+                    if both and (opener.length + closer.length) % 3 == 0 and (opener.length % 3 or closer.length % 3):
+                        j -= 1
+                        continue
+                    use = 2 if opener.count >= 2 and closer.count >= 2 else 1
+                    style = markdown_lines._STRONG if use == 2 else markdown_lines._EM
+                for k in range(opener.node + 1, closer.node):
+                    nodes[k][1] = (*nodes[k][1], style)
+                opener.count -= use
+                closer.count -= use
+                nodes[opener.node][0] = opener.char * opener.count
+                nodes[closer.node][0] = closer.char * closer.count
+                del stack[j + 1:]
+                if not opener.count:
+                    del stack[j]
+                j = len(stack) - 1
+        if closer.opens and closer.count:
+            stack.append(closer)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab *_~`\\.")), max_size=60))
+def test_emphasis_is_what_matching_pair_by_pair_gives(text: str) -> None:
+    fast = inline(text)
+    saved = markdown_lines._emphasis
+    markdown_lines._emphasis = _emphasis_restyling_per_match
+    try:
+        slow = inline(text)
+    finally:
+        markdown_lines._emphasis = saved
+    # character by character: equal styles, however the spans are cut
+    assert [(c, style) for piece, style in fast for c in piece] == [(c, style) for piece, style in slow for c in piece], text
+
+
+def _shown(text: str, width: int = 80) -> str:
+    return plain(cells(MarkdownLines(text), width))
+
+
+def test_deep_nesting_is_drawn_not_a_crash_and_keeps_the_text() -> None:
+    deep_quote = _shown(">" * 5000 + " bottom")
+    assert "bottom" in deep_quote and ">>>>" in deep_quote  # the levels past the limit as text
+    deep_list = _shown("\n".join("  " * i + f"- item{i}" for i in range(600)), width=200)
+    assert all(f"item{i}" in deep_list for i in range(600))
+    assert "a" in _shown("[" * 3000 + "a" + "](u)" * 3000)
+    assert "a" in _shown("![" * 3000 + "a" + "](u)" * 3000)
+    assert "x" in _shown("- > " * 2000 + "x")
+
+
+# (as Python expressions: built in the subprocess, not passed on its command line)
+HOSTILE = {
+    "unclosed brackets": '"[" * 200_000',
+    "nested brackets": '"[" * 100_000 + "]" * 100_000',
+    "brackets and ticks": '"[`" * 100_000',
+    "ticks of every length": '" ".join("`" * k for k in range(1, 600))',
+    "nested emphasis": '"*a " * 40_000 + "a* " * 40_000',
+    "nested strong": '"**a " * 30_000 + "a** " * 30_000',
+    "openers that never match": '"_a " * 40_000 + "a* " * 40_000',
+    "escapes": '"\\\\[" * 100_000',
+}
+
+
+def test_hostile_text_is_drawn_in_about_one_pass() -> None:
+    # Each of these took minutes to hours (quadratic or cubic) before; one pass is well under
+    # a second here. A subprocess with a generous timeout, so a regression fails, not hangs.
+    script = (
+        "import io, sys\n"
+        "from rich.console import Console\n"
+        "from acpcli.render.markdown_lines import MarkdownLines\n"
+        "console = Console(file=io.StringIO(), width=80, force_terminal=True)\n"
+        + "".join(f"console.print(MarkdownLines({text}))\n" for text in HOSTILE.values())
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
