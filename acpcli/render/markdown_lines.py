@@ -116,6 +116,11 @@ def parse(text: str, *, highlight: bool = True) -> list[Block] | None:
         return None
 
 
+def table_starts(line: str, next_line: str) -> bool:
+    """Whether ``line`` and ``next_line`` are a GFM table's header and delimiter rows."""
+    return "|" in line and "|" in next_line and "-" in next_line and _TABLE_DELIMITER.match(next_line) is not None
+
+
 def _parse(lines: list[str], highlight: bool, depth: int) -> list[Block]:
     """The blocks of ``lines``, which sit inside ``depth`` quotes and list items."""
     nests = depth < _MAX_DEPTH
@@ -200,7 +205,7 @@ def _parse(lines: list[str], highlight: bool, depth: int) -> list[Block]:
             end_para()
             i = _parse_list(lines, i, blocks, highlight, depth)
             continue
-        if "|" in line and i + 1 < n and "|" in lines[i + 1] and _TABLE_DELIMITER.match(lines[i + 1]) and "-" in lines[i + 1]:
+        if i + 1 < n and table_starts(line, lines[i + 1]):
             raise _Unsupported
         para.append(line.lstrip())
         i += 1

@@ -54,7 +54,7 @@ from rich.padding import Padding
 from rich.segment import Segment
 from rich.text import Text
 
-from acpcli.render.markdown_lines import MarkdownLines
+from acpcli.render.markdown_lines import MarkdownLines, table_starts
 from acpcli.render.plain import MessageTrace, ToolTracker
 from acpcli.render.transcript import (
     block_label,
@@ -113,6 +113,14 @@ _RECENT_LINES = 3
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 
 
+def _line_end(line: str, chars: int) -> str:
+    """The last ``chars`` characters of a long line, from a word's start where there is one
+    near, after an ellipsis."""
+    end = line[-chars:]
+    space = end.find(" ", 0, 200)
+    return "…" + (end[space + 1 :] if space >= 0 else end)
+
+
 class BlockSplitter:
     """Cuts streamed Markdown into finished blocks at blank lines outside fenced code.
 
@@ -123,7 +131,7 @@ class BlockSplitter:
     when a line completes.
     """
 
-    __slots__ = ("_blanks", "_fence", "_fence_line", "_lines", "_partial")
+    __slots__ = ("_blanks", "_fence", "_fence_line", "_fences", "_lines", "_partial")
 
     def __init__(self) -> None:
         self._lines: list[str] = []  # complete lines of the open block
@@ -131,6 +139,7 @@ class BlockSplitter:
         self._fence: str | None = None  # the opening fence while inside fenced code
         self._fence_line = 0  # the index in _lines of that opening fence
         self._blanks = 0  # blank lines after the open block, not yet known to end it
+        self._fences: list[tuple[int, int]] = []  # closed fences in _lines: (opening, after closing)
 
     def feed(self, text: str) -> list[str]:
         """Take the next piece of text; return the blocks it finished (often none)."""
@@ -153,7 +162,7 @@ class BlockSplitter:
         # a new block has visibly begun: end the previous one now, not a line later
         if self._blanks and self._partial and self._partial[0][0] not in " \t":
             done.append("\n".join(self._lines))
-            self._lines = []
+            self._lines, self._fences = [], []
             self._blanks = 0
         return done
 
@@ -168,6 +177,7 @@ class BlockSplitter:
                 and not line[m.end():].strip()
             ):
                 self._fence = None
+                self._fences.append((self._fence_line, len(self._lines)))
             return
         if not line.strip():
             if self._lines:
@@ -178,7 +188,7 @@ class BlockSplitter:
                 self._lines.extend([""] * self._blanks)
             else:
                 done.append("\n".join(self._lines))
-                self._lines = []
+                self._lines, self._fences = [], []
             self._blanks = 0
         self._lines.append(line)
         m = _FENCE.match(line)
@@ -193,24 +203,43 @@ class BlockSplitter:
             lines.append("".join(self._partial))
         return "\n".join(lines)
 
-    def tail_window(self, limit: int) -> tuple[str, int]:
-        """:meth:`tail`, but of fenced code still open only its last ``limit`` lines (and
-        what precedes the fence), so a long code block costs a frame O(limit); and how
-        many lines were left out."""
+    def tail_window(self, limit: int, chars: int) -> tuple[str, int]:
+        """:meth:`tail`, cut to what a live region of ``limit`` lines can show, so that a
+        frame costs O(limit) however long the block grows; and how many lines were left out.
+
+        Open fenced code keeps what precedes the fence and its last ``limit`` lines. Other
+        blocks (a long list, a table, a closed fence with text right after it) keep their
+        last ``limit`` lines, after a table's header rows or the opening fence of the code
+        they start in. A line longer than ``chars`` keeps its end (one unbroken paragraph is
+        one line)."""
         lines = self._lines
-        start = self._fence_line + 1
-        if self._fence is None or len(lines) - start <= limit:
-            return self.tail(), 0
-        hidden = len(lines) - start - limit
-        window = lines[:start] + lines[-limit:] + [""] * self._blanks
+        n = len(lines)
+        if self._fence is not None:
+            start = self._fence_line + 1
+            if n - start <= limit:
+                return self._clip(lines, chars), 0
+            return self._clip(lines[:start] + lines[-limit:], chars), n - start - limit
+        cut = n - limit
+        if cut <= 0:
+            return self._clip(lines, chars), 0
+        head = lines[:2] if n > 1 and table_starts(lines[0], lines[1]) else []
+        for opened, closed in self._fences:  # cut inside closed code: keep its opening fence
+            if opened < cut < closed:
+                head = [lines[opened]]
+        if cut <= len(head):
+            return self._clip(lines, chars), 0
+        return self._clip(head + lines[cut:], chars), cut - len(head)
+
+    def _clip(self, lines: list[str], chars: int) -> str:
+        window = lines + [""] * self._blanks
         if self._partial:
             window.append("".join(self._partial))
-        return "\n".join(window), hidden
+        return "\n".join(line if len(line) <= chars else _line_end(line, chars) for line in window)
 
     def close(self) -> str:
         """End of the text: return the rest ("" if none) and start over."""
         rest = self.tail().strip("\n")
-        self._lines, self._partial, self._fence, self._blanks = [], [], None, 0
+        self._lines, self._partial, self._fence, self._blanks, self._fences = [], [], None, 0, []
         return rest
 
 
@@ -498,7 +527,9 @@ class _AgentBlock(_MessageBlock):
     def live(self) -> RenderableType | None:
         # no more of a long code block than the terminal can show (the live area says how
         # many lines are above)
-        tail, self.hidden_lines = self.splitter.tail_window(max(1, self.view.console.height))
+        console = self.view.console
+        height = max(1, console.height)
+        tail, self.hidden_lines = self.splitter.tail_window(height, height * max(1, console.width))
         # code is highlighted once its block is finished: not again in every frame while it
         # grows, where half-typed strings and comments would flicker
         return MarkdownLines(tail, highlight=False) if tail.strip() else None

@@ -364,12 +364,30 @@ def test_splitter_tail_is_only_the_unfinished_block() -> None:
 def test_splitter_tail_window_keeps_a_long_open_fence_to_its_last_lines() -> None:
     splitter = BlockSplitter()
     splitter.feed("Intro line\n```python\n" + "".join(f"x{i}\n" for i in range(100)) + "par")
-    text, hidden = splitter.tail_window(5)
+    text, hidden = splitter.tail_window(5, 1000)
     assert hidden == 95  # x0..x94 left out; the text before the fence and the fence kept
     assert text == "Intro line\n```python\nx95\nx96\nx97\nx98\nx99\npar"
-    assert splitter.tail_window(500) == (splitter.tail(), 0)
-    splitter.feed("tial\n```\n")  # the fence closed: the whole block, whatever the limit
-    assert splitter.tail_window(5) == (splitter.tail(), 0)
+    assert splitter.tail_window(500, 1000) == (splitter.tail(), 0)
+    splitter.feed("tial\n```\nafter")  # closed, text right after it: still the same block
+    text, hidden = splitter.tail_window(5, 1000)
+    assert text == "```python\nx97\nx98\nx99\npartial\n```\nafter"  # still drawn as code
+    assert hidden == 98  # the intro line and x0..x96
+
+
+def test_splitter_tail_window_keeps_any_long_open_block_to_what_a_screen_shows() -> None:
+    splitter = BlockSplitter()
+    splitter.feed("".join(f"- item {i}\n" for i in range(300)) + "- it")
+    # (the last ``limit`` complete lines, and the line still arriving)
+    assert splitter.tail_window(4, 1000) == ("- item 296\n- item 297\n- item 298\n- item 299\n- it", 296)
+    table = BlockSplitter()
+    table.feed("| a | b |\n|---|---|\n" + "".join(f"| {i} | x |\n" for i in range(300)))
+    text, hidden = table.tail_window(3, 1000)
+    assert text == "| a | b |\n|---|---|\n| 297 | x |\n| 298 | x |\n| 299 | x |" and hidden == 297
+    one_line = BlockSplitter()
+    one_line.feed("word " * 10_000)  # one paragraph, never a newline
+    text, hidden = one_line.tail_window(40, 400)
+    assert text.startswith("…word ") and text.endswith("word ") and len(text) <= 401 and hidden == 0
+    assert one_line.tail() == "word " * 10_000  # what the scrollback gets is all of it
 
 
 @settings(max_examples=150, deadline=None)
