@@ -525,8 +525,8 @@ class _AgentBlock(_MessageBlock):
         self.view._print(_label(block))
 
     def live(self) -> RenderableType | None:
-        # no more of a long code block than the terminal can show (the live area says how
-        # many lines are above)
+        # no more of a long block than the terminal can show (the live area says how many
+        # lines are above): a frame's cost stays a screenful however long the block grows
         console = self.view.console
         height = max(1, console.height)
         tail, self.hidden_lines = self.splitter.tail_window(height, height * max(1, console.width))
