@@ -165,6 +165,13 @@ def message_text(message: Message) -> str:
 # -- tool calls ------------------------------------------------------------------------
 
 
+#: Above this many pairs of lines (old × new, in the part that differs once the common start
+#: and end are set aside), a diff shows that part as one replacement instead of matching the
+#: lines inside it: difflib's matching takes time in that product, seconds for an agent's
+#: edit of a few thousand scattered lines of one file (agents send whole files).
+DIFF_MATCH_LIMIT = 1_000_000
+
+
 def diff_lines(item: dict[str, Any]) -> list[str]:
     """A ``diff`` tool content item as unified diff lines (``oldText`` null = new file)."""
     path = _str(item.get("path"), "?")
@@ -172,8 +179,44 @@ def diff_lines(item: dict[str, Any]) -> list[str]:
     new = _str(item.get("newText"))
     old_lines = old.splitlines() if isinstance(old, str) else []
     fromfile = path if isinstance(old, str) else "/dev/null"
-    lines = list(difflib.unified_diff(old_lines, new.splitlines(), fromfile, path, lineterm=""))
+    lines = unified_diff(old_lines, new.splitlines(), fromfile, path)
     return lines or [f"(no changes to {path})"]
+
+
+def unified_diff(a: list[str], b: list[str], fromfile: str, tofile: str) -> list[str]:
+    """``difflib.unified_diff``'s lines, but in time linear in the input when the part that
+    differs is too large to match line by line (:data:`DIFF_MATCH_LIMIT`): then one hunk
+    replaces that part whole, with three lines of context. Either way, a valid diff."""
+    start = 0
+    for old_line, new_line in zip(a, b, strict=False):
+        if old_line != new_line:
+            break
+        start += 1
+    same_end = 0
+    while same_end < min(len(a), len(b)) - start and a[-1 - same_end] == b[-1 - same_end]:
+        same_end += 1
+    a_end, b_end = len(a) - same_end, len(b) - same_end
+    if (a_end - start) * (b_end - start) <= DIFF_MATCH_LIMIT:
+        return list(difflib.unified_diff(a, b, fromfile, tofile, lineterm=""))
+    first = max(0, start - 3)
+    after = min(3, same_end)
+    return [
+        f"--- {fromfile}",
+        f"+++ {tofile}",
+        f"@@ -{_hunk_range(first, a_end + after)} +{_hunk_range(first, b_end + after)} @@",
+        *(" " + line for line in a[first:start]),
+        *("-" + line for line in a[start:a_end]),
+        *("+" + line for line in b[start:b_end]),
+        *(" " + line for line in a[a_end : a_end + after]),
+    ]
+
+
+def _hunk_range(start: int, stop: int) -> str:
+    """A hunk header's range of lines ``[start, stop)`` (0-based), as unified diffs write it."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
 
 
 def tool_header(call: ToolCall) -> str:

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from typing import Any
 
-from acpcli.render.transcript import diff_lines, stop_reason_text, to_markdown, to_text
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acpcli.render import transcript
+from acpcli.render.transcript import (
+    diff_lines,
+    stop_reason_text,
+    to_markdown,
+    to_text,
+    unified_diff,
+)
 from acpcli.store import Store
 
 
@@ -111,3 +123,65 @@ def test_stop_reason_text() -> None:
     assert stop_reason_text("cancelled") == "cancelled"
     assert "token limit" in (stop_reason_text("max_tokens") or "")
     assert stop_reason_text("_vendor_reason") == "vendor reason"
+
+
+def _patched(old: list[str], diff: list[str]) -> list[str]:
+    """``old`` with a unified diff applied (the hunks checked against it on the way)."""
+    out: list[str] = []
+    at = 0
+    lines = iter(diff[2:])
+    for header in lines:
+        match = re.fullmatch(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", header)
+        assert match, header
+        start, count = int(match[1]), int(match[2] if match[2] is not None else 1)
+        begin = start - 1 if count else start
+        out += old[at:begin]
+        at = begin
+        seen_old = seen_new = 0
+        while seen_old < count or seen_new < int(match[4] if match[4] is not None else 1):
+            line = next(lines)
+            if line[0] in " -":
+                assert old[at] == line[1:], (at, line)
+                at += 1
+                seen_old += 1
+            if line[0] in " +":
+                out.append(line[1:])
+                seen_new += 1
+    return out + old[at:]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abc"), max_size=12), st.lists(st.sampled_from("abc"), max_size=12))
+def test_diffs_are_difflibs_while_small(old: list[str], new: list[str]) -> None:
+    assert unified_diff(old, new, "f", "g") == list(difflib.unified_diff(old, new, "f", "g", lineterm=""))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from("abcd"), max_size=30), st.lists(st.sampled_from("abcd"), max_size=30),
+       st.integers(min_value=0, max_value=5), st.integers(min_value=0, max_value=5))  # fmt: skip
+def test_a_diff_too_large_to_match_is_one_hunk_that_still_applies(
+    old: list[str], new: list[str], same_start: int, same_end: int
+) -> None:
+    old = [f"s{i}" for i in range(same_start)] + old + [f"e{i}" for i in range(same_end)]
+    new = [f"s{i}" for i in range(same_start)] + new + [f"e{i}" for i in range(same_end)]
+    saved = transcript.DIFF_MATCH_LIMIT
+    transcript.DIFF_MATCH_LIMIT = 0  # every difference is "too large": the linear path
+    try:
+        diff = unified_diff(old, new, "f", "f")
+    finally:
+        transcript.DIFF_MATCH_LIMIT = saved
+    if old == new:
+        assert diff == list(difflib.unified_diff(old, new, "f", "f", lineterm=""))
+        return
+    assert _patched(old, diff) == new
+    assert _patched(old, list(difflib.unified_diff(old, new, "f", "f", lineterm=""))) == new  # (the applier)
+
+
+def test_an_edit_scattered_over_a_large_file_is_diffed_in_linear_time() -> None:
+    # every other line of a 20,000-line file changed: difflib alone takes most of a minute here
+    old = [f"same {i}" if i % 2 else f"old {i}" for i in range(20_000)]
+    new = [f"same {i}" if i % 2 else f"new {i}" for i in range(20_000)]
+    item = {"type": "diff", "path": "big.py", "oldText": "\n".join(old), "newText": "\n".join(new)}
+    diff = diff_lines(item)
+    assert diff[:3] == ["--- big.py", "+++ big.py", "@@ -1,20000 +1,20000 @@"]
+    assert _patched(old, diff) == new
