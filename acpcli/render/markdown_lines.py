@@ -671,8 +671,9 @@ def _code_lines(lang: str, code: str, width: int) -> list[Line]:
         _theme = Theme()
     background = _theme.background
     spans = _merged(_theme.spans(lang, code.rstrip()))
-    lines = wrap(spans, max(1, width - 2) if width > 2 else width, background)
-    if width > 2:
+    # (padded when a two-cell character still fits between the pads)
+    lines = wrap(spans, width - 2 if width > 3 else width, background)
+    if width > 3:
         pad = Segment(" ", background)
         lines = [[pad, *line, pad] for line in lines]
     blank = [Segment(" " * width, background)]
