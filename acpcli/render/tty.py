@@ -387,7 +387,7 @@ def diff_text(item: dict[str, Any], max_lines: int = MAX_DIFF_LINES) -> Text:
     return text
 
 
-def _content_item(item: dict[str, Any]) -> RenderableType:
+def _content_item(item: dict[str, Any]) -> Text:
     itype = item.get("type")
     if itype == "diff":
         return diff_text(item)
@@ -409,20 +409,45 @@ def tool_header_text(call: ToolCall) -> Text:
 
 
 class _ItemCache:
-    """Rendered tool content items by identity (store items are never mutated)."""
+    """Rendered tool content items by identity (store items are never mutated), with how
+    many lines each holds."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "_totals", "_totals_of")
 
     def __init__(self) -> None:
-        self._items: dict[int, tuple[dict[str, Any], RenderableType]] = {}
+        self._items: dict[int, tuple[dict[str, Any], Text, int]] = {}
+        # running line totals of the content list last asked about (a tool call's content
+        # only grows by appends, or is replaced by a new list)
+        self._totals_of: list[dict[str, Any]] | None = None
+        self._totals: list[int] = [0]
 
-    def get(self, item: dict[str, Any]) -> RenderableType:
+    def _entry(self, item: dict[str, Any]) -> tuple[dict[str, Any], Text, int]:
         hit = self._items.get(id(item))
         if hit is not None and hit[0] is item:
-            return hit[1]
-        renderable = _content_item(item)
-        self._items[id(item)] = (item, renderable)
-        return renderable
+            return hit
+        text = _content_item(item)
+        hit = self._items[id(item)] = (item, text, text.plain.count("\n") + 1)
+        return hit
+
+    def get(self, item: dict[str, Any]) -> Text:
+        return self._entry(item)[1]
+
+    def newest(self, items: list[dict[str, Any]], room: int, first: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """Of ``items[first:]``, the last ones that fill ``room`` lines, and how many lines
+        the others hold: what a live region shows of output streamed in thousands of items,
+        in time for what it shows (and for the items new since the last call)."""
+        start, used = len(items), 0
+        while start > first and used < room:
+            start -= 1
+            used += self._entry(items[start])[2]
+        if start == first:
+            return items[first:], 0
+        if self._totals_of is not items or len(self._totals) > len(items) + 1:
+            self._totals_of, self._totals = items, [0]
+        totals = self._totals
+        for item in items[len(totals) - 1 :]:
+            totals.append(totals[-1] + self._entry(item)[2])
+        return items[start:], totals[start] - totals[first]
 
 
 def tool_renderable(
@@ -430,14 +455,19 @@ def tool_renderable(
     locations: Iterable[dict[str, Any]] | None = None,
     content: Iterable[dict[str, Any]] | None = None,
     cache: _ItemCache | None = None,
+    skipped: int = 0,
 ) -> RenderableType:
-    """A tool call: header, then locations and content (all of them by default)."""
+    """A tool call: header, then locations and content (all of them by default), the
+    content after a note of the ``skipped`` lines before it."""
     parts: list[RenderableType] = [tool_header_text(call)]
     for loc in call.locations if locations is None else locations:
         parts.append(Text("  → " + safe_line(location_line(loc)), style="dim"))
+    if skipped:
+        parts.append(Text(f"  ⋮ {skipped} earlier lines", style="dim"))
     get = cache.get if cache is not None else _content_item
-    for item in call.content if content is None else content:
-        parts.append(Padding(get(item), (0, 0, 0, 2)))
+    items = [get(item) for item in (call.content if content is None else content)]
+    if items:  # one text: rich lays out each renderable of a group at a cost of its own
+        parts.append(Padding(Text("\n").join(items), (0, 0, 0, 2)))
     return Group(*parts)
 
 
@@ -664,18 +694,27 @@ def user_renderable(segments: Iterable[Any]) -> Text | None:
 
 
 class _ToolBlock(_Block):
-    """A tool call: live while it is the latest entry and unfinished."""
+    """A tool call: live while it is the latest entry and unfinished. In the live region it
+    shows as much of its content as the terminal has rows (output streamed in thousands of
+    items would cost every frame all of them); the scrollback gets all of it."""
 
-    def __init__(self, call: ToolCall) -> None:
+    def __init__(self, call: ToolCall, console: Console) -> None:
         self.call = call
         self.tracker = ToolTracker()
         self.cache = _ItemCache()
+        self.console = console
 
     def unfinished(self) -> bool:
         return self.call.status in _UNFINISHED
 
+    def _room(self) -> int:
+        # the terminal's rows less the header, the locations, the note of what is left out,
+        # the status line and the live region's own last row
+        return max(1, self.console.height - 4 - len(self.call.locations))
+
     def live(self) -> RenderableType | None:
-        return tool_renderable(self.call, cache=self.cache)
+        shown, skipped = self.cache.newest(self.call.content, self._room())
+        return tool_renderable(self.call, content=shown, cache=self.cache, skipped=skipped)
 
     def finish(self) -> list[RenderableType]:
         self.tracker.delta(self.call)  # all of it is shown now
@@ -686,7 +725,11 @@ class _ToolBlock(_Block):
         header_changed, locations, content = self.tracker.delta(self.call, record=record)
         if not header_changed and not locations and not content:
             return None
-        return tool_renderable(self.call, locations, content, self.cache)
+        if record:  # for the scrollback: all of it
+            return tool_renderable(self.call, locations, content, self.cache)
+        everything = self.call.content  # (what is new is its end, or all of it)
+        shown, skipped = self.cache.newest(everything, self._room(), len(everything) - len(content))
+        return tool_renderable(self.call, locations, shown, self.cache, skipped)
 
 
 class _PlanBlock(_Block):
@@ -955,7 +998,7 @@ class TtyView:
         if self._quiet:
             return None
         if isinstance(entry, ToolCall):
-            return _ToolBlock(entry)
+            return _ToolBlock(entry, self.console)
         if isinstance(entry, Plan):
             return _PlanBlock(entry)
         return None

@@ -72,8 +72,8 @@ def _pinned_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
 
 
-def console(color: bool = False, width: int = 60) -> Console:
-    return Console(file=io.StringIO(), force_terminal=True, width=width, height=30,
+def console(color: bool = False, width: int = 60, height: int = 30) -> Console:
+    return Console(file=io.StringIO(), force_terminal=True, width=width, height=height,
                    color_system="truecolor" if color else None, highlight=False)
 
 
@@ -518,3 +518,20 @@ def test_shared_parser_markdown_draws_what_rich_markdown_draws(text: str) -> Non
 
     assert drawn(_markdown(text)) == drawn(Markdown(text))
     assert drawn(_markdown(text)) == drawn(_markdown(text))  # the shared parser keeps no state
+
+
+def test_tool_output_streamed_in_many_items_shows_its_newest_lines_live() -> None:
+    # (a v2 agent streams a command's output as one content item per chunk: the live region
+    # draws what fits in the terminal, not every item in every frame; the scrollback all)
+    run = Run(console(height=12), clock=ticking())
+    run.feed({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Build", "kind": "execute", "status": "in_progress"})
+    for i in range(300):
+        run.feed({"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t",
+                  "content": {"type": "content", "content": text(f"step {i}")}})  # fmt: skip
+    live = run.screen()
+    assert "step 299" in live and "step 100" not in live
+    assert re.search(r"⋮ 2\d\d earlier lines", live)
+    run.feed({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"})
+    run.view.close()
+    final = run.screen()
+    assert all(f"step {i}\n" in final + "\n" for i in range(300)) and "earlier lines" not in final.split("✓ Build")[-1]
