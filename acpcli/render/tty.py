@@ -107,6 +107,7 @@ _PLAN_OTHER = ("?", "magenta", "")
 #: tool content longer than this is cut in the terminal (export shows all of it)
 MAX_TEXT_LINES = 20
 MAX_DIFF_LINES = 80
+_LIVE_LOCATIONS = 5  # locations a tool call still running shows (all of them once finished)
 _RECENT_CHARS = 600  # how much of a collapsed thought the live region shows, at most
 _RECENT_LINES = 3
 
@@ -456,12 +457,18 @@ def tool_renderable(
     content: Iterable[dict[str, Any]] | None = None,
     cache: _ItemCache | None = None,
     skipped: int = 0,
+    most_locations: int | None = None,
 ) -> RenderableType:
     """A tool call: header, then locations and content (all of them by default), the
-    content after a note of the ``skipped`` lines before it."""
+    content after a note of the ``skipped`` lines before it; at most ``most_locations``
+    locations, then how many more there are."""
     parts: list[RenderableType] = [tool_header_text(call)]
-    for loc in call.locations if locations is None else locations:
+    places = list(call.locations if locations is None else locations)
+    more = 0 if most_locations is None else max(0, len(places) - most_locations)
+    for loc in places[: len(places) - more]:
         parts.append(Text("  → " + safe_line(location_line(loc)), style="dim"))
+    if more:
+        parts.append(Text(f"  → … {more} more", style="dim"))
     if skipped:
         parts.append(Text(f"  ⋮ {skipped} earlier lines", style="dim"))
     get = cache.get if cache is not None else _content_item
@@ -710,11 +717,11 @@ class _ToolBlock(_Block):
     def _room(self) -> int:
         # the terminal's rows less the header, the locations, the note of what is left out,
         # the status line and the live region's own last row
-        return max(1, self.console.height - 4 - len(self.call.locations))
+        return max(1, self.console.height - 5 - min(len(self.call.locations), _LIVE_LOCATIONS))
 
     def live(self) -> RenderableType | None:
         shown, skipped = self.cache.newest(self.call.content, self._room())
-        return tool_renderable(self.call, content=shown, cache=self.cache, skipped=skipped)
+        return tool_renderable(self.call, content=shown, cache=self.cache, skipped=skipped, most_locations=_LIVE_LOCATIONS)
 
     def finish(self) -> list[RenderableType]:
         self.tracker.delta(self.call)  # all of it is shown now
@@ -729,7 +736,7 @@ class _ToolBlock(_Block):
             return tool_renderable(self.call, locations, content, self.cache)
         everything = self.call.content  # (what is new is its end, or all of it)
         shown, skipped = self.cache.newest(everything, self._room(), len(everything) - len(content))
-        return tool_renderable(self.call, locations, shown, self.cache, skipped)
+        return tool_renderable(self.call, locations, shown, self.cache, skipped, _LIVE_LOCATIONS)
 
 
 class _PlanBlock(_Block):

@@ -535,3 +535,15 @@ def test_tool_output_streamed_in_many_items_shows_its_newest_lines_live() -> Non
     run.view.close()
     final = run.screen()
     assert all(f"step {i}\n" in final + "\n" for i in range(300)) and "earlier lines" not in final.split("✓ Build")[-1]
+
+
+def test_a_running_tool_call_shows_a_few_locations_and_all_once_finished() -> None:
+    run = Run(clock=ticking())
+    places = [{"path": f"/p/f{i}.py"} for i in range(40)]
+    run.feed({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Grep", "kind": "search",
+              "status": "in_progress", "locations": places})  # fmt: skip
+    live = run.screen()
+    assert "/p/f4.py" in live and "/p/f5.py" not in live and "… 35 more" in live
+    run.feed({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"})
+    run.view.close()
+    assert all(f"/p/f{i}.py" in run.screen() for i in range(40))
