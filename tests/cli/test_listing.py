@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from acpcli.errors import ExitCode
 from acpcli.persistence import Index
@@ -92,3 +93,16 @@ def test_remote_listing_takes_limit_and_since(cli: Cli, trace: AgentTrace) -> No
     assert cli.ok("sessions", "--remote", "--cmd", cmd, "--since", "2999-01-01").stdout == ""
     assert len(cli.ok("sessions", "--remote", "--cmd", cmd, "--since", "1d").stdout.splitlines()) == len(every)
     assert "--state" in error_line(cli.run("sessions", "--remote", "--cmd", cmd, "--state", "closed"), ExitCode.USAGE)
+
+
+def test_a_long_agent_title_is_one_line_on_a_terminal_and_whole_in_a_pipe(cli: Cli, spawn: Any) -> None:
+    title = "Refactor " + "the storage layer " * 2000 + "\nsecond line"
+    with Index() as index:
+        index.upsert_session(rec("long-title", agent="demo", cwd="/work"))
+        index.set_title("long-title", title)
+    pty = spawn("sessions")
+    assert pty.wait() == 0
+    rows = [line for line in pty.seen.splitlines() if "long-title" in line]
+    assert len(rows) == 1 and "Refactor the storage" in rows[0] and "…" in rows[0], pty.seen
+    assert "second line" not in pty.seen  # the first line of it only
+    assert json.loads(cli.ok("sessions", "--json").stdout)["title"] == title
