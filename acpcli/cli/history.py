@@ -80,7 +80,7 @@ def sessions(
         limit_remote = parse_limit(limit, 0)
         return _remote_sessions(env, agent, cmd, the_cwd, as_json, protocol, limit=limit_remote, since=since_ts)
     from acpcli.paths import db_path
-    from acpcli.persistence import Index, prompt_title
+    from acpcli.persistence import Index
 
     wanted_state = state or ("any" if all_sessions else "active")
     only_state = None if wanted_state == "any" else wanted_state
@@ -143,7 +143,9 @@ def sessions(
 
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE"):
-        if column == "TITLE":  # one line, cut with an ellipsis, so each session is one row
+        # a title on one line (safe_line shows its newlines), cut with an ellipsis however long
+        # the agent made it: one row a session (the pipe and --json keep it whole)
+        if column == "TITLE":
             table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=max(20, env.out.width // 3))
         else:
             table.add_column(column, overflow="fold" if column in ("ID", "CWD") else "ellipsis")
@@ -151,10 +153,8 @@ def sessions(
     for rec in rows:
         shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
         # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
-        # a title is one line here, however long the agent made it (the pipe and --json: all)
-        title = prompt_title(rec.shown_title or "") or ""
         table.add_row(
-            *(Text(safe_line(value)) for value in (rec.id, rec.agent, title, shown_cwd)),
+            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.shown_title or "", shown_cwd)),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),

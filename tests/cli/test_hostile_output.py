@@ -97,7 +97,8 @@ def test_stored_transcript_is_neutralized_in_show_export_and_sessions(cli: Cli, 
         for args in (("show", "hostile-1"), ("export", "hostile-1", "--format", "text"),
                      ("export", "hostile-1", "--format", "markdown"), ("sessions",),
                      ("search", "message"), ("show", "hostile-1", "--grep", "message")):
-            proc = run(cli, *args, env=env)
+            # (wide enough for the whole title: a terminal's table cuts a long one short)
+            proc = run(cli, *args, env={**env, "COLUMNS": "400"} if args == ("sessions",) and terminal else env)
             assert proc.returncode == ExitCode.OK, (args, proc.stderr)
             assert_clean(proc.stdout, terminal=terminal)
             assert_clean(proc.stderr, terminal=terminal)
