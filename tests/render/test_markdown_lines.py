@@ -329,3 +329,10 @@ def test_hostile_text_is_drawn_in_about_one_pass() -> None:
         + "".join(f"console.print(MarkdownLines({text}))\n" for text in HOSTILE.values())
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+
+
+def test_a_code_block_on_a_very_narrow_terminal_keeps_a_wide_character_within_it() -> None:
+    # (found by the width property above: one-cell pads around a one-cell line made 中 four wide)
+    blocks = parse("\t中")
+    assert blocks == [("code", "", "中")]
+    assert all(sum(cell_len(seg.text) for seg in line) <= 3 for line in render(blocks, 3))
