@@ -8,6 +8,7 @@ Times here are generous bounds, not exact measurements (the machine may be busy)
 
 from __future__ import annotations
 
+import socket
 import time
 
 import anyio
@@ -149,3 +150,51 @@ async def test_settle_waits_for_geminis_replay_that_began_before_the_answer() ->
         await link.settle(live, quiet=0.3, first=5.0)
         settled = live.updates_seen  # what the load shows: the replay must be whole by now
     assert settled == 4
+
+
+@pytest.mark.anyio
+async def test_a_quiet_that_was_acpcli_not_running_does_not_end_the_replay() -> None:
+    # A busy machine keeps acpcli from running while the agent writes on: when acpcli runs
+    # again, its timer is overdue and the replay's next frames are in the pipe, not yet read.
+    # settle must let the reader take them before it calls the replay over.
+    link, live = _setup()
+    agent_end, reader_end = socket.socketpair()
+    agent_end.setblocking(False)
+
+    # Two hops, as in acpcli: a task reads the pipe and queues the frames (the transport),
+    # another takes them and feeds the session (the connection's reader).
+    send, receive = anyio.create_memory_object_stream[bytes](100)
+
+    async def transport() -> None:
+        async with send:
+            while True:
+                await anyio.wait_readable(reader_end)
+                data = reader_end.recv(65536)
+                if not data:
+                    return
+                for frame in data.split(b"\n")[:-1]:
+                    await send.send(frame)
+
+    async def connection_reader() -> None:
+        async with receive:
+            async for _ in receive:
+                live.feed(_chunk("part "))
+
+    reader_end.setblocking(False)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(transport)
+        tg.start_soon(connection_reader)
+
+        async def agent() -> None:
+            agent_end.send(b"x\n")  # the replay has begun
+            await anyio.sleep(0.05)
+            agent_end.send(b"x\n" * 5)  # more of it, written while acpcli is not running:
+            time.sleep(0.3)  # (this blocks the event loop: acpcli descheduled for 0.3 s)
+            await anyio.sleep(0.5)
+            agent_end.close()
+
+        tg.start_soon(agent)
+        await link.settle(live, quiet=0.1, first=2.0)
+        settled = live.updates_seen
+    reader_end.close()
+    assert settled == 6  # the frames that waited in the pipe are part of the replay

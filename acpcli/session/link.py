@@ -335,7 +335,14 @@ class AgentLink:
                 if live.updates_seen != seen:
                     seen, last, gap = live.updates_seen, now, quiet
                 elif now - last >= gap:
-                    return
+                    # The quiet may be acpcli's own (a busy machine kept this process from
+                    # running while the agent wrote on): let the reader take what is waiting
+                    # before calling the replay over.
+                    for _ in range(_DRAIN_TURNS):
+                        await anyio.lowlevel.checkpoint()
+                    if live.updates_seen == seen:
+                        return
+                    seen, last, gap = live.updates_seen, anyio.current_time(), quiet
 
     async def close(self, session_id: str) -> Any:
         """``session/close``; returns exactly what the agent answered. ``session_id`` may be
