@@ -169,6 +169,14 @@ class Dispatcher:
 
 
 
+async def _drained(live: LiveSession, seen: int) -> bool:
+    """Give the reader a few event-loop turns (no timed pause) to dispatch the frames already
+    received; whether updates beyond ``seen`` came meanwhile."""
+    for _ in range(_DRAIN_TURNS):
+        await anyio.lowlevel.checkpoint()
+    return live.updates_seen != seen
+
+
 class AgentLink:
     """A connection to one initialized agent, and the sessions driven over it."""
 
@@ -314,9 +322,7 @@ class AgentLink:
         """
         seen = live.updates_seen
         if live.store.entries and not capabilities.replay_may_trail(self.features):
-            for _ in range(_DRAIN_TURNS):
-                await anyio.lowlevel.checkpoint()
-            if live.updates_seen == seen:
+            if not await _drained(live, seen):
                 return  # the replay came before the answer: no wait
             seen = live.updates_seen  # updates still arriving after the answer: a trailing replay
             gap = quiet
@@ -338,9 +344,7 @@ class AgentLink:
                     # The quiet may be acpcli's own (a busy machine kept this process from
                     # running while the agent wrote on): let the reader take what is waiting
                     # before calling the replay over.
-                    for _ in range(_DRAIN_TURNS):
-                        await anyio.lowlevel.checkpoint()
-                    if live.updates_seen == seen:
+                    if not await _drained(live, seen):
                         return
                     seen, last, gap = live.updates_seen, anyio.current_time(), quiet
 
