@@ -21,6 +21,9 @@
     ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
     ├── StepTimeout                  TIMEOUT            a setup step or a turn outlasted --timeout
     ├── StorageError                 STORAGE            local state could not be saved (disk full, read-only)
+    │   └── DatabaseLocked           BUSY               another acpcli held the database's write lock past the wait
+    ├── SessionBusy                  BUSY               another acpcli command is running a turn on the session
+    ├── DamagedState                 DAMAGED            the index or event log is damaged (``acpcli doctor``)
     ├── OutputError                  OUTPUT             the transcript could not be written (-o FILE, closed stdout)
     ├── Interrupted                  INTERRUPTED        a second Ctrl-C killed the agent mid-turn
     │   └── Terminated               TERMINATED/HANGUP  SIGTERM or SIGHUP (the terminal was closed)
@@ -59,6 +62,8 @@ class ExitCode(enum.IntEnum):
     TIMEOUT = 15  # a setup step (initialize, session/new, load, resume) or the turn outlasted --timeout
     STORAGE = 16  # the turn ran, but what arrived could not all be saved locally (disk full, read-only)
     OUTPUT = 17  # the transcript could not be written (-o FILE, a closed or full stdout)
+    BUSY = 18  # the session is in use by another acpcli command (--no-wait), or the local database stayed locked by another acpcli
+    DAMAGED = 19  # local state is damaged (`acpcli doctor` found a problem; `doctor --repair` salvages)
     HANGUP = 129  # SIGHUP (the terminal was closed), 128 + 1
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells expect
     TERMINATED = 143  # SIGTERM, 128 + 15
@@ -321,6 +326,27 @@ class StorageError(AcpcliError):
     """Local state (the index, the event log) could not be written: full or read-only disk."""
 
     exit_code = ExitCode.STORAGE
+
+
+class DatabaseLocked(StorageError):
+    """Another acpcli process held the index's write lock for longer than acpcli waits for it.
+    Not a failure of the disk: nothing is damaged, the command can be run again."""
+
+    exit_code = ExitCode.BUSY
+
+
+class SessionBusy(AcpcliError):
+    """Another acpcli command is running a turn on this session (one writer per session), and
+    the command was told not to wait (``--no-wait``), or the session cannot be removed now."""
+
+    exit_code = ExitCode.BUSY
+
+
+class DamagedState(AcpcliError):
+    """Local state (the SQLite index, an event log row) is damaged: ``acpcli doctor`` says what,
+    ``acpcli doctor --repair`` salvages what is readable into a fresh index."""
+
+    exit_code = ExitCode.DAMAGED
 
 
 class OutputError(AcpcliError):
