@@ -8,6 +8,7 @@ names the file (and the line, when known). Shape::
     default_agent = "myagent"           # optional: used when neither --agent nor --cmd is given
     permissions = "deny"                # optional: --permissions when not given (ask|allow|deny|read-only)
     timeout = 120                       # optional: seconds a setup step may wait for the agent (0: no limit)
+    keep_alive = 300                    # optional: seconds a live session's agent stays after its last turn (0: none)
 
     [agents.myagent]
     command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
@@ -73,6 +74,9 @@ from acpcli.paths import config_path
 #: Seconds a setup step waits for the agent unless ``timeout`` / ``ACPCLI_TIMEOUT`` say otherwise.
 DEFAULT_TIMEOUT = 120.0
 TIMEOUT_ENV = "ACPCLI_TIMEOUT"
+#: Seconds a live session's host keeps the agent after its last turn and client (0: no host).
+DEFAULT_KEEP_ALIVE = 300.0
+KEEP_ALIVE_ENV = "ACPCLI_KEEP_ALIVE"
 
 
 @dataclass
@@ -138,6 +142,9 @@ class Config:
     #: Seconds a setup step (initialize, session setup, settings, listings) may wait for the
     #: agent's answer; 0: no limit. Turns are never bounded by it.
     timeout: float = DEFAULT_TIMEOUT
+    #: Seconds a live session's host keeps the agent after its last turn ended and its last
+    #: client left (``acpcli.host``); 0: no host, the agent ends with each command.
+    keep_alive: float = DEFAULT_KEEP_ALIVE
     #: Where the ACP agent registry is fetched from (``ACPCLI_REGISTRY_URL`` wins over it).
     registry_url: str | None = None
 
@@ -309,6 +316,8 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             config.permissions = _policy(value, str(path))
         elif key == "timeout":
             config.timeout = _seconds(value, f"{path}: timeout")
+        elif key == "keep_alive":
+            config.keep_alive = _seconds(value, f"{path}: keep_alive")
         elif key == "registry_url":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(f"{path}: registry_url must be an http:// or https:// URL (a string)")
@@ -411,6 +420,28 @@ def step_timeout(config: Config | None = None) -> float | None:
         except ConfigError:
             seconds = DEFAULT_TIMEOUT  # a broken config is reported where it is needed
     return seconds or None
+
+
+def keep_alive(flag: str | None = None, config: Config | None = None) -> float:
+    """How long a live session's host keeps the agent: ``--keep-alive`` (``flag``), else
+    ``ACPCLI_KEEP_ALIVE``, else the config's ``keep_alive``, else :data:`DEFAULT_KEEP_ALIVE`;
+    0 means no host (the agent ends with the command)."""
+    if flag is not None:
+        try:
+            seconds = float(flag)
+        except ValueError:
+            seconds = -1.0
+        if not (0 <= seconds < float("inf")):
+            raise UsageError(f"--keep-alive must be a number of seconds, 0 or more (0: no live session); got {flag!r}")
+        return seconds
+    raw = os.environ.get(KEEP_ALIVE_ENV)
+    if raw is not None and raw.strip():
+        try:
+            return _seconds(float(raw), KEEP_ALIVE_ENV)
+        except ValueError:
+            raise ConfigError(f"{KEEP_ALIVE_ENV} must be a number of seconds, 0 or more (0: no live session); got {raw!r}") from None
+    cfg = load_config() if config is None else config
+    return cfg.keep_alive
 
 
 def configured_permissions(agent: str | None, argv: list[str] | None = None, config: Config | None = None) -> str | None:

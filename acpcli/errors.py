@@ -24,6 +24,8 @@
     │   └── DatabaseLocked           BUSY               another acpcli held the database's write lock past the wait
     ├── SessionBusy                  BUSY               another acpcli command is running a turn on the session
     ├── DamagedState                 DAMAGED            the index or event log is damaged (``acpcli doctor``)
+    ├── HostLost                     HOST_LOST          the session's host went away mid-turn
+    ├── HostReported                 (as reported)      the session's host ended a request with this error
     ├── OutputError                  OUTPUT             the transcript could not be written (-o FILE, closed stdout)
     ├── Interrupted                  INTERRUPTED        a second Ctrl-C killed the agent mid-turn
     │   └── Terminated               TERMINATED/HANGUP  SIGTERM or SIGHUP (the terminal was closed)
@@ -64,6 +66,7 @@ class ExitCode(enum.IntEnum):
     OUTPUT = 17  # the transcript could not be written (-o FILE, a closed or full stdout)
     BUSY = 18  # the session is in use by another acpcli command (--no-wait), or the local database stayed locked by another acpcli
     DAMAGED = 19  # local state is damaged (`acpcli doctor` found a problem; `doctor --repair` salvages)
+    HOST_LOST = 20  # the session's host went away mid-turn (killed); what arrived before is stored
     HANGUP = 129  # SIGHUP (the terminal was closed), 128 + 1
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells expect
     TERMINATED = 143  # SIGTERM, 128 + 15
@@ -347,6 +350,26 @@ class DamagedState(AcpcliError):
     ``acpcli doctor --repair`` salvages what is readable into a fresh index."""
 
     exit_code = ExitCode.DAMAGED
+
+
+class HostLost(AcpcliError):
+    """The live session's host (:mod:`acpcli.host`) went away while this command waited on it
+    (killed): what arrived before is stored; the next command starts a new host."""
+
+    exit_code = ExitCode.HOST_LOST
+
+
+class HostReported(AcpcliError):
+    """An error the session's host met on this command's behalf (the agent could not start,
+    the session was not found, the turn failed): its message and exit code, as the host saw
+    them."""
+
+    def __init__(self, message: str, exit_code: int, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        try:
+            self.exit_code = ExitCode(exit_code)
+        except ValueError:
+            self.exit_code = ExitCode.FAILURE
 
 
 class OutputError(AcpcliError):

@@ -34,6 +34,9 @@ def acpcli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("ACPCLI_HOME", str(home))
     monkeypatch.delenv("ACPCLI_LOG_FILE", raising=False)
+    # No live-session hosts unless a test asks for them (tests/host/): a command's agent ends
+    # with the command, as each test's process checks expect.
+    monkeypatch.setenv("ACPCLI_KEEP_ALIVE", "0")
     # No test reaches the real ACP registry: an unknown --agent name asks a closed loopback port.
     monkeypatch.setenv("ACPCLI_REGISTRY_URL", "http://127.0.0.1:9/registry.json")
     return home

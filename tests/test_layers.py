@@ -15,11 +15,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "acpcli"
 
 #: The session layer and what sits above it; everything else under acpcli/ is below them.
-UPPER = ("acpcli.cli", "acpcli.repl", "acpcli.session")
-#: Who may import what of the upper floors (a prefix imports a prefix).
+UPPER = ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.session")
+#: Who may import what of the upper floors (a prefix imports a prefix). The live-session host
+#: sits between the commands and the session layer: the CLI and the REPL are its clients.
 ALLOWED_UP = {
-    "acpcli.cli": ("acpcli.cli", "acpcli.repl", "acpcli.session"),
-    "acpcli.repl": ("acpcli.repl", "acpcli.session"),
+    "acpcli.cli": ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.session"),
+    "acpcli.repl": ("acpcli.repl", "acpcli.host", "acpcli.session"),
+    "acpcli.host": ("acpcli.host", "acpcli.session"),
     "acpcli.session": ("acpcli.session",),
 }
 

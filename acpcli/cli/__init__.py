@@ -70,9 +70,9 @@ def _root(
 
 def _register() -> None:
     """Each module's commands become top-level commands (``acpcli load``, not ``acpcli sessions load``)."""
-    from acpcli.cli import agents, auth, completion, prompt, sessions
+    from acpcli.cli import agents, auth, completion, live, prompt, sessions
 
-    for sub in (sessions.app, prompt.app, auth.app, agents.app, completion.app):
+    for sub in (sessions.app, prompt.app, live.app, auth.app, agents.app, completion.app):
         app.add_typer(sub)
 
 

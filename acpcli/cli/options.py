@@ -124,6 +124,19 @@ LogFile = Annotated[
         show_default=False,
     ),
 ]
+# a str, parsed by acpcli.config.keep_alive: acpcli's own coercer (no pydantic) takes str, Path, bool
+KeepAlive = Annotated[
+    str | None,
+    typer.Option(
+        "--keep-alive",
+        metavar="SECONDS",
+        help="Keep the session's agent running in a background host for SECONDS after its last "
+        "turn, so the next command on the session starts at once (see `acpcli sessions --live`, "
+        "`acpcli stop`). 0: the agent ends with the command. Default: the config's keep_alive, "
+        "else 300. Env: ACPCLI_KEEP_ALIVE.",
+        show_default=False,
+    ),
+]
 Permissions = Annotated[
     str | None,
     typer.Option(

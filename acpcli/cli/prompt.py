@@ -13,6 +13,7 @@ from acpcli.cli.options import (
     Agent,
     Cmd,
     Cwd,
+    KeepAlive,
     LogFile,
     Mcp,
     McpConfig,
@@ -51,6 +52,7 @@ def prompt(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    keep_alive: KeepAlive = None,
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
 
@@ -63,6 +65,9 @@ def prompt(
       acpcli prompt --last "and now the tests"
 
       acpcli prompt --agent claude --mode plan --model opus "how would you split this module?"
+
+    With --session or --last the session's agent stays running for the next prompt (a live
+    session, --keep-alive); a new session's does only when --keep-alive is given.
     """
     from acpcli.cli.streams import close_output, environment, prompt_text
     from acpcli.env import Environment
@@ -88,11 +93,30 @@ def prompt(
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
         run.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
-        code = running.prompt(
-            inputs, run, the_text, session_id=record.id if record is not None else None,
-            output_format=output_format, quiet=quiet, settings=wanted,
-        )
+        seconds = _live_seconds(keep_alive, record is not None, raw)
+        if record is not None and seconds:
+            from acpcli.host import client
+
+            code = client.prompt(
+                inputs, options, run, the_text, session_id=record.id, output_format=output_format, quiet=quiet,
+                settings=wanted, keep_alive=seconds,
+            )
+        else:
+            code = running.prompt(
+                inputs, run, the_text, session_id=record.id if record is not None else None,
+                output_format=output_format, quiet=quiet, settings=wanted,
+            )
     finally:
         if output is not None:
             close_output(run.env.stdout, str(output))
     raise typer.Exit(code)
+
+
+def _live_seconds(flag: str | None, continuing: bool, raw: bool) -> float:
+    """The keep-alive of this prompt: 0 (no host) for a new session unless --keep-alive says
+    otherwise, and for --raw (its frames are this process's own)."""
+    if raw or (not continuing and flag is None):
+        return 0.0
+    from acpcli.config import keep_alive
+
+    return keep_alive(flag)

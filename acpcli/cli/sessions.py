@@ -210,6 +210,7 @@ def sessions(
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     protocol: Protocol = None,
+    live: Annotated[bool, typer.Option("--live", help="Only live sessions (a background host keeps their agent running): host pid, busy or idle, queued prompts, clients attached, idle time.")] = False,
 ) -> None:
     """List sessions, most recently used first: the local index by default, or the agent's own
     list with --remote.
@@ -253,6 +254,10 @@ def sessions(
         from acpcli.errors import UsageError
 
         raise UsageError("--older-than and --dry-run go with `acpcli sessions prune`")
+    if live:
+        from acpcli.cli.live import list_live
+
+        raise typer.Exit(list_live(as_json=as_json))
 
     raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from acpcli.wiretap import Tap
 
 
-def _decider(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
+def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
     """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
     agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
     refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
@@ -90,7 +90,7 @@ def link_for(
         offer = ClientOffer(
             read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
         )
-        decider = _decider(run, agent)
+        decider = decider_for(run, agent)
     return open_link(
         agent.argv,
         env_extra=env_extra(agent),

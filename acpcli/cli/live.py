@@ -1,0 +1,141 @@
+"""``acpcli stop`` and ``acpcli sessions --live``: seeing and ending live sessions' hosts."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from acpcli.cli import completers
+
+app = typer.Typer()
+
+
+@app.command()
+def stop(
+    session_ids: Annotated[list[str] | None, typer.Argument(metavar="SESSION_ID...", help="The live sessions to stop.", autocompletion=completers.session_ids, show_default=False)] = None,
+    all_hosts: Annotated[bool, typer.Option("--all", help="Stop every live session of this ACPCLI_HOME.")] = False,
+) -> None:
+    """End live sessions: each one's background host and its agent (its whole process group),
+    as keep-alive expiry would. The sessions stay recorded; the next prompt on one starts a
+    new host.
+
+    Examples:
+
+      acpcli stop demo-1f2e…
+
+      acpcli stop --all
+    """
+    raise typer.Exit(stop_hosts(list(session_ids or []), all_hosts=all_hosts))
+
+
+def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
+    import anyio
+
+    from acpcli.errors import ExitCode, UsageError
+    from acpcli.host import address
+    from acpcli.host.client import stop_host
+    from acpcli.safe_text import safe_line
+
+    if all_hosts and session_ids:
+        raise UsageError("give session ids or --all, not both")
+    if not all_hosts and not session_ids:
+        raise UsageError("name the live sessions to stop (see `acpcli sessions --live`), or give --all")
+    if all_hosts:
+        ids = [info.session_id for info in address.hosts()]
+        if not ids:
+            typer.echo("no live sessions", err=True)
+    else:
+        ids = [_resolve(sid) for sid in session_ids]
+    for sid in ids:
+        info = address.holder(address.lock_path(sid))
+        if info is None:
+            typer.echo(f"{safe_line(sid)}: not live (no host)", err=True)
+            continue
+        anyio.run(stop_host, sid)
+        if _wait_gone(info):
+            typer.echo(f"stopped {safe_line(sid)} (host pid {info.pid})", err=True)
+        else:
+            typer.echo(f"{safe_line(sid)}: the host (pid {info.pid}) did not stop", err=True)
+            return int(ExitCode.FAILURE)
+    return int(ExitCode.OK)
+
+
+def _resolve(session_id: str) -> str:
+    """A recorded session's full id (the index resolves unique prefixes); an id the index
+    does not hold is still tried (a host may hold it)."""
+    from acpcli.errors import SessionNotFound
+    from acpcli.session.inputs import lookup
+
+    try:
+        return lookup(session_id).id
+    except SessionNotFound:
+        return session_id
+
+
+def _wait_gone(info: object, seconds: float = 10.0) -> bool:
+    """Wait for a host to end (its lock released); SIGTERM it past half the wait."""
+    import os
+    import signal
+    import time
+
+    from acpcli.host import address
+
+    assert isinstance(info, address.HostInfo)
+    deadline = time.monotonic() + seconds
+    termed = False
+    while time.monotonic() < deadline:
+        if address.holder(info.lock) is None:
+            return True
+        if not termed and time.monotonic() > deadline - seconds / 2:
+            termed = True
+            try:
+                os.kill(info.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                return True
+        time.sleep(0.05)
+    return address.holder(info.lock) is None
+
+
+def list_live(*, as_json: bool) -> int:
+    """``sessions --live``: one line per live session (JSON lines with ``--json``)."""
+    import json
+
+    import anyio
+
+    from acpcli.errors import ExitCode
+    from acpcli.host import address
+    from acpcli.host.client import status
+    from acpcli.safe_text import safe_line
+
+    rows = []
+    for info in address.hosts():
+        said = anyio.run(status, info.session_id) or {}
+        rows.append({
+            "id": info.session_id,
+            "live": True,
+            "pid": info.pid,
+            "agent": said.get("agent"),
+            "agent_pid": said.get("agent_pid"),
+            "busy": said.get("busy"),
+            "queued": said.get("queued"),
+            "clients": said.get("clients"),
+            "idle": said.get("idle"),
+            "keep_alive": said.get("keep_alive"),
+        })
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return int(ExitCode.OK)
+    if not rows:
+        typer.echo("no live sessions", err=True)
+        return int(ExitCode.OK)
+    typer.echo("ID\tAGENT\tHOST PID\tSTATE\tQUEUED\tCLIENTS\tIDLE")
+    for row in rows:
+        state = "busy" if row["busy"] else "idle"
+        idle = f"{row['idle']:.0f}s" if isinstance(row["idle"], (int, float)) else "?"
+        typer.echo(
+            f"{safe_line(str(row['id']))}\t{safe_line(str(row['agent'] or '?'))}\t{row['pid']}\t{state}\t"
+            f"{row['queued'] or 0}\t{row['clients'] or 0}\t{idle}"
+        )
+    return int(ExitCode.OK)

@@ -1,0 +1,176 @@
+"""Where a session's host can be reached, and the lock that makes it the only one.
+
+Every host has, under :func:`run_dir` (``ACPCLI_HOME/run``, 0700):
+
+* ``<key>.lock`` — held (``flock``, exclusive) by the host for as long as it lives, and
+  holding its pid and session id as JSON. The kernel releases it when the host dies, however
+  it dies, so a lock that can be taken belongs to nobody: files left by a dead host are
+  stale, removed by whoever notices, never trusted.
+* ``<key>.sock`` — the host's unix socket (0600). Unix socket paths are short (about 100
+  bytes): when ``ACPCLI_HOME`` is deep, sockets go to a private directory under the system's
+  temporary directory instead (:func:`socket_dir`).
+* ``<key>.start`` — taken by a command that starts a host, so two commands racing to start
+  one for the same session end up with one.
+
+``<key>`` is a digest of the session's local id: ids come from agents and may hold anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from acpcli.paths import ensure_dir, home_dir
+
+#: Longest socket path the platforms take (108 on Linux, 104 on macOS, with the NUL).
+_SOCKET_PATH_MAX = 100
+
+
+def run_dir() -> Path:
+    """``ACPCLI_HOME/run``: the hosts' locks (and sockets when the path is short enough)."""
+    return _private_dir(home_dir() / "run")
+
+
+def key(session_id: str) -> str:
+    """The file-name key of a session: a digest of its local id (ids come from agents)."""
+    return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def socket_dir() -> Path:
+    """Where sockets go: :func:`run_dir`, or, when its path is too long for a socket, a
+    private directory of this user's under the temporary directory, one per ``ACPCLI_HOME``."""
+    run = run_dir()
+    if len(os.fsencode(run)) + 30 <= _SOCKET_PATH_MAX:
+        return run
+    home = os.fsencode(home_dir().resolve())
+    digest = hashlib.sha256(home).hexdigest()[:16]
+    return _private_dir(Path(tempfile.gettempdir()) / f"acpcli-{os.getuid()}" / digest)
+
+
+def socket_path(session_id: str) -> Path:
+    return socket_dir() / f"{key(session_id)}.sock"
+
+
+def lock_path(session_id: str) -> Path:
+    return run_dir() / f"{key(session_id)}.lock"
+
+
+def start_path(session_id: str) -> Path:
+    return run_dir() / f"{key(session_id)}.start"
+
+
+def _private_dir(path: Path) -> Path:
+    """``path`` created 0700, and refused unless it is a directory of this user's that no one
+    else can enter (a socket there is then reachable by this user only)."""
+    ensure_dir(path)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise PermissionError(errno.EACCES, "not a private directory of this user's", str(path))
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+@dataclass(frozen=True)
+class HostLock:
+    """A held host lock: the open file (the lock lives as long as it is open)."""
+
+    path: Path
+    fd: int
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)  # first: a new host takes a new file, never this one
+        os.close(self.fd)
+
+
+def take_host_lock(session_id: str) -> HostLock | None:
+    """The host lock of ``session_id`` for this process, with its pid written in; None when
+    another host holds it."""
+    path = lock_path(session_id)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        # The file may have been unlinked by its last holder between our open and our lock:
+        # a lock on an unlinked file guards nothing, so try again on the current one.
+        try:
+            if os.stat(path).st_ino != os.fstat(fd).st_ino:
+                os.close(fd)
+                continue
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "session": session_id}).encode())
+        return HostLock(path, fd)
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """A live host as its lock file says: the session it holds and its pid."""
+
+    session_id: str
+    pid: int
+    lock: Path
+
+
+def holder(path: Path) -> HostInfo | None:
+    """Who holds the host lock at ``path``: None when nobody does (a stale file is removed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # held: a live host
+        else:
+            # Nobody holds it: a host died here. Its files are stale.
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            return None
+        raw = os.read(fd, 4096)
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw)
+        return HostInfo(str(data["session"]), int(data["pid"]), path)
+    except (ValueError, KeyError, TypeError):
+        return None  # being written right now: not yet a host to talk to
+
+
+def hosts() -> Iterator[HostInfo]:
+    """Every live host of this ``ACPCLI_HOME`` (stale lock files are removed on the way)."""
+    directory = home_dir() / "run"
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("*.lock")):
+        info = holder(path)
+        if info is not None:
+            yield info
+
+
+@contextlib.contextmanager
+def starting(session_id: str) -> Iterator[None]:
+    """Held while a command starts a host for ``session_id`` (blocking): the one that comes
+    second finds the first one's host."""
+    fd = os.open(start_path(session_id), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

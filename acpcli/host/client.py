@@ -1,0 +1,348 @@
+"""What a command does to use a live session: find its host, or start one, and talk to it.
+
+:func:`prompt` is ``acpcli prompt --session ID`` with keep-alive on: the prompt goes to the
+session's host (started here when there is none: the cold path), and the turn comes back as
+the updates the host stored, applied to a store of this command's own and drawn by this
+command's own view, in whatever format it was asked for. Exit codes are those of a prompt
+without a host, plus :data:`~acpcli.errors.ExitCode.HOST_LOST` when the host is killed
+mid-turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acpcli.errors import HostLost, HostReported, Interrupted, TurnEnded
+from acpcli.host import address
+from acpcli.host.channel import Channel, ChannelClosed, connect
+from acpcli.session.records import LOCAL
+
+if TYPE_CHECKING:
+    from acpcli.session.context import Run
+    from acpcli.session.inputs import Options, SessionInputs
+    from acpcli.session.live import LiveSession
+
+#: How long a started host may take to link the agent and attach the session, beyond the
+#: setup steps' own timeout (spawning, initialize, resume or load each get that timeout).
+_START_MARGIN = 15.0
+
+
+def spec_for(session_id: str, options: Options, policy: str | None, run: Run, keep_alive: float) -> dict[str, Any]:
+    """What a new host needs to attach ``session_id`` as this command would (paths made
+    absolute: the host resolves them as the command line meant them)."""
+
+    def absolute(path: Path | None) -> str | None:
+        return os.path.abspath(os.fspath(path)) if path is not None else None
+
+    return {
+        "session_id": session_id,
+        "keep_alive": keep_alive,
+        "policy": policy,
+        "fs": run.fs,
+        "terminal": run.terminal,
+        "options": {
+            "agent": options.agent,
+            "cmd": options.cmd,
+            "cwd": absolute(options.cwd),
+            "add_dir": [absolute(p) for p in options.add_dir] if options.add_dir else None,
+            "no_add_dirs": options.no_add_dirs,
+            "mcp_config": absolute(options.mcp_config),
+            "mcp": list(options.mcp) if options.mcp else None,
+            "no_mcp": options.no_mcp,
+            "protocol": options.protocol,
+            "log_file": absolute(options.log_file),
+        },
+    }
+
+
+async def open_host(session_id: str, spec: dict[str, Any], *, say: Any = None) -> Channel:
+    """A channel to ``session_id``'s host, started from ``spec`` if none is running."""
+    path = str(address.socket_path(session_id))
+    try:
+        return await connect(path)
+    except OSError:
+        pass
+    return await anyio.to_thread.run_sync(_start_and_connect, session_id, path, spec, say, abandon_on_cancel=True)
+
+
+def _start_and_connect(session_id: str, path: str, spec: dict[str, Any], say: Any) -> Channel:
+    with address.starting(session_id):  # a racing command waits here, then finds our host
+        try:
+            return anyio.from_thread.run(connect, path)
+        except OSError:
+            pass
+        answer = start_host(spec, say=say)
+        if answer.get("t") == "error":
+            raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
+        try:
+            return anyio.from_thread.run(connect, path)
+        except OSError as err:
+            raise HostLost(f"the session host started but cannot be reached: {err}") from None
+
+
+def host_log(session_id: str) -> Path:
+    from acpcli.paths import log_dir
+
+    return log_dir() / f"host-{address.key(session_id)}.log"
+
+
+def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
+    """Start a host process (detached: its own process session, no terminal) and return its
+    first line: ready, exists, or an error."""
+    from acpcli.config import step_timeout
+    from acpcli.paths import open_private
+
+    log = host_log(spec["session_id"])
+    with open_private(log, "ab") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-m", "acpcli.host"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+            close_fds=True,
+        )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(spec).encode())
+    process.stdin.close()
+    step = step_timeout()
+    limit = (step * 4 + _START_MARGIN) if step else None
+    line = _read_line(process.stdout, limit)
+    process.stdout.close()
+    if not line:
+        code = process.poll()
+        return {
+            "t": "error",
+            "exit": 1,
+            "message": f"the session host could not start (exit {code}); its log: {log}",
+        }
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        return {"t": "error", "exit": 1, "message": f"the session host said {line[:200]!r}; its log: {log}"}
+    return answer if isinstance(answer, dict) else {"t": "error", "exit": 1, "message": "no answer from the host"}
+
+
+def _read_line(stream: Any, limit: float | None) -> str:
+    import selectors
+    import time
+
+    deadline = None if limit is None else time.monotonic() + limit
+    selector = selectors.DefaultSelector()
+    selector.register(stream, selectors.EVENT_READ)
+    data = b""
+    try:
+        while b"\n" not in data:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            if not selector.select(left):
+                break
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        selector.close()
+    return data.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def apply_event(live: LiveSession, kind: str, payload: str) -> None:
+    """One update as the host stored it, applied to this command's own session mirror (so
+    its view draws it); acpcli's own records but :data:`LOCAL` are bookkeeping."""
+    if kind.startswith("acpcli/") and kind != LOCAL:
+        return
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return
+    if not isinstance(event, dict):
+        return
+    if "jsonrpc" in event:  # the whole frame, as it arrived from the agent
+        params = event.get("params")
+        event = params.get("update") if isinstance(params, dict) else None
+        if not isinstance(event, dict):
+            return
+    live.feed(event)
+
+
+def prompt(
+    inputs: SessionInputs,
+    options: Options,
+    run: Run,
+    text: str,
+    *,
+    session_id: str,
+    output_format: str,
+    quiet: bool,
+    settings: Sequence[tuple[str, str]] = (),
+    keep_alive: float,
+) -> int:
+    """One turn on a live session (see the module docstring)."""
+    from acpcli.errors import ExitCode
+    from acpcli.supervise import Supervisor
+
+    supervisor = run.supervisor = Supervisor()
+    decider = _policy(run, inputs)
+
+    async def main() -> int:
+        from acpcli.render import make_view
+        from acpcli.session.live import LiveSession
+        from acpcli.store import Store
+
+        spec = spec_for(session_id, options, decider.policy, run, keep_alive)
+        channel = await open_host(session_id, spec, say=run.say)
+        view = make_view(run.env, format=output_format, quiet=quiet)
+        live = LiveSession(session_id, Store(), sink=view)
+        try:
+            await channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
+            await channel.send({"t": "prompt", "text": text, "settings": [list(pair) for pair in settings]})
+            stop, interrupted = await _follow(channel, live, view, decider, run)
+        finally:
+            view.close()
+            with anyio.CancelScope(shield=True):
+                await channel.aclose()
+        if stop == "cancelled" and interrupted:
+            raise Interrupted()
+        if stop != "end_turn":
+            ended = TurnEnded(stop)
+            if stop == "cancelled" and run.refusals is not None and run.refusals.count:
+                from acpcli.session.run import refused_hint
+
+                ended.hint = refused_hint(run.refusals)
+            raise ended
+        return int(ExitCode.OK)
+
+    return anyio.run(supervisor.run, main)
+
+
+def _policy(run: Run, inputs: SessionInputs) -> Any:
+    from acpcli.session.run import decider_for
+
+    return decider_for(run, inputs.agent)
+
+
+async def _follow(channel: Channel, live: LiveSession, view: Any, decider: Any, run: Run) -> tuple[str, bool]:
+    """Read the host's messages until this command's turn ends; Ctrl-C cancels it (a second
+    one leaves, and the host cancels the turn of a client that left)."""
+    import signal
+    import time
+
+    result: list[tuple[str, bool]] = []
+    interrupted = False
+    async with anyio.create_task_group() as tg:
+
+        async def read() -> None:
+            started = False
+            while True:
+                try:
+                    message = await channel.receive()
+                except ChannelClosed:
+                    raise HostLost(
+                        "the session host went away" + (" mid-turn" if started else ""),
+                        hint="what arrived before is stored (acpcli show); the next command starts a new host",
+                    ) from None
+                kind = message["t"]
+                if kind == "u":
+                    apply_event(live, str(message.get("k")), str(message.get("p")))
+                elif kind == "queued":
+                    ahead = message.get("ahead") or 0
+                    if ahead:
+                        turns = "turn" if ahead == 1 else "turns"
+                        run.say(f"acpcli: waiting behind {ahead} {turns} on this session (Ctrl-C withdraws the prompt)")
+                elif kind == "start":
+                    started = True
+                    title = message.get("title")
+                    if isinstance(title, str):  # the session's, from before this turn: not drawn
+                        live.store.apply({"sessionUpdate": "session_info_update", "title": title})
+                    view.begin_turn(live.store)
+                elif kind == "ask":
+                    tg.start_soon(_answer, channel, decider, live, message)
+                elif kind == "note":
+                    run.say(str(message.get("text")))
+                elif kind == "end":
+                    stop = message.get("stop")
+                    stop = stop if isinstance(stop, str) else "end_turn"
+                    view.turn_ended(stop)
+                    result.append((stop, bool(message.get("interrupted")) or interrupted))
+                    tg.cancel_scope.cancel()
+                    return
+                elif kind == "withdrawn":
+                    raise Interrupted("withdrawn")
+                elif kind == "error":
+                    raise HostReported(
+                        str(message.get("message")), int(message.get("exit") or 1), hint=message.get("hint")
+                    )
+
+        async def interrupts() -> None:
+            nonlocal interrupted
+            last = 0.0
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                async for _ in signals:
+                    now = time.monotonic()
+                    if last and now - last < 3.0:
+                        raise Interrupted()  # leaving: the host cancels the turn of a client that left
+                    last = now
+                    interrupted = True
+                    run.env.note("cancelling… (press Ctrl-C again to leave at once)", style="yellow")
+                    await channel.send({"t": "cancel"})
+
+        tg.start_soon(read)
+        tg.start_soon(interrupts)
+    return result[0]
+
+
+async def _answer(channel: Channel, decider: Any, live: LiveSession, message: dict[str, Any]) -> None:
+    params = message.get("params")
+    result = await decider(live, params) if isinstance(params, dict) else None
+    try:
+        await channel.send({"t": "answer", "id": message.get("id"), "result": result})
+    except ChannelClosed:
+        pass
+
+
+async def stop_host(session_id: str) -> bool:
+    """Ask ``session_id``'s host to end; False when it was not running."""
+    try:
+        channel = await connect(str(address.socket_path(session_id)))
+    except OSError:
+        return False
+    try:
+        await channel.send({"t": "hello", "pid": os.getpid(), "role": "stop"})
+        await channel.send({"t": "stop"})
+        with anyio.move_on_after(5):
+            while (await channel.receive())["t"] != "stopping":
+                pass
+    except ChannelClosed:
+        pass
+    finally:
+        await channel.aclose()
+    return True
+
+
+async def status(session_id: str) -> dict[str, Any] | None:
+    """What ``session_id``'s host says of itself (None: not running)."""
+    try:
+        channel = await connect(str(address.socket_path(session_id)))
+    except OSError:
+        return None
+    try:
+        await channel.send({"t": "hello", "pid": os.getpid(), "role": "status"})
+        with anyio.move_on_after(5):
+            while True:
+                message = await channel.receive()
+                if message["t"] == "ready":
+                    return message
+    except ChannelClosed:
+        return None
+    finally:
+        await channel.aclose()
+    return None

@@ -1,0 +1,537 @@
+"""The session host: one agent process, one session, a queue of prompts, many clients.
+
+Started by :func:`acpcli.host.client.start_host` as ``python -I -m acpcli.host`` in a new
+process session (no terminal), with a JSON *spec* on stdin: the session's local id, the
+command-line options its inputs are resolved from (as ``prompt --session`` resolves them),
+the permission policy for the client services and ``keep_alive``. It answers one line on
+stdout — ``{"t": "ready"}``, ``{"t": "exists"}`` (another host has the session) or
+``{"t": "error", "exit": N, "message": …}`` — then stdout is closed; its log is stderr.
+
+The conversation with a client (see :mod:`acpcli.host.channel`)::
+
+    client                          host
+    hello {pid, role}        →
+                             ←      ready {pid, session, agent}
+    prompt {text, settings}  →
+                             ←      queued {ahead}            (turns before this one)
+                             ←      start                     (this prompt's turn begins)
+                             ←      u {k, p}                  (each update, as the event log stores it)
+                             ←      ask {id, params}          (a permission, to the turn's client only)
+    answer {id, result}      →
+                             ←      note {text}               (a line for stderr: refusals)
+                             ←      end {stop} | error {exit, message, hint}
+    cancel                   →                                (cancel my running turn, or withdraw my queued prompt)
+    stop                     →                                (end the host: the agent is stopped)
+    status                   →
+                             ←      status {…}
+
+Invariants: turns run one at a time in arrival order, so nothing of two turns interleaves in
+the store, the event log or ``show``; every update goes to the event log before it goes to
+any client; a client that goes away withdraws its queued prompts and cancels its running
+turn; the host ends ``keep_alive`` seconds after the last turn ended and the last client left,
+and on ``stop``, SIGTERM or the agent's exit, stopping the agent's process group as ``close``
+does and removing its socket and lock.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
+from acpcli.host import address
+from acpcli.host.channel import Channel, ChannelClosed, same_user
+
+if TYPE_CHECKING:
+    from anyio.abc import SocketStream
+
+    from acpcli.persistence import EventWriter
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+
+log = logging.getLogger("acpcli.host")
+
+CANCELLED = {"outcome": {"outcome": "cancelled"}}
+
+#: Messages a slow client may have waiting before it is dropped (it cannot hold the turn up).
+_CLIENT_BACKLOG = 200_000
+
+
+@dataclass(eq=False)
+class Client:
+    channel: Channel
+    pid: int | None = None
+    role: str = "prompt"
+    outbox: Any = None  # the send side of its queue
+    gone: anyio.Event = field(default_factory=anyio.Event)
+
+    def post(self, message: dict[str, Any]) -> None:
+        """Queue ``message`` for this client without waiting (a client that falls too far
+        behind is dropped: it cannot hold the turn up)."""
+        if self.gone.is_set():
+            return
+        try:
+            self.outbox.send_nowait(message)
+        except anyio.WouldBlock:
+            log.warning("dropping client %s: %d messages behind", self.pid, _CLIENT_BACKLOG)
+            self.gone.set()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.gone.set()
+
+
+@dataclass(eq=False)
+class Turn:
+    client: Client
+    text: str
+    settings: list[tuple[str, str]]
+    cancelled: bool = False
+
+
+class Tee:
+    """The live session's recorder: the event log first, then every client that watches."""
+
+    def __init__(self, writer: EventWriter, host: Host) -> None:
+        self.writer = writer
+        self.host = host
+
+    def append(self, session_id: str, kind: str, payload: str) -> object:
+        seq = self.writer.append(session_id, kind, payload)
+        self.host.broadcast({"t": "u", "k": kind, "p": payload})
+        return seq
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+
+class Host:
+    """See the module docstring."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.session_id: str = spec["session_id"]
+        self.keep_alive = float(spec.get("keep_alive") or 0) or math.inf
+        self.clients: set[Client] = set()
+        self.queue: deque[Turn] = deque()
+        self.current: Turn | None = None
+        self.wakeup = anyio.Event()
+        self.last_activity = time.monotonic()
+        self.stopping = anyio.Event()
+        self._asks: dict[int, tuple[anyio.Event, list[Any], Client]] = {}
+        self._next_ask = 0
+        self.link: AgentLink | None = None
+        self.live: LiveSession | None = None
+        self.agent_label = ""
+        self.turns_run = 0
+
+    # -- clients ---------------------------------------------------------------------------
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """An update: to the client whose turn it is and to every watcher."""
+        current = self.current.client if self.current is not None else None
+        for client in list(self.clients):
+            if client is current or client.role == "attach":
+                client.post(message)
+
+    def note(self, text: str) -> None:
+        if self.current is not None:
+            self.current.client.post({"t": "note", "text": text})
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()
+        self.wakeup.set()
+
+    async def serve_client(self, stream: SocketStream) -> None:
+        if not same_user(stream):
+            log.warning("refused a connection from another user")
+            await stream.aclose()
+            return
+        channel = Channel(stream)
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_CLIENT_BACKLOG)
+        client = Client(channel, outbox=send)
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def pump() -> None:
+                    async with receive:
+                        async for message in receive:
+                            await channel.send(message)
+                    client.gone.set()
+
+                async def until_gone() -> None:
+                    await client.gone.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(pump)
+                tg.start_soon(until_gone)
+                try:
+                    await self._converse(client)
+                except ChannelClosed:
+                    pass
+                client.gone.set()
+        except ChannelClosed:
+            pass
+        finally:
+            send.close()
+            if client in self.clients:
+                self.clients.discard(client)
+                self._client_left(client)
+                self.touch()
+            with anyio.CancelScope(shield=True):
+                await channel.aclose()
+
+    async def _converse(self, client: Client) -> None:
+        hello = await client.channel.receive()
+        if hello["t"] != "hello":
+            return
+        client.pid = hello.get("pid") if isinstance(hello.get("pid"), int) else None
+        role = hello.get("role")
+        client.role = role if role in ("prompt", "attach", "status", "stop") else "prompt"
+        client.post({"t": "ready", **self.status()})
+        if client.role in ("prompt", "attach"):  # a look (status, stop) keeps nothing alive
+            self.clients.add(client)
+            self.touch()
+        while True:
+            message = await client.channel.receive()
+            kind = message["t"]
+            if client in self.clients:
+                self.touch()
+            if kind == "prompt":
+                text = message.get("text")
+                settings = message.get("settings") or []
+                if not isinstance(text, str):
+                    client.post({"t": "error", "exit": int(ExitCode.USAGE), "message": "a prompt needs text"})
+                    continue
+                ahead = len(self.queue) + (1 if self.current is not None else 0)
+                self.queue.append(Turn(client, text, [(str(k), str(v)) for k, v in settings]))
+                client.post({"t": "queued", "ahead": ahead})
+            elif kind == "cancel":
+                await self._cancel_for(client)
+            elif kind == "answer":
+                waiting = self._asks.get(message.get("id"))  # type: ignore[arg-type]
+                if waiting is not None and waiting[2] is client:
+                    waiting[1].append(message.get("result"))
+                    waiting[0].set()
+            elif kind == "status":
+                client.post({"t": "status", **self.status()})
+            elif kind == "stop":
+                client.post({"t": "stopping"})
+                self.stopping.set()
+                self.wakeup.set()
+                if self.current is not None and self.live is not None:
+                    self.live.want_cancel()  # the turn ends first (cancelled), then the host
+
+    def _client_left(self, client: Client) -> None:
+        """A client went away: its queued prompts are withdrawn, its running turn cancelled,
+        its permission questions answered "cancelled"."""
+        for turn in [t for t in self.queue if t.client is client]:
+            self.queue.remove(turn)
+        for event, _result, asker in list(self._asks.values()):
+            if asker is client:
+                event.set()
+        if self.current is not None and self.current.client is client and not self.current.cancelled:
+            self.current.cancelled = True
+            if self.link is not None and self.live is not None:
+                self.live.want_cancel()
+
+    async def _cancel_for(self, client: Client) -> None:
+        for turn in [t for t in self.queue if t.client is client]:
+            self.queue.remove(turn)
+            client.post({"t": "withdrawn"})
+        current = self.current
+        if current is not None and current.client is client and self.link is not None and self.live is not None:
+            self.live.interrupted = True
+            await self.link.cancel(self.live)
+
+    def status(self) -> dict[str, Any]:
+        idle = 0.0 if self.current is not None else time.monotonic() - self.last_activity
+        return {
+            "session": self.session_id,
+            "pid": os.getpid(),
+            "agent": self.agent_label,
+            "agent_pid": getattr(getattr(self.link, "process", None), "pid", None),
+            "busy": self.current is not None,
+            "queued": len(self.queue),
+            "clients": len(self.clients),
+            "idle": round(idle, 1),
+            "keep_alive": None if math.isinf(self.keep_alive) else self.keep_alive,
+            "turns": self.turns_run,
+        }
+
+    # -- permissions -----------------------------------------------------------------------
+
+    async def decide(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+        """A permission request: asked of the client whose prompt started the turn."""
+        turn = self.current
+        if turn is None or turn.client.gone.is_set():
+            return CANCELLED
+        self._next_ask += 1
+        ask_id = self._next_ask
+        answered = anyio.Event()
+        result: list[Any] = []
+        self._asks[ask_id] = (answered, result, turn.client)
+        try:
+            turn.client.post({"t": "ask", "id": ask_id, "params": params})
+            await answered.wait()
+        finally:
+            del self._asks[ask_id]
+        chosen = result[0] if result else None
+        return chosen if isinstance(chosen, dict) else CANCELLED
+
+    # -- the session -----------------------------------------------------------------------
+
+    async def run(self, report: Any) -> int:
+        """Link the agent, attach the session, report ready, serve until the end."""
+        from acpcli.safestore import open_index
+        from acpcli.session.attach import attach
+        from acpcli.session.inputs import Options, for_prompt
+        from acpcli.supervise import Supervisor
+
+        options = Options(**_options(self.spec.get("options") or {}))
+        inputs, _record = for_prompt(options, self.session_id, False)
+        run = _quiet_run(self.spec)
+        supervisor = run.supervisor = Supervisor()
+
+        async def main() -> int:
+            index = open_index()
+            writer = supervisor.writer = index.writer()
+            try:
+                async with self._link(inputs, run) as link:
+                    supervisor.link = link
+                    self.link = link
+                    if link.features.resume:
+                        command = "resume"
+                    elif link.features.load:
+                        command = "load"
+                    else:
+                        raise CapabilityMissing(
+                            f"{link.features.display_name} can neither resume nor load a session",
+                            hint="run with --keep-alive 0, or start a new session",
+                        )
+                    live = await attach(link, command, inputs, run, index, writer, None, self.session_id)
+                    live.recorder = Tee(writer, self)
+                    self.live = live
+                    from acpcli.session.agent import agent_label
+
+                    self.agent_label = agent_label(inputs.agent, link.features)
+                    return await self._serve(link, live, index, inputs, report)
+            finally:
+                from acpcli.safestore import verdict
+
+                writer.close()
+                index.close()
+                try:
+                    verdict(index)
+                except AcpcliError as err:
+                    log.error("%s", err)
+
+        return await supervisor.run(main)
+
+    def _link(self, inputs: Any, run: Any) -> Any:
+        from acpcli.client_side import Refusals, permission_decider
+        from acpcli.config import step_timeout
+        from acpcli.negotiate import ClientOffer
+        from acpcli.session.agent import agent_stderr_log, env_extra
+        from acpcli.session.link import open_link
+
+        refusals = Refusals(self.note)
+        policy = permission_decider(run.env, run.permissions, None, refusals).policy
+        offer = ClientOffer(read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=False)
+        return open_link(
+            inputs.agent.argv,
+            env_extra=env_extra(inputs.agent),
+            choice=inputs.protocol or inputs.agent.protocol or "auto",
+            offer=offer,
+            log_file=inputs.log_file,
+            stderr_log=agent_stderr_log(inputs.agent),
+            decide_permission=self.decide,
+            policy=policy,
+            refusals=refusals,
+            step_timeout=step_timeout(),
+        )
+
+    async def _serve(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, report: Any) -> int:
+        path = address.socket_path(self.session_id)
+        try:
+            path.unlink()  # stale: we hold the host lock, so no live host listens there
+        except FileNotFoundError:
+            pass
+        listener = await anyio.create_unix_listener(path, mode=0o600)
+        try:
+            report({"t": "ready", **self.status()})
+            async with anyio.create_task_group() as tg:
+
+                async def accept() -> None:
+                    async with listener:
+                        await listener.serve(self.serve_client, task_group=tg)
+
+                tg.start_soon(accept)
+                await self._turns(link, live, index, inputs)
+                tg.cancel_scope.cancel()
+        finally:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+        return 0
+
+    async def _turns(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any) -> None:
+        """Run queued turns in order; return when the host should end."""
+        while not self.stopping.is_set():
+            if link.conn.closed:
+                return  # the agent went away: the next command starts a new host
+            if self.queue:
+                turn = self.queue.popleft()
+                if turn.client.gone.is_set():
+                    continue
+                await self._run_turn(link, live, index, inputs, turn)
+                continue
+            if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive:
+                log.info("no turn and no client for %.0f s: ending", self.keep_alive)
+                return
+            self.wakeup = anyio.Event()
+            wait = self.keep_alive - (time.monotonic() - self.last_activity) if not self.clients else math.inf
+            with anyio.move_on_after(min(max(wait, 0.05), 1.0)):  # and look at the agent each second
+                await self.wakeup.wait()
+
+    async def _run_turn(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, turn: Turn) -> None:
+        from acpcli.mentions import build_prompt
+        from acpcli.session.turn import after_turn
+
+        self.current = turn
+        client = turn.client
+        # what the client's own store cannot know from this turn's updates alone
+        client.post({"t": "start", "title": live.store.title or _recorded_title(index, self.session_id)})
+        try:
+            blocks = build_prompt(
+                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
+            )
+            for key, value in turn.settings:
+                await link.set_by_name(live, key, value)
+            live.turn_active = True  # SIGTERM's supervisor cancels it before stopping the agent
+            try:
+                stop = await link.prompt(live, blocks)
+            finally:
+                live.turn_active = False
+            live.recorder.flush() if live.recorder is not None else None
+            after_turn(index, live)
+            client.post({"t": "end", "stop": stop, "interrupted": live.interrupted})
+        except AcpcliError as err:
+            log.info("turn failed: %s", err)
+            client.post(_error(err))
+            if live.recorder is not None:
+                live.recorder.flush()
+        finally:
+            self.turns_run += 1
+            self.current = None
+            live.interrupted = False
+            self.touch()
+
+
+def _quiet_run(spec: dict[str, Any]) -> Any:
+    """The host's :class:`~acpcli.session.context.Run`: nobody at a terminal (its streams go
+    nowhere; what a client must see is sent to it), the policy and services its starter chose."""
+    from acpcli.env import Environment
+    from acpcli.session.context import Run
+
+    nowhere = open(os.devnull, "r+", encoding="utf-8")  # noqa: SIM115 - lives as long as the host
+    return Run(
+        env=Environment(stdin=nowhere, stdout=nowhere, stderr=nowhere),
+        permissions=spec.get("policy"), fs=bool(spec.get("fs", True)), terminal=bool(spec.get("terminal", True)),
+    )
+
+
+def _recorded_title(index: Any, session_id: str) -> str | None:
+    """The title the index shows for the session (the agent's, the user's or the first
+    prompt's), for a turn whose own updates do not carry one."""
+    try:
+        title = index.get(session_id).title
+    except AcpcliError:
+        return None
+    return title if isinstance(title, str) else None
+
+
+def _error(err: AcpcliError) -> dict[str, Any]:
+    message: dict[str, Any] = {"t": "error", "exit": int(err.exit_code), "message": err.message, "hint": err.hint}
+    tail = getattr(err, "stderr_tail", None)
+    if tail:
+        message["stderr_tail"] = list(tail)
+    return message
+
+
+_OPTION_PATHS = ("cwd", "mcp_config", "log_file")
+
+
+def _options(raw: dict[str, Any]) -> dict[str, Any]:
+    """The spec's options as :class:`~acpcli.session.inputs.Options` takes them."""
+    from pathlib import Path
+
+    options = dict(raw)
+    for name in _OPTION_PATHS:
+        if options.get(name) is not None:
+            options[name] = Path(options[name])
+    if options.get("add_dir") is not None:
+        options["add_dir"] = [Path(p) for p in options["add_dir"]]
+    return options
+
+
+def main() -> int:
+    """``python -I -m acpcli.host``: read the spec, take the lock, serve. The one line of
+    stdout says how it went; the exit code is for the log."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # nothing else may write to the starter's pipe
+    os.close(devnull)
+    reported = False
+
+    def report(message: dict[str, Any]) -> None:
+        nonlocal reported
+        if reported:
+            return
+        reported = True
+        try:
+            out.write(json.dumps(message) + "\n")
+            out.flush()
+            out.close()
+        except OSError:
+            pass
+
+    try:
+        spec = json.loads(sys.stdin.read())
+        session_id = spec["session_id"]
+    except (ValueError, KeyError, TypeError) as err:
+        report({"t": "error", "exit": int(ExitCode.USAGE), "message": f"the host was started without a spec: {err}"})
+        return int(ExitCode.USAGE)
+    lock = address.take_host_lock(session_id)
+    if lock is None:
+        report({"t": "exists"})
+        return 0
+    try:
+        return anyio.run(Host(spec).run, report)
+    except AcpcliError as err:
+        from acpcli.errors import leaf_error
+
+        leaf = leaf_error(err)
+        report(_error(leaf) if isinstance(leaf, AcpcliError) else _error(err))
+        return int(err.exit_code)
+    except BaseException as err:
+        from acpcli.errors import leaf_error
+
+        leaf = leaf_error(err)
+        if isinstance(leaf, AcpcliError):
+            report(_error(leaf))
+            return int(leaf.exit_code)
+        log.exception("the host failed")
+        report({"t": "error", "exit": int(ExitCode.FAILURE), "message": f"the session host failed: {err!r}"})
+        return int(ExitCode.FAILURE)
+    finally:
+        lock.release()

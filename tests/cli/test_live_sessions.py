@@ -1,0 +1,278 @@
+"""Live sessions (issue 23): a host process per session keeps the agent warm between commands.
+
+Every test drives the real CLI in subprocesses with keep-alive on (the suite's default is 0,
+see tests/conftest.py), and stops what it started: a host left behind fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from acpcli.errors import ExitCode
+from tests.helpers.procs import running
+
+from .conftest import TIMEOUT, Cli, error_line
+
+LIVE = {"ACPCLI_KEEP_ALIVE": "300"}
+
+
+def live_rows(cli: Cli) -> list[dict[str, object]]:
+    proc = cli.ok("sessions", "--live", "--json")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def jsonl_texts(stdout: str) -> str:
+    """The agent's text of a ``--format jsonl`` transcript."""
+    text = []
+    for line in stdout.splitlines():
+        row = json.loads(line)
+        if row.get("type") == "message" and row.get("role") == "agent":
+            text.append(row.get("text") or "")
+    return "".join(text)
+
+
+@pytest.fixture
+def hosts(cli: Cli) -> Iterator[Cli]:
+    """``cli``, and at the end: every host stopped, and none of its processes left."""
+    yield cli
+    rows = live_rows(cli)
+    cli.run("stop", "--all")
+    for row in rows:
+        for pid in (row["pid"], row["agent_pid"]):
+            deadline = time.monotonic() + 10
+            while isinstance(pid, int) and running(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not (isinstance(pid, int) and running(pid)), f"process {pid} left behind"
+    cli.trace.assert_all_gone()
+
+
+def test_three_prompts_share_one_agent_process(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    assert live_rows(cli) == []  # `new --no-repl` with keep-alive from the environment only
+    outputs = [cli.ok("prompt", "--session", sid, f"number {n}", env=LIVE).stdout for n in range(3)]
+    for n, out in enumerate(outputs):
+        assert f"number {n}" in out
+    rows = live_rows(cli)
+    assert len(rows) == 1 and rows[0]["id"] == sid
+    # `new` started one agent, the host one more: the three prompts did not start any
+    assert len(cli.trace.pids()) == 2
+    assert rows[0]["agent_pid"] == cli.trace.pids()[-1] and running(int(rows[0]["agent_pid"]))  # type: ignore[arg-type]
+    shown = cli.show(sid)
+    assert shown.index("number 0") < shown.index("number 1") < shown.index("number 2")
+
+
+def test_keep_alive_zero_starts_no_host(cli: Cli) -> None:
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "hello", "--keep-alive", "0", env=LIVE)
+    assert live_rows(cli) == []
+    cli.trace.assert_all_gone()
+    assert not (cli.home / "run").exists()
+
+
+def test_a_one_shot_prompt_starts_no_host(cli: Cli) -> None:
+    cli.ok("prompt", "--cmd", cli.trace.demo_cmd(protocol=1), "hello", env=LIVE)
+    assert live_rows(cli) == []
+    cli.trace.assert_all_gone()
+
+
+@pytest.mark.parametrize("output_format", ["text", "markdown", "jsonl"])
+def test_a_warm_prompt_streams_in_every_format(hosts: Cli, output_format: str) -> None:
+    cli = hosts
+    cold_id = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", cold_id, "--keep-alive", "0", "first")
+    cold = cli.ok("prompt", "--session", cold_id, "--keep-alive", "0", "--format", output_format, "alpha").stdout
+    warm_id = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", warm_id, "first", env=LIVE)  # starts the host
+    warm = cli.ok("prompt", "--session", warm_id, "--format", output_format, "alpha", env=LIVE).stdout
+    assert len(live_rows(cli)) == 1
+    # the same turn, drawn the same way, whether the agent was warm or not (the ids aside)
+    assert same_turn(warm) == same_turn(cold)
+
+
+def same_turn(text: str) -> str:
+    """A turn's output with the agent's random ids made equal, and without the Markdown
+    heading: the warm path heads it with the session's recorded title, the cold one with
+    what the agent sent this process (nothing, after a resume)."""
+    text = re.sub(r"\b[0-9a-f]{12,32}\b", "ID", text)
+    return re.sub(r"\A# .*\n", "", text)
+
+
+def test_concurrent_prompts_run_in_order_and_never_interleave(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.01"]))
+    cli.ok("prompt", "--session", sid, "start the host", env=LIVE)
+    first, second = _two_at_once(cli, sid)
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    a, b = jsonl_texts(first.stdout), jsonl_texts(second.stdout)
+    assert "slow first" in a and "slow second" not in a
+    assert "slow second" in b and "slow first" not in b
+    assert "waiting behind 1 turn" in second.stderr
+    shown = cli.show(sid)
+    one, two = shown.index("slow first"), shown.index("slow second")
+    # each turn's answer is whole between its prompt and the next one
+    assert one < two
+    assert "slow second" not in shown[one:two].replace("> slow second", "")
+
+
+def _two_at_once(cli: Cli, sid: str) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """The second prompt is sent while the first one's turn runs."""
+    env = cli.env(LIVE)
+    first = subprocess.Popen(
+        cli.argv("prompt", "--session", sid, "--format", "jsonl", "slow first"), env=env, cwd=cli.cwd,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(0.5)  # the first one is queued first (not a timing assertion: order only)
+    second = subprocess.Popen(
+        cli.argv("prompt", "--session", sid, "--format", "jsonl", "slow second"), env=env, cwd=cli.cwd,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    out1, err1 = first.communicate(timeout=TIMEOUT)
+    out2, err2 = second.communicate(timeout=TIMEOUT)
+    return (
+        subprocess.CompletedProcess(first.args, first.returncode, out1, err1),
+        subprocess.CompletedProcess(second.args, second.returncode, out2, err2),
+    )
+
+
+def test_stop_leaves_no_process(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "hello", env=LIVE)
+    (row,) = live_rows(cli)
+    proc = cli.ok("stop", sid)
+    assert f"stopped {sid}" in proc.stderr
+    assert not running(int(row["pid"]))  # type: ignore[arg-type]
+    assert not running(int(row["agent_pid"]))  # type: ignore[arg-type]
+    assert live_rows(cli) == []
+    assert "not live" in cli.ok("stop", sid).stderr
+
+
+def test_keep_alive_expiry_leaves_no_process(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "--keep-alive", "1", "hello", env=LIVE)
+    (row,) = live_rows(cli)
+    deadline = time.monotonic() + 20
+    while running(int(row["pid"])) and time.monotonic() < deadline:  # type: ignore[arg-type]
+        time.sleep(0.1)
+    assert not running(int(row["pid"]))  # type: ignore[arg-type]
+    assert not running(int(row["agent_pid"]))  # type: ignore[arg-type]
+    assert not list((cli.home / "run").glob("*.lock"))
+
+
+def test_a_host_killed_mid_turn_loses_nothing_and_the_next_prompt_works(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.05"]))
+    cli.ok("prompt", "--session", sid, "start the host", env=LIVE)
+    (row,) = live_rows(cli)
+    client = subprocess.Popen(
+        cli.argv("prompt", "--session", sid, "slow killed"), env=cli.env(LIVE), cwd=cli.cwd,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert client.stdout is not None
+    seen = ""
+    while "slow killed" not in seen:  # the turn has started streaming
+        line = client.stdout.readline()
+        assert line, "the prompt ended before its turn streamed"
+        seen += line
+    time.sleep(0.3)
+    os.kill(int(row["pid"]), signal.SIGKILL)  # type: ignore[arg-type]
+    _out, err = client.communicate(timeout=TIMEOUT)
+    assert client.returncode == ExitCode.HOST_LOST, err
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("acpcli: error:")] == [
+        "acpcli: error: the session host went away mid-turn"
+    ]
+    # what arrived before the kill is stored
+    assert "slow killed" in cli.show(sid)
+    # the agent, orphaned, ends when its input closes; the next prompt starts a new host
+    again = cli.ok("prompt", "--session", sid, "after the kill", env=LIVE)
+    assert "after the kill" in again.stdout
+    (new_row,) = live_rows(cli)
+    assert new_row["pid"] != row["pid"]
+
+
+def test_stale_files_of_a_dead_host_are_not_trusted(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "hello", env=LIVE)
+    (row,) = live_rows(cli)
+    run = cli.home / "run"
+    files = sorted(p.name for p in run.iterdir())
+    os.kill(int(row["pid"]), signal.SIGKILL)  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
+    while running(int(row["pid"])) and time.monotonic() < deadline:  # type: ignore[arg-type]
+        time.sleep(0.05)
+    assert sorted(p.name for p in run.iterdir()) == files  # the dead host's socket and lock are left
+    assert live_rows(cli) == []  # ... and not believed
+    again = cli.ok("prompt", "--session", sid, "after a stale host", env=LIVE)
+    assert "after a stale host" in again.stdout
+    assert len(live_rows(cli)) == 1
+
+
+def test_two_commands_racing_to_start_a_host_end_up_with_one(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    results = cli.run_all(
+        ("prompt", "--session", sid, "--keep-alive", "300", "racer one"),
+        ("prompt", "--session", sid, "--keep-alive", "300", "racer two"),
+        ("prompt", "--session", sid, "--keep-alive", "300", "racer three"),
+    )
+    for proc in results:
+        assert proc.returncode == 0, proc.stderr
+    assert len(live_rows(cli)) == 1
+    assert len(cli.trace.pids()) == 2  # `new`'s agent, and the one host's
+
+
+def test_an_agent_error_in_a_host_is_the_same_exit_code(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    proc = cli.run("prompt", "--session", sid, "max tokens please", env=LIVE)
+    assert proc.returncode == ExitCode.MAX_TOKENS, proc.stderr
+    cold = cli.run("prompt", "--session", sid, "--keep-alive", "0", "max tokens please")
+    assert cold.returncode == ExitCode.MAX_TOKENS
+
+
+def test_a_session_the_agent_cannot_continue_is_reported_by_the_starting_command(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1, without=["load", "resume"]))
+    message = error_line(cli.run("prompt", "--session", sid, "hello", env=LIVE), ExitCode.CAPABILITY)
+    assert "can neither resume nor load" in message
+    assert live_rows(cli) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a client as another user")
+def test_another_user_cannot_reach_a_host(hosts: Cli, tmp_path: Path) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "hello", env=LIVE)
+    from acpcli.host.address import socket_dir
+
+    sockets = list(socket_dir().glob("*.sock"))  # the test's ACPCLI_HOME is this process's too
+    assert len(sockets) == 1
+    assert oct(sockets[0].stat().st_mode & 0o777) == "0o600"
+    assert oct(socket_dir().stat().st_mode & 0o777) == "0o700"
+    assert oct((cli.home / "run").stat().st_mode & 0o777) == "0o700"
+    probe = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_UNIX)\n"
+        "try:\n s.connect(sys.argv[1])\nexcept OSError as e:\n print('refused', e.errno)\nelse:\n print('connected')\n"
+    )
+    nobody = 65534
+    out = subprocess.run(
+        ["python3", "-c", probe, str(sockets[0])], capture_output=True, text=True, timeout=30,
+        preexec_fn=lambda: (os.setgid(nobody), os.setuid(nobody)),
+        check=False,
+    )
+    assert out.stdout.startswith("refused"), out.stdout + out.stderr
