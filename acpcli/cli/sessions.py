@@ -20,6 +20,7 @@ from acpcli.cli.options import (
     Agent,
     Cmd,
     Cwd,
+    KeepAlive,
     LogFile,
     Mcp,
     McpConfig,
@@ -80,11 +81,13 @@ def new(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    keep_alive: KeepAlive = None,
 ) -> None:
     """Start a new session with an agent.
 
     On a terminal the interactive prompt opens; otherwise (or with --no-repl) the new session
-    id is printed alone on stdout, so `ID=$(acpcli new --agent demo --no-repl)` works.
+    id is printed alone on stdout, so `ID=$(acpcli new --agent demo --no-repl)` works, and the
+    agent stays running in a background host (--keep-alive) for the prompts that follow.
 
     Examples:
 
@@ -99,7 +102,17 @@ def new(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
         log_file=log_file,
     )
-    raise typer.Exit(run.new(options, _run(no_repl, title, permissions, no_fs, no_terminal)))
+    the_run = _run(no_repl, title, permissions, no_fs, no_terminal)
+    if the_run.person is None:
+        from acpcli.config import keep_alive as configured_keep_alive
+
+        seconds = configured_keep_alive(keep_alive)
+        if seconds:
+            from acpcli.host import client
+
+            inputs = options.inputs()  # checked here: a bad option is this command's error
+            raise typer.Exit(client.new_session(options, the_run, agent=inputs.agent, keep_alive=seconds))
+    raise typer.Exit(run.new(options, the_run))
 
 
 @app.command()

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 _START_MARGIN = 15.0
 
 
-def spec_for(session_id: str, options: Options, policy: str | None, run: Run, keep_alive: float) -> dict[str, Any]:
+def spec_for(
+    session_id: str | None, options: Options, policy: str | None, run: Run, keep_alive: float
+) -> dict[str, Any]:
     """What a new host needs to attach ``session_id`` as this command would (paths made
     absolute: the host resolves them as the command line meant them)."""
 
@@ -43,7 +45,9 @@ def spec_for(session_id: str, options: Options, policy: str | None, run: Run, ke
         return os.path.abspath(os.fspath(path)) if path is not None else None
 
     return {
+        "command": "continue" if session_id is not None else "new",
         "session_id": session_id,
+        "title": run.title,
         "keep_alive": keep_alive,
         "policy": policy,
         "fs": run.fs,
@@ -100,7 +104,7 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
     from acpcli.config import step_timeout
     from acpcli.paths import open_private
 
-    log = host_log(spec["session_id"])
+    log = host_log(spec["session_id"] or "new")
     with open_private(log, "ab") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-I", "-m", "acpcli.host"],
@@ -115,9 +119,15 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
     process.stdin.close()
     step = step_timeout()
     limit = (step * 4 + _START_MARGIN) if step else None
-    line = _read_line(process.stdout, limit)
-    process.stdout.close()
+    try:
+        line = _read_line(process.stdout, limit)
+    except BaseException:
+        process.terminate()  # given up on (Ctrl-C): the host stops its agent and ends
+        raise
+    finally:
+        process.stdout.close()
     if not line:
+        process.terminate()  # silent past the limit: not a host anyone can use
         code = process.poll()
         return {
             "t": "error",
@@ -153,6 +163,22 @@ def _read_line(stream: Any, limit: float | None) -> str:
     finally:
         selector.close()
     return data.split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) -> int:
+    """``acpcli new --no-repl`` with keep-alive on: a host makes the session and keeps its
+    agent for the prompts that follow; its id is printed as without a host."""
+    from acpcli.errors import ExitCode
+    from acpcli.safe_text import safe_line
+    from acpcli.session.run import decider_for
+
+    policy = decider_for(run, agent).policy
+    answer = start_host(spec_for(None, options, policy, run, keep_alive))
+    if answer.get("t") != "ready" or not isinstance(answer.get("session"), str):
+        raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
+    run.env.stdout.write(safe_line(answer["session"]) + "\n")
+    run.env.stdout.flush()
+    return int(ExitCode.OK)
 
 
 def apply_event(live: LiveSession, kind: str, payload: str) -> None:

@@ -117,7 +117,9 @@ class Host:
 
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
-        self.session_id: str = spec["session_id"]
+        #: The session's local id; None until ``session/new`` answers for a host that makes one.
+        self.session_id: str = spec.get("session_id") or ""
+        self.lock: address.HostLock | None = None
         self.keep_alive = float(spec.get("keep_alive") or 0) or math.inf
         self.clients: set[Client] = set()
         self.queue: deque[Turn] = deque()
@@ -296,7 +298,8 @@ class Host:
         from acpcli.supervise import Supervisor
 
         options = Options(**_options(self.spec.get("options") or {}))
-        inputs, _record = for_prompt(options, self.session_id, False)
+        making = self.spec.get("command") == "new"
+        inputs = options.inputs() if making else for_prompt(options, self.session_id, False)[0]
         run = _quiet_run(self.spec)
         supervisor = run.supervisor = Supervisor()
 
@@ -307,7 +310,9 @@ class Host:
                 async with self._link(inputs, run) as link:
                     supervisor.link = link
                     self.link = link
-                    if link.features.resume:
+                    if making:
+                        command = "new"
+                    elif link.features.resume:
                         command = "resume"
                     elif link.features.load:
                         command = "load"
@@ -316,7 +321,14 @@ class Host:
                             f"{link.features.display_name} can neither resume nor load a session",
                             hint="run with --keep-alive 0, or start a new session",
                         )
-                    live = await attach(link, command, inputs, run, index, writer, None, self.session_id)
+                    live = await attach(link, command, inputs, run, index, writer, None, self.session_id or None)
+                    if making:
+                        self.session_id = live.session_id
+                        self.lock = address.take_host_lock(live.session_id)
+                        if self.lock is None:  # an agent that hands out an id in use
+                            raise CapabilityMissing(f"another host already holds the session {live.session_id}")
+                        if live.store.title:
+                            index.set_title(live.session_id, live.store.title)
                     live.recorder = Tee(writer, self)
                     self.live = live
                     from acpcli.session.agent import agent_label
@@ -375,6 +387,7 @@ class Host:
 
                 tg.start_soon(accept)
                 await self._turns(link, live, index, inputs)
+                await self._say_goodbye()
                 tg.cancel_scope.cancel()
         finally:
             try:
@@ -382,6 +395,15 @@ class Host:
             except FileNotFoundError:
                 pass
         return 0
+
+    async def _say_goodbye(self, seconds: float = 2.0) -> None:
+        """Ending: what each client is still to be told (the last turn's end or error) goes
+        out before the connections close."""
+        for client in list(self.clients):
+            client.outbox.close()  # its pump sends what is queued, then lets it go
+        with anyio.move_on_after(seconds):
+            while any(not client.gone.is_set() for client in self.clients):  # noqa: ASYNC110 - a few pumps draining
+                await anyio.sleep(0.02)
 
     async def _turns(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any) -> None:
         """Run queued turns in order; return when the host should end."""
@@ -445,6 +467,7 @@ def _quiet_run(spec: dict[str, Any]) -> Any:
     nowhere = open(os.devnull, "r+", encoding="utf-8")  # noqa: SIM115 - lives as long as the host
     return Run(
         env=Environment(stdin=nowhere, stdout=nowhere, stderr=nowhere),
+        title=spec.get("title") if isinstance(spec.get("title"), str) else None,
         permissions=spec.get("policy"), fs=bool(spec.get("fs", True)), terminal=bool(spec.get("terminal", True)),
     )
 
@@ -507,16 +530,18 @@ def main() -> int:
 
     try:
         spec = json.loads(sys.stdin.read())
-        session_id = spec["session_id"]
-    except (ValueError, KeyError, TypeError) as err:
+        session_id = spec["session_id"] if spec.get("command") != "new" else None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
         report({"t": "error", "exit": int(ExitCode.USAGE), "message": f"the host was started without a spec: {err}"})
         return int(ExitCode.USAGE)
-    lock = address.take_host_lock(session_id)
-    if lock is None:
-        report({"t": "exists"})
-        return 0
+    host = Host(spec)
+    if session_id is not None:  # a new session's lock is taken once the agent names it
+        host.lock = address.take_host_lock(session_id)
+        if host.lock is None:
+            report({"t": "exists"})
+            return 0
     try:
-        return anyio.run(Host(spec).run, report)
+        return anyio.run(host.run, report)
     except AcpcliError as err:
         from acpcli.errors import leaf_error
 
@@ -534,4 +559,5 @@ def main() -> int:
         report({"t": "error", "exit": int(ExitCode.FAILURE), "message": f"the session host failed: {err!r}"})
         return int(ExitCode.FAILURE)
     finally:
-        lock.release()
+        if host.lock is not None:
+            host.lock.release()

@@ -55,20 +55,48 @@ def hosts(cli: Cli) -> Iterator[Cli]:
     cli.trace.assert_all_gone()
 
 
-def test_three_prompts_share_one_agent_process(hosts: Cli) -> None:
+def test_new_and_three_prompts_share_one_agent_process(hosts: Cli) -> None:
     cli = hosts
-    sid = cli.new(cli.trace.demo_cmd(protocol=1))
-    assert live_rows(cli) == []  # `new --no-repl` with keep-alive from the environment only
+    proc = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), "--title", "kept", env=LIVE)
+    sid = proc.stdout.strip()
+    (row,) = live_rows(cli)
+    assert row["id"] == sid
     outputs = [cli.ok("prompt", "--session", sid, f"number {n}", env=LIVE).stdout for n in range(3)]
     for n, out in enumerate(outputs):
         assert f"number {n}" in out
-    rows = live_rows(cli)
-    assert len(rows) == 1 and rows[0]["id"] == sid
-    # `new` started one agent, the host one more: the three prompts did not start any
-    assert len(cli.trace.pids()) == 2
-    assert rows[0]["agent_pid"] == cli.trace.pids()[-1] and running(int(rows[0]["agent_pid"]))  # type: ignore[arg-type]
+    assert live_rows(cli)[0]["pid"] == row["pid"]
+    assert cli.trace.pids() == [row["agent_pid"]]  # one agent process for all four commands
     shown = cli.show(sid)
     assert shown.index("number 0") < shown.index("number 1") < shown.index("number 2")
+    (record,) = cli.index()
+    assert record["title"] == "kept"
+
+
+def test_a_session_made_without_a_host_is_continued_by_one(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))  # keep-alive 0 in the suite's environment
+    assert live_rows(cli) == []
+    for n in range(3):
+        assert f"number {n}" in cli.ok("prompt", "--session", sid, f"number {n}", env=LIVE).stdout
+    # `new`'s agent ended with it; the host's serves all three prompts
+    assert len(cli.trace.pids()) == 2
+    assert live_rows(cli)[0]["agent_pid"] == cli.trace.pids()[-1]
+
+
+def test_an_agent_that_crashes_in_a_host_ends_the_turn_and_the_next_prompt_respawns_it(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "hello", env=LIVE)
+    (row,) = live_rows(cli)
+    crashed = cli.run("prompt", "--session", sid, "crash", env=LIVE)
+    assert crashed.returncode == ExitCode.AGENT_EXITED, crashed.stderr
+    assert "Traceback" not in crashed.stderr
+    deadline = time.monotonic() + 10
+    while running(int(row["pid"])) and time.monotonic() < deadline:  # type: ignore[arg-type]
+        time.sleep(0.05)
+    assert not running(int(row["pid"]))  # type: ignore[arg-type]
+    again = cli.ok("prompt", "--session", sid, "after the fall", env=LIVE)
+    assert "after the fall" in again.stdout
 
 
 def test_keep_alive_zero_starts_no_host(cli: Cli) -> None:
