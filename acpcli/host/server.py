@@ -102,9 +102,12 @@ class Tee:
     def __init__(self, writer: EventWriter, host: Host) -> None:
         self.writer = writer
         self.host = host
+        self.last_seq = 0  # of the last update appended: on disk once flushed
 
     def append(self, session_id: str, kind: str, payload: str) -> object:
         seq = self.writer.append(session_id, kind, payload)
+        if isinstance(seq, int) and seq:
+            self.last_seq = seq
         self.host.broadcast({"t": "u", "k": kind, "p": payload})
         return seq
 
@@ -197,7 +200,13 @@ class Host:
         client.pid = hello.get("pid") if isinstance(hello.get("pid"), int) else None
         role = hello.get("role")
         client.role = role if role in ("prompt", "attach", "status", "stop") else "prompt"
-        client.post({"t": "ready", **self.status()})
+        stored = 0
+        if client.role == "attach" and self.live is not None and isinstance(self.live.recorder, Tee):
+            # What it missed is on disk up to `stored`; what follows comes to it live. No
+            # await between the two: nothing can fall between them, nor land in both.
+            self.live.recorder.flush()
+            stored = self.live.recorder.last_seq
+        client.post({"t": "ready", "stored": stored, **self.status()})
         if client.role in ("prompt", "attach"):  # a look (status, stop) keeps nothing alive
             self.clients.add(client)
             self.touch()
@@ -280,13 +289,26 @@ class Host:
         answered = anyio.Event()
         result: list[Any] = []
         self._asks[ask_id] = (answered, result, turn.client)
+        title = _asked_title(params)
+        self._tell_watchers(turn.client, f"a permission is asked of the terminal that sent this prompt: {title}")
         try:
             turn.client.post({"t": "ask", "id": ask_id, "params": params})
             await answered.wait()
         finally:
             del self._asks[ask_id]
         chosen = result[0] if result else None
-        return chosen if isinstance(chosen, dict) else CANCELLED
+        answer = chosen if isinstance(chosen, dict) else CANCELLED
+        self._tell_watchers(turn.client, f"permission for {title}: {_outcome(params, answer)}")
+        return answer
+
+    def _tell_watchers(self, asker: Client, text: str) -> None:
+        self._tell_others(asker, {"t": "note", "text": text})
+
+    def _tell_others(self, sender: Client, message: dict[str, Any]) -> None:
+        """To every attached client but ``sender`` (what a turn of someone else's does)."""
+        for client in list(self.clients):
+            if client is not sender and client.role == "attach":
+                client.post(message)
 
     # -- the session -----------------------------------------------------------------------
 
@@ -432,6 +454,7 @@ class Host:
         client = turn.client
         # what the client's own store cannot know from this turn's updates alone
         client.post({"t": "start", "title": live.store.title or _recorded_title(index, self.session_id)})
+        self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
             blocks = build_prompt(
                 turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
@@ -446,9 +469,11 @@ class Host:
             live.recorder.flush() if live.recorder is not None else None
             after_turn(index, live)
             client.post({"t": "end", "stop": stop, "interrupted": live.interrupted})
+            self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
             log.info("turn failed: %s", err)
             client.post(_error(err))
+            self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
             if live.recorder is not None:
                 live.recorder.flush()
         finally:
@@ -456,6 +481,28 @@ class Host:
             self.current = None
             live.interrupted = False
             self.touch()
+
+
+def _asked_title(params: dict[str, Any]) -> str:
+    from acpcli.safe_text import safe_line
+
+    call = params.get("toolCall")
+    title = call.get("title") if isinstance(call, dict) else None
+    text = safe_line(title) if isinstance(title, str) and title else "a tool call"
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _outcome(params: dict[str, Any], answer: dict[str, Any]) -> str:
+    """What was chosen, in the words of the option (or "dismissed")."""
+    from acpcli.safe_text import safe_line
+
+    outcome = answer.get("outcome")
+    chosen = outcome.get("optionId") if isinstance(outcome, dict) else None
+    for option in params.get("options") or []:
+        if isinstance(option, dict) and option.get("optionId") == chosen:
+            name = option.get("name")
+            return safe_line(name) if isinstance(name, str) else safe_line(str(chosen))
+    return "dismissed"
 
 
 def _quiet_run(spec: dict[str, Any]) -> Any:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from acpcli.persistence import Index
     from acpcli.store import Store
 
@@ -33,14 +35,16 @@ LOCAL = "acpcli/local"
 _TURN_KINDS = frozenset((TURN_START, "user_message_chunk", "user_message"))
 
 
-def rebuild(index: Index, session_id: str) -> Store:
-    """A session's transcript rebuilt from its event log through the store."""
+def rebuild(index: Index, session_id: str, *, upto: int | None = None) -> Store:
+    """A session's transcript rebuilt from its event log through the store (``upto``: from
+    its events up to that seq only, as a live session's host had stored them when asked)."""
     from acpcli.replay_merge import merge_replay
     from acpcli.store import Store
 
     store = Store()
     pending: Store | None = None  # a replay in progress
-    for kind, event in index.events(session_id):
+    events = index.events(session_id) if upto is None else _events_upto(index, session_id, upto)
+    for kind, event in events:
         if kind == REPLAY_START:
             pending = Store()
         elif kind == REPLAY_END:
@@ -63,6 +67,18 @@ def rebuild(index: Index, session_id: str) -> Store:
             # turn boundaries are implied by the recorded user messages
             (pending or store).apply(update)
     return store
+
+
+def _events_upto(index: Index, session_id: str, upto: int) -> Iterator[tuple[str, Any]]:
+    import json
+
+    for seq, kind, payload in index.events_raw(session_id):
+        if seq > upto:
+            return
+        try:
+            yield kind, json.loads(payload)
+        except (ValueError, RecursionError):
+            continue  # unreadable: skipped, as rebuild skips it without a bound
 
 
 def had_turns(index: Index, session_id: str) -> bool:

@@ -304,3 +304,52 @@ def test_another_user_cannot_reach_a_host(hosts: Cli, tmp_path: Path) -> None:
         check=False,
     )
     assert out.stdout.startswith("refused"), out.stdout + out.stderr
+
+
+def test_attach_shows_a_turn_sent_from_a_script_as_it_streams_and_sends_its_own(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    from .pty import CTRL_D, REPLY
+
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    cli.ok("prompt", "--session", sid, "before attaching", env=LIVE)
+    pty = spawn("attach", sid, "--permissions", "allow")
+    pty.expect("attached to")
+    pty.expect("before attaching")  # the transcript so far
+    pty.prompt()
+    pty.child.send("half typed")
+    script = subprocess.Popen(
+        cli.argv("prompt", "--session", sid, "--permissions", "allow", "from the script"), env=cli.env(LIVE),
+        cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    pty.expect("a prompt from another terminal")
+    pty.expect("from the script")
+    pty.expect(REPLY)
+    _out, _err = script.communicate(timeout=TIMEOUT)
+    assert script.returncode == 0, _err
+    pty.prompt()
+    pty.expect("half typed")  # what was typed before the turn came back with the input line
+    pty.say(" and sent from here")
+    pty.expect("half typed and sent from here")
+    pty.expect(REPLY)
+    pty.prompt()
+    pty.child.send(CTRL_D)
+    pty.expect("detached")
+    assert pty.wait() == 0
+    assert [row["id"] for row in live_rows(cli)] == [sid]  # leaving keeps the session live
+    shown = cli.show(sid)
+    assert shown.index("before attaching") < shown.index("from the script") < shown.index("half typed and sent")
+    assert cli.trace.pids() == [live_rows(cli)[0]["agent_pid"]]
+
+
+def test_attach_to_a_session_with_no_host_says_how_to_start_one(cli: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    import pexpect
+
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    pty = spawn("attach", sid)
+    pty.expect("is not live: no host runs it")
+    pty.expect(f"acpcli load {sid}")
+    pty.expect(pexpect.EOF)
+    pty.child.close()
+    assert pty.child.exitstatus == ExitCode.HOST_LOST
+    # without a terminal there is nothing to attach
+    assert "needs a terminal" in error_line(cli.run("attach", sid), ExitCode.USAGE)
