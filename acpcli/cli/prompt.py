@@ -79,6 +79,10 @@ def prompt(
     )
     inputs, record = for_prompt(options, session, last)
     run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
+    if env.interactive:  # a person at this terminal answers the permission questions of `ask`
+        from acpcli.repl.person import AtTerminal
+
+        run.asker = AtTerminal(env).ask_permission
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
