@@ -338,8 +338,8 @@ class PermissionPolicy:
                 verb = "allowed" if remembered == "allow" else "rejected"
                 self._tell(
                     live,
-                    f"acpcli: {verb} {_about(params, live)} (kind {shown(kind, 40)}) with {_option_name(option)}: "
-                    f"the same request was answered \"always\" earlier in this session",
+                    f"acpcli: {verb} {_about(params, live)} (kind {shown(kind, 40)}) from memory: "
+                    f"you chose {_option_name(option)} for this same request",
                 )
                 return selected(option)
         if self.policy == "allow" or (self.policy == "read-only" and kind in READ_ONLY_KINDS):

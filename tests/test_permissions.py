@@ -290,8 +290,7 @@ async def test_every_answer_on_the_users_behalf_is_one_line() -> None:
     await ask(live, run_request("ls"))
     assert lines == []  # the person chose: nothing to say
     await ask(live, run_request("ls"))
-    assert lines == ["acpcli: rejected 'Run ls' (kind execute) with 'Always reject': the same request was "
-                     'answered "always" earlier in this session']
+    assert lines == ["acpcli: rejected 'Run ls' (kind execute) from memory: you chose 'Always reject' for this same request"]
 
 
 @pytest.mark.anyio
