@@ -97,10 +97,12 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
 
     What the agent wrote (the title, option names) is shown on one line each, cut to the
     terminal's width with "…": a 1 MB title is not echoed whole."""
-    from acpcli.client_side import shown
+    from acpcli.client_side import release_screen, shown
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        _release_terminal(live)  # commit the live region before drawing the question
+        # Commit the live region before drawing the question (a terminal view's only: `prompt
+        # --format jsonl` on a terminal asks too, and its stream must not be cut mid-message).
+        release_screen(live)
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
         raw_call = params.get("toolCall")
         call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}

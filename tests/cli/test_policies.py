@@ -85,6 +85,13 @@ def test_allow_serves_everything(cli: Cli, area: Path) -> None:
     assert (area / "output.txt").read_text() == "written"
     assert (area / "ran").exists()
     assert refusals(proc.stderr) == []
+    # Each answer given on the user's behalf is one line on stderr (stdout is the transcript).
+    allowed = [line for line in proc.stderr.splitlines() if line.startswith("acpcli: allowed ")]
+    assert allowed == [
+        "acpcli: allowed 'Read input.txt' (kind read) with 'Allow' (policy allow)",
+        "acpcli: allowed 'Edit output.txt' (kind edit) with 'Allow' (policy allow)",
+    ], proc.stderr
+    assert "acpcli:" not in proc.stdout
 
 
 def test_a_cancelled_turn_after_a_refusal_says_so(cli: Cli, area: Path) -> None:
