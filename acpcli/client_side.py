@@ -266,7 +266,10 @@ def request_key(params: dict[str, Any], live: AskedSession | None = None) -> str
     tool_id = call.get("toolCallId")
     store = getattr(live, "store", None)
     known = store.tool_call(tool_id) if isinstance(tool_id, str) and store is not None else None
-    announced = known.to_dict() if known is not None else {}
+    announced: dict[str, Any] = {}
+    if known is not None:  # read, not copied: only dumped below
+        announced = {"title": known.title, "rawInput": known.raw_input, "locations": known.locations,
+                     "content": known.content}
     fields: dict[str, Any] = {}
     for name in _IDENTIFYING:
         value = call.get(name, announced.get(name))
