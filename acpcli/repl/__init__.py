@@ -122,7 +122,7 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         # The picker is erased when done: say what happened, so no option looks chosen
         # after a dismissal and the choice stays on record after a pick.
         if picked is None:
-            env.err.print("  [yellow]dismissed:[/] no option chosen (Ctrl-C); the turn is cancelled")
+            env.err.print("  [yellow]dismissed:[/] no option chosen; the turn is cancelled")
             return None
         env.err.print(f"  [dim]chose:[/] {escape(labels[picked])}")
         return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
