@@ -54,6 +54,10 @@ def prompt(
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
 
+    Permission requests: on a terminal you are asked (--permissions ask, the default there);
+    in a script they are refused unless --permissions allow or read-only says otherwise. Every
+    answer given for you is one line on stderr.
+
     Examples:
 
       acpcli prompt --agent demo "explain this repo"
@@ -79,7 +83,7 @@ def prompt(
     )
     inputs, record = for_prompt(options, session, last)
     run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
-    if env.interactive:  # a person at this terminal answers the permission questions of `ask`
+    if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
 
         run.asker = AtTerminal(env).ask_permission
