@@ -10,8 +10,10 @@ import pytest
 
 from acpcli.client_side import (
     CANCELLED,
+    CHANGE_POLICY_UNATTENDED,
     POLICIES,
     PermissionPolicy,
+    Refusals,
     permission_decider,
     pick,
     selected,
@@ -166,35 +168,142 @@ async def test_ask_answer_naming_no_offered_option_becomes_a_rejection() -> None
     assert await policy(session(), request(options=[ALLOW_ONCE])) == CANCELLED
 
 
+def run_request(command: str, kind: str = "execute", tool_id: str = "call-1", **extra: Any) -> dict[str, Any]:
+    """A request to run ``command``, as codex and claude send one (title and rawInput)."""
+    call: dict[str, Any] = {
+        "toolCallId": tool_id, "title": f"Run {command}", "kind": kind, "rawInput": {"command": command}, **extra
+    }
+    return {"sessionId": "s1", "toolCall": call, "options": ALL}
+
+
 @pytest.mark.anyio
-async def test_ask_always_is_remembered_per_session_and_kind() -> None:
-    asker = FakeAsker("a2", "r2", "a1", "a1")
+async def test_always_is_remembered_for_exactly_the_same_request_never_for_a_kind() -> None:
+    """Issue 22: "always" for ``touch x`` answered the next shell request, ``rm -f
+    important.txt``, without asking. Only the very same request is answered from memory."""
+    asker = FakeAsker("a2", "r1", "r2", "a1", "a1", "a1")
     policy = PermissionPolicy("ask", asker)
     s1, s2 = session("s1"), session("s2")
-    assert chosen(await policy(s1, request("execute"))) == "a2"
-    # Same session, same kind: answered from memory, nobody asked; "always" is picked again.
-    assert chosen(await policy(s1, request("execute"))) == "a2"
+    assert chosen(await policy(s1, run_request("touch created.txt"))) == "a2"
+    # The same request again (another tool call id): answered from memory, nobody asked.
+    assert chosen(await policy(s1, run_request("touch created.txt", tool_id="call-2"))) == "a2"
     assert len(asker.calls) == 1
-    # If the agent now offers only "once", the remembered answer picks that.
-    assert chosen(await policy(s1, request("execute", options=[ALLOW_ONCE, REJECT_ONCE]))) == "a1"
-    assert len(asker.calls) == 1
-    # A reject-always for another kind is remembered separately.
-    assert chosen(await policy(s1, request("edit"))) == "r2"
-    assert chosen(await policy(s1, request("edit"))) == "r2"
+    # Another command of the same kind: asked again.
+    assert chosen(await policy(s1, run_request("rm -f important.txt"))) == "r1"
     assert len(asker.calls) == 2
-    # Another session starts with no memory.
-    assert chosen(await policy(s2, request("execute"))) == "a1"
-    assert chosen(await policy(s2, request("edit"))) == "a1"
+    # The same title but another rawInput command, or other locations: asked again.
+    sneaky = run_request("touch created.txt")
+    sneaky["toolCall"]["rawInput"] = {"command": "rm -rf ~"}
+    assert chosen(await policy(s1, sneaky)) == "r2"
+    elsewhere = run_request("touch created.txt", locations=[{"path": "/etc/passwd"}])
+    assert chosen(await policy(s1, elsewhere)) == "a1"
     assert len(asker.calls) == 4
+    # reject_always is remembered for its request too.
+    assert chosen(await policy(s1, sneaky)) == "r2"
+    assert len(asker.calls) == 4
+    # If the agent now offers only "once", the remembered answer picks that.
+    once = run_request("touch created.txt")
+    once["options"] = [ALLOW_ONCE, REJECT_ONCE]
+    assert chosen(await policy(s1, once)) == "a1"
+    assert len(asker.calls) == 4
+    # Another session starts with no memory.
+    assert chosen(await policy(s2, run_request("touch created.txt"))) == "a1"
+    assert len(asker.calls) == 5
 
 
 @pytest.mark.anyio
-async def test_always_options_picked_by_policy_are_remembered_too() -> None:
+async def test_an_id_only_request_is_the_call_it_was_announced_as() -> None:
+    asker = FakeAsker("a2", "a1")
+    policy = PermissionPolicy("ask", asker)
+    live = session()
+    live.feed({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Run ls", "kind": "execute",
+               "rawInput": {"command": "ls"}})
+    live.feed({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "Run ls", "kind": "execute",
+               "rawInput": {"command": "ls"}})
+    live.feed({"sessionUpdate": "tool_call", "toolCallId": "c3", "title": "Run rm", "kind": "execute",
+               "rawInput": {"command": "rm x"}})
+    assert chosen(await policy(live, request(None, tool_id="c1"))) == "a2"
+    assert chosen(await policy(live, request(None, tool_id="c2"))) == "a2"  # the same call: memory
+    assert len(asker.calls) == 1
+    assert chosen(await policy(live, request(None, tool_id="c3"))) == "a1"  # another: asked
+    assert len(asker.calls) == 2
+
+
+@pytest.mark.anyio
+async def test_a_request_that_names_nothing_is_never_answered_from_memory() -> None:
+    asker = FakeAsker("a2", "a1")
+    policy = PermissionPolicy("ask", asker)
+    bare = {"sessionId": "s1", "toolCall": {"toolCallId": "never-announced", "kind": "execute"}, "options": ALL}
+    assert chosen(await policy(session(), bare)) == "a2"
+    other = {"sessionId": "s1", "toolCall": {"toolCallId": "another", "kind": "execute"}, "options": ALL}
+    assert chosen(await policy(session(), other)) == "a1"
+    assert len(asker.calls) == 2
+
+
+@pytest.mark.anyio
+async def test_policies_answer_alike_and_remember_nothing() -> None:
     policy = PermissionPolicy("deny")
     live = session()
     assert chosen(await policy(live, request("edit", options=[ALLOW_ONCE, REJECT_ALWAYS]))) == "r2"
-    # Remembered as a rejection: when the agent next offers both, the "always" reject wins.
-    assert chosen(await policy(live, request("edit"))) == "r2"
+    assert chosen(await policy(live, request("edit"))) == "r1"  # the policy's own pick
+    assert policy._always == {}
+
+
+@pytest.mark.anyio
+async def test_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import acpcli.client_side as client_side
+
+    monkeypatch.setattr(client_side, "MAX_REMEMBERED", 3)
+    policy = PermissionPolicy("ask", FakeAsker(*["a2"] * 5))
+    live = session()
+    for n in range(5):
+        await policy(live, run_request(f"echo {n}"))
+    assert len(policy._always) == 3
+
+
+@pytest.mark.anyio
+async def test_every_answer_on_the_users_behalf_is_one_line() -> None:
+    """allow, read-only and memory answers each say what was answered; deny says it refused."""
+    lines: list[str] = []
+    allow = PermissionPolicy("allow", refusals=Refusals(lines.append))
+    await allow(session(), run_request("touch x\x1b]0;evil\x07"))
+    assert len(lines) == 1
+    assert lines[0].startswith("acpcli: allowed 'Run touch x") and "with 'Allow' (policy allow)" in lines[0], lines
+    assert "\x1b" not in lines[0] and "\x07" not in lines[0]
+
+    lines.clear()
+    await PermissionPolicy("allow", refusals=Refusals(lines.append))(session(), request(options=[REJECT_ONCE]))
+    assert lines == ["acpcli: could not allow 'do something' (kind edit): the agent offers no allow option "
+                     "(policy allow); answered cancelled"]
+
+    lines.clear()
+    refusals = Refusals(lines.append)
+    read_only = PermissionPolicy("read-only", refusals=refusals)
+    await read_only(session(), request("read"))
+    await read_only(session(), request("edit"))
+    assert lines[0] == "acpcli: allowed 'do something' (kind read) with 'Allow' (policy read-only)"
+    assert lines[1].startswith("acpcli: refused permission for 'do something' (kind edit) (policy read-only)")
+    assert refusals.count == 1  # only refusals count towards the end-of-turn hint
+
+    lines.clear()
+    ask = PermissionPolicy("ask", FakeAsker("r2"), refusals=Refusals(lines.append))
+    live = session()
+    await ask(live, run_request("ls"))
+    assert lines == []  # the person chose: nothing to say
+    await ask(live, run_request("ls"))
+    assert lines == ["acpcli: rejected 'Run ls' (kind execute) from memory: you chose 'Always reject' for this same request"]
+
+
+@pytest.mark.anyio
+async def test_ask_with_nobody_to_ask_says_so_in_its_refusals() -> None:
+    lines: list[str] = []
+    policy = PermissionPolicy("ask", refusals=Refusals(lines.append, change=CHANGE_POLICY_UNATTENDED))
+    assert policy.policy == "deny" and policy.unattended
+    assert chosen(await policy(session(), request())) == "r1"
+    assert lines == [
+        "acpcli: refused permission for 'do something' (kind edit) (policy deny): "
+        + CHANGE_POLICY_UNATTENDED
+    ]
+    assert "--permissions ask" not in lines[0]
 
 
 @pytest.mark.anyio

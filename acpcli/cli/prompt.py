@@ -56,6 +56,10 @@ def prompt(
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
 
+    Permission requests: on a terminal you are asked (--permissions ask, the default there);
+    in a script they are refused unless --permissions allow or read-only says otherwise. Every
+    answer given for you is one line on stderr.
+
     Examples:
 
       acpcli prompt --agent demo "explain this repo"
@@ -84,6 +88,10 @@ def prompt(
     )
     inputs, record = for_prompt(options, session, last)
     run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
+    if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
+        from acpcli.repl.person import AtTerminal
+
+        run.asker = AtTerminal(env).ask_permission
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below

@@ -401,10 +401,18 @@ def _content_item(item: dict[str, Any]) -> Text:
     return text
 
 
+#: The most characters of a tool call's title a header shows (the agent's text: a 1 MB title
+#: is cut with "…", not echoed whole; the record keeps it whole).
+MAX_TITLE_CHARS = 400
+
+
 def tool_header_text(call: ToolCall) -> Text:
     """``✓ title  kind  completed`` with the status icon and colour."""
     icon, style = STATUS_LOOK.get(call.status, _OTHER_LOOK)
-    title = safe_line(call.title or call.tool_call_id)
+    title = call.title or call.tool_call_id
+    if len(title) > MAX_TITLE_CHARS:
+        title = title[: MAX_TITLE_CHARS - 1] + "…"
+    title = safe_line(title)
     status = safe_line(call.status.replace("_", " "))
     return Text.assemble((icon, style), " ", (title, "bold"), "  ", (safe_line(call.kind), "dim"), "  ", (status, style))
 

@@ -93,26 +93,36 @@ def _release_terminal(live: LiveSession) -> None:
 
 
 def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
-    """An ``ask`` for :class:`~acpcli.client_side.PermissionPolicy` that shows every option."""
+    """An ``ask`` for :class:`~acpcli.client_side.PermissionPolicy` that shows every option.
+
+    What the agent wrote (the title, option names) is shown on one line each, cut to the
+    terminal's width with "…": a 1 MB title is not echoed whole."""
+    from acpcli.client_side import release_screen, shown
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        _release_terminal(live)  # commit the live region before drawing the question
+        # Commit the live region before drawing the question (a terminal view's only: `prompt
+        # --format jsonl` on a terminal asks too, and its stream must not be cut mid-message).
+        release_screen(live)
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
         raw_call = params.get("toolCall")
         call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
+        width = max(40, env.err.width)
+        kind = shown(str(call.get("kind") or "other"), 30)
         env.err.print(
-            f"[bold yellow]permission:[/] {escape(safe_line(str(title)))} [dim]({escape(safe_line(str(call.get('kind') or 'other')))})[/]"
+            f"[bold yellow]permission:[/] {escape(shown(str(title), width - len(kind) - 16))} [dim]({escape(kind)})[/]"
         )
-        labels = [f"{option.get('name')}  ({option.get('kind')})" for option in options]
+        labels = [
+            f"{shown(str(option.get('name')), width - 30)}  ({shown(str(option.get('kind')), 20)})" for option in options
+        ]
         picked = await choose(
             f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
             toolbar=_TOOLBARS.get(live.session_id), erase=True,
         )
         # The picker is erased when done: say what happened, so no option looks chosen
-        # after a Ctrl-C and the choice stays on record after a pick.
+        # after a dismissal and the choice stays on record after a pick.
         if picked is None:
-            env.err.print("  [yellow]dismissed:[/] no option chosen (Ctrl-C); the turn is cancelled")
+            env.err.print("  [yellow]dismissed:[/] no option chosen; the turn is cancelled")
             return None
         env.err.print(f"  [dim]chose:[/] {escape(labels[picked])}")
         return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
@@ -138,27 +148,20 @@ async def choose(
     toolbar: Callable[[], str] | None = None,
     erase: bool = False,
 ) -> int | None:
-    """Let the person pick one of ``labels`` -- arrow keys or its number, then Enter; the
-    0-based index, or ``None`` when the question is dismissed (Ctrl-C, Ctrl-D).
-    ``default`` is highlighted first; ``toolbar`` (the REPL's) stays at the bottom.
-    ``erase``: take the list off the screen when done (the caller then says what was chosen)."""
-    from prompt_toolkit.shortcuts.choice_input import ChoiceInput
+    """Let the person pick one of ``labels`` (:mod:`acpcli.repl.picker`: arrow keys, its
+    number, or typing to filter, then Enter); the 0-based index, or ``None`` when the question
+    is dismissed (Ctrl-C, Ctrl-D, Escape). ``default`` is highlighted first; ``toolbar`` (the
+    REPL's) stays at the bottom. ``erase``: take the list off the screen when done (the
+    caller then says what was chosen)."""
+    from acpcli.repl.picker import pick
 
-    # The labels quote the agent (permission option names): shown, never obeyed.
-    picker: ChoiceInput[int] = ChoiceInput(
-        message=safe_line(question),
-        options=[(n, safe_line(label)) for n, label in enumerate(labels)],
-        symbol="›",
-        default=default if 0 <= default < len(labels) else 0,
-        bottom_toolbar=toolbar,
-    )
-    # ChoiceInput.prompt_async() is `_create_application().run_async()` (prompt-toolkit
-    # 3.0.53); it leaves the list on screen with the highlight on whichever option it was
-    # on, which after a dismissal looks like a choice: with ``erase``, the list goes.
-    app = picker._create_application()
-    app.erase_when_done = erase
+    if not labels:
+        return None
     try:
-        return await app.run_async()
+        # The labels quote the agent (permission option names): shown, never obeyed.
+        return await pick(
+            safe_line(question), [safe_line(label) for label in labels], default=default, toolbar=toolbar, erase=erase
+        )
     except (KeyboardInterrupt, EOFError):
         return None
 
@@ -254,10 +257,13 @@ async def run_repl(
     def _clear(event: Any) -> None:
         event.current_buffer.reset()
 
+    services = getattr(link, "services", None)
+    policy = getattr(services, "policy", None)  # the run's --permissions, resolved
+
     def toolbar() -> str:
         return safe_line(status_line(
             agent, live.store.title, live.store.state, ctx.choices(), live.store.usage,
-            waiting=bool(live.pending_permissions),
+            waiting=bool(live.pending_permissions), policy=policy,
         ))
 
     session: PromptSession[str] = PromptSession(

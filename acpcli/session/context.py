@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from acpcli.client_side import Refusals
+    from acpcli.client_side import Asker, Refusals
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures
     from acpcli.persistence import EventWriter, Index
@@ -74,6 +74,9 @@ class Run:
     terminal: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
     refusals: Refusals | None = None  # the run's client_side.Refusals, once an agent is linked
+    #: Who answers permission questions when no conversation is held (``prompt`` on a
+    #: terminal): a client_side.Asker, or None (nobody to ask).
+    asker: Asker | None = None
     supervisor: Supervisor | None = None  # the acpcli.supervise.Supervisor of the command, if any
 
     @property

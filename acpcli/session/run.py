@@ -38,9 +38,15 @@ def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
     """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
     agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
     refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
-    from acpcli.client_side import Refusals, permission_decider
+    from acpcli.client_side import (
+        CHANGE_POLICY,
+        CHANGE_POLICY_UNATTENDED,
+        Refusals,
+        permission_decider,
+    )
 
-    ask = run.person.ask_permission if run.person is not None else None
+    # A conversation's person, else someone at the terminal a one-shot command runs on.
+    ask = run.person.ask_permission if run.person is not None else run.asker
     policy = run.permissions
     if policy is None and agent is not None:
         from acpcli.config import configured_permissions
@@ -53,7 +59,7 @@ def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
             # (ask on a terminal, deny in scripts) is never looser than what it could have said.
             run.say(f"acpcli: warning: the permissions config key is not used: {err}")
     if run.refusals is None:
-        run.refusals = Refusals(run.say)
+        run.refusals = Refusals(run.say, change=CHANGE_POLICY if ask is not None else CHANGE_POLICY_UNATTENDED)
     return permission_decider(run.env, policy, ask, run.refusals)
 
 
@@ -452,8 +458,6 @@ def _stdout_name(run: Run) -> str:
 
 def refused_hint(refusals: Refusals) -> str:
     """The hint for a turn the agent cancelled after the policy refused something."""
-    from acpcli.client_side import CHANGE_POLICY
-
     n = refusals.count
     what = "a request" if n == 1 else f"{n} requests"
-    return f"acpcli refused {what} of the agent (see above), which may be why it stopped: {CHANGE_POLICY}"
+    return f"acpcli refused {what} of the agent (see above), which may be why it stopped: {refusals.change}"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from acpcli.client_side import POLICY_REFUSED
+from acpcli.client_side import CHANGE_POLICY_UNATTENDED, POLICY_REFUSED
 from acpcli.errors import ExitCode
 
 from .conftest import Cli
@@ -72,7 +72,8 @@ def test_reading_policies_refuse_writes_and_commands(cli: Cli, area: Path, flags
     ]
     assert len(lines) == len(expected), proc.stderr
     for line, what in zip(lines, expected, strict=True):
-        assert line.startswith(f"acpcli: refused {what} (policy {policy}): use --permissions ask|allow"), line
+        # Nobody can be asked in a script: the hint does not suggest `ask`.
+        assert line == f"acpcli: refused {what} (policy {policy}): {CHANGE_POLICY_UNATTENDED}", line
 
 
 def test_allow_serves_everything(cli: Cli, area: Path) -> None:
@@ -84,6 +85,13 @@ def test_allow_serves_everything(cli: Cli, area: Path) -> None:
     assert (area / "output.txt").read_text() == "written"
     assert (area / "ran").exists()
     assert refusals(proc.stderr) == []
+    # Each answer given on the user's behalf is one line on stderr (stdout is the transcript).
+    allowed = [line for line in proc.stderr.splitlines() if line.startswith("acpcli: allowed ")]
+    assert allowed == [
+        "acpcli: allowed 'Read input.txt' (kind read) with 'Allow' (policy allow)",
+        "acpcli: allowed 'Edit output.txt' (kind edit) with 'Allow' (policy allow)",
+    ], proc.stderr
+    assert "acpcli:" not in proc.stdout
 
 
 def test_a_cancelled_turn_after_a_refusal_says_so(cli: Cli, area: Path) -> None:
@@ -93,7 +101,8 @@ def test_a_cancelled_turn_after_a_refusal_says_so(cli: Cli, area: Path) -> None:
     lines = proc.stderr.splitlines()
     assert any(line.startswith("acpcli: refused permission for 'Edit output.txt'") for line in lines), proc.stderr
     hint = next(line for line in lines if line.startswith("acpcli: hint: "))
-    assert "refused a request of the agent" in hint and "--permissions ask|allow" in hint
+    assert "refused a request of the agent" in hint and CHANGE_POLICY_UNATTENDED in hint
+    assert "--permissions ask" not in hint  # nobody can be asked in a script
 
     allowed = cli.run("prompt", "--cmd", CMD, "--permissions", "allow", f"edit {area}")
     assert allowed.returncode == 0, allowed.stderr
