@@ -58,7 +58,7 @@ def attach_to(session_id: str, permissions: str | None) -> int:
     from acpcli.repl.person import AtTerminal
     from acpcli.safe_text import safe_line
     from acpcli.session.context import Run
-    from acpcli.session.run import decider_for
+    from acpcli.session.policy import decider_for
 
     env = environment()
     if not env.interactive:

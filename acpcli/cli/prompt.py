@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,10 @@ from acpcli.cli.options import (
     Permissions,
     Protocol,
 )
+
+if TYPE_CHECKING:
+    from acpcli.persistence import SessionRecord
+    from acpcli.session.inputs import SessionInputs
 
 app = typer.Typer()
 
@@ -75,7 +79,6 @@ def prompt(
     """
     from acpcli.cli.streams import close_output, environment, prompt_text
     from acpcli.env import Environment
-    from acpcli.session import run as running
     from acpcli.session.context import Run
     from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
@@ -86,7 +89,16 @@ def prompt(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, no_mcp=no_mcp,
         protocol=protocol, log_file=log_file,
     )
-    inputs, record = for_prompt(options, session, last)
+    seconds = _live_seconds(keep_alive, session is not None or last, raw)
+    record: SessionRecord | None
+    inputs: SessionInputs | None
+    if seconds and session is not None and not last:
+        from acpcli.session.inputs import lookup
+
+        record = lookup(session)  # a live session needs no more to be found: its host has the rest
+        inputs = None
+    else:
+        inputs, record = for_prompt(options, session, last)
     run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
@@ -101,15 +113,17 @@ def prompt(
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
         run.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
-        seconds = _live_seconds(keep_alive, record is not None, raw)
         if record is not None and seconds:
             from acpcli.host import client
 
             code = client.prompt(
-                inputs, options, run, the_text, session_id=record.id, output_format=output_format, quiet=quiet,
-                settings=wanted, keep_alive=seconds,
+                record, options, run, the_text, output_format=output_format, quiet=quiet, settings=wanted,
+                keep_alive=seconds,
             )
         else:
+            from acpcli.session import run as running
+
+            assert inputs is not None
             code = running.prompt(
                 inputs, run, the_text, session_id=record.id if record is not None else None,
                 output_format=output_format, quiet=quiet, settings=wanted,

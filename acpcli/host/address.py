@@ -12,7 +12,8 @@ Every host has, under :func:`run_dir` (``ACPCLI_HOME/run``, 0700):
 * ``<key>.start`` — taken by a command that starts a host, so two commands racing to start
   one for the same session end up with one.
 
-``<key>`` is a digest of the session's local id: ids come from agents and may hold anything.
+``<key>`` is the session's local id when it is a short plain name (a UUID, ``demo-…``), else a
+digest of it: ids come from agents and may hold anything.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import os
+import re
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,17 +40,29 @@ def run_dir() -> Path:
     return _private_dir(home_dir() / "run")
 
 
+#: Ids used as they are in file names: short, plain, and never a digest's shape (``~`` prefix).
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+
+
 def key(session_id: str) -> str:
-    """The file-name key of a session: a digest of its local id (ids come from agents)."""
-    return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    """The file-name key of a session: its id when plain and short, else ``~`` and a digest
+    (ids come from agents; the two shapes cannot meet)."""
+    if _PLAIN_ID.fullmatch(session_id):
+        return session_id
+    import hashlib
+
+    return "~" + hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def socket_dir() -> Path:
     """Where sockets go: :func:`run_dir`, or, when its path is too long for a socket, a
     private directory of this user's under the temporary directory, one per ``ACPCLI_HOME``."""
     run = run_dir()
-    if len(os.fsencode(run)) + 30 <= _SOCKET_PATH_MAX:
+    if len(os.fsencode(run)) + 40 <= _SOCKET_PATH_MAX:  # "/" + a key of at most 33 + ".sock"
         return run
+    import hashlib
+    import tempfile
+
     home = os.fsencode(home_dir().resolve())
     digest = hashlib.sha256(home).hexdigest()[:16]
     return _private_dir(Path(tempfile.gettempdir()) / f"acpcli-{os.getuid()}" / digest)

@@ -26,8 +26,11 @@ from acpcli.host.channel import Channel, ChannelClosed, connect
 from acpcli.session.records import LOCAL
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from acpcli.persistence import SessionRecord
     from acpcli.session.context import Run
-    from acpcli.session.inputs import Options, SessionInputs
+    from acpcli.session.inputs import Options
     from acpcli.session.live import LiveSession
 
 #: How long a started host may take to link the agent and attach the session, beyond the
@@ -67,13 +70,15 @@ def spec_for(
     }
 
 
-async def open_host(session_id: str, spec: dict[str, Any], *, say: Any = None) -> Channel:
-    """A channel to ``session_id``'s host, started from ``spec`` if none is running."""
+async def open_host(session_id: str, make_spec: Callable[[], dict[str, Any]], *, say: Any = None) -> Channel:
+    """A channel to ``session_id``'s host, started from ``make_spec()`` if none is running
+    (the spec is made only then: it checks the command line's session options)."""
     path = str(address.socket_path(session_id))
     try:
         return await connect(path)
     except OSError:
         pass
+    spec = make_spec()
     return await anyio.to_thread.run_sync(_start_and_connect, session_id, path, spec, say, abandon_on_cancel=True)
 
 
@@ -170,7 +175,7 @@ def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) ->
     agent for the prompts that follow; its id is printed as without a host."""
     from acpcli.errors import ExitCode
     from acpcli.safe_text import safe_line
-    from acpcli.session.run import decider_for
+    from acpcli.session.policy import decider_for
 
     policy = decider_for(run, agent).policy
     answer = start_host(spec_for(None, options, policy, run, keep_alive))
@@ -201,31 +206,38 @@ def apply_event(live: LiveSession, kind: str, payload: str) -> None:
 
 
 def prompt(
-    inputs: SessionInputs,
+    record: SessionRecord,
     options: Options,
     run: Run,
     text: str,
     *,
-    session_id: str,
     output_format: str,
     quiet: bool,
     settings: Sequence[tuple[str, str]] = (),
     keep_alive: float,
 ) -> int:
-    """One turn on a live session (see the module docstring)."""
+    """One turn on the live session ``record`` (see the module docstring)."""
     from acpcli.errors import ExitCode
+    from acpcli.session.agent import AgentChoice
+    from acpcli.session.policy import decider_for
     from acpcli.supervise import Supervisor
 
+    session_id = record.id
     supervisor = run.supervisor = Supervisor()
-    decider = _policy(run, inputs)
+    decider = decider_for(run, AgentChoice(record.agent, list(record.argv)))
+
+    def make_spec() -> dict[str, Any]:
+        from acpcli.session.inputs import for_prompt
+
+        for_prompt(options, session_id, False)  # the options checked here, as without a host
+        return spec_for(session_id, options, decider.policy, run, keep_alive)
 
     async def main() -> int:
         from acpcli.render import make_view
         from acpcli.session.live import LiveSession
         from acpcli.store import Store
 
-        spec = spec_for(session_id, options, decider.policy, run, keep_alive)
-        channel = await open_host(session_id, spec, say=run.say)
+        channel = await open_host(session_id, make_spec, say=run.say)
         view = make_view(run.env, format=output_format, quiet=quiet)
         live = LiveSession(session_id, Store(), sink=view)
         try:
@@ -248,12 +260,6 @@ def prompt(
         return int(ExitCode.OK)
 
     return anyio.run(supervisor.run, main)
-
-
-def _policy(run: Run, inputs: SessionInputs) -> Any:
-    from acpcli.session.run import decider_for
-
-    return decider_for(run, inputs.agent)
 
 
 async def _follow(channel: Channel, live: LiveSession, view: Any, decider: Any, run: Run) -> tuple[str, bool]:

@@ -20,11 +20,12 @@ from acpcli.errors import RpcError, SessionNotFound, UsageError
 from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stderr_log, env_extra
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
+from acpcli.session.policy import decider_for
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from acpcli.client_side import PermissionPolicy, Refusals
+    from acpcli.client_side import Refusals
     from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.safestore import SafeIndex
@@ -32,35 +33,6 @@ if TYPE_CHECKING:
     from acpcli.session.link import AgentLink
     from acpcli.store import Store
     from acpcli.wiretap import Tap
-
-
-def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
-    """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
-    agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
-    refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
-    from acpcli.client_side import (
-        CHANGE_POLICY,
-        CHANGE_POLICY_UNATTENDED,
-        Refusals,
-        permission_decider,
-    )
-
-    # A conversation's person, else someone at the terminal a one-shot command runs on.
-    ask = run.person.ask_permission if run.person is not None else run.asker
-    policy = run.permissions
-    if policy is None and agent is not None:
-        from acpcli.config import configured_permissions
-        from acpcli.errors import ConfigError
-
-        try:
-            policy = configured_permissions(agent.name if agent.name != "cmd" else None, agent.argv)
-        except ConfigError as err:
-            # A broken config must not stop a --cmd run that needs none of it; the default
-            # (ask on a terminal, deny in scripts) is never looser than what it could have said.
-            run.say(f"acpcli: warning: the permissions config key is not used: {err}")
-    if run.refusals is None:
-        run.refusals = Refusals(run.say, change=CHANGE_POLICY if ask is not None else CHANGE_POLICY_UNATTENDED)
-    return permission_decider(run.env, policy, ask, run.refusals)
 
 
 @contextmanager
