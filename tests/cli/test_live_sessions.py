@@ -353,3 +353,57 @@ def test_attach_to_a_session_with_no_host_says_how_to_start_one(cli: Cli, spawn)
     assert pty.child.exitstatus == ExitCode.HOST_LOST
     # without a terminal there is nothing to attach
     assert "needs a terminal" in error_line(cli.run("attach", sid), ExitCode.USAGE)
+
+
+def test_settings_given_to_a_warm_prompt_apply_to_the_live_session(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    out = cli.ok("prompt", "--session", sid, "--model", "smart", "status", env=LIVE).stdout
+    assert "model=demo-smart" in out
+    again = cli.ok("prompt", "--session", sid, "status", env=LIVE).stdout
+    assert "model=demo-smart" in again  # the live session keeps it
+    assert len(cli.trace.pids()) == 1
+
+
+def test_a_bad_setting_on_a_warm_prompt_is_its_own_error_and_the_host_stays(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    bad = cli.run("prompt", "--session", sid, "--model", "no-such-model", "status", env=LIVE)
+    assert bad.returncode == ExitCode.USAGE, bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert "hello again" in cli.ok("prompt", "--session", sid, "hello again", env=LIVE).stdout
+    assert len(cli.trace.pids()) == 1
+
+
+def test_ctrl_c_withdraws_a_waiting_prompt_and_cancels_only_the_running_turn(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.05"]), env=LIVE)
+    sid = sid.stdout.strip()
+    env = cli.env(LIVE)
+
+    def start(text: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            cli.argv("prompt", "--session", sid, text), env=env, cwd=cli.cwd, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+
+    running_one = start("slow running")
+    assert running_one.stdout is not None
+    while "slow running" not in (running_one.stdout.readline() or "slow running"):
+        pass
+    waiting = start("slow waiting")
+    assert waiting.stderr is not None
+    line = waiting.stderr.readline()
+    assert "waiting behind 1 turn" in line
+    waiting.send_signal(signal.SIGINT)
+    _out, err = waiting.communicate(timeout=TIMEOUT)
+    assert waiting.returncode == ExitCode.INTERRUPTED, err
+    assert "Traceback" not in err
+    running_one.send_signal(signal.SIGINT)  # cancels the running turn only
+    out, err = running_one.communicate(timeout=TIMEOUT)
+    assert running_one.returncode == ExitCode.INTERRUPTED, err
+    shown = cli.show(sid)
+    assert "slow running" in shown
+    assert "slow waiting" not in shown  # withdrawn: never sent
+    assert "after both" in cli.ok("prompt", "--session", sid, "after both", env=LIVE).stdout
+    assert len(cli.trace.pids()) == 1  # the host stayed
