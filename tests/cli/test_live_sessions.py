@@ -400,7 +400,7 @@ def test_ctrl_c_withdraws_a_waiting_prompt_and_cancels_only_the_running_turn(hos
     assert waiting.returncode == ExitCode.INTERRUPTED, err
     assert "Traceback" not in err
     running_one.send_signal(signal.SIGINT)  # cancels the running turn only
-    out, err = running_one.communicate(timeout=TIMEOUT)
+    _out, err = running_one.communicate(timeout=TIMEOUT)
     assert running_one.returncode == ExitCode.INTERRUPTED, err
     shown = cli.show(sid)
     assert "slow running" in shown
