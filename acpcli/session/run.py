@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from acpcli.client_side import PermissionPolicy, Refusals
+    from acpcli.errors import StepTimeout
     from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.safestore import SafeIndex
@@ -72,9 +73,17 @@ def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
 
 
 def link_for(
-    agent: AgentChoice, *, protocol: str | None = None, log_file: Path | None = None, run: Run | None = None
+    agent: AgentChoice,
+    *,
+    protocol: str | None = None,
+    log_file: Path | None = None,
+    run: Run | None = None,
+    timeout: float | None = None,
 ) -> AbstractAsyncContextManager[AgentLink]:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
+
+    ``timeout`` (``--timeout``; else the run's) bounds each setup step instead of
+    ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`).
 
     Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
     which runs them, and by sessions with a person at the keyboard, who can be sent there; a
@@ -102,7 +111,7 @@ def link_for(
         tap=_raw_tap(run, log_file),
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
-        step_timeout=step_timeout(),
+        step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
     )
 
 
@@ -416,10 +425,13 @@ def prompt(
                     blocks,
                     notice=lambda m: run.env.note(m, style="yellow"),
                     tick=getattr(view, "tick", None),
+                    limit=run.timeout,
                 )
                 view.turn_ended(stop)
                 writer.flush()
                 after_turn(index, live)
+                if live.timed_out:
+                    raise _turn_timed_out(run.timeout, live.session_id, answered=live.timed_out == "cancelled")
                 if stop == "cancelled" and live.interrupted:
                     raise Interrupted()  # our Ctrl-C cancelled it: exit 130, as shells expect
                 if stop != "end_turn":
@@ -443,6 +455,18 @@ def prompt(
 
     with _auth_hinted(inputs.agent):
         return anyio.run(supervisor.run, main)
+
+
+def _turn_timed_out(seconds: float | None, session_id: str, *, answered: bool) -> StepTimeout:
+    """The one line of a turn that outlasted ``--timeout`` (exit 15)."""
+    from acpcli.errors import StepTimeout
+    from acpcli.safe_text import safe_line
+
+    how = "cancelled" if answered else "the agent did not answer the cancel and was stopped"
+    return StepTimeout(
+        f"the turn outlasted --timeout {seconds or 0:g} s: {how}; what arrived is kept "
+        f"(acpcli show {safe_line(session_id)})"
+    )
 
 
 def _stdout_name(run: Run) -> str:
