@@ -11,8 +11,9 @@ returns an exit code or raises an :class:`~acpcli.errors.AcpcliError`. ``cli/`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.store import Store
-    from acpcli.wiretap import Tap
+    from acpcli.wiretap import Tap, WireTap
 
 
 def _decider(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
@@ -100,7 +101,8 @@ def link_for(
             read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
         )
         decider = _decider(run, agent)
-    return open_link(
+    tap, wire_log = _tap(run, log_file)
+    link = open_link(
         agent.argv,
         env_extra=env_extra(agent),
         choice=protocol or agent.protocol or "auto",  # type: ignore[arg-type]  # validated by the caller / config
@@ -108,26 +110,66 @@ def link_for(
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
         decide_permission=decider,
-        tap=_raw_tap(run, log_file),
+        tap=tap,
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
         step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
     )
+    return link if wire_log is None else _logged(link, wire_log)
 
 
-def _raw_tap(run: Run | None, log_file: Path | None = None) -> Tap | None:
-    if run is None:
-        return None
+def _tap(run: Run | None, log_file: Path | None) -> tuple[Tap | None, WireTap | None]:
+    """The connection's tap, and the wire log when it is one: ``--raw``'s frames on stdout
+    (they win), else the wire log (``--log-file``, else ``ACPCLI_LOG_FILE``), opened now so
+    that a path that cannot be written is refused before the agent starts (exit 17)."""
+    if run is not None and run.raw:
+        return _raw_tap(run), None
+    from acpcli.errors import OutputError
+    from acpcli.wiretap import WireTap
+
+    wire_log = WireTap(log_file) if log_file is not None else WireTap.from_env()
+    if wire_log is None:
+        return None, None
+    if run is not None and run.person is not None:
+        say = run.env.note
+        wire_log.on_failure = lambda message: say(
+            f"acpcli: warning: {message}; the session goes on without it", style="yellow"
+        )
+    try:
+        wire_log.open()
+    except OSError as err:
+        raise OutputError(f"cannot write the wire log {wire_log.path}: {err.strerror or err}") from None
+    return wire_log, wire_log
+
+
+@asynccontextmanager
+async def _logged(link: AbstractAsyncContextManager[AgentLink], wire_log: WireTap) -> AsyncIterator[AgentLink]:
+    """The link, and at its end the wire log's verdict: a log that could not be written did
+    not stop the conversation (:class:`~acpcli.wiretap.WireTap`), but the command then ends
+    with :class:`~acpcli.errors.OutputError` (exit 17) once everything else is done -- or,
+    when another error is on its way out, says so in one warning line beside it."""
+    try:
+        async with link as linked:
+            yield linked
+    except BaseException:
+        if wire_log.failure is not None:
+            sys.stderr.write(f"acpcli: warning: {_log_lost(wire_log)}\n")
+        raise
+    if wire_log.failure is not None:
+        from acpcli.errors import OutputError
+
+        raise OutputError(_log_lost(wire_log))
+
+
+def _log_lost(wire_log: WireTap) -> str:
+    lost = wire_log.lost
+    return f"{wire_log.failure} ({lost} frame{'s' if lost != 1 else ''} not logged)"
+
+
+def _raw_tap(run: Run) -> Tap:
+    """``--raw``: the frames on stdout; under a supervisor, one that cannot be written stops
+    the command (exit 17: stdout was the output asked for)."""
     supervisor = run.supervisor
-    if not run.raw:
-        if supervisor is None or log_file is None:
-            return None
-        # --log-file under a supervisor: a write failure stops the command (exit 17) rather
-        # than breaking the connection mid-frame.
-        from acpcli.supervise import GuardedTap
-        from acpcli.wiretap import WireTap
-
-        return GuardedTap(WireTap(log_file), f"the wire log {log_file}", supervisor)
     from acpcli.wiretap import StreamTap
 
     tap = StreamTap(run.env.stdout)
@@ -365,8 +407,6 @@ def prompt(
     """One turn: a new session (or ``--session``: resume if supported, else load without
     printing the replay), the prompt, the streamed answer; the exit code follows the stop
     reason."""
-    import sys
-
     import anyio
 
     from acpcli.errors import CapabilityMissing, ExitCode, Interrupted, TurnEnded
