@@ -217,7 +217,8 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
 def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
     """``new``, ``load`` or ``resume``: start the agent, set the session up, record it,
     then hand over to the person or print what a script needs (``new``: the id; ``load``:
-    the replayed transcript; ``resume``: nothing)."""
+    the session's transcript as ``show`` has it, the record merged with the replay;
+    ``resume``: nothing)."""
     import anyio
 
     from acpcli.errors import ExitCode
@@ -254,7 +255,18 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                     capabilities.require(link.features, f"session/{command}")  # before anything is shown
                     local = _local_store(index, session_id) if command == "resume" else None
                     person.banner(session_id, link.features)
-                live = await attach(link, command, inputs, run, index, writer, view, session_id)
+                if command == "load":
+                    assert session_id is not None
+                    # What acpcli recorded before this replay: the replay is merged into it and
+                    # drawn as `show` would draw it, not as the agent sent it (see replay_merge).
+                    # A replay that has not begun when the load settles is drawn as it comes.
+                    local = _local_store(index, session_id)
+                    live = await attach(link, command, inputs, run, index, writer, None, session_id)
+                    local = _replay_merged(local, live.store) if live.store.entries else None
+                    if view is not None and person is None and local is not None:
+                        view.print_store(local)
+                else:
+                    live = await attach(link, command, inputs, run, index, writer, view, session_id)
                 if person is not None:
                     if reattaching:
                         assert view is not None
@@ -317,6 +329,15 @@ def _put_away(writer: EventWriter, index: SafeIndex) -> None:
     writer.close()
     index.close()
     verdict(index)
+
+
+def _replay_merged(local: Store | None, replay: Store) -> Store:
+    """What a load shows: the local record with what the replay adds, as ``show`` has it
+    once the load is stored (:func:`~acpcli.replay_merge.merge_replay`)."""
+    from acpcli.replay_merge import merge_replay
+    from acpcli.store import Store
+
+    return merge_replay(local if local is not None else Store(), replay)
 
 
 def _local_store(index: Index, session_id: str) -> Store | None:
