@@ -66,7 +66,7 @@ def prompt(
 
       acpcli prompt --agent claude --mode plan --model opus "how would you split this module?"
 
-      acpcli prompt --agent demo --timeout 300 "summarize the changes"   (exit 15 after 5 minutes)
+      acpcli prompt --agent demo --timeout 300 "summarize the changes"
     """
     from acpcli.cli.streams import close_output, environment, prompt_text
     from acpcli.config import parse_timeout
