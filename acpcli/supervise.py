@@ -8,8 +8,8 @@
   process group is killed, the body is cancelled -- its ``finally`` blocks store what arrived,
   close the view and restore the terminal -- and :class:`~acpcli.errors.Terminated` leaves
   with exit 143 / 129.
-* **A failure reported from the side** (:meth:`fail`: the wire log or the ``--raw`` output
-  could not be written) kills the agent's process group the same way and leaves with that error.
+* **A failure reported from the side** (:meth:`fail`: the ``--raw`` output could not be
+  written; a wire log that cannot be written stops nothing, see :mod:`acpcli.wiretap`) kills the agent's process group the same way and leaves with that error.
 * **The event log is flushed by time**: every ``tick`` seconds the writer flushes what has
   waited ``flush_interval`` (0.1 s), so what arrived is on disk within about 100 ms whether
   or not more follows (a ``kill -9`` loses at most that).
@@ -173,7 +173,7 @@ class Supervisor:
 
 
 class GuardedTap:
-    """A wire tap (``--log-file`` / ``--raw``) whose write failures stop the command with
+    """A tap (``--raw``: the frames are the output) whose write failures stop the command with
     :class:`~acpcli.errors.OutputError` through the supervisor instead of breaking the
     connection (the tap runs on the connection's reader and sender)."""
 

@@ -21,6 +21,7 @@ from acpcli.cli.options import (
     NoTerminal,
     Permissions,
     Protocol,
+    Timeout,
 )
 
 app = typer.Typer()
@@ -51,6 +52,7 @@ def prompt(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
 
@@ -67,14 +69,18 @@ def prompt(
       acpcli prompt --last "and now the tests"
 
       acpcli prompt --agent claude --mode plan --model opus "how would you split this module?"
+
+      acpcli prompt --agent demo --timeout 300 "summarize the changes"
     """
     from acpcli.cli.streams import close_output, environment, prompt_text
+    from acpcli.config import parse_timeout
     from acpcli.env import Environment
     from acpcli.session import run as running
     from acpcli.session.context import Run
     from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
     wanted = wanted_settings(mode, model, set_)
+    seconds = parse_timeout(timeout)
     env = environment()
     the_text = prompt_text(text, file, env)
     options = Options(
@@ -82,7 +88,7 @@ def prompt(
         protocol=protocol, log_file=log_file,
     )
     inputs, record = for_prompt(options, session, last)
-    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
+    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds)
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
 

@@ -31,6 +31,7 @@ from acpcli.cli.options import (
     Permissions,
     Protocol,
     SessionId,
+    Timeout,
 )
 
 if TYPE_CHECKING:
@@ -50,19 +51,29 @@ Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="A ti
 
 
 def _run(
-    no_repl: bool, title: str | None = None, permissions: str | None = None, no_fs: bool = False, no_terminal: bool = False
+    no_repl: bool,
+    title: str | None = None,
+    permissions: str | None = None,
+    no_fs: bool = False,
+    no_terminal: bool = False,
+    timeout: str | None = None,
 ) -> Run:
     """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
     from acpcli.cli.streams import environment
+    from acpcli.config import parse_timeout
     from acpcli.session.context import Run
 
+    seconds = parse_timeout(timeout)  # before anything starts
     env = environment()
     person = None
     if env.interactive and not no_repl:
         from acpcli.repl.person import AtTerminal
 
         person = AtTerminal(env)
-    return Run(env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal)
+    return Run(
+        env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal,
+        timeout=seconds,
+    )
 
 
 @app.command()
@@ -80,6 +91,7 @@ def new(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Start a new session with an agent.
 
@@ -99,7 +111,7 @@ def new(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
         log_file=log_file,
     )
-    raise typer.Exit(run.new(options, _run(no_repl, title, permissions, no_fs, no_terminal)))
+    raise typer.Exit(run.new(options, _run(no_repl, title, permissions, no_fs, no_terminal, timeout)))
 
 
 @app.command()
@@ -120,6 +132,7 @@ def load(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Load a session: the agent replays the conversation, then the prompt opens.
 
@@ -135,7 +148,7 @@ def load(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal)
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout)
     raise typer.Exit(run.reattach("load", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
@@ -157,6 +170,7 @@ def resume(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Resume a session without replay; the locally stored transcript is shown for context.
 
@@ -170,7 +184,7 @@ def resume(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal)
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout)
     raise typer.Exit(run.reattach("resume", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
@@ -181,6 +195,7 @@ def close(
     cmd: Cmd = None,
     protocol: Protocol = None,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Close a session on the agent (resuming it first when needed) and mark it closed.
 
@@ -190,7 +205,7 @@ def close(
     from acpcli.session.inputs import Options
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
-    raise typer.Exit(run.close(session_id, options, _run(True)))
+    raise typer.Exit(run.close(session_id, options, _run(True, timeout=timeout)))
 
 
 @app.command()
@@ -210,6 +225,7 @@ def sessions(
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     protocol: Protocol = None,
+    timeout: Timeout = None,
 ) -> None:
     """List sessions, most recently used first: the local index by default, or the agent's own
     list with --remote.
@@ -256,7 +272,7 @@ def sessions(
 
     raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,
-        state=state, since=since, limit=limit,
+        state=state, since=since, limit=limit, timeout=timeout,
     ))
 
 
