@@ -45,6 +45,10 @@ def agents(
     registry_url, else the public ACP registry) and cached for a day under ACPCLI_HOME;
     offline, the cached copy is used. Configure more agents in config.toml under
     [agents.NAME] (see the README); run any other command with --cmd.
+
+    Downloads are capped while they arrive (the registry at 16 MiB, an archive at 1 GiB)
+    and given up after 2 and 10 minutes in all: ACPCLI_DOWNLOAD_DEADLINE=SECONDS sets
+    both. Registry entries whose package is not a package name are skipped with a warning.
     """
     if action is None:
         if agent_id is not None:
