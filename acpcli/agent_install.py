@@ -479,9 +479,12 @@ def install(entry: Any, *, progress: Callable[[int, int | None], None] | None = 
 
 def _storage(agent_id: str, base: Path, exc: OSError) -> AgentStartError:
     """A write that failed during an install (a full disk, a quota, a read-only home)."""
+    import errno
+
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
     return AgentStartError(
         f"cannot install registry agent {agent_id!r}: {exc.strerror or exc} (writing in {base}); nothing was installed",
-        hint=f"free some space, then run `acpcli agents install {agent_id}` again",
+        hint=f"free some space, then run `acpcli agents install {agent_id}` again" if full else None,
     )
 
 

@@ -420,7 +420,7 @@ class _Watchdog:
         self._timer.daemon = True
 
     def trace(self, event: str, info: Mapping[str, Any]) -> None:
-        if event != "connection.connect_tcp.complete":
+        if not event.endswith("connect_tcp.complete"):  # "connection.", "socks." (a SOCKS proxy)
             return
         stream = info.get("return_value")
         sock = stream.get_extra_info("socket") if stream is not None else None
@@ -516,10 +516,12 @@ def download(
             finally:
                 response.close()
     except httpx.HTTPError as exc:
-        if watchdog.fired:
+        # a silence as long as the whole deadline (a deadline under the idle timeout) is
+        # the deadline too, whichever of the two noticed first
+        if watchdog.fired or (isinstance(exc, httpx.TimeoutException) and seconds <= FETCH_TIMEOUT):
             raise overdue() from None
         raise fail(_describe(exc)) from None
-    except ValueError as exc:  # an URL httpx cannot use
+    except (ValueError, httpx.InvalidURL) as exc:  # an URL httpx cannot use
         raise fail(str(exc)) from None
 
 

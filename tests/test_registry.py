@@ -318,3 +318,10 @@ def test_args_go_after_the_separator() -> None:
     assert how.argv == ["npx", "-y", "--", "pkg@1", "--call=touch pwned", "-y"]
     agent = registry.parse_entry(_entry("uvx", "pkg==1", args=["--from", "x"]))
     assert registry.launch(agent, {"uvx": "/bin/uvx"}.get).argv == ["uvx", "--", "pkg==1", "--from", "x"]
+
+
+@pytest.mark.parametrize("url", ["http://\x01/registry.json", "notaurl", "http://127.0.0.1:99999/r.json"])
+def test_urls_httpx_cannot_use_are_one_error(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv(registry.URL_ENV, url)
+    with pytest.raises(RegistryError, match="cannot fetch the agent registry"):
+        registry.load()

@@ -213,8 +213,8 @@ def _registry_rows(reg: Registry, local: dict[str, str]) -> Iterator[dict[str, A
 
 
 _COLUMNS = ("NAME", "VERSION", "RUNS", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION")
-#: The columns cut first (with an ellipsis) when the table is wider than the terminal.
-_SHRINK_FIRST = ("DESCRIPTION", "COMMAND", "FOUND", "SOURCE")
+#: The columns cut (with an ellipsis) when the table is wider than the terminal.
+_FLEXIBLE = frozenset({"COMMAND", "FOUND", "SOURCE", "DESCRIPTION"})
 
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
@@ -239,21 +239,27 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _fit(widths: list[int], room: int | None) -> list[int]:
-    """Column widths that fit ``room`` cells (two spaces between columns), taking from the
-    columns of :data:`_SHRINK_FIRST` in turn, down to the width of their header."""
+    """Column widths that fit ``room`` cells (two spaces between columns): the widest of the
+    :data:`_FLEXIBLE` columns are cut to one width, the largest that fits (never below their
+    header), as rich would share the room."""
     if room is None:
         return widths
-    widths = list(widths)
-    over = sum(widths) + 2 * (len(widths) - 1) - room
-    for name in _SHRINK_FIRST:
-        if over <= 0:
-            break
-        i = _COLUMNS.index(name)
-        cut = min(over, widths[i] - len(name))
-        if cut > 0:
-            widths[i] -= cut
-            over -= cut
-    return widths
+    fixed = sum(w for w, name in zip(widths, _COLUMNS, strict=True) if name not in _FLEXIBLE)
+    floor = {i: len(name) for i, name in enumerate(_COLUMNS) if name in _FLEXIBLE}
+
+    def total(cap: int) -> int:
+        return fixed + sum(max(floor[i], min(widths[i], cap)) for i in floor) + 2 * (len(widths) - 1)
+
+    if total(max(widths)) <= room:
+        return widths
+    low, high = 0, max(widths)  # total(low) may not fit either: then every column is at its floor
+    while low < high:
+        mid = (low + high + 1) // 2
+        if total(mid) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return [max(floor[i], min(w, low)) if i in floor else w for i, w in enumerate(widths)]
 
 
 def _table(env: Environment, rows: list[tuple[str, ...]]) -> None:
