@@ -353,18 +353,21 @@ def _lock_path(agent_id: str) -> Path:
     return agents_dir() / f".{agent_id}.lock"
 
 
-def _holder(path: Path) -> str:
+def _holder(path: Path, agent_id: str) -> str:
+    """Who holds the lock ``path`` and what for, as its holder wrote it: ``another acpcli
+    (pid 123) installing 'ID'``."""
     try:
-        pid = path.read_text(encoding="ascii").strip()
+        pid, _, doing = path.read_text(encoding="ascii").partition(" ")
     except (OSError, ValueError):
-        return ""
-    return f" (pid {pid})" if pid.isdigit() else ""
+        pid, doing = "", ""
+    doing = doing.strip() if doing.strip() in ("installing", "removing") else "installing or removing"
+    return f"another acpcli{f' (pid {pid})' if pid.isdigit() else ''} {doing} {agent_id!r}"
 
 
 @contextmanager
 def _locked(agent_id: str, doing: str = "installing") -> Iterator[bool]:
-    """Hold the advisory lock of ``agent_id`` (``agents/.ID.lock``); yields whether another
-    acpcli held it first (it was waited for). The system releases it when the process dies;
+    """Hold the advisory lock of ``agent_id`` (``agents/.ID.lock``, holding the pid and
+    ``doing``); yields whether another acpcli held it first (it was waited for). The system releases it when the process dies;
     a holder that does not finish within the archive deadline and a minute is given up on
     with an :class:`AgentStartError`. The lock file is removed on release: a waiter that
     then holds a removed file's lock tries again with the file at the path."""
@@ -394,12 +397,12 @@ def _locked(agent_id: str, doing: str = "installing") -> Iterator[bool]:
         except OSError:
             os.close(fd)
             if not waited:
-                notices.warn("agent-install-wait", f"waiting for another acpcli{_holder(path)} {doing} {agent_id!r}")
+                notices.warn("agent-install-wait", f"waiting for {_holder(path, agent_id)}")
                 waited = True
             if time.monotonic() > gives_up:
                 raise AgentStartError(
-                    f"another acpcli{_holder(path)} has been {doing} {agent_id!r} for over {patience:g}s; not waiting longer",
-                    hint=f"when it is gone, run `acpcli agents install {agent_id}` again",
+                    f"waited {patience:g}s for {_holder(path, agent_id)}; not waiting longer",
+                    hint="when it is done (or gone), run the command again",
                 ) from None
             time.sleep(0.1)
             continue
@@ -413,7 +416,7 @@ def _locked(agent_id: str, doing: str = "installing") -> Iterator[bool]:
     try:
         try:
             os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
+            os.write(fd, f"{os.getpid()} {doing}".encode())
         except OSError:
             pass  # the pid only helps the message of whoever waits
         yield waited

@@ -320,7 +320,7 @@ def test_a_lock_held_by_a_process_that_died_is_free(server: RegistryServer, acpc
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        assert (acpcli_home / "agents" / ".bin-agent.lock").read_text() == str(holder.pid)
+        assert (acpcli_home / "agents" / ".bin-agent.lock").read_text() == f"{holder.pid} installing"
     finally:
         holder.kill()  # SIGKILL: no finally of its own runs; the system lets go of the lock
         holder.wait()
@@ -328,3 +328,40 @@ def test_a_lock_held_by_a_process_that_died_is_free(server: RegistryServer, acpc
     server.files["/agent-1.tar.gz"] = good_tar()
     assert agent_install.install(entry(server)).version == "1.0.0"
     assert sorted(p.name for p in (acpcli_home / "agents").iterdir()) == ["bin-agent"]  # no lock file left
+
+
+def test_a_lock_not_let_go_of_is_given_up_on(
+    server: RegistryServer, acpcli_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from acpcli import notices
+
+    (acpcli_home / "agents").mkdir()
+    lock = acpcli_home / "agents" / ".bin-agent.lock"
+    lock.write_text("4242 removing")
+    said: list[str] = []
+    previous = notices.set_sink(said.append)
+    monkeypatch.setenv(registry.DEADLINE_ENV, "0.1")  # the patience is the deadline and a minute
+    monkeypatch.setattr(agent_install.time, "monotonic", _clock(step=10.0))
+    with lock.open() as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another open file: as another process, flock says no
+        try:
+            with pytest.raises(AgentStartError, match=r"waited 60\.1s for another acpcli \(pid 4242\) removing 'bin-agent'"):
+                agent_install.install(entry(server))
+        finally:
+            notices.set_sink(previous)
+            notices.reset()
+    assert said == ["waiting for another acpcli (pid 4242) removing 'bin-agent'"]
+    assert server.requests == []
+
+
+def _clock(step: float) -> Any:
+    """A monotonic clock that moves ``step`` seconds each time it is read."""
+    now = [0.0]
+
+    def monotonic() -> float:
+        now[0] += step
+        return now[0]
+
+    return monotonic
