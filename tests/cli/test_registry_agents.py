@@ -386,46 +386,60 @@ def test_a_huge_registry_is_listed_in_bounded_memory(cli: Cli, server: RegistryS
     assert usage.ru_maxrss < 400 * 1024  # KiB: about 175 MB here
 
 
-def _slow_archive(seconds: float, data: bytes) -> Any:
-    """A responder that sends ``data`` in 10 pieces over ``seconds``."""
+def _held_archive(release: threading.Event, data: bytes) -> Any:
+    """A responder that sends the headers and half of ``data``, then the rest once
+    ``release`` is set (at most 30 s later: a guard against a hang only)."""
 
     def respond(server: RegistryServer, handler: Any) -> None:
         handler.send_response(200)
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
-        step = len(data) // 10 + 1
-        for i in range(0, len(data), step):
-            if server.stopping.wait(seconds / 10):
-                return
-            handler.wfile.write(data[i : i + step])
+        handler.wfile.write(data[: len(data) // 2])
+        release.wait(30)
+        handler.wfile.write(data[len(data) // 2 :])
 
     return respond
 
 
-def test_concurrent_installs_of_one_agent_take_turns(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+def test_concurrent_installs_of_one_agent_take_turns(cli: Cli, server: RegistryServer) -> None:
     _binary_registry(server, "2.0.0")
     archive = "/fake-binary-2.0.0.tar.gz"
-    server.responders[archive] = _slow_archive(2.0, server.files.pop(archive))
+    release = threading.Event()
+    server.responders[archive] = _held_archive(release, server.files.pop(archive))
     env = {"ACPCLI_REGISTRY_URL": server.url}
     cli.ok("agents", "--registry", env=env)  # the registry cached: both start at once
-    first = subprocess.Popen(cli.argv("agents", "install", "fake-binary"), env=cli.env(env), cwd=cli.cwd,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(cli.argv("agents", "install", "fake-binary"), env=cli.env(env), cwd=cli.cwd,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = start()
+    second: subprocess.Popen[str] | None = None
+    guard = threading.Timer(60, release.set)  # a guard against a hang only
+    guard.start()
     try:
-        deadline = time.monotonic() + 30
         while not any(p.name.startswith(".partial-") for p in (cli.home / "agents" / "fake-binary").glob("*")):
-            assert time.monotonic() < deadline and first.poll() is None
+            assert first.poll() is None and not release.is_set()
             time.sleep(0.05)
-        second = cli.run("agents", "install", "fake-binary", env=env)  # while the first downloads
+        second = start()  # while the first is half way through its download
+        assert second.stderr is not None
+        seen = [second.stderr.readline(), second.stderr.readline()]
+        release.set()  # the second is waiting: let the first finish
         out, err = first.communicate(timeout=60)
+        out2, err2 = second.communicate(timeout=60)
     finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+        guard.cancel()
+        release.set()
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    err2 = "".join(seen) + err2
     assert first.returncode == 0, err
-    assert second.returncode == 0, second.stderr
-    assert out.startswith("installed fake-binary 2.0.0 in ") and second.stdout.startswith("installed fake-binary 2.0.0 in ")
-    assert f"acpcli: warning: waiting for another acpcli (pid {first.pid}) installing 'fake-binary'" in second.stderr
-    assert "Traceback" not in err + second.stderr
+    assert second.returncode == 0, err2
+    assert out.startswith("installed fake-binary 2.0.0 in ") and out2.startswith("installed fake-binary 2.0.0 in ")
+    assert seen[1] == f"acpcli: warning: waiting for another acpcli (pid {first.pid}) installing 'fake-binary'\n"
+    assert "Traceback" not in err + err2
     assert len([r for r in server.requests if r["path"] == archive]) == 1  # the second used the first's
     assert sorted(p.name for p in (cli.home / "agents").iterdir()) == ["fake-binary"]
     assert sorted(p.name for p in (cli.home / "agents" / "fake-binary").iterdir()) == ["2.0.0", "current.json"]
