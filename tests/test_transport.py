@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acpcli.errors import AgentStartError, ConnectionClosed, ExitCode
-from acpcli.transport import AgentProcess, LineFramer, memory_pair
+from acpcli.transport import STDERR_LOG_MAX_BYTES, AgentProcess, LineFramer, StderrLog, memory_pair
 from tests.helpers.procs import group_members, running
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
@@ -237,10 +237,41 @@ async def test_an_agent_flooding_stderr_still_answers(tmp_path: Path) -> None:
     assert returncode == 0
     assert len(tail) == 5
     assert tail[-1] == "flood done"
-    data = log.read_bytes()
+    # Over the cap of one file (4 MiB) it was rotated once: together the two hold it all.
+    older = log.with_name(log.name + ".1")
+    assert older.stat().st_size <= STDERR_LOG_MAX_BYTES and log.stat().st_size <= STDERR_LOG_MAX_BYTES
+    data = older.read_bytes() + log.read_bytes()
     assert data.startswith(b"hello from the agent\n")
     assert data.endswith(b"flood done\n")
     assert len(data) == len(b"hello from the agent\n") + flood // 100 * 100 + len(b"flood done\n")
+
+
+def test_the_stderr_log_is_capped_rotated_and_says_what_it_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "agent.stderr.log"
+    older = path.with_name(path.name + ".1")
+    log = StderrLog.open(path, max_bytes=1000)
+    assert log is not None
+    for i in range(30):  # 3000 bytes: two rotations, the first file's bytes dropped
+        log.write(b"%09d\n" % i * 10)
+    log.close()
+    assert path.stat().st_size <= 1000 and older.stat().st_size <= 1000
+    current = path.read_bytes()
+    assert current.startswith(b"[acpcli: ") and b"bytes of this log were dropped" in current.splitlines()[0]
+    assert current.endswith(b"000000029\n")  # the newest bytes are kept
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+    big = StderrLog.open(path, max_bytes=1000)  # a chunk larger than a file keeps its end
+    assert big is not None
+    big.write(b"a" * 5000 + b"END\n")
+    big.close()
+    assert path.stat().st_size <= 1000 and path.read_bytes().endswith(b"aaaEND\n")
+
+    path.write_bytes(b"z" * 1500)  # a log a past run left over the cap is rotated when opened
+    again = StderrLog.open(path, max_bytes=1000)
+    assert again is not None
+    again.write(b"next run\n")
+    again.close()
+    assert older.read_bytes() == b"z" * 1500 and path.read_bytes().endswith(b"next run\n")
 
 
 @pytest.mark.anyio
