@@ -201,16 +201,27 @@ async def exited(process: Any, within: float | None = None) -> bool:
     """Wait up to ``within`` seconds (None: no limit) for an anyio ``process`` to exit; True
     once it has.
 
-    Its exit status, not ``process.wait()``: before anyio 4.9 that also waits for the pipes
-    to close, which a process it left behind holding them may never do.
+    ``process.wait()``, raced with a look at its exit status now and then: before anyio 4.9
+    ``wait()`` also waits for the pipes to close, which a process it left behind holding
+    them may never do.
     """
     import anyio
 
-    delay = 0.005
-    with anyio.move_on_after(within):
+    async def watch(scope: anyio.CancelScope, waiter: Any) -> None:
+        await waiter()
+        scope.cancel()
+
+    async def poll() -> None:
+        delay = 0.01
         while process.returncode is None:
             await anyio.sleep(delay)
-            delay = min(delay * 2, 0.1)
+            delay = min(delay * 2, 1.0)
+
+    if process.returncode is None:
+        with anyio.move_on_after(within):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch, tg.cancel_scope, process.wait)
+                tg.start_soon(watch, tg.cancel_scope, poll)
     return process.returncode is not None
 
 

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -358,6 +359,22 @@ async def test_no_process_of_the_group_survives(flags: tuple[str, ...]) -> None:
             os.close(pidfd)
     assert group_members(proc.pid) == []
     assert not running(grandchild)
+
+
+@pytest.mark.anyio
+@needs_proc
+@pytest.mark.parametrize("how", ["setsid", "orphan"])
+async def test_what_the_agent_started_outside_its_group_is_ended_too(how: str) -> None:
+    """Here acpcli is a library (no subreaper): the setsid child is found in the agent's
+    tree, the orphan (re-parented to init) by the owner tag in its environment."""
+    async with agent() as proc:
+        left = (await call(proc, 1, "spawn_grandchild", {how: True}))["pid"]
+        assert os.getsid(left) == left and os.getpgid(left) != proc.pid  # out of the group
+        await proc.aclose(stdin_grace=0.2, term_grace=0.2)
+    deadline = time.monotonic() + 5
+    while running(left) and time.monotonic() < deadline:
+        await anyio.sleep(0.02)
+    assert not running(left)
 
 
 # -- the in-memory pair -------------------------------------------------------------------------

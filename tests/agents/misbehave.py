@@ -169,11 +169,20 @@ def m_flood_stderr(rid: Any, params: Any) -> None:
 
 
 def m_spawn_grandchild(rid: Any, params: Any) -> None:
-    """Start a long sleeper that inherits stderr (as MCP servers often do) and outlives us."""
+    """Start a long sleeper that inherits stderr (as MCP servers often do) and outlives us;
+    ``setsid``: in a session of its own (outside our group); ``orphan``: through a shell that
+    exits at once (so it is re-parented away from us), in a session of its own."""
+    if params and params.get("orphan"):
+        shell = subprocess.run(
+            ["sh", "-c", "setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!"], capture_output=True, check=True
+        )
+        result(rid, {"pid": int(shell.stdout)})
+        return
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(600)"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
+        start_new_session=bool(params and params.get("setsid")),
     )
     result(rid, {"pid": child.pid})
 
