@@ -122,28 +122,89 @@ def unmanage(pid: int) -> None:
 
 
 # -- finding --------------------------------------------------------------------------------------
+#
+# Cheap by design: a terminal released among 1,500 live ones must not read all of /proc. Trees
+# are walked through /proc/PID/task/TID/children (the direct children of each thread), and
+# environments are read only of the children of the processes an orphan can have been
+# re-parented to (acpcli when it is a subreaper, else its ancestors up to init).
 
 
-def _table() -> dict[int, _Proc]:
-    """Every process of ``/proc`` ({} without one)."""
-    table: dict[int, _Proc] = {}
-    if not _HAVE_PROC:
-        return table
+def _stat(pid: int) -> _Proc | None:
+    """``/proc/PID/stat`` (None once it is gone)."""
     try:
-        names = os.listdir("/proc")
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            line = f.read()
+        fields = line[line.rindex(b")") + 2 :].split()
+        return _Proc(int(fields[1]), int(fields[2]), fields[0].decode(), int(fields[19]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _all_pids() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
+        return []
+
+
+def _children_files_work() -> bool:
+    return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def _children(pid: int, parents: dict[int, list[int]] | None) -> list[int]:
+    """The direct children of ``pid``: from ``parents`` (a whole-table map, when the kernel
+    has no ``children`` files), else from the ``children`` file of each of its threads."""
+    if parents is not None:
+        return parents.get(pid, [])
+    found: list[int] = []
+    if pid == os.getpid():
+        # acpcli has a thread per child it waits for; only the main thread (where children
+        # are started, and orphans are re-parented to) and this one can have children.
+        import threading
+
+        tids = list({str(pid), str(threading.get_native_id())})
+    else:
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                line = f.read()
-            fields = line[line.rindex(b")") + 2 :].split()
-            table[int(name)] = _Proc(int(fields[1]), int(fields[2]), fields[0].decode(), int(fields[19]))
-        except (OSError, ValueError, IndexError):
-            continue  # gone between the listing and the read
-    return table
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return found
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(child) for child in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _parents_map() -> dict[int, list[int]] | None:
+    """None when ``children`` files can be read; else ppid -> pids of every process."""
+    if _children_files_work():
+        return None
+    parents: dict[int, list[int]] = {}
+    for pid in _all_pids():
+        proc = _stat(pid)
+        if proc is not None:
+            parents.setdefault(proc.ppid, []).append(pid)
+    return parents
+
+
+def _orphan_homes() -> list[int]:
+    """Where an orphan of acpcli's descendants can have been re-parented to: the nearest
+    subreaper above its dead parent, so acpcli itself when it is one, else acpcli's
+    ancestors up to init (one of them, ``systemd --user`` say, may be a subreaper)."""
+    me = os.getpid()
+    homes = [me]
+    if _state["subreaper"]:
+        return homes
+    pid = me
+    while pid > 1 and len(homes) < 64:
+        proc = _stat(pid)
+        if proc is None or proc.ppid <= 0:
+            break
+        pid = proc.ppid
+        homes.append(pid)
+    return homes
 
 
 def _tag_of(pid: int) -> str | None:
@@ -159,42 +220,50 @@ def _tag_of(pid: int) -> str | None:
     return None
 
 
-def _descendants(roots: Iterable[int], table: Mapping[int, _Proc]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for pid, proc in table.items():
-        children.setdefault(proc.ppid, []).append(pid)
+def _descendants(roots: Iterable[int], parents: dict[int, list[int]] | None) -> set[int]:
     found: set[int] = set()
     stack = list(roots)
     while stack:
-        for child in children.get(stack.pop(), ()):
+        for child in _children(stack.pop(), parents):
             if child not in found:
                 found.add(child)
                 stack.append(child)
     return found
 
 
+def _living(pids: Iterable[int]) -> dict[int, int]:
+    """``{pid: start time}`` of those of ``pids`` that run (not gone, not zombies)."""
+    alive: dict[int, int] = {}
+    for pid in pids:
+        proc = _stat(pid)
+        if proc is not None and proc.state not in _DEAD:
+            alive[pid] = proc.start
+    return alive
+
+
 def leftovers(root: int, tag: str | None, *, alive: bool) -> dict[int, int]:
     """What to end for the owner ``root`` (a process group leader acpcli started, tagged
     ``tag``), as ``{pid: start time}``: its descendants (only while it is ``alive``: a dead
-    root's pid may be another process's by now), the other members of its group, every
-    process bearing its tag, and their descendants. Never ``root``, acpcli or a managed pid.
+    root's pid may be another process's by now), every process bearing its tag, and their
+    descendants. Never ``root``, acpcli or a managed pid. (Its group is for ``killpg``.)
     """
-    table = _table()
+    if not _HAVE_PROC:
+        return {}
     me = os.getpid()
-    tops = {pid for pid, proc in table.items() if proc.pgid == root and proc.state not in _DEAD}
+    parents = _parents_map()
+    tops = {root} if alive else set()
     if tag is not None:
-        tops.update(pid for pid, proc in table.items() if proc.state not in _DEAD and pid != me and _tag_of(pid) == tag)
-    if alive:
-        tops.add(root)
-    found = tops | _descendants(tops, table)
+        candidates = [pid for home in _orphan_homes() for pid in _children(home, parents)]
+        tops.update(pid for pid in candidates if pid != me and pid not in _managed and _tag_of(pid) == tag)
+    found = tops | _descendants(tops, parents)
     found -= _managed | {me, root}
-    return {pid: table[pid].start for pid in found if table[pid].state not in _DEAD}
+    return _living(found)
 
 
 def snapshot_alive(pids: Mapping[int, int]) -> dict[int, int]:
     """The ones of ``pids`` (``{pid: start time}``) that are still the same running process."""
-    table = _table()
-    return {pid: start for pid, start in pids.items() if (p := table.get(pid)) and p.start == start and p.state not in _DEAD}
+    now = _living(pids)
+    return {pid: start for pid, start in pids.items() if now.get(pid) == start}
 
 
 async def exited(process: Any, within: float | None = None) -> bool:
@@ -266,10 +335,12 @@ def reap(timeout: float = 0.0) -> bool:
                     if os.waitpid(pid, os.WNOHANG)[0]:
                         _killed.discard(pid)
             return False
-        table = _table()
         dying = False
-        for pid, proc in table.items():
-            if proc.ppid != me or pid in _managed:
+        for pid in _children(me, _parents_map()):
+            if pid in _managed:
+                continue
+            proc = _stat(pid)
+            if proc is None:
                 continue
             if proc.state != "Z":
                 dying = dying or pid in _killed
@@ -278,7 +349,8 @@ def reap(timeout: float = 0.0) -> bool:
                 with suppress(OSError):  # ChildProcessError: someone else reaped it
                     os.waitpid(pid, os.WNOHANG)
                 _killed.discard(pid)
-        _killed.intersection_update(table)
+        for pid in [pid for pid in _killed if _stat(pid) is None]:
+            _killed.discard(pid)
         if not dying or time.monotonic() >= deadline:
             return dying
         time.sleep(0.01)
@@ -289,11 +361,9 @@ def sweep() -> None:
     their descendants), and reap it. Run at exit by :func:`claim`, and by the supervisor."""
     if not _state["claimed"] or not _HAVE_PROC:
         return
-    table = _table()
-    me = os.getpid()
-    tops = {pid for pid, proc in table.items() if proc.ppid == me and pid not in _managed}
-    found = tops | _descendants(tops, table)
-    alive = {pid: table[pid].start for pid in found if table[pid].state not in _DEAD}
+    parents = _parents_map()
+    tops = {pid for pid in _children(os.getpid(), parents) if pid not in _managed}
+    alive = _living(tops | _descendants(tops, parents))
     if alive:
         signal_all(alive, signal.SIGKILL)
     reap(timeout=1.0)

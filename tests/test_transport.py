@@ -369,6 +369,9 @@ async def test_what_the_agent_started_outside_its_group_is_ended_too(how: str) -
     tree, the orphan (re-parented to init) by the owner tag in its environment."""
     async with agent() as proc:
         left = (await call(proc, 1, "spawn_grandchild", {how: True}))["pid"]
+        deadline = time.monotonic() + 5
+        while os.getsid(left) != left and time.monotonic() < deadline:  # `setsid` may not have run yet
+            await anyio.sleep(0.01)
         assert os.getsid(left) == left and os.getpgid(left) != proc.pid  # out of the group
         await proc.aclose(stdin_grace=0.2, term_grace=0.2)
     deadline = time.monotonic() + 5
