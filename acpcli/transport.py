@@ -66,8 +66,6 @@ _STDERR_SETTLE = 0.5
 # the pipe) before what it left is killed, and then before stdout is no longer read.
 _OUTPUT_SETTLE = 1.0
 _LEFTOVER_SETTLE = 0.5
-# How often the agent's exit is looked for (its exit status is set by the child watcher).
-_EXIT_POLL = 0.1
 #: The most one stderr log file holds; one older file (``NAME.1``) is kept besides.
 STDERR_LOG_MAX_BYTES = 4 * 1024 * 1024
 # A stderr "line" without a newline is cut to this many bytes in the tail.
@@ -491,8 +489,11 @@ class AgentProcess:
                 return
             from acpcli import procs
 
-            logger.info("agent %d exited (status %s) but its stdout is still open: ending what it left",
-                        self.pid, self._process.returncode)
+            logger.info(
+                "agent %d exited (status %s) but its stdout is still open: ending what it left",
+                self.pid,
+                self._process.returncode,
+            )
             self._signal_all(signal.SIGKILL)
             await procs.reaped(_LEFTOVER_SETTLE)
             with anyio.move_on_after(_LEFTOVER_SETTLE):
