@@ -380,6 +380,23 @@ async def test_what_the_agent_started_outside_its_group_is_ended_too(how: str) -
     assert not running(left)
 
 
+@pytest.mark.anyio
+async def test_an_agent_that_exits_while_an_unreachable_process_holds_its_stdout() -> None:
+    """Nothing can end the holder here (no subreaper, no tag, not in the tree): once the agent
+    has exited its stdout is no longer read, so the connection still ends."""
+    async with agent() as proc:
+        await proc.send(frame(1, "exit_leaving_holder"))
+        raw = await proc.receive()
+        assert raw is not None
+        holder = json.loads(raw)["params"]["pid"]
+        try:
+            with anyio.fail_after(LIMIT):  # before the fix: read until the sleep ends (600 s)
+                assert await proc.receive() is None
+            assert proc.exit_info()[0] == 3
+        finally:
+            os.kill(holder, signal.SIGKILL)
+
+
 # -- the in-memory pair -------------------------------------------------------------------------
 
 

@@ -7,6 +7,9 @@ them may be running once acpcli has exited. The first word of the prompt chooses
 ``exit-holding``        start ``sleep 301`` (in the agent's group, holding its stdout and
                         stderr), send a chunk, then exit with status 5 mid-turn
 ``exit-holding-setsid`` the same with ``setsid sleep 301`` (a new session: outside the group)
+``exit-holding-untagged`` the same with a ``sleep 301`` double-forked into a session of its own
+                        with an empty environment (no owner tag: only the sweep at acpcli's
+                        exit, as its subreaper, can find it)
 ``orphan``              a shell starts ``setsid sleep 301`` in the background (holding the
                         agent's stdout) and exits, so the sleep is an orphan; then ``end_turn``
 ``terminal-orphan``     ``terminal/create`` of a shell that starts ``setsid sleep 301`` in the
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 from typing import Any
@@ -47,6 +51,19 @@ class LeaverAgent(BaseSdkAgent):
             append_line("CHILD_PID_FILE", str(child.pid))
             await self.say(session_id, "started a child")
             await asyncio.sleep(0.2)
+            sys.stderr.write("leaver: exiting mid-turn, my child keeps my stdout\n")
+            sys.stderr.flush()
+            os._exit(5)
+        if verb == "exit-holding-untagged":
+            if os.fork() == 0:
+                os.setsid()
+                holder = os.fork()
+                if holder == 0:
+                    os.execve(shutil.which("sleep") or "/bin/sleep", ["sleep", "301"], {})
+                append_line("CHILD_PID_FILE", str(holder))
+                os._exit(0)
+            os.wait()
+            await self.say(session_id, "started a child")
             sys.stderr.write("leaver: exiting mid-turn, my child keeps my stdout\n")
             sys.stderr.flush()
             os._exit(5)

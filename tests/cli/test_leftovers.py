@@ -2,7 +2,9 @@
 
 * An agent that exits mid-turn while a child it started still holds its stdout: acpcli notices
   the agent's own exit (not only the end of its stdout), ends the turn with exit 9 and the
-  agent's last stderr line, and kills what the agent left; it never waits for that child.
+  agent's last stderr line, and kills what the agent left; it never waits for that child,
+  not even one it cannot find until the end (double-forked, environment cleared: the sweep
+  at acpcli's exit, as its subreaper, ends it).
 * A ``setsid`` process (outside the agent's process group) started by the agent, or by a
   command the agent runs in a terminal (``terminal/create``), is gone once acpcli has exited,
   whether its parent still runs or it was orphaned first.
@@ -56,7 +58,7 @@ def _child_pids(path: Path) -> list[int]:
     return pids
 
 
-@pytest.mark.parametrize("verb", ["exit-holding", "exit-holding-setsid"])
+@pytest.mark.parametrize("verb", ["exit-holding", "exit-holding-setsid", "exit-holding-untagged"])
 def test_an_agent_that_exits_while_its_child_holds_its_stdout_ends_the_turn(
     cli: Cli, children: Path, verb: str
 ) -> None:
