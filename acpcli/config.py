@@ -105,13 +105,15 @@ class AgentSpec:
 def builtin_agents() -> dict[str, AgentSpec]:
     """The agents known without any configuration, by name (fresh objects on each call)."""
 
+    from acpcli.procs import python_module_argv  # never `python -m` from the cwd: see there
+
     def spec(name: str, argv: list[str], description: str) -> AgentSpec:
         return AgentSpec(name=name, argv=argv, description=description, builtin=True)
 
     return {
         a.name: a
         for a in (
-            spec("demo", [sys.executable, "-m", "acpcli.demo_agent"], "built-in demo agent (offline)"),
+            spec("demo", python_module_argv("acpcli.demo_agent"), "built-in demo agent (offline)"),
             spec("claude", ["claude-agent-acp"], "Claude Agent (claude-agent-acp)"),
             spec("claude-code", ["claude-code-acp"], "Claude Code (claude-code-acp, older package)"),
             spec("codex", ["codex-acp"], "OpenAI Codex (codex-acp)"),
