@@ -53,6 +53,7 @@ session index (it stores names only) and out of the wire log and ``--raw``
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -108,13 +109,15 @@ class AgentSpec:
 def builtin_agents() -> dict[str, AgentSpec]:
     """The agents known without any configuration, by name (fresh objects on each call)."""
 
+    from acpcli.procs import python_module_argv  # never `python -m` from the cwd: see there
+
     def spec(name: str, argv: list[str], description: str) -> AgentSpec:
         return AgentSpec(name=name, argv=argv, description=description, builtin=True)
 
     return {
         a.name: a
         for a in (
-            spec("demo", [sys.executable, "-m", "acpcli.demo_agent"], "built-in demo agent (offline)"),
+            spec("demo", python_module_argv("acpcli.demo_agent"), "built-in demo agent (offline)"),
             spec("claude", ["claude-agent-acp"], "Claude Agent (claude-agent-acp)"),
             spec("claude-code", ["claude-code-acp"], "Claude Code (claude-code-acp, older package)"),
             spec("codex", ["codex-acp"], "OpenAI Codex (codex-acp)"),
@@ -397,15 +400,33 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
     )
 
 
-def _seconds(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
-        raise ConfigError(f"{where} must be a number of seconds, 0 or more (0: no limit); got {value!r}")
+def _seconds(value: Any, where: str, error: type[ConfigError | UsageError] = ConfigError) -> float:
+    """A number of seconds: 0 (no limit) or a finite positive number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise error(f"{where} must be a number of seconds, 0 or more (0: no limit); got {value!r}")
     return float(value)
 
 
-def step_timeout(config: Config | None = None) -> float | None:
-    """How long a setup step may wait for the agent: ``ACPCLI_TIMEOUT``, else the config's
-    ``timeout``, else :data:`DEFAULT_TIMEOUT`; None for no limit (0)."""
+def parse_timeout(raw: str | None, option: str = "--timeout") -> float | None:
+    """``--timeout SECONDS`` as given on a command line: None when not given, else a finite
+    number of seconds, 0 or more (0: no limit); anything else is a :class:`UsageError`."""
+    if raw is None:
+        return None
+    try:
+        value = float(raw.strip()) if raw.strip() else -1.0
+    except ValueError:
+        value = -1.0  # not a number: the same message as for a negative one
+    if not 0 <= value < math.inf:
+        raise UsageError(f"{option} must be a number of seconds, 0 or more (0: no limit); got {raw!r}")
+    return value
+
+
+def step_timeout(config: Config | None = None, flag: float | None = None) -> float | None:
+    """How long a setup step may wait for the agent: ``flag`` (``--timeout``) when given,
+    else ``ACPCLI_TIMEOUT``, else the config's ``timeout``, else :data:`DEFAULT_TIMEOUT`;
+    None for no limit (0)."""
+    if flag is not None:
+        return flag or None
     raw = os.environ.get(TIMEOUT_ENV)
     if raw is not None and raw.strip():
         try:

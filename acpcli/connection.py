@@ -192,8 +192,8 @@ class Connection:
         except TimeoutError:
             raise StepTimeout(
                 f"{method}: the agent did not answer within {limit:g} s",
-                hint="the agent may be stuck or still starting; wait longer with timeout = SECONDS "
-                "in config.toml or ACPCLI_TIMEOUT=SECONDS (0: no limit)",
+                hint="the agent may be stuck or still starting; wait longer with --timeout SECONDS, "
+                "ACPCLI_TIMEOUT=SECONDS or timeout = SECONDS in config.toml (0: no limit)",
             ) from None
 
     async def _request(self, method: str, params: Any = None) -> Any:

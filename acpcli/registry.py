@@ -11,12 +11,24 @@ cache the failure is a :class:`~acpcli.errors.RegistryError`. A registry that is
 not the documented shape is a :class:`~acpcli.errors.RegistryError`; one bad entry is only
 skipped, with a warning, and the good ones kept.
 
+Every download (the registry document here, an agent's archive in
+:mod:`acpcli.agent_install`) goes through :func:`download`: a size cap counted while the body
+arrives (never after), an idle timeout for each read, and an overall deadline that also
+bounds a server trickling one byte at a time (``ACPCLI_DOWNLOAD_DEADLINE`` changes it).
+
+A registry entry is data, never a command line: its npx/uvx ``package`` must be a package
+name with an optional version (npm's or PyPI's naming rules), it is passed after ``--`` so
+that the launcher cannot read it (or the ``args`` after it) as its own options, and an
+``env`` that would configure the launcher itself (``npm_config_*``, ``NODE_OPTIONS``,
+``UV_*``, ``PATH``, ``LD_*``) is refused: such an entry is skipped with a warning.
+
 Nothing here touches the network but :func:`fetch` (and :func:`load`, which may call it);
 httpx is imported there only, so ``--help`` and completion never load it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -34,11 +46,19 @@ URL_ENV = "ACPCLI_REGISTRY_URL"
 TTL = 24 * 60 * 60
 #: Seconds to wait for the registry server (connect, each read).
 FETCH_TIMEOUT = 15.0
-#: The largest registry document accepted (bytes).
+#: The largest registry document accepted (bytes), counted as it arrives.
 MAX_SIZE = 16 * 1024 * 1024
+#: Seconds the whole registry fetch may take, however steadily the server trickles.
+REGISTRY_DEADLINE = 120.0
+#: Seconds an agent's archive download may take in all.
+ARCHIVE_DEADLINE = 600.0
+#: Sets both deadlines (seconds): for a slow link, or a test.
+DEADLINE_ENV = "ACPCLI_DOWNLOAD_DEADLINE"
+#: How many skipped entries are described one by one (the rest are counted).
+MAX_WARNINGS = 20
 
 
-@dataclass
+@dataclass(slots=True)
 class Package:
     """An ``npx`` or ``uvx`` distribution: the package, its arguments, env additions."""
 
@@ -47,7 +67,7 @@ class Package:
     env: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Binary:
     """A binary distribution for one platform (``linux-x86_64`` ...)."""
 
@@ -57,7 +77,7 @@ class Binary:
     env: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class RegistryAgent:
     """One agent entry of the registry."""
 
@@ -96,6 +116,12 @@ class Registry:
     url: str
     warnings: list[str] = field(default_factory=list)
     fetched_at: float | None = None
+    skipped: int = 0  # bad entries left out (the first MAX_WARNINGS are in ``warnings``)
+
+    def skip(self, text: str) -> None:
+        self.skipped += 1
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(text)
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -136,6 +162,55 @@ def _str_map(value: Any, what: str) -> dict[str, str]:
     return dict(value)
 
 
+#: An npm package: ``name`` or ``@scope/name``, then optionally ``@version``, ``@tag`` or
+#: ``@range`` (npm's naming rules; never a leading ``-`` or ``.``, never a URL or a path).
+_NPM_SPEC = re.compile(
+    r"(?:@[A-Za-z0-9~][A-Za-z0-9._~-]*/)?[A-Za-z0-9~][A-Za-z0-9._~-]*"
+    r"(?:@[A-Za-z0-9~^<>=*][A-Za-z0-9._+~^<>=*-]*)?"
+)
+#: A PyPI requirement as uvx takes it: a name (PEP 508), optional ``[extras]``, then
+#: ``@version`` or version specifiers (``==1.2``, ``>=1,<2``).
+_PYPI_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_PYPI_VERSION = r"[A-Za-z0-9*][A-Za-z0-9.*!+_-]*"
+_PYPI_SPECIFIER = rf"(?:===|==|!=|~=|>=|<=|<|>){_PYPI_VERSION}"
+_PYPI_SPEC = re.compile(
+    rf"{_PYPI_NAME}(?:\[{_PYPI_NAME}(?:,{_PYPI_NAME})*\])?"
+    rf"(?:@{_PYPI_VERSION}|{_PYPI_SPECIFIER}(?:,{_PYPI_SPECIFIER})*)?"
+)
+_SPECS = {"npx": (_NPM_SPEC, "an npm package name (name@version)"), "uvx": (_PYPI_SPEC, "a PyPI package name (name==version)")}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _launcher_setting(kind: str, key: str) -> bool:
+    """Whether the environment variable ``key`` would configure how ``kind`` (npx, uvx,
+    binary) finds or loads what it runs, rather than being for the agent."""
+    upper = key.upper()
+    if upper == "PATH" or upper.startswith(("LD_", "DYLD_")):
+        return True
+    if kind == "npx":
+        return upper.startswith("NPM_CONFIG_") or upper == "NODE_OPTIONS"
+    if kind == "uvx":
+        return upper.startswith("UV_")
+    return False
+
+
+def _env(value: Any, kind: str, what: str) -> dict[str, str]:
+    env = _str_map(value, what)
+    for key, text in env.items():
+        if not _ENV_NAME.fullmatch(key) or "\0" in text:
+            raise _BadEntry(f"{what}: {key[:80]!r} is not an environment variable name, or its value holds a NUL")
+        if _launcher_setting(kind, key):
+            raise _BadEntry(f"{what} sets {key[:80]}, which would configure {kind} itself rather than the agent")
+    return env
+
+
+def _args(value: Any, what: str) -> list[str]:
+    args = _str_list(value, what)
+    if any("\0" in a for a in args):
+        raise _BadEntry(f"{what} holds a NUL character")
+    return args
+
+
 def _package(value: Any, kind: str) -> Package | None:
     if value is None:
         return None
@@ -143,10 +218,13 @@ def _package(value: Any, kind: str) -> Package | None:
         raise _BadEntry(f"distribution.{kind} must be an object")
     package = _str(value, "package")
     assert package is not None
+    pattern, what = _SPECS[kind]
+    if len(package) > 256 or not pattern.fullmatch(package):
+        raise _BadEntry(f"{kind} package {package[:80]!r} is not {what}")
     return Package(
         package,
-        _str_list(value.get("args"), f"{kind}.args"),
-        _str_map(value.get("env"), f"{kind}.env"),
+        _args(value.get("args"), f"{kind}.args"),
+        _env(value.get("env"), kind, f"{kind}.env"),
     )
 
 
@@ -161,11 +239,13 @@ def _binaries(value: Any) -> dict[str, Binary]:
             raise _BadEntry(f"binary.{plat} must be an object")
         archive, cmd = _str(target, "archive"), _str(target, "cmd")
         assert archive is not None and cmd is not None
+        if "\0" in archive or "\0" in cmd:
+            raise _BadEntry(f"binary.{plat}: a NUL character in 'archive' or 'cmd'")
         out[plat] = Binary(
             archive,
             cmd,
-            _str_list(target.get("args"), f"binary.{plat}.args"),
-            _str_map(target.get("env"), f"binary.{plat}.env"),
+            _args(target.get("args"), f"binary.{plat}.args"),
+            _env(target.get("env"), "binary", f"binary.{plat}.env"),
         )
     return out
 
@@ -210,6 +290,8 @@ def parse(text: str | bytes, url: str) -> Registry:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RegistryError(f"the agent registry {url} is not valid JSON: {exc}") from None
+    except RecursionError:  # [[[[…]]]]: deeper than the parser goes
+        raise RegistryError(f"the agent registry {url} is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict) or not isinstance(data.get("agents"), list):
         raise RegistryError(
             f"the agent registry {url} is not a registry: expected an object with an 'agents' list"
@@ -220,12 +302,10 @@ def parse(text: str | bytes, url: str) -> Registry:
         try:
             agent = parse_entry(entry)
         except ValueError as exc:
-            registry.warnings.append(f"agent registry: entry {n + 1} skipped: {exc}")
+            registry.skip(f"agent registry: entry {n + 1} skipped: {exc}")
             continue
         if agent.id in registry.agents:
-            registry.warnings.append(
-                f"agent registry: entry {n + 1} skipped: agent {agent.id!r} listed twice"
-            )
+            registry.skip(f"agent registry: entry {n + 1} skipped: agent {agent.id!r} listed twice")
             continue
         registry.agents[agent.id] = agent
     return registry
@@ -262,9 +342,14 @@ def _cache_files() -> tuple[Path, Path]:
 def _read_meta() -> dict[str, Any]:
     try:
         meta = json.loads(_cache_files()[1].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return meta if isinstance(meta, dict) else {}
+
+
+def _fetched_at(meta: Mapping[str, Any]) -> float | None:
+    fetched = meta.get("fetched_at")
+    return float(fetched) if isinstance(fetched, (int, float)) else None
 
 
 def cached(url: str | None = None) -> Registry | None:
@@ -281,8 +366,7 @@ def cached(url: str | None = None) -> Registry | None:
         registry = parse(text, url)
     except (OSError, RegistryError):
         return None
-    fetched = meta.get("fetched_at")
-    registry.fetched_at = float(fetched) if isinstance(fetched, (int, float)) else None
+    registry.fetched_at = _fetched_at(meta)
     return registry
 
 
@@ -294,10 +378,151 @@ def _write_cache(body: bytes, meta: dict[str, Any]) -> None:
         doc, meta_file = _cache_files()
         for path, data in ((doc, body), (meta_file, json.dumps(meta).encode())):
             tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
+            try:
+                tmp.write_bytes(data)
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
     except OSError:
-        pass  # a read-only home: the registry is still used, just not kept
+        pass  # a read-only home or a full disk: the registry is still used, just not kept
+
+
+def deadline(default: float) -> float:
+    """The overall deadline of one download in seconds: ``ACPCLI_DOWNLOAD_DEADLINE`` when
+    set, else ``default``. Not a positive number: :class:`~acpcli.errors.ConfigError`."""
+    from acpcli.errors import ConfigError
+
+    raw = os.environ.get(DEADLINE_ENV)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise ConfigError(f"{DEADLINE_ENV} must be a number of seconds greater than 0; got {raw[:40]!r}")
+    return seconds
+
+
+class _Watchdog:
+    """The overall deadline of one download. httpcore reports every connection it opens
+    through the ``trace`` request extension; when the deadline passes, each of their sockets
+    is shut down, which ends whatever read is waiting (the status line and headers too, that
+    a server may trickle a byte at a time within any idle timeout)."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.fired = False
+        self._sockets: list[Any] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if not event.endswith("connect_tcp.complete"):  # "connection.", "socks." (a SOCKS proxy)
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if sock is None:
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            fired = self.fired
+        if fired:
+            self._shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: Any) -> None:
+        import socket
+
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+@dataclass
+class Downloaded:
+    """What :func:`download` got: the status and headers; the body went to ``write``."""
+
+    status: int
+    reason: str
+    headers: dict[str, str]
+    size: int = 0
+
+
+def download(
+    url: str,
+    write: Callable[[bytes], Any],
+    *,
+    limit: int,
+    seconds: float,
+    fail: Callable[[str], Exception],
+    headers: Mapping[str, str] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> Downloaded:
+    """GET ``url`` and pass the body to ``write`` as it arrives (only for a 200: another
+    status is returned with no body read). At most ``limit`` bytes (a larger Content-Length
+    is refused before any is read), within ``seconds`` overall and :data:`FETCH_TIMEOUT`
+    of silence; redirects are followed (at most 5). Any of that failing, or the network:
+    ``fail(reason)`` is raised. What ``write`` raises (a full disk) is raised as it is."""
+    import httpx
+
+    def overdue() -> Exception:
+        return fail(f"took longer than {seconds:g}s in all (the server is too slow; {DEADLINE_ENV} allows longer)")
+
+    watchdog = _Watchdog(seconds)
+    try:
+        with watchdog, httpx.Client(timeout=min(FETCH_TIMEOUT, seconds), follow_redirects=True, max_redirects=5) as client:
+            request = client.build_request(
+                "GET", url, headers={"User-Agent": "acpcli", **(headers or {})}, extensions={"trace": watchdog.trace}
+            )
+            response = client.send(request, stream=True)
+            try:
+                got = Downloaded(response.status_code, response.reason_phrase or "", dict(response.headers))
+                if response.status_code != 200:
+                    return got
+                try:
+                    total: int | None = int(response.headers.get("content-length") or 0) or None
+                except ValueError:
+                    total = None
+                if total is not None and total > limit:
+                    raise fail(f"it is {total} bytes, more than the {limit} accepted")
+                for chunk in response.iter_bytes():
+                    got.size += len(chunk)
+                    if got.size > limit:
+                        raise fail(f"it is larger than the {limit} bytes accepted")
+                    write(chunk)
+                    if progress is not None:
+                        progress(got.size, total)
+                if watchdog.fired:  # a body without a length ends where the socket was shut
+                    raise overdue()
+                return got
+            finally:
+                response.close()
+    except httpx.HTTPError as exc:
+        # a silence as long as the whole deadline (a deadline under the idle timeout) is
+        # the deadline too, whichever of the two noticed first
+        if watchdog.fired or (isinstance(exc, httpx.TimeoutException) and seconds <= FETCH_TIMEOUT):
+            raise overdue() from None
+        raise fail(_describe(exc)) from None
+    except (ValueError, httpx.InvalidURL) as exc:  # an URL httpx cannot use
+        raise fail(str(exc)) from None
 
 
 def _describe(exc: Exception) -> str:
@@ -325,44 +550,42 @@ def _describe(exc: Exception) -> str:
 
 def fetch(url: str, *, conditional: bool = True) -> Registry:
     """Ask the server for the registry (a conditional request when a copy of ``url`` is
-    cached); cache and return it. A 304 renews the cached copy. Any failure: RegistryError."""
-    import httpx
-
+    cached); cache and return it. A 304 renews the cached copy. Any failure: RegistryError.
+    The body is capped at :data:`MAX_SIZE` while it arrives, the whole fetch at
+    :data:`REGISTRY_DEADLINE` seconds (see :func:`download`)."""
     meta = _read_meta() if conditional else {}
-    headers = {"Accept": "application/json", "User-Agent": "acpcli"}
+    headers = {"Accept": "application/json"}
     have_copy = meta.get("url") == url and _cache_files()[0].is_file()
     if have_copy:
         if isinstance(meta.get("etag"), str):
             headers["If-None-Match"] = meta["etag"]
         if isinstance(meta.get("last_modified"), str):
             headers["If-Modified-Since"] = meta["last_modified"]
-    try:
-        with httpx.Client(timeout=FETCH_TIMEOUT, follow_redirects=True, max_redirects=5) as client:
-            response = client.get(url, headers=headers)
-            if response.status_code == 304 and have_copy:
-                meta["fetched_at"] = time.time()
-                _write_cache(_cache_files()[0].read_bytes(), meta)
-                registry = cached(url)
-                if registry is not None:
-                    return registry
-                return fetch(url, conditional=False)
-            if response.status_code != 200:
-                reason = response.reason_phrase or ""
-                raise RegistryError(
-                    f"cannot fetch the agent registry {url}: HTTP {response.status_code} {reason}".rstrip()
-                )
-            body = response.content
-    except httpx.HTTPError as exc:
-        raise RegistryError(f"cannot fetch the agent registry {url}: {_describe(exc)}") from None
-    except ValueError as exc:  # an URL httpx cannot use
-        raise RegistryError(f"cannot fetch the agent registry {url!r}: {exc}") from None
-    if len(body) > MAX_SIZE:
-        raise RegistryError(f"the agent registry {url} is larger than {MAX_SIZE} bytes")
-    registry = parse(body, url)
+
+    def fail(reason: str) -> RegistryError:
+        return RegistryError(f"cannot fetch the agent registry {url}: {reason}")
+
+    body = bytearray()
+    response = download(
+        url, body.extend, limit=MAX_SIZE, seconds=deadline(REGISTRY_DEADLINE), fail=fail, headers=headers
+    )
+    if response.status == 304 and have_copy:
+        meta["fetched_at"] = time.time()
+        try:
+            _write_cache(_cache_files()[0].read_bytes(), meta)
+        except OSError:
+            pass
+        registry = cached(url)
+        if registry is not None:
+            return registry
+        return fetch(url, conditional=False)
+    if response.status != 200:
+        raise fail(f"HTTP {response.status} {response.reason}".rstrip())
+    registry = parse(bytes(body), url)
     now = time.time()
     registry.fetched_at = now
     _write_cache(
-        body,
+        bytes(body),
         {
             "url": url,
             "etag": response.headers.get("etag"),
@@ -382,19 +605,19 @@ def _note(text: str) -> None:
 def load(*, refresh: bool = False, note: Callable[[str], None] | None = None) -> Registry:
     """The registry: the cached copy while younger than :data:`TTL` (unless ``refresh``),
     else fetched. When fetching fails, the cached copy of any age, with a one-line ``note``
-    (default: a warning on stderr); none: the fetch's :class:`RegistryError`."""
+    (default: a warning on stderr); none: the fetch's :class:`RegistryError`. The cached
+    copy is read only when it is used: a registry is never held twice in memory."""
     url = registry_url(_configured_url())
-    copy = cached(url)
-    if (
-        copy is not None
-        and not refresh
-        and copy.fetched_at is not None
-        and time.time() - copy.fetched_at < TTL
-    ):
-        return _announced(copy)
+    meta = _read_meta()
+    when = _fetched_at(meta) if meta.get("url") == url else None
+    if not refresh and when is not None and time.time() - when < TTL:
+        copy = cached(url)
+        if copy is not None:
+            return _announced(copy)
     try:
         return _announced(fetch(url))
     except RegistryError as exc:
+        copy = cached(url)
         if copy is None:
             raise
         (note or _note)(f"{exc}; using the copy cached {_age(copy.fetched_at)}")
@@ -407,6 +630,8 @@ def _announced(registry: Registry) -> Registry:
 
     for text in registry.warnings:
         notices.warn("registry-entry", text)
+    if registry.skipped > len(registry.warnings):
+        notices.warn("registry-entries", f"agent registry: {registry.skipped - len(registry.warnings)} more entries skipped")
     return registry
 
 
@@ -434,6 +659,7 @@ def find(agent_id: str) -> RegistryAgent | None:
 # --- how it would run ------------------------------------------------------------------
 
 
+@functools.cache
 def platform_key() -> str:
     """This machine as the registry names platforms: ``linux-x86_64``, ``darwin-aarch64``..."""
     import platform
@@ -446,6 +672,15 @@ def platform_key() -> str:
     return f"{system}-{machine}"
 
 
+def package_argv(kind: str, package: Package) -> list[str]:
+    """The command line of an npx or uvx distribution. The package comes after ``--``, so
+    neither it nor the arguments after it can be read as the launcher's own options (the
+    package is also checked when the registry is read: :func:`parse_entry`)."""
+    if kind == "npx":
+        return ["npx", "-y", "--", package.package, *package.args]
+    return ["uvx", "--", package.package, *package.args]
+
+
 def launch(agent: RegistryAgent, which: Callable[[str], str | None] | None = None) -> Launch:
     """How ``agent`` would run here: npx when it has an npx package and ``npx`` is on PATH,
     else uvx likewise, else its binary for this platform (``found`` None: see
@@ -454,23 +689,15 @@ def launch(agent: RegistryAgent, which: Callable[[str], str | None] | None = Non
         import shutil
 
         which = shutil.which
-    if agent.npx is not None and (found := which("npx")):
-        return Launch(
-            "npx", ["npx", "-y", agent.npx.package, *agent.npx.args], dict(agent.npx.env), found
-        )
-    if agent.uvx is not None and (found := which("uvx")):
-        return Launch(
-            "uvx", ["uvx", agent.uvx.package, *agent.uvx.args], dict(agent.uvx.env), found
-        )
+    for kind, package in (("npx", agent.npx), ("uvx", agent.uvx)):
+        if package is not None and (found := which(kind)):
+            return Launch(kind, package_argv(kind, package), dict(package.env), found)
     target = agent.binary.get(platform_key())
     if target is not None:
         return Launch("binary", [target.cmd, *target.args], dict(target.env), None)
-    if agent.npx is not None:
-        return Launch(
-            "npx", ["npx", "-y", agent.npx.package, *agent.npx.args], dict(agent.npx.env), None
-        )
-    if agent.uvx is not None:
-        return Launch("uvx", ["uvx", agent.uvx.package, *agent.uvx.args], dict(agent.uvx.env), None)
+    for kind, package in (("npx", agent.npx), ("uvx", agent.uvx)):
+        if package is not None:
+            return Launch(kind, package_argv(kind, package), dict(package.env), None)
     return Launch("binary", [], {}, None)
 
 

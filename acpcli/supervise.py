@@ -8,14 +8,17 @@
   process group is killed, the body is cancelled -- its ``finally`` blocks store what arrived,
   close the view and restore the terminal -- and :class:`~acpcli.errors.Terminated` leaves
   with exit 143 / 129.
-* **A failure reported from the side** (:meth:`fail`: the wire log or the ``--raw`` output
-  could not be written) kills the agent's process group the same way and leaves with that error.
+* **A failure reported from the side** (:meth:`fail`: the ``--raw`` output could not be
+  written; a wire log that cannot be written stops nothing, see :mod:`acpcli.wiretap`) kills the agent's process group the same way and leaves with that error.
 * **The event log is flushed by time**: every ``tick`` seconds the writer flushes what has
   waited ``flush_interval`` (0.1 s), so what arrived is on disk within about 100 ms whether
   or not more follows (a ``kill -9`` loses at most that).
 
 Every way out ends with the agent's process group dead: the transport's ``aclose`` kills
-the group when the link closes; the supervisor only makes it immediate.
+the group when the link closes; the supervisor only makes it immediate. The command owns
+its process (:func:`acpcli.procs.claim`): orphans of the agent and of its terminals are
+re-parented to acpcli, and whatever is left under it when the command ends is killed and
+reaped (:func:`acpcli.procs.sweep`), whichever way it ends.
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ class Supervisor:
 
     async def run(self, body: Callable[[], Awaitable[T]]) -> T:
         """Run ``body`` under supervision; its result, or the error that stopped it."""
+        from acpcli import procs
+
+        procs.claim()
         result: list[T] = []
         try:
             async with anyio.create_task_group() as tg:
@@ -73,11 +79,13 @@ class Supervisor:
                 tg.start_soon(self._flush_by_time)
                 tg.start_soon(self._watch_reader)
         except BaseException as exc:
+            procs.sweep()
             self._raise_stop()
             inner = getattr(exc, "exceptions", None)
             if inner and len(inner) == 1:  # a task group's wrapping adds nothing to the report
                 raise inner[0] from None
             raise
+        procs.sweep()
         self._raise_stop()
         return result[0]
 
@@ -173,7 +181,7 @@ class Supervisor:
 
 
 class GuardedTap:
-    """A wire tap (``--log-file`` / ``--raw``) whose write failures stop the command with
+    """A tap (``--raw``: the frames are the output) whose write failures stop the command with
     :class:`~acpcli.errors.OutputError` through the supervisor instead of breaking the
     connection (the tap runs on the connection's reader and sender)."""
 

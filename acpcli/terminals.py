@@ -7,8 +7,10 @@ until the agent releases it.
 Invariants:
 
 * A command runs in its own session and process group (``start_new_session``), so ``kill``,
-  ``release`` and :meth:`Terminals.aclose` signal the whole group: nothing the command started
-  is left behind. stdin is ``/dev/null``: nobody can type into these terminals.
+  ``release`` and :meth:`Terminals.aclose` signal the whole group, and with it what the
+  command started outside the group (``setsid``, a double fork: found by :mod:`acpcli.procs`
+  from its process tree and its owner tag): nothing the command started is left behind.
+  stdin is ``/dev/null``: nobody can type into these terminals.
 * The retained output never exceeds the byte limit (the agent's ``outputByteLimit``, capped by
   :data:`MAX_OUTPUT_BYTES`); it is cut from the start, on a UTF-8 character boundary, so the
   text handed out is valid and slightly shorter than the limit at worst. ``truncated`` says
@@ -38,6 +40,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from acpcli import procs
 from acpcli.errors import RpcError
 
 logger = logging.getLogger("acpcli.terminals")
@@ -175,8 +178,10 @@ class Terminal:
         cwd: str,
         process: anyio.abc.Process,
         output_limit: int,
+        tag: str | None = None,
     ) -> None:
         self.terminal_id = terminal_id
+        self.tag = tag  # the owner tag in its environment (acpcli.procs)
         self.session_id = session_id
         self.argv = argv
         self.cwd = cwd
@@ -221,16 +226,27 @@ class Terminal:
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
 
+    def _signal_all(self, sig: signal.Signals, also: dict[int, int]) -> None:
+        """Signal the command's group, its descendants, what bears its tag, and ``also``
+        (``{pid: start time}`` from an earlier look, those still the same process)."""
+        self._signal_group(sig)
+        found = {**also, **procs.leftovers(self.pid, self.tag, alive=self._process.returncode is None)}
+        if found:
+            procs.signal_all(found, sig)
+
     async def kill(self, grace: float = KILL_GRACE) -> None:
-        """Kill the command's process group (SIGTERM, then SIGKILL after ``grace``) and wait
-        until it has exited. The terminal stays: its output and exit status remain readable."""
+        """Kill the command's process group and what it started outside it (SIGTERM, then
+        SIGKILL after ``grace``) and wait until it has exited. The terminal stays: its output
+        and exit status remain readable."""
         with anyio.CancelScope(shield=True):
+            # Its tree while it runs: what it started may be re-parented once it is gone.
+            early = procs.leftovers(self.pid, self.tag, alive=self._process.returncode is None)
             if self._process.returncode is None:
-                self._signal_group(signal.SIGTERM)
-                with anyio.move_on_after(grace):
-                    await self._process.wait()
-            # Also whatever the command left running in its group.
-            self._signal_group(signal.SIGKILL)
+                self._signal_all(signal.SIGTERM, early)
+                await procs.exited(self._process, grace)
+            # Also whatever the command left running, in its group or out of it.
+            self._signal_all(signal.SIGKILL, early)
+            await procs.reaped()
             await self._exited.wait()
 
     async def _close(self, grace: float) -> None:
@@ -238,7 +254,9 @@ class Terminal:
         with anyio.CancelScope(shield=True):
             await self.kill(grace)
             self._scope.cancel()
-            await self._process.aclose()
+            with anyio.move_on_after(OUTPUT_SETTLE):  # an old anyio waits for the pipes to close
+                await self._process.aclose()
+            procs.unmanage(self.pid)
 
     # -- tasks --------------------------------------------------------------------------------
 
@@ -261,7 +279,9 @@ class Terminal:
 
     async def _watch(self) -> None:
         # Not under the terminal's scope: the exit must always be recorded, or a waiter hangs.
-        returncode = await self._process.wait()
+        await procs.exited(self._process)
+        returncode = self._process.returncode
+        assert returncode is not None
         # Its last output is in the pipe: let the pump read it. A background process the
         # command started may hold the pipe open; do not wait for it past the settle time.
         with anyio.move_on_after(OUTPUT_SETTLE):
@@ -309,6 +329,7 @@ class Terminals:
         full_env = dict(os.environ)
         full_env.update(env or {})
         full_env["PWD"] = cwd  # ours is wrong for the child; shells and some tools trust it
+        tag = full_env[procs.TAG_VAR] = procs.new_tag("terminal")
         limit = MAX_OUTPUT_BYTES if output_limit is None else min(output_limit, MAX_OUTPUT_BYTES)
         try:
             process = await anyio.open_process(
@@ -329,16 +350,19 @@ class Terminals:
             raise RpcError(RpcError.INVALID_PARAMS, f"terminal/create: cannot run {argv[0]}: {reason}") from exc
         except ValueError as exc:  # a NUL byte in an argument, "=" in an environment name
             raise RpcError(RpcError.INVALID_PARAMS, f"terminal/create: {exc}") from exc
+        procs.manage(process.pid)
         if self._closed:  # aclose ran while the process was starting: it must not outlive us
             with anyio.CancelScope(shield=True):
                 with suppress(ProcessLookupError, PermissionError):
                     os.killpg(process.pid, signal.SIGKILL)
+                procs.signal_all(procs.leftovers(process.pid, tag, alive=True), signal.SIGKILL)
                 await process.aclose()
+                procs.unmanage(process.pid)
             raise RpcError(RpcError.INTERNAL_ERROR, "terminals are shut down")
         import secrets  # here: hmac, hashlib and random are ~5 ms of every command's start
 
         terminal_id = f"term-{secrets.token_hex(6)}"
-        terminal = Terminal(terminal_id, session_id, argv, cwd, process, limit)
+        terminal = Terminal(terminal_id, session_id, argv, cwd, process, limit, tag)
         self._live[terminal_id] = terminal
         self._tg.start_soon(terminal._pump, name=f"terminal {terminal_id} output")
         self._tg.start_soon(terminal._watch, name=f"terminal {terminal_id} exit")

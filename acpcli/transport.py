@@ -15,8 +15,16 @@ Invariants held by :class:`AgentProcess`:
   ``max_line_bytes`` is reported (``on_oversized``, for the connection) and discarded up
   to its newline, then reading goes on.
 * :meth:`AgentProcess.aclose` always ends with no process of the group alive and the agent
-  reaped: close stdin, wait, SIGTERM the group, wait, SIGKILL the group. It is idempotent
-  and shielded from cancellation (Ctrl-C must never leave an agent behind).
+  reaped: close stdin, wait, SIGTERM the group, wait, SIGKILL the group. What the agent
+  started outside its group (``setsid``, a double fork) is found by :mod:`acpcli.procs`
+  (the agent's process tree and its owner tag) and ended with it. It is idempotent and
+  shielded from cancellation (Ctrl-C must never leave an agent behind).
+* The agent's own exit is watched, not only the end of its stdout: a process it started may
+  hold its stdout open after it exited. Then, after a moment for its last frames, whatever
+  it left is killed and its stdout is no longer read, so the connection ends
+  (:class:`ConnectionClosed`, exit 9) within a couple of seconds.
+* The stderr log is capped (:class:`StderrLog`): at most :data:`STDERR_LOG_MAX_BYTES` per
+  file and one older file (``NAME.1``); a line at the top of a file says how much was dropped.
 * Background tasks live in a task group: the one entered by ``async with
   AgentProcess.spawn(...)``, or one the caller passes as ``task_group=``. They end when
   the process is closed, so there are no stray tasks.
@@ -54,6 +62,12 @@ _READ_SIZE = 1024 * 1024
 # error the user sees can say how the agent ended. Both normally arrive at once.
 _EXIT_SETTLE = 2.0
 _STDERR_SETTLE = 0.5
+# After the agent exited, how long its stdout may stay open (the last frames are already in
+# the pipe) before what it left is killed, and then before stdout is no longer read.
+_OUTPUT_SETTLE = 1.0
+_LEFTOVER_SETTLE = 0.5
+#: The most one stderr log file holds; one older file (``NAME.1``) is kept besides.
+STDERR_LOG_MAX_BYTES = 4 * 1024 * 1024
 # A stderr "line" without a newline is cut to this many bytes in the tail.
 _STDERR_LINE_CAP = 8 * 1024
 
@@ -192,20 +206,26 @@ class AgentProcess:
         process: anyio.abc.Process,
         argv: list[str],
         *,
-        stderr_log: IO[bytes] | None,
+        stderr_log: StderrLog | None,
         max_line_bytes: int,
         stderr_tail_lines: int,
+        tag: str | None = None,
     ) -> None:
         # Private: use spawn(). Holds an already started process.
         self._process = process
         self.argv = argv
         self.pid: int = process.pid
+        self.tag = tag  # the owner tag in its environment (acpcli.procs)
         self._framer = LineFramer(max_line_bytes)
         self._stdout_ended = False
         self._stderr_log = stderr_log
         self._stderr_tail: deque[str] = deque(maxlen=stderr_tail_lines)
         self._stderr_done = anyio.Event()
         self._drain_scope = anyio.CancelScope()
+        self._watch_scope = anyio.CancelScope()
+        self._eof = anyio.Event()  # its stdout ended, or is no longer read
+        self._read_scope: anyio.CancelScope | None = None  # around a pending stdout read
+        self._abandoned = False  # stdout is no longer read (held by a leftover)
         self._close_started = False
         self._closed = anyio.Event()
 
@@ -261,9 +281,12 @@ class AgentProcess:
         command = argv[0]
         if cwd is not None and not Path(cwd).is_dir():
             raise AgentStartError(f"the agent's working directory does not exist: {cwd}")
+        from acpcli import procs
+
         env = dict(os.environ)
         env.update(env_extra)
-        log_file = _open_stderr_log(stderr_log) if stderr_log is not None else None
+        tag = env[procs.TAG_VAR] = procs.new_tag("agent")
+        log_file = StderrLog.open(stderr_log) if stderr_log is not None else None
         try:
             process = await anyio.open_process(
                 argv,
@@ -287,18 +310,21 @@ class AgentProcess:
                 reason = exc.strerror or str(exc)
                 raise AgentStartError(f"cannot run agent command {command}: {reason}") from exc
             raise
+        procs.manage(process.pid)
         self = cls(
             process,
             argv,
             stderr_log=log_file,
             max_line_bytes=max_line_bytes,
             stderr_tail_lines=stderr_tail_lines,
+            tag=tag,
         )
         logger.debug("started agent pid %d: %s", self.pid, argv)
         return self
 
     def _begin(self, task_group: anyio.abc.TaskGroup) -> None:
         task_group.start_soon(self._drain_stderr, name=f"agent {self.pid} stderr")
+        task_group.start_soon(self._watch_exit, name=f"agent {self.pid} exit")
 
     # -- Transport ----------------------------------------------------------------------------
 
@@ -329,11 +355,21 @@ class AgentProcess:
                 return None
             stdout = self._process.stdout
             assert stdout is not None
-            try:
-                chunk = await stdout.receive(_READ_SIZE)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            chunk = b""
+            with anyio.CancelScope() as scope:
+                self._read_scope = scope
+                if self._abandoned:
+                    scope.cancel()
+                try:
+                    chunk = await stdout.receive(_READ_SIZE)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+                finally:
+                    self._read_scope = None
+            if not chunk:  # the end, or no longer read (see _watch_exit)
                 self._framer.end()
                 self._stdout_ended = True
+                self._eof.set()
                 await self._settle()
                 continue
             self._framer.feed(chunk)
@@ -378,43 +414,95 @@ class AgentProcess:
     # -- internals ----------------------------------------------------------------------------
 
     async def _shut_down(self, stdin_grace: float, term_grace: float) -> None:
+        from acpcli import procs
+
         process = self._process
+        # Its tree while it lives: what it started may be re-parented out of reach once it exits.
+        early = procs.leftovers(self.pid, self.tag, alive=process.returncode is None)
         if process.stdin is not None:
             with suppress(Exception):
                 await process.stdin.aclose()
         if process.returncode is None:
-            with anyio.move_on_after(stdin_grace):
-                await process.wait()
+            await self._wait_exit(stdin_grace)
         if process.returncode is None:
             logger.debug("agent %d did not exit on stdin close: SIGTERM", self.pid)
-            self._signal_group(signal.SIGTERM)
-            with anyio.move_on_after(term_grace):
-                await process.wait()
+            self._signal_all(signal.SIGTERM, early)
+            await self._wait_exit(term_grace)
         if process.returncode is None:
             logger.debug("agent %d ignored SIGTERM: SIGKILL", self.pid)
-            self._signal_group(signal.SIGKILL)
-            await process.wait()
-        # The agent is gone; anything still in its group is an orphan it failed to clean up.
-        self._signal_group(signal.SIGKILL)
-        # Now every writer of the stderr pipe is dead (unless something left the group):
+            self._signal_all(signal.SIGKILL, early)
+            await self._wait_exit(None)
+        # The agent is gone; anything still in its group, its tree or bearing its tag is an
+        # orphan it failed to clean up.
+        self._signal_all(signal.SIGKILL, early)
+        await procs.reaped(_LEFTOVER_SETTLE)
+        # Now every writer of the stderr pipe is dead (unless something is out of reach):
         # let the drain pick up the last lines, then stop it.
         with anyio.move_on_after(_STDERR_SETTLE):
             await self._stderr_done.wait()
         self._drain_scope.cancel()
-        await process.aclose()
+        self._watch_scope.cancel()
+        with anyio.move_on_after(_EXIT_SETTLE):  # an old anyio waits for the pipes to close
+            await process.aclose()
+        procs.unmanage(self.pid)
         logger.debug("agent %d closed, status %s", self.pid, process.returncode)
 
     def kill(self) -> None:
-        """SIGKILL the agent's whole process group now (the user's second Ctrl-C).
+        """SIGKILL the agent's whole process group, and what it started outside the group,
+        now (the user's second Ctrl-C).
 
         ``aclose`` still reaps it; this only skips the grace periods.
         """
-        self._signal_group(signal.SIGKILL)
+        self._signal_all(signal.SIGKILL)
 
     def _signal_group(self, sig: signal.Signals) -> None:
         # start_new_session=True made the agent a session and group leader: pgid == pid.
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+
+    def _signal_all(self, sig: signal.Signals, also: Mapping[int, int] | None = None) -> None:
+        """Signal the agent's group, its descendants, the processes bearing its tag and ``also``
+        (``{pid: start time}`` from an earlier look, those still the same process)."""
+        from acpcli import procs
+
+        self._signal_group(sig)
+        found = procs.leftovers(self.pid, self.tag, alive=self._process.returncode is None)
+        if also:
+            found = {**also, **found}
+        if found:
+            logger.debug("agent %d: signal %s to %d more processes", self.pid, sig.name, len(found))
+            procs.signal_all(found, sig)
+
+    async def _wait_exit(self, within: float | None) -> None:
+        """Wait up to ``within`` seconds (None: no limit) for the agent to exit."""
+        from acpcli import procs
+
+        await procs.exited(self._process, within)
+
+    async def _watch_exit(self) -> None:
+        """Notice the agent's exit even when a process it started keeps its stdout open."""
+        with self._watch_scope:
+            await self._wait_exit(None)
+            with anyio.move_on_after(_OUTPUT_SETTLE):  # its last frames are in the pipe already
+                await self._eof.wait()
+            if self._eof.is_set() or self._close_started:
+                return
+            from acpcli import procs
+
+            logger.info(
+                "agent %d exited (status %s) but its stdout is still open: ending what it left",
+                self.pid,
+                self._process.returncode,
+            )
+            self._signal_all(signal.SIGKILL)
+            await procs.reaped(_LEFTOVER_SETTLE)
+            with anyio.move_on_after(_LEFTOVER_SETTLE):
+                await self._eof.wait()
+            if not self._eof.is_set():
+                logger.warning("agent %d exited; a process out of reach holds its stdout: no longer reading it", self.pid)
+                self._abandoned = True
+                if self._read_scope is not None:
+                    self._read_scope.cancel()
 
     def _gone(self, what: str) -> ConnectionClosed:
         returncode, tail = self.exit_info()
@@ -423,8 +511,7 @@ class AgentProcess:
     async def _settle(self) -> None:
         # stdout usually ends because the agent exited: wait (briefly) for the exit status
         # and the stderr it wrote last, so exit_info() can say how it ended.
-        with anyio.move_on_after(_EXIT_SETTLE):
-            await self._process.wait()
+        await self._wait_exit(_EXIT_SETTLE)
         with anyio.move_on_after(_STDERR_SETTLE):
             await self._stderr_done.wait()
 
@@ -443,7 +530,7 @@ class AgentProcess:
                     except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                         break
                     if log is not None:
-                        _write_log(log, chunk)
+                        log.write(chunk)
                     lines = (partial + chunk).split(b"\n")
                     partial = lines.pop()[:_STDERR_LINE_CAP]
                     # Only the last few lines of a flood can end up in the tail: decode only those.
@@ -455,8 +542,7 @@ class AgentProcess:
             if partial.strip() and keep:  # a last line without its newline
                 tail.append(partial.decode("utf-8", "replace").rstrip())
             if log is not None:
-                with suppress(OSError):  # a full disk: the last buffered bytes are lost, not the drain
-                    log.close()
+                log.close()
             self._stderr_done.set()
 
 
@@ -524,23 +610,95 @@ def _default_max_line_bytes() -> int:
     return limit if limit > 0 else DEFAULT_MAX_LINE_BYTES
 
 
-def _open_stderr_log(path: Path) -> IO[bytes] | None:
-    try:
+class StderrLog:
+    """An agent's stderr log (``logs/NAME.stderr.log``): appended across runs, never larger
+    than ``max_bytes`` per file.
+
+    When a write would pass the cap the file is rotated: it becomes ``NAME.1`` (replacing
+    the older one, whose bytes are dropped) and a fresh file starts with a line that says how
+    many bytes were dropped so far. A chunk larger than a whole file keeps only its end. So
+    the log never holds more than about twice ``max_bytes``, and its newest part is kept.
+    Write errors (a full disk) lose the log, never the drain; files are 0600.
+    """
+
+    #: Room kept in each file for the line that says what was dropped.
+    MARK_ROOM = 200
+
+    def __init__(self, path: Path, file: IO[bytes], max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max(max_bytes, 2 * self.MARK_ROOM)
+        self.dropped = 0
+        self._file: IO[bytes] | None = file
+
+    @classmethod
+    def open(cls, path: Path, max_bytes: int = STDERR_LOG_MAX_BYTES) -> StderrLog | None:
+        """Open ``path`` for appending (rotated first if a past run filled it); None if it
+        cannot be opened (a warning is logged)."""
         from acpcli.paths import open_private
 
-        return open_private(path, "ab")  # 0600: an agent's stderr may quote the conversation
-    except OSError as exc:
-        logger.warning("cannot open the agent's stderr log %s: %s", path, exc)
-        return None
+        try:
+            log = cls(path, open_private(path, "ab"), max_bytes)  # 0600: stderr may quote the conversation
+            if log._size() >= log.max_bytes:
+                log._rotate()
+                log._mark()
+        except OSError as exc:
+            logger.warning("cannot open the agent's stderr log %s: %s", path, exc)
+            return None
+        return log
 
+    def write(self, chunk: bytes) -> None:
+        """Append ``chunk`` (a plain blocking write: small, to a local file, and it keeps the
+        drain a single task), rotating first when it would pass the cap."""
+        if self._file is None or not chunk:
+            return
+        try:
+            if self._size() + len(chunk) > self.max_bytes:
+                self._rotate()
+                room = self.max_bytes - self.MARK_ROOM
+                if len(chunk) > room:
+                    self.dropped += len(chunk) - room
+                    chunk = chunk[-room:]
+                self._mark()
+            assert self._file is not None
+            self._file.write(chunk)
+            self._file.flush()
+        except OSError as exc:  # disk full, etc.: losing the log must not stop the drain
+            logger.debug("cannot write the agent's stderr log: %s", exc)
 
-def _write_log(log: IO[bytes], chunk: bytes) -> None:
-    # A plain blocking write: small, to a local file, and it keeps the drain a single task.
-    try:
-        log.write(chunk)
-        log.flush()
-    except OSError as exc:  # disk full, etc.: losing the log must not stop the drain
-        logger.debug("cannot write the agent's stderr log: %s", exc)
+    def close(self) -> None:
+        """Close the file (a full disk loses its last bytes, quietly)."""
+        file, self._file = self._file, None
+        if file is not None:
+            with suppress(OSError):
+                file.close()
+
+    def _size(self) -> int:
+        assert self._file is not None
+        return os.fstat(self._file.fileno()).st_size  # other acpclis may append to it too
+
+    def _rotate(self) -> None:
+        assert self._file is not None
+        older = self.path.with_name(self.path.name + ".1")
+        mine = os.fstat(self._file.fileno())
+        try:
+            current = os.stat(self.path)
+        except FileNotFoundError:
+            current = None
+        if current is not None and (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev):
+            with suppress(FileNotFoundError):
+                self.dropped += os.stat(older).st_size
+            os.replace(self.path, older)
+        # else another acpcli rotated it already: only start on the file now at the path
+        self._file.close()
+        self._file = None
+        from acpcli.paths import open_private
+
+        self._file = open_private(self.path, "ab")
+
+    def _mark(self) -> None:
+        if self.dropped and self._file is not None:
+            line = f"[acpcli: {self.dropped} earlier bytes of this log were dropped: it keeps at most {self.max_bytes} bytes per file]\n"
+            self._file.write(line.encode()[: self.MARK_ROOM])
 
 
 # -- in-memory transport ----------------------------------------------------------------------

@@ -9,16 +9,21 @@ Invariants:
   (env and header values anywhere, MCP server args and URLs; names are kept).
 * A frame that cannot hold a secret (none of :data:`acpcli.redact.MARKERS` in its bytes) is
   written exactly as it was sent or received, never re-serialized.
-* The file is opened lazily (owner-only permissions: it holds whole conversations), each
-  frame is flushed as it is written, and :meth:`WireTap.close` may be called at any time:
-  the next frame reopens the file.
+* The file is opened lazily (owner-only permissions: it holds whole conversations), or at
+  once with :meth:`WireTap.open` (so a path that cannot be written is known before an agent
+  starts); each frame is flushed as it is written, and :meth:`WireTap.close` may be called at
+  any time: the next frame reopens the file.
+* A log that cannot be written (a full disk, an I/O error) never stops the conversation it
+  records: the first failure is remembered as one line (:attr:`WireTap.failure`), told to
+  ``on_failure`` once, and every later frame is counted (:attr:`WireTap.lost`) and dropped.
+  What to make of it is the command's business (acpcli: exit 17 at the end).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -45,9 +50,14 @@ class Tap(Protocol):
 class WireTap:
     """Appends frames to ``path``; the connection calls :meth:`sent` and :meth:`received`."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, on_failure: Callable[[str], None] | None = None) -> None:
         self.path = Path(path)
         self._file: IO[bytes] | None = None
+        self.on_failure = on_failure
+        #: The first write failure as one line ("cannot write the wire log PATH: REASON"), or None.
+        self.failure: str | None = None
+        #: Frames not written since that failure (the failing one included).
+        self.lost = 0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WireTap | None:
@@ -63,11 +73,20 @@ class WireTap:
         """Record a frame the agent sent us."""
         self._write(b"<-", frame)
 
+    def open(self) -> None:
+        """Open the file now (it is opened at the first frame otherwise); raises ``OSError``
+        when it cannot be, so the caller can refuse before anything starts."""
+        if self._file is None:
+            self._open()
+
     def close(self) -> None:
         """Close the file (the next frame reopens it)."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            out, self._file = self._file, None
+            try:
+                out.close()
+            except OSError as exc:  # what the buffer still held could not be written
+                self._failed(exc)
 
     def __enter__(self) -> WireTap:
         return self
@@ -76,12 +95,33 @@ class WireTap:
         self.close()
 
     def _write(self, direction: bytes, frame: bytes) -> None:
+        if self.failure is not None:
+            self.lost += 1
+            return
         frame = redact_frame(frame)
         stamp = datetime.now(timezone.utc).isoformat(timespec="microseconds").encode()
-        out = self._file if self._file is not None else self._open()
-        # One write per frame: lines from one process never interleave.
-        out.write(b"%s %s %s\n" % (stamp, direction, frame))
-        out.flush()
+        try:
+            out = self._file if self._file is not None else self._open()
+            # One write per frame: lines from one process never interleave.
+            out.write(b"%s %s %s\n" % (stamp, direction, frame))
+            out.flush()
+        except OSError as exc:
+            self.lost += 1
+            self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        """The first failure: remembered, told once; the file is closed (what its buffer held is lost)."""
+        if self.failure is not None:
+            return
+        self.failure = f"cannot write the wire log {self.path}: {exc.strerror or exc}"
+        out, self._file = self._file, None
+        if out is not None:
+            try:
+                out.close()  # its flush fails the same way, but the file is closed all the same
+            except OSError:
+                pass
+        if self.on_failure is not None:
+            self.on_failure(self.failure)
 
     def _open(self) -> IO[bytes]:
         from acpcli.paths import open_private

@@ -139,7 +139,8 @@ def test_user_entries_override_builtins() -> None:
 
 def test_builtin_agents() -> None:
     agents = builtin_agents()
-    assert agents["demo"].argv == [sys.executable, "-m", "acpcli.demo_agent"]
+    # isolated (-I): never `python -m`, which would put the working directory on the import path
+    assert agents["demo"].argv[:2] == [sys.executable, "-I"] and "-m" not in agents["demo"].argv
     assert agents["claude"].argv == ["claude-agent-acp"]
     assert agents["claude-code"].argv == ["claude-code-acp"]
     assert agents["codex"].argv == ["codex-acp"]

@@ -99,3 +99,47 @@ def test_session_state_from_the_replay_is_taken() -> None:
     )
     merged = merge_replay(local, replay)
     assert merged.title == "Greeting" and merged.current_mode_id == "plan"
+
+
+ECHO = "[Function Response: run_shell_command]"
+
+
+def test_gemini_tool_response_echoes_are_not_user_messages() -> None:
+    tool = {"sessionUpdate": "tool_call", "toolCallId": "run_shell_command__1", "title": "Shell", "status": "completed"}
+    local = local_record(("hello", "hi"), ("run it", "I will run it."))
+    local.apply(tool)
+    local.apply(agent("All done."))
+    before = messages(local)
+    gemini = replayed(
+        user("<session_context>\nctx\n</session_context>"), user("hello"), agent("hi"),
+        user("run it"), agent("I will run it."), tool, user(ECHO), agent("All done."),
+    )
+    assert messages(merge_replay(local, gemini)) == before  # neither the echo nor what follows it is added
+
+
+def test_an_echo_inside_turns_made_elsewhere_is_dropped_and_the_rest_kept() -> None:
+    local = local_record(("hello", "hi"))
+    tool = {"sessionUpdate": "tool_call", "toolCallId": "t9", "title": "Shell", "status": "completed"}
+    replay = replayed(
+        user("hello"), agent("hi"), user("elsewhere"), agent("I will."), tool,
+        user(f"{ECHO}\n[Function Response: read_file]"), agent("Done."),
+    )
+    merged = merge_replay(local, replay)
+    assert messages(merged) == [("user", "hello"), ("agent", "hi"), ("user", "elsewhere"), ("agent", "I will."), ("agent", "Done.")]
+
+
+def test_a_replay_only_record_leaves_echoes_out_without_changing_the_replay() -> None:
+    replay = replayed(user("made elsewhere"), agent("on it"), user(ECHO), agent("done"))
+    replay.title = "elsewhere"
+    merged = merge_replay(Store(), replay)
+    assert messages(merged) == [("user", "made elsewhere"), ("agent", "on it"), ("agent", "done")]
+    assert merged.title == "elsewhere"
+    assert len(replay.entries) == 4  # the live session's store is left as it is
+    merged.apply(agent(" and more"))  # a new turn's chunk after the record starts its own message
+    assert messages(merged)[-1] == ("agent", " and more")
+
+
+def test_a_prompt_that_only_mentions_a_function_response_is_still_a_prompt() -> None:
+    local = local_record(("hello", "hi"))
+    replay = replayed(user("hello"), agent("hi"), user(f"what does {ECHO} mean?"), agent("it is gemini's"))
+    assert messages(merge_replay(local, replay))[2] == ("user", f"what does {ECHO} mean?")

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acpcli.errors import AgentStartError, ConnectionClosed, ExitCode
-from acpcli.transport import AgentProcess, LineFramer, memory_pair
+from acpcli.transport import STDERR_LOG_MAX_BYTES, AgentProcess, LineFramer, StderrLog, memory_pair
 from tests.helpers.procs import group_members, running
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
@@ -237,10 +238,41 @@ async def test_an_agent_flooding_stderr_still_answers(tmp_path: Path) -> None:
     assert returncode == 0
     assert len(tail) == 5
     assert tail[-1] == "flood done"
-    data = log.read_bytes()
+    # Over the cap of one file (4 MiB) it was rotated once: together the two hold it all.
+    older = log.with_name(log.name + ".1")
+    assert older.stat().st_size <= STDERR_LOG_MAX_BYTES and log.stat().st_size <= STDERR_LOG_MAX_BYTES
+    data = older.read_bytes() + log.read_bytes()
     assert data.startswith(b"hello from the agent\n")
     assert data.endswith(b"flood done\n")
     assert len(data) == len(b"hello from the agent\n") + flood // 100 * 100 + len(b"flood done\n")
+
+
+def test_the_stderr_log_is_capped_rotated_and_says_what_it_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "agent.stderr.log"
+    older = path.with_name(path.name + ".1")
+    log = StderrLog.open(path, max_bytes=1000)
+    assert log is not None
+    for i in range(30):  # 3000 bytes: two rotations, the first file's bytes dropped
+        log.write(b"%09d\n" % i * 10)
+    log.close()
+    assert path.stat().st_size <= 1000 and older.stat().st_size <= 1000
+    current = path.read_bytes()
+    assert current.startswith(b"[acpcli: ") and b"bytes of this log were dropped" in current.splitlines()[0]
+    assert current.endswith(b"000000029\n")  # the newest bytes are kept
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+    big = StderrLog.open(path, max_bytes=1000)  # a chunk larger than a file keeps its end
+    assert big is not None
+    big.write(b"a" * 5000 + b"END\n")
+    big.close()
+    assert path.stat().st_size <= 1000 and path.read_bytes().endswith(b"aaaEND\n")
+
+    path.write_bytes(b"z" * 1500)  # a log a past run left over the cap is rotated when opened
+    again = StderrLog.open(path, max_bytes=1000)
+    assert again is not None
+    again.write(b"next run\n")
+    again.close()
+    assert older.read_bytes() == b"z" * 1500 and path.read_bytes().endswith(b"next run\n")
 
 
 @pytest.mark.anyio
@@ -327,6 +359,42 @@ async def test_no_process_of_the_group_survives(flags: tuple[str, ...]) -> None:
             os.close(pidfd)
     assert group_members(proc.pid) == []
     assert not running(grandchild)
+
+
+@pytest.mark.anyio
+@needs_proc
+@pytest.mark.parametrize("how", ["setsid", "orphan"])
+async def test_what_the_agent_started_outside_its_group_is_ended_too(how: str) -> None:
+    """Here acpcli is a library (no subreaper): the setsid child is found in the agent's
+    tree, the orphan (re-parented to init) by the owner tag in its environment."""
+    async with agent() as proc:
+        left = (await call(proc, 1, "spawn_grandchild", {how: True}))["pid"]
+        deadline = time.monotonic() + 5
+        while os.getsid(left) != left and time.monotonic() < deadline:  # `setsid` may not have run yet
+            await anyio.sleep(0.01)
+        assert os.getsid(left) == left and os.getpgid(left) != proc.pid  # out of the group
+        await proc.aclose(stdin_grace=0.2, term_grace=0.2)
+    deadline = time.monotonic() + 5
+    while running(left) and time.monotonic() < deadline:
+        await anyio.sleep(0.02)
+    assert not running(left)
+
+
+@pytest.mark.anyio
+async def test_an_agent_that_exits_while_an_unreachable_process_holds_its_stdout() -> None:
+    """Nothing can end the holder here (no subreaper, no tag, not in the tree): once the agent
+    has exited its stdout is no longer read, so the connection still ends."""
+    async with agent() as proc:
+        await proc.send(frame(1, "exit_leaving_holder"))
+        raw = await proc.receive()
+        assert raw is not None
+        holder = json.loads(raw)["params"]["pid"]
+        try:
+            with anyio.fail_after(LIMIT):  # before the fix: read until the sleep ends (600 s)
+                assert await proc.receive() is None
+            assert proc.exit_info()[0] == 3
+        finally:
+            os.kill(holder, signal.SIGKILL)
 
 
 # -- the in-memory pair -------------------------------------------------------------------------

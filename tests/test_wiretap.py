@@ -152,3 +152,23 @@ async def test_a_connection_taps_both_directions_in_order(tmp_path: Path) -> Non
     assert b"hunter2" not in log.read_bytes() and b"s3cret" not in log.read_bytes()
     assert json.loads(logged[1][1]) == {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}
     assert json.loads(logged[2][1])["method"] == "session/cancel"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_log_that_cannot_be_written_fails_once_and_never_raises() -> None:
+    told: list[str] = []
+    tap = WireTap("/dev/full", on_failure=told.append)
+    tap.open()  # /dev/full opens; it is the writes that fail
+    tap.sent(b'{"a":1}')
+    tap.received(b'{"b":2}')
+    tap.sent(b'{"c":3}')
+    tap.close()
+    assert told == ["cannot write the wire log /dev/full: No space left on device"]
+    assert tap.failure == told[0] and tap.lost == 3
+
+
+def test_open_raises_for_a_path_that_cannot_be_a_log(tmp_path: Path) -> None:
+    tap = WireTap(tmp_path)  # a directory
+    with pytest.raises(IsADirectoryError):
+        tap.open()
+    assert tap.failure is None  # refusing to start is the caller's business, not a failure mid-run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from acpcli.cli import completers
 from acpcli.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from acpcli.env import Environment
     from acpcli.registry import Registry, RegistryAgent
 
 app = typer.Typer()
@@ -43,6 +45,10 @@ def agents(
     registry_url, else the public ACP registry) and cached for a day under ACPCLI_HOME;
     offline, the cached copy is used. Configure more agents in config.toml under
     [agents.NAME] (see the README); run any other command with --cmd.
+
+    Downloads are capped while they arrive (the registry at 16 MiB, an archive at 1 GiB)
+    and given up after 2 and 10 minutes in all: ACPCLI_DOWNLOAD_DEADLINE=SECONDS sets
+    both. Registry entries whose package is not a package name are skipped with a warning.
     """
     if action is None:
         if agent_id is not None:
@@ -97,6 +103,7 @@ def _install_entry(entry: RegistryAgent) -> str:
         )
     from acpcli.cli.streams import environment
 
+    agent_install.installable(entry)  # a version that cannot be a folder: refused before any download
     environment().stderr.write(f"acpcli: downloading {target.archive}\n")
     with _progress() as progress:
         done = agent_install.install(entry, progress=progress)
@@ -167,29 +174,132 @@ def _registry(refresh: bool, *, required: bool) -> Registry | None:
         return None
 
 
-def _registry_row(entry: RegistryAgent, shadowed: str | None) -> dict[str, Any]:
+def _registry_rows(reg: Registry, local: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """The rows of the registry's agents, sorted by id, one at a time. Linear in the
+    registry: PATH is searched once per launcher and the agents folder listed once, not
+    once per agent."""
+    import functools
+    import shutil
+
     from acpcli import agent_install, registry
 
-    how = registry.launch(entry)
-    copy = agent_install.installed(entry.id)
-    if copy is not None:
-        how = registry.Launch("binary", copy.argv(), copy.env, str(copy.cmd))
-    return {
-        "name": entry.id,
-        "title": entry.name,
-        "version": entry.version,
-        "installed": copy.version if copy is not None else None,
-        "update": bool(copy is not None and copy.version != entry.version),
-        "runs": how.how,
-        "argv": how.argv,
-        "found": how.found,
-        "source": "registry",
-        "builtin": False,
-        "shadowed_by": shadowed,
-        "distributions": entry.kinds(),
-        "description": entry.description,
-        "why_not": None if how.found else registry.not_runnable(entry, how),
-    }
+    which = functools.cache(shutil.which)
+    try:
+        present = {p.name for p in agent_install.agents_dir().iterdir()}
+    except OSError:
+        present = set()
+    for agent_id in sorted(reg.agents):
+        entry = reg.agents[agent_id]
+        how = registry.launch(entry, which)
+        copy = agent_install.installed(entry.id) if entry.id in present else None
+        if copy is not None:
+            how = registry.Launch("binary", copy.argv(), copy.env, str(copy.cmd))
+        yield {
+            "name": entry.id,
+            "title": entry.name,
+            "version": entry.version,
+            "installed": copy.version if copy is not None else None,
+            "update": bool(copy is not None and copy.version != entry.version),
+            "runs": how.how,
+            "argv": how.argv,
+            "found": how.found,
+            "source": "registry",
+            "builtin": False,
+            "shadowed_by": local.get(agent_id),
+            "distributions": entry.kinds(),
+            "description": entry.description,
+            "why_not": None if how.found else registry.not_runnable(entry, how),
+        }
+
+
+_COLUMNS = ("NAME", "VERSION", "RUNS", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION")
+#: The columns cut (with an ellipsis) when the table is wider than the terminal.
+_FLEXIBLE = frozenset({"COMMAND", "FOUND", "SOURCE", "DESCRIPTION"})
+
+
+def _cells(row: dict[str, Any]) -> tuple[str, ...]:
+    """One table row: the cells, each on one line with its control characters shown."""
+    from acpcli.safe_text import safe_line
+
+    if row["found"]:
+        found = row["found"]
+    elif row["runs"] == "binary":
+        found = "not installed"
+    elif row["runs"] in ("npx", "uvx"):
+        found = f"{row['runs']} not on PATH"
+    else:
+        found = "not on PATH"
+    source = row["source"]
+    if row.get("update"):
+        found += f" (installed {row['installed']}: `acpcli agents update` installs {row['version']})"
+    if row.get("shadowed_by"):
+        source += f" (the {row['shadowed_by']} {row['name']} runs)"
+    cells = (row["name"], row["version"] or "", row["runs"], " ".join(row["argv"]), found, source, row["description"])
+    return tuple(safe_line(str(c)) for c in cells)
+
+
+def _fit(widths: list[int], room: int | None) -> list[int]:
+    """Column widths that fit ``room`` cells (two spaces between columns): the widest of the
+    :data:`_FLEXIBLE` columns are cut to one width, the largest that fits (never below their
+    header), as rich would share the room."""
+    if room is None:
+        return widths
+    fixed = sum(w for w, name in zip(widths, _COLUMNS, strict=True) if name not in _FLEXIBLE)
+    floor = {i: len(name) for i, name in enumerate(_COLUMNS) if name in _FLEXIBLE}
+
+    def total(cap: int) -> int:
+        return fixed + sum(max(floor[i], min(widths[i], cap)) for i in floor) + 2 * (len(widths) - 1)
+
+    if total(max(widths)) <= room:
+        return widths
+    low, high = 0, max(widths)  # total(low) may not fit either: then every column is at its floor
+    while low < high:
+        mid = (low + high + 1) // 2
+        if total(mid) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    return [max(floor[i], min(w, low)) if i in floor else w for i, w in enumerate(widths)]
+
+
+def _table(env: Environment, rows: list[tuple[str, ...]]) -> None:
+    """The rows as aligned columns, in time and memory linear in the rows (rich's Table
+    measures and wraps every cell: minutes for the 100,000 agents of a hostile registry).
+    On a terminal the table is cut to its width (``agents show ID`` says all); elsewhere
+    the lines are whole."""
+    from rich.cells import cell_len, set_cell_size
+
+    widths = [len(c) for c in _COLUMNS]
+    for cells in rows:
+        for i, cell in enumerate(cells):
+            n = len(cell) if cell.isascii() else cell_len(cell)
+            if n > widths[i]:
+                widths[i] = n
+    terminal = env.stdout_is_terminal
+    widths = _fit(widths, env.out.width if terminal else None)
+    last = len(widths) - 1
+
+    def line(cells: tuple[str, ...]) -> str:
+        out = []
+        for i, cell in enumerate(cells):
+            n = len(cell) if cell.isascii() else cell_len(cell)
+            if n > widths[i]:
+                cell = set_cell_size(cell, widths[i] - 1) + "…"
+            elif i < last:
+                cell = cell + " " * (widths[i] - n)
+            out.append(cell)
+        return "  ".join(out).rstrip() + "\n"
+
+    header = line(_COLUMNS)
+    if terminal:
+        from rich.text import Text
+
+        env.out.print(Text(header.rstrip("\n"), style="bold"), soft_wrap=True)
+    else:
+        env.stdout.write(header)
+    write = env.stdout.write
+    for cells in rows:
+        write(line(cells))
 
 
 def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:
@@ -198,14 +308,14 @@ def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:
     from acpcli.config import find_executable, load_config
 
     env = environment()
-    rows: list[dict[str, Any]] = []
+    local_rows: list[dict[str, Any]] = []
     local: dict[str, str] = {}
     if not registry_only:
         cfg = load_config()
         for name, spec in sorted(cfg.agents.items()):
             source = "built-in" if spec.builtin else "config"
             local[name] = source
-            rows.append(
+            local_rows.append(
                 {
                     "name": name,
                     "title": name,
@@ -219,37 +329,13 @@ def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:
                 }
             )
     reg = _registry(refresh, required=registry_only)
-    if reg is not None:
-        rows.extend(_registry_row(entry, local.get(agent_id)) for agent_id, entry in sorted(reg.agents.items()))
+    rows = itertools.chain(local_rows, _registry_rows(reg, local) if reg is not None else ())
     if as_json:
+        write = env.stdout.write
         for row in rows:
-            env.stdout.write(json.dumps(row) + "\n")
+            write(json.dumps(row) + "\n")
         return int(ExitCode.OK)
-    from rich.markup import escape
-    from rich.table import Table
-
-    from acpcli.safe_text import safe_line
-
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("NAME", "VERSION", "RUNS", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION"):
-        table.add_column(column)
-    for row in rows:
-        if row["found"]:
-            found = row["found"]
-        elif row["runs"] == "binary":
-            found = "not installed"
-        elif row["runs"] in ("npx", "uvx"):
-            found = f"{row['runs']} not on PATH"
-        else:
-            found = "not on PATH"
-        source = row["source"]
-        if row.get("update"):
-            found += f" (installed {row['installed']}: `acpcli agents update` installs {row['version']})"
-        if row.get("shadowed_by"):
-            source += f" (the {row['shadowed_by']} {row['name']} runs)"
-        cells = (row["name"], row["version"] or "", row["runs"], " ".join(row["argv"]), found, source, row["description"])
-        table.add_row(*(escape(safe_line(str(c))) for c in cells))
-    env.out.print(table)
+    _table(env, [_cells(row) for row in rows])
     return int(ExitCode.OK)
 
 
@@ -284,7 +370,13 @@ def _show(agent_id: str, as_json: bool, refresh: bool) -> int:
             how = registry.launch(entry)
             out["registry"] = entry.raw
             out["runs"] = {"how": how.how, "argv": how.argv, "env": how.env, "found": how.found}
-        env.stdout.write(json.dumps(out) + "\n")
+        try:
+            text = json.dumps(out)
+        except RecursionError:  # an entry nested deeper than json goes (the parser went as deep)
+            from acpcli.errors import RegistryError
+
+            raise RegistryError(f"the agent registry's entry {agent_id!r} is nested too deeply to show as JSON") from None
+        env.stdout.write(text + "\n")
         return int(ExitCode.OK)
     lines: list[str] = []
     if spec is not None:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from acpcli.cli import completers
-from acpcli.cli.options import Agent, Cmd, LogFile, Protocol
+from acpcli.cli.options import Agent, Cmd, LogFile, Protocol, Timeout
 
 app = typer.Typer()
 
@@ -33,6 +33,7 @@ def auth(
     logout: Annotated[bool, typer.Option("--logout", help="Log out instead (when the agent supports it).")] = False,
     protocol: Protocol = None,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Log in to an agent, using one of the login methods it advertises.
 
@@ -52,4 +53,7 @@ def auth(
 
     if agent_name and agent and agent_name != agent:
         raise UsageError(f"two agents named: {agent_name!r} and --agent {agent!r}")
-    raise typer.Exit(login.run_auth(agent_name or agent, cmd, method, list_only=list_only, logout=logout, protocol=protocol, log_file=log_file))
+    raise typer.Exit(login.run_auth(
+        agent_name or agent, cmd, method, list_only=list_only, logout=logout, protocol=protocol, log_file=log_file,
+        timeout=timeout,
+    ))

@@ -63,8 +63,10 @@ def sessions(
     state: str | None = None,
     since: str | None = None,
     limit: str | int | None = None,
+    timeout: str | None = None,
 ) -> int:
     from acpcli.cli.streams import environment
+    from acpcli.config import parse_timeout
     from acpcli.session.inputs import resolve_dir
 
     if state is not None and state not in STATES:
@@ -73,12 +75,17 @@ def sessions(
     since_ts = parse_since(since) if since is not None else None
     env = environment()
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
+    seconds = parse_timeout(timeout)
+    if seconds is not None and not remote:
+        raise UsageError("--timeout goes with --remote: it bounds how long the agent may take to answer")
     if remote:
         if state is not None:
             raise UsageError("--state is about the local index: --remote lists what the agent keeps")
         # every session the agent lists unless --limit says otherwise (its pages are all read anyway)
         limit_remote = parse_limit(limit, 0)
-        return _remote_sessions(env, agent, cmd, the_cwd, as_json, protocol, limit=limit_remote, since=since_ts)
+        return _remote_sessions(
+            env, agent, cmd, the_cwd, as_json, protocol, limit=limit_remote, since=since_ts, timeout=seconds
+        )
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
@@ -275,6 +282,7 @@ def _remote_sessions(
     *,
     limit: int = 0,
     since: float | None = None,
+    timeout: float | None = None,
 ) -> int:
     """``sessions --remote``: the agent's ``session/list``, as it orders it; ``since`` keeps
     the sessions it says were updated since then (those without ``updatedAt`` too), ``limit``
@@ -282,7 +290,7 @@ def _remote_sessions(
     from acpcli.session.remote import list_remote
 
     shown = 0
-    for info in list_remote(agent, cmd, cwd, protocol):
+    for info in list_remote(agent, cmd, cwd, protocol, timeout=timeout):
         if since is not None and _updated_before(info.get("updatedAt"), since):
             continue
         if limit and shown == limit:

@@ -82,11 +82,13 @@ def run_auth(
     logout: bool,
     protocol: str | None,
     log_file: Path | None,
+    timeout: str | None = None,
 ) -> int:
     """``acpcli auth``; see the command's help."""
     import anyio
 
     from acpcli.cli.streams import environment
+    from acpcli.config import parse_timeout
     from acpcli.negotiate import parse_protocol_choice
     from acpcli.protocol import wire
     from acpcli.session.agent import env_extra, pick_agent
@@ -94,6 +96,7 @@ def run_auth(
 
     if protocol is not None:
         parse_protocol_choice(protocol)
+    seconds = parse_timeout(timeout)
     if sum((list_only, logout, method_id is not None)) > 1:
         raise UsageError("give only one of --list, --logout and --method")
     choice = pick_agent(agent_name, cmd)
@@ -101,7 +104,7 @@ def run_auth(
     agent_env = env_extra(choice)
 
     async def main() -> LoginMethod | None:
-        async with link_for(choice, protocol=protocol, log_file=log_file) as link:
+        async with link_for(choice, protocol=protocol, log_file=log_file, timeout=seconds) as link:
             features = link.features
             name = features.display_name
             methods = wire.login_methods(features.auth_methods)

@@ -170,3 +170,16 @@ NoTerminal = Annotated[
     typer.Option("--no-terminal", help="Do not offer terminals to the agent (v1 terminal/*)."),
 ]
 
+Timeout = Annotated[
+    str | None,
+    typer.Option(
+        "--timeout",
+        metavar="SECONDS",
+        help="Wait at most SECONDS for each answer of the agent to a setup step (initialize, "
+        "session/new, load, resume, close, settings); for prompt also for the whole turn, which "
+        "is then cancelled (the answer so far is kept) and the command exits 15. 0: no limit. "
+        "Default: ACPCLI_TIMEOUT, else the config's timeout key, else 120 for setup steps; "
+        "turns unbounded.",
+        show_default=False,
+    ),
+]

@@ -22,6 +22,7 @@ from acpcli.cli.options import (
     NoTerminal,
     Permissions,
     Protocol,
+    Timeout,
 )
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def prompt(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
     keep_alive: KeepAlive = None,
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
@@ -74,32 +76,36 @@ def prompt(
 
       acpcli prompt --agent claude --mode plan --model opus "how would you split this module?"
 
+      acpcli prompt --agent demo --timeout 300 "summarize the changes"
+
     With --session or --last the session's agent stays running for the next prompt (a live
     session, --keep-alive); a new session's does only when --keep-alive is given.
     """
     from acpcli.cli.streams import close_output, environment, prompt_text
+    from acpcli.config import parse_timeout
     from acpcli.env import Environment
     from acpcli.session.context import Run
     from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
     wanted = wanted_settings(mode, model, set_)
+    seconds = parse_timeout(timeout)
     env = environment()
     the_text = prompt_text(text, file, env)
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, no_mcp=no_mcp,
         protocol=protocol, log_file=log_file,
     )
-    seconds = _live_seconds(keep_alive, session is not None or last, raw)
+    live_seconds = _live_seconds(keep_alive, session is not None or last, raw)
     record: SessionRecord | None
     inputs: SessionInputs | None
-    if seconds and session is not None and not last:
+    if live_seconds and session is not None and not last:
         from acpcli.session.inputs import lookup
 
         record = lookup(session)  # a live session needs no more to be found: its host has the rest
         inputs = None
     else:
         inputs, record = for_prompt(options, session, last)
-    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
+    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds)
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
 
@@ -113,12 +119,12 @@ def prompt(
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
         run.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
-        if record is not None and seconds:
+        if record is not None and live_seconds:
             from acpcli.host import client
 
             code = client.prompt(
                 record, options, run, the_text, output_format=output_format, quiet=quiet, settings=wanted,
-                keep_alive=seconds,
+                keep_alive=live_seconds,
             )
         else:
             from acpcli.session import run as running

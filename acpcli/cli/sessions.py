@@ -32,6 +32,7 @@ from acpcli.cli.options import (
     Permissions,
     Protocol,
     SessionId,
+    Timeout,
 )
 
 if TYPE_CHECKING:
@@ -51,19 +52,29 @@ Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="A ti
 
 
 def _run(
-    no_repl: bool, title: str | None = None, permissions: str | None = None, no_fs: bool = False, no_terminal: bool = False
+    no_repl: bool,
+    title: str | None = None,
+    permissions: str | None = None,
+    no_fs: bool = False,
+    no_terminal: bool = False,
+    timeout: str | None = None,
 ) -> Run:
     """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
     from acpcli.cli.streams import environment
+    from acpcli.config import parse_timeout
     from acpcli.session.context import Run
 
+    seconds = parse_timeout(timeout)  # before anything starts
     env = environment()
     person = None
     if env.interactive and not no_repl:
         from acpcli.repl.person import AtTerminal
 
         person = AtTerminal(env)
-    return Run(env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal)
+    return Run(
+        env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal,
+        timeout=seconds,
+    )
 
 
 @app.command()
@@ -81,6 +92,7 @@ def new(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
     keep_alive: KeepAlive = None,
 ) -> None:
     """Start a new session with an agent.
@@ -102,7 +114,7 @@ def new(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
         log_file=log_file,
     )
-    the_run = _run(no_repl, title, permissions, no_fs, no_terminal)
+    the_run = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
     if the_run.person is None:
         from acpcli.config import keep_alive as configured_keep_alive
 
@@ -133,6 +145,7 @@ def load(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Load a session: the agent replays the conversation, then the prompt opens.
 
@@ -148,7 +161,7 @@ def load(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal)
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout)
     raise typer.Exit(run.reattach("load", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
@@ -170,6 +183,7 @@ def resume(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Resume a session without replay; the locally stored transcript is shown for context.
 
@@ -183,7 +197,7 @@ def resume(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal)
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout)
     raise typer.Exit(run.reattach("resume", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
@@ -194,6 +208,7 @@ def close(
     cmd: Cmd = None,
     protocol: Protocol = None,
     log_file: LogFile = None,
+    timeout: Timeout = None,
 ) -> None:
     """Close a session on the agent (resuming it first when needed) and mark it closed.
 
@@ -203,7 +218,7 @@ def close(
     from acpcli.session.inputs import Options
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
-    raise typer.Exit(run.close(session_id, options, _run(True)))
+    raise typer.Exit(run.close(session_id, options, _run(True, timeout=timeout)))
 
 
 @app.command()
@@ -223,6 +238,7 @@ def sessions(
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     protocol: Protocol = None,
+    timeout: Timeout = None,
     live: Annotated[bool, typer.Option("--live", help="Only live sessions (a background host keeps their agent running): host pid, busy or idle, queued prompts, clients attached, idle time.")] = False,
 ) -> None:
     """List sessions, most recently used first: the local index by default, or the agent's own
@@ -274,7 +290,7 @@ def sessions(
 
     raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,
-        state=state, since=since, limit=limit,
+        state=state, since=since, limit=limit, timeout=timeout,
     ))
 
 

@@ -51,6 +51,7 @@ def spec_for(
         "command": "continue" if session_id is not None else "new",
         "session_id": session_id,
         "title": run.title,
+        "timeout": run.timeout,  # --timeout: the host's setup steps (turns: the client's own)
         "keep_alive": keep_alive,
         "policy": policy,
         "fs": run.fs,
@@ -119,6 +120,7 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
             start_new_session=True,
             close_fds=True,
         )
+    _spare(process.pid)
     assert process.stdin is not None and process.stdout is not None
     process.stdin.write(json.dumps(spec).encode())
     process.stdin.close()
@@ -144,6 +146,14 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
     except ValueError:
         return {"t": "error", "exit": 1, "message": f"the session host said {line[:200]!r}; its log: {log}"}
     return answer if isinstance(answer, dict) else {"t": "error", "exit": 1, "message": "no answer from the host"}
+
+
+def _spare(pid: int) -> None:
+    """The host outlives this command on purpose: the end-of-run sweep of what acpcli started
+    (:mod:`acpcli.procs`) must not take it for a leftover."""
+    from acpcli import procs
+
+    procs.manage(pid)
 
 
 def _read_line(stream: Any, limit: float | None) -> str:
@@ -243,11 +253,15 @@ def prompt(
         try:
             await channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
             await channel.send({"t": "prompt", "text": text, "settings": [list(pair) for pair in settings]})
-            stop, interrupted = await _follow(channel, live, view, decider, run)
+            stop, interrupted, timed_out = await _follow(channel, live, view, decider, run)
         finally:
             view.close()
             with anyio.CancelScope(shield=True):
                 await channel.aclose()
+        if timed_out:
+            from acpcli.session.run import turn_timed_out
+
+            raise turn_timed_out(run.timeout, session_id, answered=stop == "cancelled")
         if stop == "cancelled" and interrupted:
             raise Interrupted()
         if stop != "end_turn":
@@ -262,14 +276,24 @@ def prompt(
     return anyio.run(supervisor.run, main)
 
 
-async def _follow(channel: Channel, live: LiveSession, view: Any, decider: Any, run: Run) -> tuple[str, bool]:
-    """Read the host's messages until this command's turn ends; Ctrl-C cancels it (a second
-    one leaves, and the host cancels the turn of a client that left)."""
+#: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.
+_TIMEOUT_GRACE = 3.0
+
+
+async def _follow(
+    channel: Channel, live: LiveSession, view: Any, decider: Any, run: Run
+) -> tuple[str, bool, bool]:
+    """Read the host's messages until this command's turn ends: its stop reason, whether it
+    was interrupted here, whether it outlasted ``--timeout``. Ctrl-C cancels it (a second one
+    leaves, and the host cancels the turn of a client that left); ``--timeout`` cancels it
+    when it has run that long (and the host stops an agent that ignores the cancel)."""
     import signal
     import time
 
-    result: list[tuple[str, bool]] = []
+    result: list[tuple[str, bool, bool]] = []
     interrupted = False
+    timed_out = False
+    turn_started = anyio.Event()
     async with anyio.create_task_group() as tg:
 
         async def read() -> None:
@@ -292,6 +316,7 @@ async def _follow(channel: Channel, live: LiveSession, view: Any, decider: Any, 
                         run.say(f"acpcli: waiting behind {ahead} {turns} on this session (Ctrl-C withdraws the prompt)")
                 elif kind == "start":
                     started = True
+                    turn_started.set()
                     title = message.get("title")
                     if isinstance(title, str):  # the session's, from before this turn: not drawn
                         live.store.apply({"sessionUpdate": "session_info_update", "title": title})
@@ -304,15 +329,27 @@ async def _follow(channel: Channel, live: LiveSession, view: Any, decider: Any, 
                     stop = message.get("stop")
                     stop = stop if isinstance(stop, str) else "end_turn"
                     view.turn_ended(stop)
-                    result.append((stop, bool(message.get("interrupted")) or interrupted))
+                    result.append((stop, bool(message.get("interrupted")) or interrupted, timed_out))
                     tg.cancel_scope.cancel()
                     return
                 elif kind == "withdrawn":
                     raise Interrupted("withdrawn")
                 elif kind == "error":
+                    if timed_out:  # the agent ignored the cancel and was stopped
+                        view.turn_ended(None)
+                        result.append(("cancelled", False, True))
+                        tg.cancel_scope.cancel()
+                        return
                     raise HostReported(
                         str(message.get("message")), int(message.get("exit") or 1), hint=message.get("hint")
                     )
+
+        async def deadline() -> None:
+            nonlocal timed_out
+            await turn_started.wait()
+            await anyio.sleep(limit or 0)
+            timed_out = True
+            await channel.send({"t": "cancel", "kill_after": _TIMEOUT_GRACE})
 
         async def interrupts() -> None:
             nonlocal interrupted
@@ -329,6 +366,9 @@ async def _follow(channel: Channel, live: LiveSession, view: Any, decider: Any, 
 
         tg.start_soon(read)
         tg.start_soon(interrupts)
+        limit = run.timeout
+        if limit:
+            tg.start_soon(deadline)
     return result[0]
 
 

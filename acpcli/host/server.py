@@ -136,6 +136,7 @@ class Host:
         self.live: LiveSession | None = None
         self.agent_label = ""
         self.turns_run = 0
+        self._tasks: Any = None  # the serving task group, for background work
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -225,7 +226,8 @@ class Host:
                 self.queue.append(Turn(client, text, [(str(k), str(v)) for k, v in settings]))
                 client.post({"t": "queued", "ahead": ahead})
             elif kind == "cancel":
-                await self._cancel_for(client)
+                kill_after = message.get("kill_after")
+                await self._cancel_for(client, kill_after if isinstance(kill_after, (int, float)) else None)
             elif kind == "answer":
                 waiting = self._asks.get(message.get("id"))  # type: ignore[arg-type]
                 if waiting is not None and waiting[2] is client:
@@ -253,14 +255,28 @@ class Host:
             if self.link is not None and self.live is not None:
                 self.live.want_cancel()
 
-    async def _cancel_for(self, client: Client) -> None:
+    async def _cancel_for(self, client: Client, kill_after: float | None = None) -> None:
+        """The client's queued prompts withdrawn, its running turn cancelled; with
+        ``kill_after``, an agent still in that turn so many seconds later is stopped (the
+        host ends with it: the next command starts a new one)."""
         for turn in [t for t in self.queue if t.client is client]:
             self.queue.remove(turn)
             client.post({"t": "withdrawn"})
         current = self.current
-        if current is not None and current.client is client and self.link is not None and self.live is not None:
-            self.live.interrupted = True
-            await self.link.cancel(self.live)
+        if current is None or current.client is not client or self.link is None or self.live is None:
+            return
+        self.live.interrupted = True
+        await self.link.cancel(self.live)
+        if kill_after is not None and self._tasks is not None:
+            link = self.link
+
+            async def stop_if_still_running() -> None:
+                await anyio.sleep(kill_after)
+                if self.current is current:
+                    log.warning("the agent did not end a cancelled turn in %s s: stopping it", kill_after)
+                    link.kill()
+
+            self._tasks.start_soon(stop_if_still_running)
 
     def status(self) -> dict[str, Any]:
         idle = 0.0 if self.current is not None else time.monotonic() - self.last_activity
@@ -389,7 +405,7 @@ class Host:
             decide_permission=self.decide,
             policy=policy,
             refusals=refusals,
-            step_timeout=step_timeout(),
+            step_timeout=step_timeout(flag=self.spec.get("timeout")),
         )
 
     async def _serve(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, report: Any) -> int:
@@ -402,6 +418,7 @@ class Host:
         try:
             report({"t": "ready", **self.status()})
             async with anyio.create_task_group() as tg:
+                self._tasks = tg
 
                 async def accept() -> None:
                     async with listener:

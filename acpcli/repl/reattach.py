@@ -5,15 +5,18 @@ Order on the terminal, whatever the agent's timing:
 1. the capability check (an agent without ``session/resume`` refuses an interactive
    ``resume`` before anything is printed: exit 6);
 2. the session banner;
-3. the replay, drawn whole and once, in order, after it has finished arriving
+3. for a ``load``, once the replay has finished arriving
    (:meth:`~acpcli.session.link.AgentLink.settle`: gemini answers ``session/load`` first and
-   replays afterwards) -- or, for a ``resume`` the agent did not replay, the transcript
-   acpcli stored locally;
+   replays afterwards), the session's record drawn whole and once, in order: what acpcli
+   recorded with what the replay adds, merged as ``acpcli show`` has it
+   (:mod:`acpcli.replay_merge`), never the agent's raw replay (claude's slash-command
+   artefacts and gemini's ``<session_context>`` glued to the first prompt, gemini's tool
+   results as user messages); for a session acpcli has no prompt of, the replay itself. For
+   a ``resume``: what it replayed, or if nothing, the transcript acpcli stored locally;
 4. the input prompt (the REPL), whose view streams from then on.
 
-The replay is collected by a view made with ``final_only`` (nothing is drawn while it
-arrives, so no live region can overwrite the banner or draw a line twice) and printed when
-that view is closed.
+What is drawn goes through a view made with ``final_only`` (nothing is drawn while the
+replay arrives, so no live region can overwrite the banner or draw a line twice).
 """
 
 from __future__ import annotations
@@ -41,19 +44,23 @@ def held_view(env: Environment) -> View:
 async def show_replay(
     env: Environment, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
 ) -> View:
-    """Wait for the replay to finish, draw it (or, after a ``resume`` that replayed
-    nothing, ``local``: the store acpcli recorded, if any), and return the streaming view
-    the REPL continues with (attached to ``live``)."""
+    """Wait for the replay to finish and draw it, and return the streaming view the REPL
+    continues with (attached to ``live``). ``local``: for a ``load``, the record merged with
+    the replay (drawn instead of what ``held`` could have collected, which is nothing: the
+    load ran without a view); for a ``resume``, the store acpcli recorded, drawn when the
+    agent replayed nothing."""
     from acpcli.render import make_view
 
-    if command == "resume":  # ``load`` settled already, before its end-of-replay marker
+    if command == "load" and local is not None:  # settled already, before its end-of-replay marker
+        held.print_store(local)
+    if command == "resume":
         await link.settle(live, first=RESUME_FIRST_UPDATE)
     replayed = bool(live.store.entries)
     if command == "resume" and not replayed and local is not None and local.entries:
         env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
         held.print_store(local)
         env.err.print("[dim]── resumed ──[/]")
-    held.close()  # prints what it collected: the replay, whole and once
+    held.close()  # prints what it collected, if anything: a resume's replay, whole and once
     view = make_view(env)
     live.sink = view
     return view

@@ -73,6 +73,7 @@ class Run:
     fs: bool = True
     terminal: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
+    timeout: float | None = None  # --timeout (None: not given; 0: no limit): setup steps, prompt's turn
     refusals: Refusals | None = None  # the run's client_side.Refusals, once an agent is linked
     #: Who answers permission questions when no conversation is held (``prompt`` on a
     #: terminal): a client_side.Asker, or None (nobody to ask).

@@ -76,6 +76,9 @@ class LiveSession:
     prompting: bool = False  # a ``session/prompt`` of this session is in flight (AgentLink.prompt)
     cancel_requested: bool = False
     interrupted: bool = False  # the person pressed Ctrl-C during the current turn
+    #: The current turn outlasted its bound (run_turn's ``limit``): "cancelled" (the agent
+    #: ended it on session/cancel) or "killed" (it did not, and was stopped); None: it did not.
+    timed_out: str | None = None
     turn_active: bool = False  # a run_turn is in progress (the supervisor cancels it on SIGTERM)
     output_error: BaseException | None = None
     updates_seen: int = 0

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from acpcli.persistence import Index
 
 
-def list_remote(agent: str | None, cmd: str | None, cwd: str | None, protocol: str | None = None) -> list[dict[str, Any]]:
+def list_remote(
+    agent: str | None, cmd: str | None, cwd: str | None, protocol: str | None = None, *, timeout: float | None = None
+) -> list[dict[str, Any]]:
     """Every session the agent lists (all pages), under a supervisor (SIGTERM/SIGHUP stop the
     agent: exit 143/129); the titles it gives are saved to the sessions recorded here."""
     import anyio
@@ -31,7 +33,7 @@ def list_remote(agent: str | None, cmd: str | None, cwd: str | None, protocol: s
     choice = pick_agent(agent, cmd)
 
     async def main() -> list[dict[str, Any]]:
-        async with link_for(choice, protocol=protocol) as link:
+        async with link_for(choice, protocol=protocol, timeout=timeout) as link:
             return [info async for info in link.list_remote(cwd)]
 
     infos = anyio.run(Supervisor().run, main)

@@ -11,8 +11,9 @@ returns an exit code or raises an :class:`~acpcli.errors.AcpcliError`. ``cli/`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,13 +27,14 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from acpcli.client_side import Refusals
+    from acpcli.errors import StepTimeout
     from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.safestore import SafeIndex
     from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.store import Store
-    from acpcli.wiretap import Tap
+    from acpcli.wiretap import Tap, WireTap
 
 
 @contextmanager
@@ -50,9 +52,17 @@ def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
 
 
 def link_for(
-    agent: AgentChoice, *, protocol: str | None = None, log_file: Path | None = None, run: Run | None = None
+    agent: AgentChoice,
+    *,
+    protocol: str | None = None,
+    log_file: Path | None = None,
+    run: Run | None = None,
+    timeout: float | None = None,
 ) -> AbstractAsyncContextManager[AgentLink]:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
+
+    ``timeout`` (``--timeout``; else the run's) bounds each setup step instead of
+    ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`).
 
     Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
     which runs them, and by sessions with a person at the keyboard, who can be sent there; a
@@ -69,7 +79,8 @@ def link_for(
             read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
         )
         decider = decider_for(run, agent)
-    return open_link(
+    tap, wire_log = _tap(run, log_file)
+    link = open_link(
         agent.argv,
         env_extra=env_extra(agent),
         choice=protocol or agent.protocol or "auto",  # type: ignore[arg-type]  # validated by the caller / config
@@ -77,26 +88,66 @@ def link_for(
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
         decide_permission=decider,
-        tap=_raw_tap(run, log_file),
+        tap=tap,
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
-        step_timeout=step_timeout(),
+        step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
     )
+    return link if wire_log is None else _logged(link, wire_log)
 
 
-def _raw_tap(run: Run | None, log_file: Path | None = None) -> Tap | None:
-    if run is None:
-        return None
+def _tap(run: Run | None, log_file: Path | None) -> tuple[Tap | None, WireTap | None]:
+    """The connection's tap, and the wire log when it is one: ``--raw``'s frames on stdout
+    (they win), else the wire log (``--log-file``, else ``ACPCLI_LOG_FILE``), opened now so
+    that a path that cannot be written is refused before the agent starts (exit 17)."""
+    if run is not None and run.raw:
+        return _raw_tap(run), None
+    from acpcli.errors import OutputError
+    from acpcli.wiretap import WireTap
+
+    wire_log = WireTap(log_file) if log_file is not None else WireTap.from_env()
+    if wire_log is None:
+        return None, None
+    if run is not None and run.person is not None:
+        say = run.env.note
+        wire_log.on_failure = lambda message: say(
+            f"acpcli: warning: {message}; the session goes on without it", style="yellow"
+        )
+    try:
+        wire_log.open()
+    except OSError as err:
+        raise OutputError(f"cannot write the wire log {wire_log.path}: {err.strerror or err}") from None
+    return wire_log, wire_log
+
+
+@asynccontextmanager
+async def _logged(link: AbstractAsyncContextManager[AgentLink], wire_log: WireTap) -> AsyncIterator[AgentLink]:
+    """The link, and at its end the wire log's verdict: a log that could not be written did
+    not stop the conversation (:class:`~acpcli.wiretap.WireTap`), but the command then ends
+    with :class:`~acpcli.errors.OutputError` (exit 17) once everything else is done -- or,
+    when another error is on its way out, says so in one warning line beside it."""
+    try:
+        async with link as linked:
+            yield linked
+    except BaseException:
+        if wire_log.failure is not None:
+            sys.stderr.write(f"acpcli: warning: {_log_lost(wire_log)}\n")
+        raise
+    if wire_log.failure is not None:
+        from acpcli.errors import OutputError
+
+        raise OutputError(_log_lost(wire_log))
+
+
+def _log_lost(wire_log: WireTap) -> str:
+    lost = wire_log.lost
+    return f"{wire_log.failure} ({lost} frame{'s' if lost != 1 else ''} not logged)"
+
+
+def _raw_tap(run: Run) -> Tap:
+    """``--raw``: the frames on stdout; under a supervisor, one that cannot be written stops
+    the command (exit 17: stdout was the output asked for)."""
     supervisor = run.supervisor
-    if not run.raw:
-        if supervisor is None or log_file is None:
-            return None
-        # --log-file under a supervisor: a write failure stops the command (exit 17) rather
-        # than breaking the connection mid-frame.
-        from acpcli.supervise import GuardedTap
-        from acpcli.wiretap import WireTap
-
-        return GuardedTap(WireTap(log_file), f"the wire log {log_file}", supervisor)
     from acpcli.wiretap import StreamTap
 
     tap = StreamTap(run.env.stdout)
@@ -144,7 +195,8 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
 def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
     """``new``, ``load`` or ``resume``: start the agent, set the session up, record it,
     then hand over to the person or print what a script needs (``new``: the id; ``load``:
-    the replayed transcript; ``resume``: nothing)."""
+    the session's transcript as ``show`` has it, the record merged with the replay;
+    ``resume``: nothing)."""
     import anyio
 
     from acpcli.errors import ExitCode
@@ -181,7 +233,18 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                     capabilities.require(link.features, f"session/{command}")  # before anything is shown
                     local = _local_store(index, session_id) if command == "resume" else None
                     person.banner(session_id, link.features)
-                live = await attach(link, command, inputs, run, index, writer, view, session_id)
+                if command == "load":
+                    assert session_id is not None
+                    # What acpcli recorded before this replay: the replay is merged into it and
+                    # drawn as `show` would draw it, not as the agent sent it (see replay_merge).
+                    # A replay that has not begun when the load settles is drawn as it comes.
+                    local = _local_store(index, session_id)
+                    live = await attach(link, command, inputs, run, index, writer, None, session_id)
+                    local = _replay_merged(local, live.store) if live.store.entries else None
+                    if view is not None and person is None and local is not None:
+                        view.print_store(local)
+                else:
+                    live = await attach(link, command, inputs, run, index, writer, view, session_id)
                 if person is not None:
                     if reattaching:
                         assert view is not None
@@ -244,6 +307,15 @@ def _put_away(writer: EventWriter, index: SafeIndex) -> None:
     writer.close()
     index.close()
     verdict(index)
+
+
+def _replay_merged(local: Store | None, replay: Store) -> Store:
+    """What a load shows: the local record with what the replay adds, as ``show`` has it
+    once the load is stored (:func:`~acpcli.replay_merge.merge_replay`)."""
+    from acpcli.replay_merge import merge_replay
+    from acpcli.store import Store
+
+    return merge_replay(local if local is not None else Store(), replay)
 
 
 def _local_store(index: Index, session_id: str) -> Store | None:
@@ -334,8 +406,6 @@ def prompt(
     """One turn: a new session (or ``--session``: resume if supported, else load without
     printing the replay), the prompt, the streamed answer; the exit code follows the stop
     reason."""
-    import sys
-
     import anyio
 
     from acpcli.errors import CapabilityMissing, ExitCode, Interrupted, TurnEnded
@@ -394,10 +464,13 @@ def prompt(
                     blocks,
                     notice=lambda m: run.env.note(m, style="yellow"),
                     tick=getattr(view, "tick", None),
+                    limit=run.timeout,
                 )
                 view.turn_ended(stop)
                 writer.flush()
                 after_turn(index, live)
+                if live.timed_out:
+                    raise turn_timed_out(run.timeout, live.session_id, answered=live.timed_out == "cancelled")
                 if stop == "cancelled" and live.interrupted:
                     raise Interrupted()  # our Ctrl-C cancelled it: exit 130, as shells expect
                 if stop != "end_turn":
@@ -421,6 +494,18 @@ def prompt(
 
     with _auth_hinted(inputs.agent):
         return anyio.run(supervisor.run, main)
+
+
+def turn_timed_out(seconds: float | None, session_id: str, *, answered: bool) -> StepTimeout:
+    """The one line of a turn that outlasted ``--timeout`` (exit 15)."""
+    from acpcli.errors import StepTimeout
+    from acpcli.safe_text import safe_line
+
+    how = "cancelled" if answered else "the agent did not answer the cancel and was stopped"
+    return StepTimeout(
+        f"the turn outlasted --timeout {seconds or 0:g} s: {how}; what arrived is kept "
+        f"(acpcli show {safe_line(session_id)})"
+    )
 
 
 def _stdout_name(run: Run) -> str:

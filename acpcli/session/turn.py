@@ -27,6 +27,7 @@ async def run_turn(
     notice: Callable[[str], None],
     tick: Callable[[], None] | None = None,
     double_interrupt_seconds: float = 3.0,
+    limit: float | None = None,
 ) -> str:
     """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
     waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
@@ -35,12 +36,23 @@ async def run_turn(
     ``notice`` receives the one-line status messages ("cancelling…") for the caller to show;
     ``tick`` (if given) is called about ten times a second while the turn runs, so a view
     can redraw its live part even when the stream pauses.
+
+    ``limit`` (seconds, ``--timeout``; None or 0: none) bounds the turn: when it has passed,
+    ``session/cancel`` is sent and the agent has :data:`CANCEL_GRACE` seconds to end the
+    turn; if it does not, its process group is killed and the turn is abandoned (stop reason
+    ``cancelled``). Either way :attr:`~acpcli.session.live.LiveSession.timed_out` says so to
+    the caller, who stores what arrived and reports the timeout.
     """
     live.turn_active = True
+    live.timed_out = None
     try:
-        return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds)
+        return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit)
     finally:
         live.turn_active = False
+
+
+#: Seconds a turn cancelled for outlasting its ``limit`` has to end before the agent is killed.
+CANCEL_GRACE = 3.0
 
 
 async def _turn_tasks(
@@ -50,6 +62,7 @@ async def _turn_tasks(
     notice: Callable[[str], None],
     tick: Callable[[], None] | None,
     double_interrupt_seconds: float,
+    limit: float | None = None,
 ) -> str:
     import signal
     import time
@@ -92,13 +105,30 @@ async def _turn_tasks(
                 await anyio.sleep(0.1)
                 tick()
 
+        async def deadline() -> None:
+            assert limit
+            await anyio.sleep(limit)
+            live.timed_out = "cancelled"
+            with anyio.move_on_after(CANCEL_GRACE):
+                try:
+                    await link.cancel(live)
+                except Exception:  # noqa: BLE001 - the agent may be gone already: killed below
+                    pass
+                await anyio.sleep_forever()  # until run() has the answer and cancels us
+            # No answer to the cancel: stop waiting for one, and stop the agent.
+            nonlocal stop
+            stop, live.timed_out = "cancelled", "killed"
+            tg.cancel_scope.cancel()
+            link.kill()
+
         tg.start_soon(run)
         tg.start_soon(watch)
         tg.start_soon(watch_output)
         if tick is not None:
             tg.start_soon(ticker)
+        if limit:
+            tg.start_soon(deadline)
     return stop
-
 
 
 def after_turn(index: Index, live: LiveSession) -> None:

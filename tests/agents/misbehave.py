@@ -169,13 +169,44 @@ def m_flood_stderr(rid: Any, params: Any) -> None:
 
 
 def m_spawn_grandchild(rid: Any, params: Any) -> None:
-    """Start a long sleeper that inherits stderr (as MCP servers often do) and outlives us."""
+    """Start a long sleeper that inherits stderr (as MCP servers often do) and outlives us;
+    ``setsid``: in a session of its own (outside our group); ``orphan``: through a shell that
+    exits at once (so it is re-parented away from us), in a session of its own."""
+    if params and params.get("orphan"):
+        shell = subprocess.run(
+            ["sh", "-c", "setsid sleep 600 >/dev/null 2>&1 </dev/null & echo $!"], capture_output=True, check=True
+        )
+        result(rid, {"pid": int(shell.stdout)})
+        return
     child = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(600)"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
+        start_new_session=bool(params and params.get("setsid")),
     )
     result(rid, {"pid": child.pid})
+
+
+def m_exit_leaving_holder(rid: Any, params: Any) -> None:
+    """Leave a ``sleep`` holding our stdout, out of every reach: double-forked into a session
+    of its own, its environment cleared. Say its pid (a ``test/holder`` notification), then
+    exit with status 3 without answering."""
+    import shutil
+
+    sleep = shutil.which("sleep") or "/bin/sleep"
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        holder = os.fork()
+        if holder == 0:
+            os.execve(sleep, ["sleep", "600"], {})
+        os.write(write_end, str(holder).encode())
+        os._exit(0)
+    os.close(write_end)
+    holder_pid = int(os.read(read_end, 32))
+    os.wait()
+    send(notification("test/holder", {"pid": holder_pid}))
+    os._exit(3)
 
 
 METHODS = {name[2:]: fn for name, fn in dict(globals()).items() if name.startswith("m_")}

@@ -407,3 +407,23 @@ def test_ctrl_c_withdraws_a_waiting_prompt_and_cancels_only_the_running_turn(hos
     assert "slow waiting" not in shown  # withdrawn: never sent
     assert "after both" in cli.ok("prompt", "--session", sid, "after both", env=LIVE).stdout
     assert len(cli.trace.pids()) == 1  # the host stayed
+
+
+def test_timeout_bounds_a_warm_turn_and_the_host_stays(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.2"]), env=LIVE)
+    sid = sid.stdout.strip()
+    proc = cli.run("prompt", "--session", sid, "--timeout", "1", "slow", env=LIVE)
+    assert proc.returncode == ExitCode.TIMEOUT, proc.stderr
+    assert "the turn outlasted --timeout 1 s: cancelled" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "after the timeout" in cli.ok("prompt", "--session", sid, "after the timeout", env=LIVE).stdout
+    assert len(cli.trace.pids()) == 1
+
+
+def test_the_command_that_started_a_host_does_not_end_it_on_its_way_out(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "start it", env=LIVE)
+    (row,) = live_rows(cli)  # the starting command has exited: its sweep left the host alone
+    assert running(int(row["pid"])) and running(int(row["agent_pid"]))  # type: ignore[arg-type]

@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import resource
 import shlex
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from acpcli import registry
 from acpcli.errors import ExitCode
-from tests.helpers.registry_server import RegistryServer
+from tests.helpers.registry_server import RegistryServer, trickle
 
 from .conftest import Cli, error_line
 
@@ -60,14 +65,14 @@ def test_agents_lists_the_registry(cli: Cli, server: RegistryServer, tmp_path: P
     assert {"demo", "fake-npx", "fake-uvx", "fake-binary"} <= set(rows)
     assert rows["fake-npx"]["source"] == "registry" and rows["fake-npx"]["version"] == "1.2.3"
     assert rows["fake-npx"]["runs"] == "npx" and rows["fake-npx"]["found"].endswith("/npx")
-    assert rows["fake-npx"]["argv"] == ["npx", "-y", "@fake/npx-agent@1.2.3", "--acp"]
+    assert rows["fake-npx"]["argv"] == ["npx", "-y", "--", "@fake/npx-agent@1.2.3", "--acp"]
     assert rows["fake-uvx"]["found"] is None and rows["fake-uvx"]["runs"] == "uvx"
     assert rows["fake-binary"]["found"] is None
     only = [json.loads(line)["name"] for line in cli.ok("agents", "--registry", "--json", env=env).stdout.splitlines()]
     assert only == ["fake-binary", "fake-npx", "fake-uvx"]
     table = cli.ok("agents", env=env).stdout
     [line] = [x for x in table.splitlines() if x.split()[:1] == ["fake-npx"]]
-    assert "1.2.3" in line and "registry" in line and "npx -y @fake/npx-agent@1.2.3 --acp" in line
+    assert "1.2.3" in line and "registry" in line and "npx -y -- @fake/npx-agent@1.2.3 --acp" in line
     assert len(server.requests) == 1  # the cached copy served the next two
 
 
@@ -90,9 +95,9 @@ def test_prompt_runs_a_registry_agent(cli: Cli, server: RegistryServer, tmp_path
     assert proc.stdout.strip()
     launched = log.read_text()
     if launcher == "npx":
-        assert launched == "npx -y @fake/npx-agent@1.2.3 --acp\n"  # the entry's env reached it
+        assert launched == "npx -y -- @fake/npx-agent@1.2.3 --acp\n"  # the entry's env reached it
     else:
-        assert launched == " fake-uvx-agent==0.4.0 serve\n"
+        assert launched == " -- fake-uvx-agent==0.4.0 serve\n"
     assert f"fake-{launcher}" in cli.ok("sessions", env=env).stdout
 
 
@@ -248,7 +253,7 @@ def test_a_registry_session_continues_with_the_entrys_env(cli: Cli, server: Regi
     [session] = [s for s in cli.index() if s["agent"] == "fake-npx"]
     server.stop()  # continuing needs no registry fetch
     cli.ok("prompt", "--session", session["id"], "--permissions", "allow", "again", env=env)
-    assert log.read_text().splitlines() == ["npx -y @fake/npx-agent@1.2.3 --acp"] * 2
+    assert log.read_text().splitlines() == ["npx -y -- @fake/npx-agent@1.2.3 --acp"] * 2
 
 
 def test_completion_offers_cached_registry_ids_without_fetching(cli: Cli, server: RegistryServer) -> None:
@@ -270,3 +275,254 @@ def test_completion_offers_cached_registry_ids_without_fetching(cli: Cli, server
     cli.ok("agents", "--registry", env=env)
     assert complete() == "fake-binary fake-npx fake-uvx"
     assert len(server.requests) == 1
+
+
+# --- a hostile registry ---------------------------------------------------------------
+
+
+def _npx_like(bin_dir: Path, log: Path) -> None:
+    """A fake ``npx`` that reads its options as an older npm did, anywhere up to ``--``, and
+    obeys ``--call=COMMAND`` (runs it with sh), then becomes the demo agent."""
+    script = bin_dir / "npx"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$*" >> {shlex.quote(str(log))}\n'
+        'for a in "$@"; do\n'
+        '  case "$a" in\n'
+        "    --) break ;;\n"
+        '    --call=*) sh -c "${a#--call=}" ;;\n'
+        "  esac\n"
+        "done\n"
+        f"exec {shlex.quote(sys.executable)} -m acpcli.demo_agent --delay 0\n"
+    )
+    script.chmod(0o755)
+
+
+def _hostile(server: RegistryServer, **npx: object) -> None:
+    data = json.loads(FIXTURE.read_text())
+    data["agents"][0]["id"] = "hostile"
+    data["agents"][0]["distribution"]["npx"].update(npx)
+    server.body = json.dumps(data).encode()
+
+
+def test_a_package_that_is_an_option_never_runs(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    pwned = tmp_path / "pwned"
+    _hostile(server, package=f"--call=touch {pwned}")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "npx.log"
+    _npx_like(bin_dir, log)
+    env = {"PATH": str(bin_dir), "ACPCLI_REGISTRY_URL": server.url}
+    proc = cli.run("prompt", "--agent", "hostile", "--permissions", "allow", "hello", env=env)
+    warning, *rest = proc.stderr.splitlines()
+    assert warning.startswith("acpcli: warning: agent registry: entry 1 skipped: agent 'hostile': npx package '--call=touch")
+    assert "is not an npm package name" in warning
+    only = subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, "\n".join(rest))
+    assert "unknown agent 'hostile'" in error_line(only, ExitCode.USAGE)
+    assert not pwned.exists() and not log.exists()  # nothing ran, npx least of all
+    rows = [json.loads(x)["name"] for x in cli.ok("agents", "--registry", "--json", env=env).stdout.splitlines()]
+    assert rows == ["fake-binary", "fake-uvx"]
+
+
+def test_arguments_that_are_options_reach_the_agent_not_npx(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    pwned = tmp_path / "pwned"
+    _hostile(server, args=[f"--call=touch {pwned}"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "npx.log"
+    _npx_like(bin_dir, log)
+    env = {"PATH": str(bin_dir), "ACPCLI_REGISTRY_URL": server.url}
+    cli.ok("prompt", "--agent", "hostile", "--permissions", "allow", "hello", env=env)
+    assert log.read_text() == f"-y -- @fake/npx-agent@1.2.3 --call=touch {pwned}\n"
+    assert not pwned.exists()
+
+
+def test_an_env_that_configures_npx_skips_the_entry(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    _hostile(server, env={"npm_config_call": "touch pwned"})
+    env, log = _path(tmp_path, "npx")
+    env["ACPCLI_REGISTRY_URL"] = server.url
+    proc = cli.run("prompt", "--agent", "hostile", "hello", env=env)
+    assert proc.returncode == ExitCode.USAGE
+    assert "sets npm_config_call, which would configure npx itself" in proc.stderr
+    assert not log.exists()
+
+
+def test_a_deeply_nested_registry_is_one_line(cli: Cli, server: RegistryServer) -> None:
+    server.body = b'{"agents": [' + b"[" * 200_000 + b"]" * 200_000 + b"]}"
+    line = error_line(cli.run("agents", "--registry", env={"ACPCLI_REGISTRY_URL": server.url}), ExitCode.CONFIG)
+    assert line.endswith("is not valid JSON: nested too deeply")
+
+
+def test_a_trickling_registry_is_given_up_on(cli: Cli, server: RegistryServer) -> None:
+    server.responders["/registry.json"] = trickle(0.2, headers_too=True)
+    env = {"ACPCLI_REGISTRY_URL": server.url, "ACPCLI_DOWNLOAD_DEADLINE": "1"}
+    line = error_line(cli.run("agents", "--registry", env=env), ExitCode.CONFIG)
+    assert line == f"cannot fetch the agent registry {server.url}: took longer than 1s in all (the server is too slow; ACPCLI_DOWNLOAD_DEADLINE allows longer)"
+
+
+def test_a_huge_registry_is_listed_in_bounded_memory(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    # 100,000 agents (11 MB, under the 16 MB cap): rich's table took 0.7 GB and most of a minute
+    agents = [{"id": f"agent-{n}", "name": f"A{n}", "version": "1.0.0", "distribution": {"npx": {"package": f"p{n}@1"}}} for n in range(100_000)]
+    server.body = json.dumps({"version": "1", "agents": agents}).encode()
+    env, _ = _path(tmp_path, "npx")
+    env["ACPCLI_REGISTRY_URL"] = server.url
+    out = tmp_path / "out.txt"
+    with out.open("w") as stdout:
+        proc = subprocess.Popen(cli.argv("agents", "--registry"), env=cli.env(env), cwd=cli.cwd, stdout=stdout, stderr=subprocess.PIPE)
+        guard = threading.Timer(300, proc.kill)  # a guard against a hang only
+        guard.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            guard.cancel()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            assert proc.stderr is not None
+            err = proc.stderr.read()
+            proc.stderr.close()
+    assert proc.returncode == 0, err
+    lines = out.read_text().splitlines()
+    assert len(lines) == 100_001 and lines[0].split() == ["NAME", "VERSION", "RUNS", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION"]
+    assert lines[1].split()[:4] == ["agent-0", "1.0.0", "npx", "npx"]
+    assert usage.ru_maxrss < 400 * 1024  # KiB: about 175 MB here
+
+
+def _held_archive(release: threading.Event, data: bytes) -> Any:
+    """A responder that sends the headers and half of ``data``, then the rest once
+    ``release`` is set (at most 30 s later: a guard against a hang only)."""
+
+    def respond(server: RegistryServer, handler: Any) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data[: len(data) // 2])
+        release.wait(30)
+        handler.wfile.write(data[len(data) // 2 :])
+
+    return respond
+
+
+def test_concurrent_installs_of_one_agent_take_turns(cli: Cli, server: RegistryServer) -> None:
+    _binary_registry(server, "2.0.0")
+    archive = "/fake-binary-2.0.0.tar.gz"
+    release = threading.Event()
+    server.responders[archive] = _held_archive(release, server.files.pop(archive))
+    env = {"ACPCLI_REGISTRY_URL": server.url}
+    cli.ok("agents", "--registry", env=env)  # the registry cached: both start at once
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(cli.argv("agents", "install", "fake-binary"), env=cli.env(env), cwd=cli.cwd,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    first = start()
+    second: subprocess.Popen[str] | None = None
+    guard = threading.Timer(60, release.set)  # a guard against a hang only
+    guard.start()
+    try:
+        while not any(p.name.startswith(".partial-") for p in (cli.home / "agents" / "fake-binary").glob("*")):
+            assert first.poll() is None and not release.is_set()
+            time.sleep(0.05)
+        second = start()  # while the first is half way through its download
+        assert second.stderr is not None
+        seen = [second.stderr.readline(), second.stderr.readline()]
+        release.set()  # the second is waiting: let the first finish
+        out, err = first.communicate(timeout=60)
+        out2, err2 = second.communicate(timeout=60)
+    finally:
+        guard.cancel()
+        release.set()
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    err2 = "".join(seen) + err2
+    assert first.returncode == 0, err
+    assert second.returncode == 0, err2
+    assert out.startswith("installed fake-binary 2.0.0 in ") and out2.startswith("installed fake-binary 2.0.0 in ")
+    assert seen[1] == f"acpcli: warning: waiting for another acpcli (pid {first.pid}) installing 'fake-binary'\n"
+    assert "Traceback" not in err + err2
+    assert len([r for r in server.requests if r["path"] == archive]) == 1  # the second used the first's
+    assert sorted(p.name for p in (cli.home / "agents").iterdir()) == ["fake-binary"]
+    assert sorted(p.name for p in (cli.home / "agents" / "fake-binary").iterdir()) == ["2.0.0", "current.json"]
+    cli.ok("prompt", "--agent", "fake-binary", "--permissions", "allow", "hello", env=env)
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return preexec
+
+
+def test_a_full_disk_during_an_install_says_so(cli: Cli, server: RegistryServer, tmp_path: Path) -> None:
+    _binary_registry(server, "2.0.0")
+    noise = os.urandom(4 << 20)  # incompressible: the download itself outgrows the limit
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("bin/fake-agent")
+        info.size = len(noise)
+        tar.addfile(info, io.BytesIO(noise))
+    server.files["/fake-binary-2.0.0.tar.gz"] = buf.getvalue()
+    env = {"ACPCLI_REGISTRY_URL": server.url}
+    cli.ok("agents", "--registry", env=env)
+    # a file may not grow past 1 MiB: what a full disk does to the next write (Python
+    # ignores SIGXFSZ, so the write fails with EFBIG, as it would with ENOSPC)
+    proc = subprocess.run(cli.argv("agents", "install", "fake-binary"), env=cli.env(env), cwd=cli.cwd,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                          preexec_fn=_file_size_limit(1 << 20), check=False)
+    said, _, rest = proc.stderr.partition("\n")
+    assert said == f"acpcli: downloading {server.base()}/fake-binary-2.0.0.tar.gz"
+    line = error_line(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, rest), ExitCode.AGENT_START)
+    assert line == (
+        f"cannot install registry agent 'fake-binary': File too large (writing in {cli.home / 'agents' / 'fake-binary'}); "
+        "nothing was installed"
+    )
+    assert not (cli.home / "agents").exists()
+
+
+def test_a_decompression_bomb_is_refused_with_nothing_left(cli: Cli, server: RegistryServer) -> None:
+    _binary_registry(server, "2.0.0")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
+        info = tarfile.TarInfo("bin/fake-agent")
+        info.size = 200 << 20  # 200 MiB of zeros in about 1 MB: past the 64 MiB floor and 100 times its size
+        tar.addfile(info, _Zeros(info.size))
+    server.files["/fake-binary-2.0.0.tar.gz"] = buf.getvalue()
+    proc = cli.run("agents", "install", "fake-binary", env={"ACPCLI_REGISTRY_URL": server.url})
+    _, _, rest = proc.stderr.partition("\n")
+    line = error_line(subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout, rest), ExitCode.AGENT_START)
+    assert "refusing it: it unpacks to more than 100 times its own size" in line and "decompression bomb" in line
+    assert not (cli.home / "agents").exists()
+
+
+class _Zeros(io.RawIOBase):
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = min(len(buffer), self.left)
+        buffer[:n] = bytes(n)
+        self.left -= n
+        return n
+
+
+def test_a_version_named_like_the_pointer_file_is_refused(cli: Cli, server: RegistryServer) -> None:
+    _binary_registry(server, "current.json")
+    line = error_line(cli.run("agents", "install", "fake-binary", env={"ACPCLI_REGISTRY_URL": server.url}), ExitCode.AGENT_START)
+    assert line == "registry agent 'fake-binary': refusing the version 'current.json' as a folder name"
+    assert not (cli.home / "agents").exists()
+
+
+def test_the_table_fits_a_terminal_by_cutting_the_widest_columns() -> None:
+    from acpcli.cli.agents import _COLUMNS, _fit
+
+    widths = [12, 7, 7, 60, 40, 8, 90]
+    assert _fit(widths, None) == widths and _fit(widths, 1000) == widths
+    fitted = _fit(widths, 100)
+    assert sum(fitted) + 2 * 6 <= 100
+    assert fitted[:3] == widths[:3]  # NAME, VERSION, RUNS are never cut
+    assert fitted[3] == fitted[6] and fitted[4] <= fitted[3]  # the widest share what is left
+    floors = _fit(widths, 10)  # no room at all: every cut column at its header's width
+    assert [floors[i] for i in (3, 4, 5, 6)] == [len(_COLUMNS[i]) for i in (3, 4, 5, 6)]

@@ -3,13 +3,19 @@ message (also when a turn failed before the agent said anything, and the agent u
 messageIds), and ``export`` gives the same messages before and after ``acpcli load`` although
 the agent's replay glues the two prompts together (as codex does).
 
-Peer: ``tests/agents/sdk_forgetful_agent.py`` (official SDK, v1, no messageIds). The merge
-rules themselves are unit-tested in ``tests/test_replay_merge.py``.
+``load`` (printed, or drawn in a pseudo-terminal) shows what ``show`` shows, not the agent's
+raw replay.
+
+Peers: ``tests/agents/sdk_forgetful_agent.py`` (official SDK, v1, no messageIds) and
+``tests/agents/sdk_replay_agent.py`` (claude's and gemini's replay shapes). The merge rules
+themselves are unit-tested in ``tests/test_replay_merge.py``.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,8 @@ import pytest
 from acpcli.errors import ExitCode
 
 from .conftest import Cli
+from .pty import CTRL_D
+from .screen import screen_text
 from .test_forgetful_agents import forgetful
 
 
@@ -37,3 +45,59 @@ def test_a_failed_turn_and_the_next_prompt_stay_two_messages_across_a_load(cli: 
     cli.ok("load", sid, "--no-repl", env=state)  # the agent replays "fail" and "hello" glued
     assert cli.ok("export", sid, "--format", "jsonl").stdout == before
     assert cli.ok("export", sid, "--format", "markdown").stdout.count("fail") == 1
+
+
+# -- what a load shows: the record, not the agent's raw replay --------------------------------
+#
+# Peer: ``tests/agents/sdk_replay_agent.py``, which replays in exactly the shapes claude and
+# gemini do: claude's ``/model`` artefacts glued to each prompt, gemini's ``<session_context>``
+# glued to the first one and each tool result echoed as a user message.
+
+REPLAY_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_replay_agent.py"
+RAW_REPLAY_MARKS = ("command-name", "local-command-stdout", "session_context", "Function Response")
+HELLO = "Hello from the fake model. This is a streamed answer."
+DONE = "The README says hello. All done."
+
+
+@pytest.fixture
+def replaying(cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A session with two turns ("hello alpha", then one that runs the shell) made through
+    the replay agent in the style of the test's ``style`` parameter: ``(cmd, session id)``."""
+    monkeypatch.setenv("REPLAY_STATE", str(tmp_path / "replay-agent.json"))  # for the pty's acpcli too
+    cmd = shlex.join([sys.executable, str(REPLAY_AGENT), "--style", request.param])
+    cli.ok("prompt", "--cmd", cmd, "hello alpha")
+    (row,) = cli.index()
+    cli.ok("prompt", "--session", row["id"], "now run the shell")
+    return cmd, row["id"]
+
+
+def _no_raw_replay(text: str) -> None:
+    assert not any(mark in text for mark in RAW_REPLAY_MARKS), text
+    assert text.count("hello alpha") == 1 and text.count(HELLO) == 1 and text.count(DONE) == 1, text
+
+
+@pytest.mark.parametrize("replaying", ["claude", "gemini"], indirect=True)
+def test_load_prints_the_record_as_show_does(cli: Cli, replaying: tuple[str, str]) -> None:
+    cmd, sid = replaying
+    before = cli.ok("export", sid, "--format", "jsonl").stdout
+    shown = cli.show(sid)
+    loaded = cli.ok("load", sid, "--no-repl", "--cmd", cmd).stdout
+    assert loaded == shown, loaded
+    _no_raw_replay(loaded)
+    assert cli.ok("export", sid, "--format", "jsonl").stdout == before  # no echo became a user message
+    assert cli.show(sid) == shown
+
+
+@pytest.mark.parametrize("replaying", ["claude", "gemini"], indirect=True)
+def test_interactive_load_draws_the_record_as_show_does(spawn, cli: Cli, replaying: tuple[str, str]) -> None:  # type: ignore[no-untyped-def]
+    cmd, sid = replaying
+    before = cli.ok("export", sid, "--format", "jsonl").stdout
+    pty = spawn("load", sid, "--cmd", cmd)
+    pty.prompt()
+    screen = screen_text(pty.seen)
+    _no_raw_replay(screen)
+    assert screen.index(f"session {sid} with") < screen.index("› hello alpha") < screen.index(HELLO), screen
+    assert screen.index(HELLO) < screen.index("› now run the shell") < screen.index(DONE), screen
+    pty.child.send(CTRL_D)
+    assert pty.wait() == ExitCode.OK
+    assert cli.ok("export", sid, "--format", "jsonl").stdout == before

@@ -4,6 +4,11 @@
 ``If-None-Match`` gets 304); ``server.status`` another status; ``server.stop()`` closes the
 port, so the next fetch fails as on a machine that is offline. ``server.requests`` counts
 the requests and keeps their conditional headers.
+
+``server.responders[path]`` answers ``path`` with a function of the request handler instead
+(a body that never ends, a server that trickles: see :func:`endless` and :func:`trickle`);
+such a function stops when ``server.stopping`` is set and counts what it sent in
+``server.sent[path]``.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,6 +29,9 @@ class RegistryServer:
         self.redirect_to: str | None = None  # answer 302 to this location instead
         self.delay = 0.0  # seconds to wait before answering
         self.files: dict[str, bytes] = {}  # other paths served as they are (archives)
+        self.responders: dict[str, Callable[[RegistryServer, BaseHTTPRequestHandler], None]] = {}
+        self.sent: dict[str, int] = {}  # bytes a responder wrote
+        self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
         owner = self
 
@@ -31,6 +40,12 @@ class RegistryServer:
                 owner.requests.append(
                     {"path": self.path, "if-none-match": self.headers.get("If-None-Match")}
                 )
+                if self.path in owner.responders:
+                    try:
+                        owner.responders[self.path](owner, self)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # the client gave up, as it should
+                    return
                 if self.path in owner.files:
                     data = owner.files[self.path]
                     self.send_response(200)
@@ -85,7 +100,50 @@ class RegistryServer:
         return self.url.rsplit("/", 1)[0]
 
     def stop(self) -> None:
+        self.stopping.set()
         if self._thread.is_alive():
             self._server.shutdown()
             self._server.server_close()
             self._thread.join()
+
+
+def endless(chunk: bytes = b"\0" * 65536, most: int = 256 << 20) -> Callable[[RegistryServer, BaseHTTPRequestHandler], None]:
+    """A responder whose 200 body (no Content-Length) never ends: ``chunk`` after ``chunk``
+    until the client goes away, the server stops, or ``most`` bytes (a guard for the test
+    that checks the code from before, which would read it all)."""
+
+    def respond(server: RegistryServer, handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        sent = 0
+        while sent < most and not server.stopping.is_set():
+            handler.wfile.write(chunk)
+            sent += len(chunk)
+            server.sent[handler.path] = sent
+
+    return respond
+
+
+def trickle(every: float, *, headers_too: bool = False, most: float = 20.0) -> Callable[[RegistryServer, BaseHTTPRequestHandler], None]:
+    """A responder that sends one byte every ``every`` seconds: of a body that claims 10,000
+    bytes, or (``headers_too``) of its status line and headers already. It gives up after
+    ``most`` seconds (a guard for the code from before, which would wait for all of it)."""
+
+    def respond(server: RegistryServer, handler: BaseHTTPRequestHandler) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: 10000\r\nConnection: close\r\n\r\n"
+        handler.close_connection = True
+        ends = time.monotonic() + most
+        if not headers_too:
+            handler.wfile.write(head)
+            handler.wfile.flush()
+            head = b""
+        data = head + b"x" * 10000
+        for i in range(len(data)):
+            if time.monotonic() > ends or server.stopping.wait(every):
+                return
+            handler.wfile.write(data[i : i + 1])
+            handler.wfile.flush()
+            server.sent[handler.path] = i + 1
+
+    return respond

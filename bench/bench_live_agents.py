@@ -1,0 +1,94 @@
+"""Benchmark: prompts on a live session with a real agent, acpcli against acpx, in one run.
+
+For one agent command (``--cmd``), in a scratch directory:
+
+* acpcli cold: ``prompt --session ID --keep-alive 0`` (start, initialize, resume or load, turn,
+  stop), N times;
+* acpcli warm: ``prompt --session ID`` on the session's live host, N times (the first one,
+  which starts the host, is not counted);
+* acpx warm (with ``--acpx PATH``, an acpx installed elsewhere, never a dependency):
+  ``acpx --approve-all --agent CMD sessions new``, then ``prompt`` N times (its queue owner
+  keeps the agent; the first prompt is not counted).
+
+Each figure is the median wall time; the same prompt text for all. Targets (issue 23): warm at
+most half of cold, and faster than acpx's warm prompt.
+
+Usage: ``python bench/bench_live_agents.py --cmd 'AGENT ARGV' [--acpx PATH] [--n N]
+[--prompt TEXT]``. The agent must be able to keep a session across processes for the cold
+rows (for a launcher that wipes its home, give it a kept one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{shlex.join(argv)}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    return elapsed, proc.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cmd", required=True, help="the agent command line")
+    parser.add_argument("--acpx", help="an acpx executable to compare with")
+    parser.add_argument("--n", type=int, default=3)
+    parser.add_argument("--prompt", default="hello")
+    args = parser.parse_args(argv)
+
+    script = Path(sys.executable).parent / "acpcli"
+    acpcli = [str(script)] if script.exists() else [sys.executable, "-m", "acpcli"]
+    scratch = Path(tempfile.mkdtemp(prefix="acpcli-bench-agents-"))
+    work = scratch / "work"
+    work.mkdir()
+    (work / "README.md").write_text("hello from the README\n")
+    env = dict(os.environ, ACPCLI_HOME=str(scratch / "home"), ACPCLI_KEEP_ALIVE="300", HOME=os.environ.get("HOME", ""))
+    rows: dict[str, list[float]] = {}
+    try:
+        _, out = run([*acpcli, "new", "--no-repl", "--cmd", args.cmd, "--keep-alive", "0"], env, work)
+        cold_id = out.strip()
+        rows["acpcli cold"] = [
+            run([*acpcli, "prompt", "--session", cold_id, "--keep-alive", "0", args.prompt], env, work)[0]
+            for _ in range(args.n)
+        ]
+        _, out = run([*acpcli, "new", "--no-repl", "--cmd", args.cmd], env, work)
+        warm_id = out.strip()
+        run([*acpcli, "prompt", "--session", warm_id, args.prompt], env, work)
+        rows["acpcli warm"] = [run([*acpcli, "prompt", "--session", warm_id, args.prompt], env, work)[0] for _ in range(args.n)]
+        if args.acpx:
+            acpx = [args.acpx, "--approve-all", "--agent", args.cmd]
+            run([*acpx, "sessions", "new"], env, work)
+            run([*acpx, "prompt", args.prompt], env, work)
+            rows["acpx warm"] = [run([*acpx, "prompt", args.prompt], env, work)[0] for _ in range(args.n)]
+    finally:
+        subprocess.run([*acpcli, "stop", "--all"], env=env, cwd=work, capture_output=True, check=False)
+        if args.acpx:
+            subprocess.run([args.acpx, "--agent", args.cmd, "sessions", "close"], env=env, cwd=work, capture_output=True, check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    print(f"agent: {args.cmd}")
+    print(f"{'':<12} {'median':>8} {'min':>8} {'max':>8}   (n={args.n})")
+    median = {name: statistics.median(values) for name, values in rows.items()}
+    for name, values in rows.items():
+        print(f"{name:<12} {median[name]:7.2f}s {min(values):7.2f}s {max(values):7.2f}s")
+    print(f"acpcli warm / cold: {median['acpcli warm'] / median['acpcli cold']:.2f}x (target <= 0.5x)")
+    if "acpx warm" in median:
+        print(f"acpcli warm / acpx warm: {median['acpcli warm'] / median['acpx warm']:.2f}x (target < 1x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
