@@ -449,6 +449,14 @@ class SafeWriter(EventWriter):
             index.may_write()  # the disk is tried again when due
         return super().flush_if_due()
 
+    def close(self) -> None:
+        """Flush and stop accepting appends; a lock is waited for first (up to the lock
+        wait), so that what it kept is written rather than dropped."""
+        index = self._index
+        if not self._closed and self._pages and index.locked and not index.wait_for_lock(lock_wait()):
+            index.give_up_kept()
+        super().close()
+
     def drop(self) -> None:
         """Give up what is buffered (a lock outlasted every wait)."""
         self._pages = {}

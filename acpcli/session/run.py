@@ -300,9 +300,10 @@ def _mark_closed(session_id: str) -> None:
         with locks_reported(), Index.open() as index:
             index.mark_closed(session_id)
     except DatabaseLocked as err:
+        err.message = f"{session_id} not marked closed locally: {err.message}"
         if not in_flight:
             raise
-        sys.stderr.write(f"acpcli: warning: not marked closed locally: {err.message}\n")
+        sys.stderr.write(f"acpcli: warning: {err.message}\n")
 
 
 def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
