@@ -166,3 +166,65 @@ def test_the_supervisor_flushes_a_paused_stream_within_100_ms(tmp_path: Path) ->
     index.close()
     assert seen_after, "the paused batch never reached the disk"
     assert seen_after[0] < 0.3, seen_after  # 0.1 s bound + the ticker + a loaded machine
+
+
+# -- locks ------------------------------------------------------------------------------------
+
+
+def _hold_lock(path: Path) -> sqlite3.Connection:
+    """Another connection (as another process) holding the write lock of ``path``."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    return holder
+
+
+def test_a_lock_keeps_writes_in_order_and_writes_them_when_free(tmp_path: Path) -> None:
+    path = tmp_path / "acpcli.db"
+    Index.open(path).close()
+    index = SafeIndex(path)
+    index.conn  # noqa: B018 - opened before the lock, as a live command is
+    holder = _hold_lock(path)
+    index.upsert_session(rec("s1"))  # kept: the row is not on the disk yet
+    writer = index.writer(batch_size=1)
+    for n in range(3):
+        writer.append("s1", "agent_message_chunk", f'{{"n": {n}}}')  # numbered, kept, never raises
+    index.set_title("s1", "kept too")
+    assert index.locked and not index.in_memory and writer.pending == 3
+    holder.execute("ROLLBACK")
+    holder.close()
+    index._next_try = 0.0  # due now (RETRY_SECONDS in a real run)
+    writer.flush_if_due()
+    assert not index.locked and writer.pending == 0
+    writer.close()
+    index.close()
+    verdict(index)  # nothing lost
+    with Index.open(path, read_only=True) as disk:
+        assert [payload for _kind, payload in disk.events("s1")] == [{"n": 0}, {"n": 1}, {"n": 2}]
+        assert disk.get("s1").title == "kept too"
+
+
+def test_past_the_bound_a_lock_is_waited_for_then_what_it_kept_is_counted_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acpcli import safestore
+    from acpcli.errors import DatabaseLocked
+
+    monkeypatch.setattr(safestore, "MAX_PENDING", 5)
+    monkeypatch.setenv("ACPCLI_LOCK_WAIT", "0.2")
+    path = tmp_path / "acpcli.db"
+    index = SafeIndex(path)
+    index.upsert_session(rec("s1"))
+    writer = index.writer(batch_size=1)
+    holder = _hold_lock(path)
+    for n in range(5):
+        writer.append("s1", "agent_message_chunk", f'{{"n": {n}}}')
+    assert writer.pending == 0 and index.lost == 5  # waited 0.2 s at the bound, then gave them up
+    writer.append("s1", "agent_message_chunk", '{"n": 5}')  # kept again, from here on
+    holder.execute("ROLLBACK")
+    holder.close()
+    writer.close()
+    index.close()
+    with pytest.raises(DatabaseLocked, match=r"locked by another process.*\(5 session updates not saved\)"):
+        verdict(index)
+    with Index.open(path, read_only=True) as disk:
+        assert [payload for _kind, payload in disk.events("s1")] == [{"n": 5}]
