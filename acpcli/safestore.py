@@ -66,6 +66,7 @@ DISK_RETRY_SECONDS = 5.0
 #: The bound of what a writer keeps while the database is locked: updates, and their bytes.
 MAX_PENDING = 100_000
 MAX_PENDING_BYTES = 64 << 20
+_WAIT_SLICE = 0.25  # seconds of one blocking wait for the lock (signals are handled between)
 
 
 def storage_reason(exc: BaseException) -> str | None:
@@ -265,21 +266,21 @@ class SafeIndex(Index):
 
     def wait_for_lock(self, seconds: float) -> bool:
         """Wait (blocking) up to ``seconds`` for the lock and write what is kept; ``True``
-        when everything is written."""
+        when everything is written. Waits in slices of :data:`_WAIT_SLICE`, so that a signal
+        (Ctrl-C) is handled between them."""
         conn = self._conn
         if conn is None or self.in_memory:
             return not self.locked
         deadline = time.monotonic() + seconds
-        conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             while True:
+                left = deadline - time.monotonic()
+                conn.execute(f"PRAGMA busy_timeout = {max(1, int(min(left, _WAIT_SLICE) * 1000))}")
                 self._next_try = 0.0
                 if self.catch_up():
                     return True
-                left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                conn.execute(f"PRAGMA busy_timeout = {max(1, int(left * 1000))}")
         finally:
             if self._conn is conn:
                 conn.execute(f"PRAGMA busy_timeout = {ATTEMPT_MS}")
