@@ -181,7 +181,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
         def storage_failed(message: str) -> None:
             if person is not None:  # a person is watching: say it now, the session goes on
-                run.env.note(f"acpcli: warning: {message}; this session goes on unsaved", style="yellow")
+                run.env.note(f"acpcli: warning: {message}; this session goes on in memory (the disk is tried again every few seconds)", style="yellow")
 
         index = open_index(on_failure=storage_failed)
         writer = supervisor.writer = index.writer()
