@@ -255,10 +255,14 @@ class SafeIndex(Index):
             return False
         for writer in list(self._writers):
             writer.flush()
+        self.wrote()
+        return not self.locked
+
+    def wrote(self) -> None:
+        """A write went through: if nothing is kept any more, the lock is over."""
         if self.locked_since is not None and not self._kept and not any(w.pending for w in self._writers):
             log.warning("%s is free again: kept writes saved", self.path)
             self.locked_since = None
-        return not self.locked
 
     def kept_session(self, session_id: str) -> bool:
         """The session's row is among the kept writes (not yet on the disk)."""
@@ -309,7 +313,7 @@ class SafeIndex(Index):
             self._keep(operation, session)  # after what is kept already, in order
             return None
         try:
-            return operation()
+            result = operation()
         except (OSError, sqlite3.Error) as exc:
             if is_locked(exc):
                 self._met_lock()
@@ -320,6 +324,9 @@ class SafeIndex(Index):
                 return None
             self.storage_failed(exc)
             return self._guarded(operation, session)
+        if self.locked_since is not None:
+            self.wrote()
+        return result
 
     def _keep(self, operation: Callable[[], Any], session: str | None) -> None:
         self._kept.append(operation)
@@ -439,6 +446,8 @@ class SafeWriter(EventWriter):
             self._retry()
             return
         self._bytes = 0
+        if index.locked_since is not None:
+            index.wrote()
 
     def flush_if_due(self) -> bool:
         index = self._index
