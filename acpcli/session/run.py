@@ -239,7 +239,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
         def storage_failed(message: str) -> None:
             if person is not None:  # a person is watching: say it now, the session goes on
-                run.env.note(f"acpcli: warning: {message}; this session goes on unsaved", style="yellow")
+                run.env.note(f"acpcli: warning: {message}; this session goes on in memory (the disk is tried again every few seconds)", style="yellow")
 
         index = open_index(on_failure=storage_failed)
         writer = supervisor.writer = index.writer()
@@ -365,6 +365,25 @@ def close(session_id: str, options: Options, run: Run) -> int:
     return _close(record, options.inputs(record), run)
 
 
+def _mark_closed(session_id: str) -> None:
+    """Record the close; a lock held past the wait is :class:`~acpcli.errors.DatabaseLocked`
+    (one line naming the holder), or a warning when another error is already on its way out."""
+    import sys
+
+    from acpcli.errors import DatabaseLocked
+    from acpcli.persistence import Index, locks_reported
+
+    in_flight = sys.exc_info()[1] is not None  # called from a finally: another error leaving
+    try:
+        with locks_reported(), Index.open() as index:
+            index.mark_closed(session_id)
+    except DatabaseLocked as err:
+        err.message = f"{session_id} not marked closed locally: {err.message}"
+        if not in_flight:
+            raise
+        sys.stderr.write(f"acpcli: warning: {err.message}\n")
+
+
 def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     """Make the session active (resume if supported), then ``session/close``."""
     import anyio
@@ -406,8 +425,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
                     )
                     return int(ExitCode.OK)
             finally:
-                with Index.open() as index:
-                    index.mark_closed(record.id)
+                _mark_closed(record.id)
         said = f" (the agent answered {json.dumps(answer)})" if answer else ""  # {} says nothing
         run.env.err.print(f"closed {record.id}{said}", markup=False, highlight=False)
         return int(ExitCode.OK)
