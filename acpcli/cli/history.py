@@ -322,7 +322,7 @@ def show(session_id: str, grep: str | None = None) -> int:
     env = environment()
     words = search_terms(grep) if grep is not None else None
     record, store = stored(session_id)
-    if words is not None:
+    if grep is not None and words is not None:
         from acpcli.search import documents, matches
 
         total = len(store.entries)

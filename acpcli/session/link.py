@@ -130,7 +130,7 @@ class Dispatcher:
         session_id = params.get("sessionId")
         live = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if live is None:
-            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {shown_id(session_id)!r}")
+            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {shown_id(str(session_id))!r}")
         read_request(live.protocol_version, "session/request_permission", params)
         tool_call = params.get("toolCall")
         if isinstance(tool_call, dict):
