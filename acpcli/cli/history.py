@@ -42,9 +42,9 @@ def parse_since(text: str, now: float | None = None) -> float:
     value = text.strip()
     number, unit = value[:-1], value[-1:].lower()
     if unit in _UNITS and _DIGITS.fullmatch(number):
-        # An age older than any clock (and int() stops at 4,300 digits): since the beginning.
-        seconds = int(number) * _UNITS[unit] if len(number) <= 15 else float("inf")
-        return max((time.time() if now is None else now) - seconds, 0.0)
+        # An age of more than 15 digits is older than any clock (and int() stops at 4,300).
+        seconds = int(number) * _UNITS[unit] if len(number) <= 15 else 10**18
+        return (time.time() if now is None else now) - seconds
     try:
         return datetime.fromisoformat(value).timestamp()  # naive: local time
     except (ValueError, OverflowError, OSError):  # OverflowError, OSError: a year the clock cannot hold
