@@ -63,9 +63,10 @@ async def stand_in(
     live.session_id, live.wire_id = known.id, (agent_id if agent_id != known.id else None)
     live.recorder = writer
     index.set_agent_session_id(known.id, agent_id)
+    sid = shown_id(known.id)
     run.env.err.print(
-        f"acpcli: {link.features.display_name} no longer knows session {shown_id(known.id)} (it never had a turn): "
-        f"started a fresh agent session with the same setup ({shown_id(agent_id)}); {shown_id(known.id)} keeps working",
+        f"acpcli: {link.features.display_name} no longer knows session {sid} ({sid} never had a turn): "
+        f"started a fresh agent session with the same setup ({shown_id(agent_id)}); {sid} keeps working",
         markup=False,
         highlight=False,
     )
