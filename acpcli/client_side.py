@@ -362,10 +362,10 @@ def read_text(path: str, line: int | None = None, limit: int | None = None) -> s
     finally:
         os.close(fd)
     if len(data) > MAX_READ_BYTES:
+        what = f"{path} is" if start == 0 and limit is None else f"{path}: the lines asked for are"
         raise RpcError(
             RpcError.INVALID_PARAMS,
-            f"{path}: the lines asked for hold more than {MAX_READ_BYTES} bytes: "
-            "read it in parts with line and limit",
+            f"{what} larger than {MAX_READ_BYTES} bytes: read it in parts with line and limit",
         )
     try:
         return data.decode("utf-8")
