@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import ConfigError, SessionNotFound, UsageError
 from acpcli.paths import db_path, ensure_dir, tighten
+from acpcli.safe_text import shown_id
 
 if TYPE_CHECKING:
     import sqlite3
@@ -541,11 +542,11 @@ class Index:
             (len(id_or_prefix), id_or_prefix),
         ).fetchall()
         if not rows:
-            raise SessionNotFound(f"no session {id_or_prefix!r} in the local index")
+            raise SessionNotFound(f"no session {shown_id(id_or_prefix)!r} in the local index")
         if len(rows) > 1:
-            shown = ", ".join(r[0] for r in rows[:10])
+            shown = ", ".join(shown_id(r[0]) for r in rows[:10])
             more = " and more" if len(rows) > 10 else ""
-            raise UsageError(f"session id prefix {id_or_prefix!r} is ambiguous: {shown}{more}")
+            raise UsageError(f"session id prefix {shown_id(id_or_prefix)!r} is ambiguous: {shown}{more}")
         return _record(rows[0])
 
     def list_sessions(
@@ -607,7 +608,7 @@ class Index:
     def _update(self, session_id: str, sql: str, params: tuple[Any, ...]) -> None:
         cur = self.conn.execute(sql, (*params, session_id))
         if cur.rowcount == 0:
-            raise SessionNotFound(f"no session {session_id!r} in the local index")
+            raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
 
     def touch(self, session_id: str, when: float | None = None) -> None:
         """Mark a session as used now (it moves to the top of :meth:`list_sessions`)."""

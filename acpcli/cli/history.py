@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acpcli.errors import ExitCode, UsageError
-from acpcli.safe_text import safe_line
+from acpcli.safe_text import clip, safe_line, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -41,13 +41,15 @@ def parse_since(text: str, now: float | None = None) -> float:
 
     value = text.strip()
     number, unit = value[:-1], value[-1:].lower()
-    if unit in _UNITS and number.isdigit():
-        return (time.time() if now is None else now) - int(number) * _UNITS[unit]
+    if unit in _UNITS and _DIGITS.fullmatch(number):
+        # An age of more than 15 digits is older than any clock (and int() stops at 4,300).
+        seconds = int(number) * _UNITS[unit] if len(number) <= 15 else 10**18
+        return (time.time() if now is None else now) - seconds
     try:
         return datetime.fromisoformat(value).timestamp()  # naive: local time
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # OverflowError, OSError: a year the clock cannot hold
         raise UsageError(
-            f"--since must be an age like 7d, 12h, 30m, 2w or a date like 2026-11-01 (got {text!r})"
+            f"--since must be an age like 7d, 12h, 30m, 2w or a date like 2026-11-01 (got {clip(text, 40)!r})"
         ) from None
 
 
@@ -161,7 +163,7 @@ def sessions(
         shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
         # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
         table.add_row(
-            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.shown_title or "", shown_cwd)),
+            *(Text(safe_line(value)) for value in (shown_id(rec.id), rec.agent, rec.shown_title or "", shown_cwd)),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
@@ -198,7 +200,7 @@ def remove(ids: list[str], *, yes: bool) -> int:
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
     if not db_path().exists():
-        raise SessionNotFound(f"no session {ids[0]!r} in the local index")
+        raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
     with Index.open() as index:
         records = {}
         for given in ids:
@@ -241,7 +243,7 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
 def _nothing_to_prune(older_than: str) -> int:
     from acpcli.cli.streams import environment
 
-    environment().note(f"no session was last used longer ago than {older_than}: nothing to delete")
+    environment().note(f"no session was last used longer ago than {clip(older_than, 40)}: nothing to delete")
     return int(ExitCode.OK)
 
 
@@ -250,7 +252,7 @@ def _count(records: list[SessionRecord]) -> str:
 
 
 def _line(rec: SessionRecord) -> str:
-    return f"  {rec.id}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}"
+    return f"  {shown_id(rec.id)}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}"
 
 
 def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
@@ -328,16 +330,16 @@ def show(session_id: str, grep: str | None = None) -> int:
     env = environment()
     words = search_terms(grep) if grep is not None else None
     record, store = stored(session_id)
-    if words is not None:
+    if grep is not None and words is not None:
         from acpcli.search import documents, matches
 
         total = len(store.entries)
         store.entries = [e for e in store.entries if any(matches(text, words) for _, text in documents([e]))]
         shown = len(store.entries)
         env.note(
-            f"{shown} of {total} entries of {record.id} match {grep!r}"
+            f"{shown} of {total} entries of {shown_id(record.id)} match {clip(grep, 80)!r}"
             if shown
-            else f"nothing in {record.id} matches {grep!r}"
+            else f"nothing in {shown_id(record.id)} matches {clip(grep, 80)!r}"
         )
     view = make_view(env, final_only=True)
     try:
@@ -353,17 +355,26 @@ def search_terms(text: str) -> list[str]:
     return terms(text)
 
 
+#: A ``--limit`` above this means "no limit" (nothing holds more sessions; SQLite's integers
+#: stop at 2**63 - 1, and Python's int() at 4,300 digits).
+MAX_LIMIT = 10**9
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def parse_limit(limit: str | int | None, default: int) -> int:
-    """``--limit``: a number of 0 (no limit) or more; ``default`` when not given."""
+    """``--limit``: a number of 0 (no limit) or more, in ASCII digits; ``default`` when not
+    given. A number above :data:`MAX_LIMIT` (however many digits) is no limit, 0."""
     if limit is None:
         return default
     if isinstance(limit, str):
-        if not limit.strip().isdigit():
-            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {limit!r})")
-        limit = int(limit)
+        digits = limit.strip()
+        if not _DIGITS.fullmatch(digits):
+            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {clip(limit, 40)!r})")
+        digits = digits.lstrip("0") or "0"
+        limit = int(digits) if len(digits) <= len(str(MAX_LIMIT)) else MAX_LIMIT + 1
     if limit < 0:
         raise UsageError(f"--limit must be 0 (no limit) or more (got {limit})")
-    return limit
+    return 0 if limit > MAX_LIMIT else limit
 
 
 #: How many sessions ``acpcli search`` shows without --limit.
@@ -422,7 +433,7 @@ def search(
     elif found:
         _search_lines(env, found)
     if not found:
-        env.note(f"no session matches {text!r}")
+        env.note(f"no session matches {clip(text, 80)!r}")
     elif more:
         env.note("more sessions match — --limit N shows N (0 for all), --agent, --cwd, --since narrow it")
     return int(ExitCode.OK)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acpcli.errors import RpcError, SessionNotFound, UsageError
+from acpcli.safe_text import shown_id
 from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stderr_log, env_extra
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
@@ -214,7 +215,7 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
     from acpcli.session.records import rebuild
 
     if not db_path().exists():
-        raise SessionNotFound(f"no session {session_id!r} in the local index")
+        raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
     with Index.open(read_only=True) as index:
         record = index.get(session_id)
         return record, rebuild(index, record.id)
@@ -323,7 +324,7 @@ def reattach(command: str, session_id: str, options: Options, run: Run, *, new_i
     except RpcError as err:
         if not new_if_missing:
             raise
-        run.say(f"acpcli: {command} of {sid} failed ({err}); starting a new session (--new-if-missing)")
+        run.say(f"acpcli: {command} of {shown_id(sid)} failed ({err}); starting a new session (--new-if-missing)")
         return lifecycle("new", inputs, run)
 
 
@@ -418,7 +419,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
                         raise
                     # Never prompted: the agent holds nothing of it, so there is nothing to close there.
                     run.env.err.print(
-                        f"closed {record.id}: {link.features.display_name} no longer knew it "
+                        f"closed {shown_id(record.id)}: {link.features.display_name} no longer knew it "
                         "(it never had a turn), so it is closed here only",
                         markup=False,
                         highlight=False,
@@ -427,7 +428,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
             finally:
                 _mark_closed(record.id)
         said = f" (the agent answered {json.dumps(answer)})" if answer else ""  # {} says nothing
-        run.env.err.print(f"closed {record.id}{said}", markup=False, highlight=False)
+        run.env.err.print(f"closed {shown_id(record.id)}{said}", markup=False, highlight=False)
         return int(ExitCode.OK)
 
     from acpcli.supervise import Supervisor
@@ -499,7 +500,7 @@ def prompt(
                 # A load's replay is context, not output: attach without a view first.
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)
                 if command == "new":  # first, so a bad --set below still names the session
-                    run.env.note(f"session {live.session_id}", style="dim")
+                    run.env.note(f"session {shown_id(live.session_id)}", style="dim")
                 for key, value in settings:  # before the turn, so the prompt runs with them
                     await link.set_by_name(live, key, value)
                 live.sink = view

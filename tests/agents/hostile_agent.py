@@ -20,6 +20,8 @@ DEL, a NUL. What it does on ``session/prompt`` depends on the prompt's text:
 ``crash``              escapes on stderr, then exit 3 without answering
 
 ``session/load`` replays the hostile updates. ``HOSTILE_HUGE`` (env, bytes) defaults to 2 MiB.
+``HOSTILE_ID_BYTES`` (env), if set, makes the id ``session/new`` answers with that many ``x``
+characters instead of ``hostile-1``.
 """
 
 from __future__ import annotations
@@ -172,6 +174,11 @@ def prompt(message_id: Any, params: dict[str, Any]) -> None:
     send({"jsonrpc": "2.0", "id": message_id, "result": {"stopReason": stop}})
 
 
+def _session_id() -> str:
+    size = os.environ.get("HOSTILE_ID_BYTES")
+    return "x" * int(size) if size else "hostile-1"
+
+
 def main() -> None:
     sys.stderr.write(f"hostile agent {EVIL} starting\n")
     sys.stderr.flush()
@@ -191,7 +198,7 @@ def main() -> None:
             }})
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": message_id, "result": {
-                "sessionId": "hostile-1",
+                "sessionId": _session_id(),
                 "modes": {"currentModeId": "evil", "availableModes": [
                     {"id": "evil", "name": f"Evil {EVIL} mode", "description": f"be {EVIL} evil"},
                 ]},
