@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-__all__ = ["has_controls", "json_escape", "safe_line", "safe_text"]
+__all__ = ["escape_surrogates", "has_controls", "json_escape", "safe_line", "safe_text"]
 
 
 @cache  # built on first use: a control character is rare, and building both costs ~3 ms
@@ -83,3 +83,15 @@ def json_escape(json_text: str) -> str:
     if _JSON_RAW.search(json_text) is None:
         return json_text
     return _JSON_RAW.sub(_json_code, json_text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (from a ``"\\ud800"`` escape in JSON: UTF-8 cannot
+    carry it, so SQLite cannot store it) written as the six characters ``\\ud800``, as
+    :func:`safe_text` shows it. For text that is stored (titles, search documents)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(_json_code, text)

@@ -70,6 +70,7 @@ class SafeIndex(Index):
         self.failure: str | None = None  # one line: what could not be saved, where, why
         self.lost = 0  # session updates that did not reach the disk
         self.in_memory = False
+        self.damaged = False  # the failure was a damaged file (``acpcli doctor``), not the disk
 
     # -- opening --------------------------------------------------------------------------
 
@@ -104,6 +105,10 @@ class SafeIndex(Index):
         if self.in_memory:
             log.error("a write to the in-memory index failed: %s", reason)
             return
+        if self.failure is None:
+            from acpcli.damage import is_damage
+
+            self.damaged = is_damage(exc)
         self._note_failure(reason)
         # Whatever the writers still hold never reached the disk.
         self.lost += sum(writer.pending for writer in list(self._writers))
@@ -225,4 +230,9 @@ def verdict(index: SafeIndex) -> None:
     if sys.exc_info()[1] is not None:
         sys.stderr.write(f"acpcli: warning: {message}\n")
         return
+    if index.damaged:
+        from acpcli.damage import DOCTOR_HINT
+        from acpcli.errors import DamagedState
+
+        raise DamagedState(message, hint=DOCTOR_HINT)  # exit 19: the file is damaged, not full
     raise StorageError(message)

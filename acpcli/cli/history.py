@@ -9,8 +9,9 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from acpcli.errors import ExitCode, UsageError
 from acpcli.safe_text import safe_line
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.persistence import Index, SessionRecord
     from acpcli.search import Hit
+
+
+T = TypeVar("T")
 
 
 def _when(ts: float | None) -> str:
@@ -260,9 +264,34 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             env.note("nothing deleted")
             return int(ExitCode.OK)
-    delete_local(index, records)
+    repaired_search(env, index, lambda: delete_local(index, records))
     env.note(f"deleted {_count(records)}")
     return int(ExitCode.OK)
+
+
+def repaired_search(env: Environment, index: Index, action: Callable[[], T]) -> T:
+    """``action()``; if it fails on a damaged search index, that index is dropped (it is
+    derived from the event log: nothing is lost; the next search makes it again), said in one
+    line, and ``action()`` runs again. Damage elsewhere is raised (the CLI says it in one line)."""
+    import sqlite3
+
+    from acpcli import search
+    from acpcli.damage import is_damage
+
+    try:
+        return action()
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise
+        problem = search.broken(index.conn)
+        if problem is None:
+            raise
+    env.note(
+        f"warning — the search index in {index.path} is damaged ({problem}): it is made again from the stored sessions",
+        style="yellow",
+    )
+    search.discard(index.conn)
+    return action()
 
 
 def _remote_sessions(
@@ -391,17 +420,21 @@ def search(
         env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
         return int(ExitCode.OK)
     with Index.open() as index:
-        _catch_up(env, index)
+
+        def searched() -> list[tuple[SessionRecord, Hit]]:
+            _catch_up(env, index)
+            return index.search(
+                words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
+                limit=count + 1 if count else None,
+            )
+
+        found = repaired_search(env, index, searched)
         has_fts_now = has_fts(index.conn)
         if not has_fts_now:
             env.note(
                 "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
                 style="yellow",
             )
-        found = index.search(
-            words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
-            limit=count + 1 if count else None,
-        )
     if found and not found[0][1].ranked and has_fts_now:
         env.note(
             f"these words are in more than {RANKED_UP_TO:,} messages, too many to rank: the most recently "
@@ -448,6 +481,10 @@ def _catch_up(env: Environment, index: Index) -> None:
             task = bar.add_task("index", total=todo)
             catch_up(index, lambda done, _total: bar.update(task, completed=done))
     except sqlite3.Error as exc:
+        from acpcli.damage import is_damage
+
+        if is_damage(exc):
+            raise  # a damaged search index is made again (repaired_search), other damage said
         reason = storage_reason(exc) or str(exc)
         env.note(
             f"warning — could not index {todo} sessions for search ({reason}): the results may miss them",
