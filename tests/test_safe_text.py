@@ -64,3 +64,14 @@ def test_output_has_no_controls_and_is_idempotent(text: str) -> None:
     # visible, not dropped: nothing shrinks
     assert len(out) >= len(text)
     assert has_controls(text) == (out != text)
+
+
+def test_escape_surrogates_writes_them_as_safe_text_shows_them() -> None:
+    from acpcli.safe_text import escape_surrogates
+
+    text = "a\ud800b\udfff\x1b"
+    stored = escape_surrogates(text)
+    assert stored == "a\\ud800b\\udfff\x1b"  # only the surrogates: the rest is kept as it is
+    stored.encode("utf-8")  # SQLite can store it
+    assert safe_text(stored) == safe_text(text)
+    assert escape_surrogates("plain é") == "plain é"

@@ -34,8 +34,9 @@ def _sessions(cli: Cli, trace: AgentTrace, n: int = 4, turns: int = 2) -> list[s
 
 
 def _db(home: Path) -> Path:
-    path = home / "acpcli.db"
-    assert path.is_file() and not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
+    path, wal = home / "acpcli.db", home / "acpcli.db-wal"
+    assert path.is_file()
+    assert not wal.exists() or wal.stat().st_size == 0  # all in the file, where the damage is done
     return path
 
 
