@@ -101,6 +101,7 @@ def check(path: Path) -> Report:
     import sqlite3
 
     from acpcli.damage import is_damage
+    from acpcli.persistence import MIGRATIONS, Index
 
     report = Report(path)
     if not path.exists():
@@ -109,13 +110,19 @@ def check(path: Path) -> Report:
     conn = _connect(path, read_only=False)
     try:
         try:
-            conn.execute("PRAGMA user_version").fetchone()
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
             report.database_damaged = True
             report.findings.append(Finding("database", f"not a readable SQLite database ({exc})"))
             return report
+        if version < len(MIGRATIONS):
+            # written by an older acpcli: brought up to this schema first, as any command would
+            conn.close()
+            Index.open(path).close()
+            conn = _connect(path, read_only=False)
         _integrity(conn, report)
         _event_log(conn, report)
         _search_index(conn, report)
