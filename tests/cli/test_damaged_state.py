@@ -289,3 +289,20 @@ def test_lone_surrogates_are_stored_and_found_once(cli: Cli, acpcli_home: Path) 
         assert [line.split("\t")[0] for line in found.stdout.splitlines()[1:]] == [record["id"]]
     logs = "".join(p.read_text(errors="replace") for p in (acpcli_home / "logs").glob("*") if p.is_file())
     assert "Traceback" not in logs and "surrogates not allowed" not in logs
+
+
+def test_damage_met_during_a_turn_does_not_stop_it(cli: Cli, trace: AgentTrace, acpcli_home: Path) -> None:
+    _sessions(cli, trace, n=1, turns=1)
+    db = _db(acpcli_home)
+    with sqlite3.connect(db) as conn:
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sessions'").fetchone()
+    conn.close()
+    _garble(db, root)  # the file opens; recording the new session fails
+    proc = cli.run("prompt", "--cmd", trace.demo_cmd(), "still answered")
+    _no_traceback(proc)
+    assert proc.returncode == ExitCode.DAMAGED, proc.stderr
+    assert "still answered" in proc.stdout  # the answer was shown in full
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("acpcli: error: ")]
+    assert len(errors) == 1 and str(db) in errors[0]
+    assert "acpcli: hint: `acpcli doctor`" in proc.stderr
+    trace.assert_all_gone()
