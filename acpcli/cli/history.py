@@ -264,12 +264,16 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             env.note("nothing deleted")
             return int(ExitCode.OK)
-    repaired_search(env, index, lambda: delete_local(index, records))
+    repaired_search(
+        env, index, lambda: delete_local(index, records), then="dropped (derived data: the next `acpcli search` makes it again)"
+    )
     env.note(f"deleted {_count(records)}")
     return int(ExitCode.OK)
 
 
-def repaired_search(env: Environment, index: Index, action: Callable[[], T]) -> T:
+def repaired_search(
+    env: Environment, index: Index, action: Callable[[], T], *, then: str = "it is made again from the stored sessions"
+) -> T:
     """``action()``; if it fails on a damaged search index, that index is dropped (it is
     derived from the event log: nothing is lost; the next search makes it again), said in one
     line, and ``action()`` runs again. Damage elsewhere is raised (the CLI says it in one line)."""
@@ -287,7 +291,7 @@ def repaired_search(env: Environment, index: Index, action: Callable[[], T]) -> 
         if problem is None:
             raise
     env.note(
-        f"warning — the search index in {index.path} is damaged ({problem}): it is made again from the stored sessions",
+        f"warning — the search index in {index.path} is damaged ({problem}): {then}",
         style="yellow",
     )
     search.discard(index.conn)
