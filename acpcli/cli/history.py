@@ -426,11 +426,14 @@ def search(
     with Index.open() as index:
 
         def searched() -> list[tuple[SessionRecord, Hit]]:
-            _catch_up(env, index)
-            return index.search(
+            late = _catch_up(env, index)
+            hits = index.search(
                 words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
                 limit=count + 1 if count else None,
             )
+            if late:
+                env.note(late, style="yellow")
+            return hits
 
         found = repaired_search(env, index, searched)
         has_fts_now = has_fts(index.conn)
@@ -457,21 +460,23 @@ def search(
     return int(ExitCode.OK)
 
 
-def _catch_up(env: Environment, index: Index) -> None:
+def _catch_up(env: Environment, index: Index) -> str | None:
     """Index what sessions stored since their last indexing; a progress bar on a terminal
     when there is much to do (the first search after upgrading, over a large history). An
-    index that cannot be written (a full disk, read-only) is searched as far as it is indexed."""
+    index that cannot be written (a full disk, read-only) is searched as far as it is indexed;
+    so is one whose event log is damaged: the warning to say after the search is returned."""
     import sqlite3
 
     from acpcli.safestore import storage_reason
     from acpcli.search import stale
     from acpcli.session.indexing import catch_up
 
-    todo = len(stale(index.conn))
+    todo = 0
     try:
+        todo = len(stale(index.conn))
         if todo < _PROGRESS_FROM or not env.err.is_terminal:
             catch_up(index)
-            return
+            return None
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -486,16 +491,25 @@ def _catch_up(env: Environment, index: Index) -> None:
             catch_up(index, lambda done, _total: bar.update(task, completed=done))
     except sqlite3.Error as exc:
         from acpcli.damage import is_damage
+        from acpcli.search import broken
 
         if is_damage(exc):
-            raise  # a damaged search index is made again (repaired_search), other damage said
+            if broken(index.conn) is not None:
+                raise  # the search index itself: made again (repaired_search)
+            # the event log or the session list is damaged: search what is indexed (said
+            # once the search has read: if it cannot, its error is the one line)
+            return (
+                f"warning — could not bring the search index up to date: {index.path} is damaged ({exc}); "
+                "the results may miss some sessions (`acpcli doctor` says what is damaged)"
+            )
         reason = storage_reason(exc) or str(exc)
         env.note(
-            f"warning — could not index {todo} sessions for search ({reason}): the results may miss them",
+            f"warning — could not index {todo or 'some'} sessions for search ({reason}): the results may miss them",
             style="yellow",
         )
-        return
+        return None
     env.note(f"indexed {todo} sessions for search")
+    return None
 
 
 _SPACES = re.compile(r"\s+")

@@ -94,6 +94,12 @@ def test_an_overwritten_event_page_costs_its_events_only(cli: Cli, trace: AgentT
                 assert proc.stdout.strip()
                 hurt.append(sid)
     assert ids[2] in hurt
+    # search needs only the search index: what is indexed is found (a warning when the
+    # damage keeps it from being brought up to date)
+    found = cli.run("search", "marker3x1")
+    _no_traceback(found)
+    assert found.returncode == ExitCode.OK, found.stderr
+    assert [line.split("\t")[0] for line in found.stdout.splitlines()[1:]] == [ids[3]]
 
     doctor = cli.run("doctor")
     _no_traceback(doctor)
