@@ -30,8 +30,10 @@ def doctor(
         ),
     ] = False,
 ) -> None:
-    """Check the local session index for damage: SQLite's integrity check, every stored
-    event, the search index. Nothing is sent to an agent.
+    """Check the local session index for damage; --repair salvages what is readable.
+
+    Reads it whole: SQLite's integrity check, every stored event, the search index.
+    Nothing is sent to an agent.
 
     Exit 0 when it is healthy, 19 when something is damaged (what is damaged is listed).
     With --repair, what is readable is salvaged into a fresh index (sessions, events; the
