@@ -463,3 +463,24 @@ def test_the_protocol_choice_is_recorded_and_older_rows_fall_back_to_the_version
         assert index.get("s").protocol_choice() == "1"
     with Index(old, read_only=True) as index:
         assert index.get("s").protocol is None
+
+
+def test_storage_error_says_what_an_sqlite_error_means() -> None:
+    import sqlite3
+
+    from acpcli.errors import DatabaseLocked, StorageError
+    from acpcli.persistence import storage_error
+
+    cases = [
+        (sqlite3.DatabaseError("database disk image is malformed"), DamagedState, ExitCode.DAMAGED),
+        (sqlite3.DatabaseError("file is not a database"), DamagedState, ExitCode.DAMAGED),
+        (sqlite3.OperationalError("no such table: search_docs"), DamagedState, ExitCode.DAMAGED),
+        (sqlite3.OperationalError("database is locked"), DatabaseLocked, ExitCode.BUSY),
+        (sqlite3.OperationalError("database or disk is full"), StorageError, ExitCode.STORAGE),
+        (sqlite3.OperationalError("attempt to write a readonly database"), StorageError, ExitCode.STORAGE),
+    ]
+    for exc, kind, code in cases:
+        err = storage_error(exc)
+        assert type(err) is kind and err.exit_code == code, (exc, err)
+        assert str(db_path()) in err.message
+    assert "acpcli doctor" in (storage_error(cases[0][0]).hint or "")
