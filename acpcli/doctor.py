@@ -218,13 +218,13 @@ def _search_index(conn: sqlite3.Connection, report: Report) -> None:
 # --------------------------------------------------------------------------------------
 
 
-def _rowids(conn: sqlite3.Connection, table: str) -> list[int]:
-    """Every rowid of ``table`` SQLite can find: through the table, through each of its
-    indexes, and the ones between those (probed one by one when reading)."""
+def _rowids(conn: sqlite3.Connection, table: str) -> range:
+    """The rowids to read ``table``'s rows by: every one up to the highest SQLite can find
+    (through the table, through each of its indexes); the missing ones are probed in vain."""
     import sqlite3
 
-    found: set[int] = set()
-    sources = [f"SELECT rowid FROM {table} NOT INDEXED"]
+    top = 0
+    sources = [f"SELECT max(rowid) FROM {table}", f"SELECT rowid FROM {table} NOT INDEXED"]
     try:
         indexes = [row[1] for row in conn.execute(f"PRAGMA index_list({table})")]
     except sqlite3.DatabaseError:
@@ -233,11 +233,11 @@ def _rowids(conn: sqlite3.Connection, table: str) -> list[int]:
     for sql in sources:
         try:
             for (rowid,) in conn.execute(sql):
-                found.add(int(rowid))
+                if isinstance(rowid, int) and rowid > top:
+                    top = rowid
         except sqlite3.DatabaseError:
             continue  # as far as it read
-    top = max(found, default=0)
-    return list(range(1, top + 1))
+    return range(1, top + 1)
 
 
 def _rows(conn: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[tuple[Any, ...] | None]:
@@ -362,15 +362,17 @@ def _session_row_ok(values: dict[str, Any]) -> bool:
 
 
 def _copy_events(source: sqlite3.Connection, target: sqlite3.Connection, salvage: Salvage, known: set[str]) -> None:
-    """Copy every readable event, by session and seq, numbers kept; sessions whose row was
-    lost come back from their events alone."""
+    """Copy every readable event, numbers kept, a source page at a time (memory stays that of
+    a page, whatever the size of the index); sessions whose row was lost come back from their
+    events alone."""
     from acpcli import eventlog
 
     columns = ["session_id", "first_seq", "count", "kinds", "sizes", "payloads", "received_at"]
     if not set(columns) <= set(_columns(source, "event_pages")):
         return
-    kept: dict[str, list[tuple[int, float, str, str]]] = {}
     notes: dict[str, eventlog.Unreadable] = {}
+    written: dict[str, list[int]] = {}  # session -> the seqs written, as sorted [first, last, ...] runs
+    times_of: dict[str, tuple[float, float]] = {}  # recovered session -> first and last event time
     for row in _rows(source, "event_pages", columns):
         if row is None:
             salvage.lost_rows += 1
@@ -380,46 +382,67 @@ def _copy_events(source: sqlite3.Connection, target: sqlite3.Connection, salvage
             salvage.lost_rows += 1
             continue
         noted = notes.setdefault(session_id, eventlog.Unreadable(session_id))
-        try:
-            times = eventlog.unpack_times(blob) if isinstance(blob, bytes) and len(blob) % 8 == 0 else []
-        except ValueError:
-            times = []
-        events = kept.setdefault(session_id, [])
-        for i, (seq, kind, payload) in enumerate(eventlog.split_page(session_id, first, count, kinds, sizes, payloads, unreadable=noted)):
+        times = eventlog.unpack_times(blob) if isinstance(blob, bytes) and len(blob) % 8 == 0 else []
+        runs = written.setdefault(session_id, [])
+        page: list[tuple[str, int, float, str, str]] = []
+        for i, (seq, kind, payload) in enumerate(
+            eventlog.split_page(session_id, first, count, kinds, sizes, payloads, unreadable=noted)
+        ):
+            if _written(runs, seq):
+                continue  # already written from another page (tampered pages may overlap)
             try:
                 json.loads(payload)
             except (TypeError, ValueError, RecursionError):
                 noted.add(seq, seq)
                 continue
-            events.append((seq, times[i] if i < len(times) else 0.0, kind, payload))
-    for session_id, events in kept.items():
-        if not events:
+            page.append((session_id, seq, times[i] if i < len(times) else 0.0, kind, payload))
+        if not page:
             continue
         if session_id not in known:
-            _placeholder(target, session_id, [t for _, t, _, _ in events])
+            _placeholder(target, session_id, page[0][2])
             salvage.recovered.append(session_id)
-        events.sort()
-        salvage.events += len(events)
-        rows = ((session_id, seq, at, kind, payload) for seq, at, kind, payload in _unique(events))
-        eventlog.write_pages(target, rows, per_page=500)
+            known.add(session_id)
+        if session_id in salvage.recovered:
+            at = [t for _, _, t, _, _ in page if t] or [0.0]
+            low, high = times_of.get(session_id, (min(at), max(at)))
+            times_of[session_id] = (min(low, *at), max(high, *at))
+        eventlog.write_pages(target, page, per_page=500)
+        salvage.events += len(page)
+        for _, seq, _, _, _ in page:
+            _mark(runs, seq)
+    for session_id, (low, high) in times_of.items():
+        target.execute(
+            "UPDATE sessions SET created_at = ?, last_used_at = ? WHERE id = ?", (low or time.time(), high or time.time(), session_id)
+        )
     for session_id, noted in notes.items():
         if noted.spans:
             salvage.unreadable[session_id] = noted.seqs()
 
 
-def _unique(events: list[tuple[int, float, str, str]]) -> Iterator[tuple[int, float, str, str]]:
-    """One event per seq (tampered pages may overlap)."""
-    last = None
-    for event in events:
-        if event[0] != last:
-            yield event
-            last = event[0]
+def _written(runs: list[int], seq: int) -> bool:
+    """Whether ``seq`` is in one of the sorted ``[first, last, first, last, ...]`` runs."""
+    import bisect
+
+    at = bisect.bisect_right(runs, seq)
+    return at % 2 == 1 or (at > 0 and runs[at - 1] == seq)
 
 
-def _placeholder(target: sqlite3.Connection, session_id: str, times: list[float]) -> None:
+def _mark(runs: list[int], seq: int) -> None:
+    """Add ``seq`` to sorted ``[first, last, first, last, ...]`` runs (seqs mostly come in
+    order: the last run grows)."""
+    import bisect
+
+    if runs and runs[-1] + 1 == seq:
+        runs[-1] = seq
+        return
+    at = bisect.bisect_left(runs, seq)
+    runs[at:at] = [seq, seq]
+
+
+def _placeholder(target: sqlite3.Connection, session_id: str, when: float) -> None:
     """A session row for events whose own row was lost: agent and cwd unknown."""
-    known_times = [t for t in times if t] or [time.time()]
+    when = when or time.time()
     target.execute(
         "INSERT INTO sessions (id, agent, cwd, created_at, last_used_at, state) VALUES (?, 'unknown', '/', ?, ?, 'active')",
-        (session_id, min(known_times), max(known_times)),
+        (session_id, when, when),
     )
