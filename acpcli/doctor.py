@@ -415,8 +415,17 @@ def _copy_events(source: sqlite3.Connection, target: sqlite3.Connection, salvage
             "UPDATE sessions SET created_at = ?, last_used_at = ? WHERE id = ?", (low or time.time(), high or time.time(), session_id)
         )
     for session_id, noted in notes.items():
-        if noted.spans:
-            salvage.unreadable[session_id] = noted.seqs()
+        # what is missing: what could not be cut apart or parsed, and the gaps between what was
+        # copied (events on pages SQLite could not read)
+        runs = written.get(session_id, [])
+        ends = [0, *runs[1::2]]
+        gaps = [(end + 1, start - 1) for end, start in zip(ends, runs[0::2], strict=False) if start > end + 1]
+        missing = eventlog.Unreadable(session_id)
+        for first, last in sorted(set(noted.spans) | set(gaps), key=lambda span: span[0]):
+            if not missing.spans or (missing.spans[-1][1] is not None and first > missing.spans[-1][1]):
+                missing.add(first, last)
+        if missing.spans:
+            salvage.unreadable[session_id] = missing.seqs()
 
 
 def _written(runs: list[int], seq: int) -> bool:

@@ -111,6 +111,7 @@ def test_an_overwritten_event_page_costs_its_events_only(cli: Cli, trace: AgentT
     (aside,) = _kept_aside(acpcli_home)
     assert aside.read_bytes() == damaged_bytes  # the damaged file is kept as it was
     assert str(aside) in repair.stdout and f"kept {len(ids)} sessions" in repair.stdout
+    assert f"could not read events of session {ids[2]}: seq " in repair.stdout  # what was left out, said
     assert cli.ok("doctor").stdout.count("healthy") == 1
     assert {r["id"] for r in cli.index()} == set(ids)
     for sid in ids:
