@@ -42,9 +42,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acpcli.errors import ConfigError, SessionNotFound, UsageError
+from acpcli.damage import damaged, is_damage
+from acpcli.errors import (
+    AcpcliError,
+    ConfigError,
+    DatabaseLocked,
+    SessionNotFound,
+    StorageError,
+    UsageError,
+)
 from acpcli.paths import db_path, ensure_dir, tighten
-from acpcli.safe_text import shown_id
+from acpcli.safe_text import escape_surrogates, shown_id
 
 if TYPE_CHECKING:
     import sqlite3
@@ -418,6 +426,8 @@ class Index:
             raise ConfigError(f"the session index {path} is unusable: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if is_damage(exc):
+                raise damaged(path, exc) from exc
             raise ConfigError(f"the session index {path} is unusable: {exc}") from exc
         except ConfigError as exc:
             conn.close()
@@ -513,7 +523,7 @@ class Index:
                 json.dumps(list(rec.additional_dirs)),
                 json.dumps(list(rec.mcp_servers)),
                 rec.protocol_version,
-                rec.title,
+                escape_surrogates(rec.title) if rec.title is not None else None,
                 rec.created_at,
                 rec.last_used_at,
                 rec.state,
@@ -617,7 +627,10 @@ class Index:
 
     def set_title(self, session_id: str, title: str | None, *, by_user: bool = False) -> None:
         """Set (or clear, with ``None``) a session's title. ``by_user``: the user's own
-        (``--title``), which a title from the agent (``by_user=False``) never replaces."""
+        (``--title``), which a title from the agent (``by_user=False``) never replaces.
+        Lone surrogates (an agent's ``"\\ud800"``) are stored as shown: ``\\ud800``."""
+        if title is not None:
+            title = escape_surrogates(title)
         if by_user:
             sql = "UPDATE sessions SET title = ?, title_source = 'user' WHERE id = ?"
             self._update(session_id, sql, (title,))
@@ -631,6 +644,7 @@ class Index:
         (the first prompt's stays: one cheap UPDATE that changes nothing after the first)."""
         title = prompt_title(prompt)
         if title:
+            title = escape_surrogates(title)
             self.conn.execute(
                 "UPDATE sessions SET prompt_title = ? WHERE id = ? AND prompt_title IS NULL", (title, session_id)
             )
@@ -777,9 +791,12 @@ def session_filters(
 
 def _read_immutable(path: Path, cause: Exception) -> sqlite3.Connection:
     """``path`` opened read-only as immutable (no locks, no -shm file), or the ConfigError
-    for ``cause`` when even that fails (then the file is really unusable)."""
+    for ``cause`` when even that fails (then the file is really unusable); a damaged file is
+    :class:`DamagedState`."""
     import sqlite3
 
+    if is_damage(cause):
+        raise damaged(path, cause) from cause
     if not isinstance(cause, sqlite3.OperationalError):
         raise ConfigError(f"the session index {path} is unusable: {cause}") from cause
     try:
@@ -944,6 +961,28 @@ def database_file(conn: sqlite3.Connection) -> Path | None:
         if name == "main":
             return Path(file) if file else None
     return None
+
+
+# --------------------------------------------------------------------------------------
+# Errors: what a failed read or write of the index means to the person
+# --------------------------------------------------------------------------------------
+
+
+def storage_error(exc: BaseException, path: Path | None = None) -> AcpcliError:
+    """An SQLite error that reached a command, as the one line it means: the database is
+    locked by another acpcli (:class:`DatabaseLocked`), cannot be written or read
+    (:class:`StorageError`: full, read-only, I/O), or else damaged (:class:`DamagedState`)."""
+    from acpcli.damage import STORAGE_WORDS, is_busy
+
+    where = path if path is not None else db_path()
+    text = str(exc)
+    if is_damage(exc):
+        return damaged(where, text)
+    if is_busy(exc):
+        return locked_error(where)  # one line naming who holds it
+    if any(word in text.lower() for word in STORAGE_WORDS):
+        return StorageError(f"cannot use the session index {where}: {text}")
+    return damaged(where, text)
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

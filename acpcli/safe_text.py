@@ -27,7 +27,9 @@ from __future__ import annotations
 import re
 from functools import cache
 
-__all__ = ["clip", "clip_lines", "has_controls", "json_escape", "safe_line", "safe_text", "shown_id"]
+__all__ = [
+    "clip", "clip_lines", "escape_surrogates", "has_controls", "json_escape", "safe_line", "safe_text", "shown_id",
+]
 
 #: The most of a session id echoed on the terminal (ids are tens of characters; an agent or a
 #: user may give one of a megabyte). The id itself is never changed: only what is shown.
@@ -111,3 +113,15 @@ def json_escape(json_text: str) -> str:
     if _JSON_RAW.search(json_text) is None:
         return json_text
     return _JSON_RAW.sub(_json_code, json_text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (from a ``"\\ud800"`` escape in JSON: UTF-8 cannot
+    carry it, so SQLite cannot store it) written as the six characters ``\\ud800``, as
+    :func:`safe_text` shows it. For text that is stored (titles, search documents)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(_json_code, text)

@@ -112,6 +112,7 @@ class SafeIndex(Index):
         self._next_disk_try = 0.0
         self.lock_failure: str | None = None  # one line, when a lock cost updates
         self.lock_lost = 0  # of :attr:`lost`, those a lock cost
+        self.damaged = False  # the failure was a damaged file (``acpcli doctor``), not the disk
 
     # -- opening --------------------------------------------------------------------------
 
@@ -150,6 +151,10 @@ class SafeIndex(Index):
         if self.in_memory:
             log.error("a write to the in-memory index failed: %s", reason)
             return
+        if self.failure is None:
+            from acpcli.damage import is_damage
+
+            self.damaged = is_damage(exc)
         self._note_failure(reason)
         # Whatever the writers still hold never reached the disk.
         self.lost += sum(writer.pending for writer in list(self._writers))
@@ -546,4 +551,9 @@ def verdict(index: SafeIndex) -> None:
     if sys.exc_info()[1] is not None:
         sys.stderr.write(f"acpcli: warning: {error.message}\n")
         return
+    if index.damaged and not isinstance(error, DatabaseLocked):
+        from acpcli.damage import DOCTOR_HINT
+        from acpcli.errors import DamagedState
+
+        raise DamagedState(error.message, hint=DOCTOR_HINT)  # exit 19: the file is damaged, not full
     raise error

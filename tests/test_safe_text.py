@@ -85,3 +85,14 @@ def test_error_lines_are_cut_but_never_lose_their_other_lines() -> None:
     two = AcpcliError("first\n" + "z" * 5000, hint="h" * 5000)
     assert str(two).startswith("first\n") and len(str(two)) < 1100
     assert err.hint is None and two.hint is not None and len(two.hint) < 1100
+
+
+def test_escape_surrogates_writes_them_as_safe_text_shows_them() -> None:
+    from acpcli.safe_text import escape_surrogates
+
+    text = "a\ud800b\udfff\x1b"
+    stored = escape_surrogates(text)
+    assert stored == "a\\ud800b\\udfff\x1b"  # only the surrogates: the rest is kept as it is
+    stored.encode("utf-8")  # SQLite can store it
+    assert safe_text(stored) == safe_text(text)
+    assert escape_surrogates("plain é") == "plain é"

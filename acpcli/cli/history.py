@@ -9,8 +9,9 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from acpcli.errors import ExitCode, UsageError
 from acpcli.safe_text import clip, safe_line, shown_id
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.persistence import Index, SessionRecord
     from acpcli.search import Hit
+
+
+T = TypeVar("T")
 
 
 def _when(ts: float | None) -> str:
@@ -269,9 +273,38 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             env.note("nothing deleted")
             return int(ExitCode.OK)
-    delete_local(index, records)
+    repaired_search(
+        env, index, lambda: delete_local(index, records), then="dropped (derived data: the next `acpcli search` makes it again)"
+    )
     env.note(f"deleted {_count(records)}")
     return int(ExitCode.OK)
+
+
+def repaired_search(
+    env: Environment, index: Index, action: Callable[[], T], *, then: str = "it is made again from the stored sessions"
+) -> T:
+    """``action()``; if it fails on a damaged search index, that index is dropped (it is
+    derived from the event log: nothing is lost; the next search makes it again), said in one
+    line, and ``action()`` runs again. Damage elsewhere is raised (the CLI says it in one line)."""
+    import sqlite3
+
+    from acpcli import search
+    from acpcli.damage import is_damage
+
+    try:
+        return action()
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise
+        problem = search.broken(index.conn)
+        if problem is None:
+            raise
+    env.note(
+        f"warning — the search index in {index.path} is damaged ({problem}): {then}",
+        style="yellow",
+    )
+    search.discard(index.conn)
+    return action()
 
 
 def _remote_sessions(
@@ -410,17 +443,24 @@ def search(
         env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
         return int(ExitCode.OK)
     with Index.open() as index:
-        _catch_up(env, index)
+
+        def searched() -> list[tuple[SessionRecord, Hit]]:
+            late = _catch_up(env, index)
+            hits = index.search(
+                words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
+                limit=count + 1 if count else None,
+            )
+            if late:
+                env.note(late, style="yellow")
+            return hits
+
+        found = repaired_search(env, index, searched)
         has_fts_now = has_fts(index.conn)
         if not has_fts_now:
             env.note(
                 "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
                 style="yellow",
             )
-        found = index.search(
-            words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
-            limit=count + 1 if count else None,
-        )
     if found and not found[0][1].ranked and has_fts_now:
         env.note(
             f"these words are in more than {RANKED_UP_TO:,} messages, too many to rank: the most recently "
@@ -439,21 +479,23 @@ def search(
     return int(ExitCode.OK)
 
 
-def _catch_up(env: Environment, index: Index) -> None:
+def _catch_up(env: Environment, index: Index) -> str | None:
     """Index what sessions stored since their last indexing; a progress bar on a terminal
     when there is much to do (the first search after upgrading, over a large history). An
-    index that cannot be written (a full disk, read-only) is searched as far as it is indexed."""
+    index that cannot be written (a full disk, read-only) is searched as far as it is indexed;
+    so is one whose event log is damaged: the warning to say after the search is returned."""
     import sqlite3
 
     from acpcli.safestore import storage_reason
     from acpcli.search import stale
     from acpcli.session.indexing import catch_up
 
-    todo = len(stale(index.conn))
+    todo = 0
     try:
+        todo = len(stale(index.conn))
         if todo < _PROGRESS_FROM or not env.err.is_terminal:
             catch_up(index)
-            return
+            return None
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -467,13 +509,26 @@ def _catch_up(env: Environment, index: Index) -> None:
             task = bar.add_task("index", total=todo)
             catch_up(index, lambda done, _total: bar.update(task, completed=done))
     except sqlite3.Error as exc:
+        from acpcli.damage import is_damage
+        from acpcli.search import broken
+
+        if is_damage(exc):
+            if broken(index.conn) is not None:
+                raise  # the search index itself: made again (repaired_search)
+            # the event log or the session list is damaged: search what is indexed (said
+            # once the search has read: if it cannot, its error is the one line)
+            return (
+                f"warning — could not bring the search index up to date: {index.path} is damaged ({exc}); "
+                "the results may miss some sessions (`acpcli doctor` says what is damaged)"
+            )
         reason = storage_reason(exc) or str(exc)
         env.note(
-            f"warning — could not index {todo} sessions for search ({reason}): the results may miss them",
+            f"warning — could not index {todo or 'some'} sessions for search ({reason}): the results may miss them",
             style="yellow",
         )
-        return
+        return None
     env.note(f"indexed {todo} sessions for search")
+    return None
 
 
 _SPACES = re.compile(r"\s+")

@@ -13,6 +13,7 @@ DEL, a NUL. What it does on ``session/prompt`` depends on the prompt's text:
                        names; then ``end_turn`` (or the stop reason after ``stop:``)
 ``error``              the prompt is answered with a JSON-RPC error whose message and data
                        carry escapes
+``surrogate``          a message and a session title holding lone surrogates (``"\\ud800"``)
 ``deep``               a line of 1000 nested brackets (and other garbage), then a message
 ``huge-answer``        the prompt's answer is one line of ``HOSTILE_HUGE`` bytes
 ``huge-request``       an ``fs/read_text_file`` request of ``HOSTILE_HUGE`` bytes; reports
@@ -131,6 +132,12 @@ def prompt(message_id: Any, params: dict[str, Any]) -> None:
         sys.exit(3)
     if "error" in said:
         send({"jsonrpc": "2.0", "id": message_id, "error": {"code": -32603, "message": f"failed {EVIL} badly", "data": {"why": EVIL}}})
+        return
+    if "surrogate" in said:
+        # lone surrogates (a "\\ud800" escape, as JSON allows) in a message and a title
+        update(session_id, {"sessionUpdate": "agent_message_chunk", "content": text("lonely \ud800 needle \udfff here")})
+        update(session_id, {"sessionUpdate": "session_info_update", "title": "title \ud800 lone"})
+        send({"jsonrpc": "2.0", "id": message_id, "result": {"stopReason": "end_turn"}})
         return
     if "deep" in said:
         raw(b"[" * 1000 + b"]" * 1000 + b"\n")
