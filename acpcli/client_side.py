@@ -53,7 +53,8 @@ Files (``fs/read_text_file``, ``fs/write_text_file``), confined to the session's
 * Reads honour ``line`` (1-based; 0 reads from the start, as the schema allows it) and
   ``limit`` (a number of lines; lines end at ``\\n``, line endings are kept). Text is UTF-8;
   anything else is answered -32602 ("not UTF-8 text"). A read larger than
-  :data:`MAX_READ_BYTES` is refused: ask for fewer lines.
+  :data:`MAX_READ_BYTES` is refused: ask for fewer lines. Only what is asked is read, line by
+  line in chunks (a 2 GB file costs a 1 MiB buffer and the time to reach ``line``).
 * **A missing file inside the roots reads as empty content**, ``{"content": ""}``, marked with
   ``_meta: {"acpcli": {"missing": true}}``. Deliberately: gemini reads a file before writing it
   and only creates new files when that read succeeds with empty content; an error would make it
@@ -79,11 +80,10 @@ import logging
 import os
 import stat
 from collections.abc import Awaitable, Callable, Sequence
-from itertools import islice
 from typing import TYPE_CHECKING, Any, Protocol
 
 from acpcli.errors import RpcError, UsageError
-from acpcli.safe_text import safe_line
+from acpcli.safe_text import safe_line, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -452,9 +452,18 @@ def _os_error(action: str, path: str, exc: OSError) -> RpcError:
     return RpcError(RpcError.INTERNAL_ERROR, f"cannot {action} {path}: {exc.strerror or exc}")
 
 
+#: Bytes read at a time while looking for lines: a line is never held whole before it is chosen.
+_READ_CHUNK = 1024 * 1024
+
+
 def read_text(path: str, line: int | None = None, limit: int | None = None) -> str | None:
     """The UTF-8 text of ``path`` (already confined), from ``line`` (1-based), at most
-    ``limit`` lines; ``None`` if the file does not exist. Raises :class:`RpcError`."""
+    ``limit`` lines; ``None`` if the file does not exist. Raises :class:`RpcError`.
+
+    Streamed: the lines before ``line`` are counted chunk by chunk and dropped, and reading
+    stops once ``limit`` lines or more than :data:`MAX_READ_BYTES` are chosen, so memory stays
+    within about that cap and time within what is asked, whatever the file's size or its
+    longest line."""
     start = max((line or 1) - 1, 0)
     try:
         # O_NONBLOCK: opening a FIFO must not hang; regular files ignore the flag.
@@ -463,29 +472,20 @@ def read_text(path: str, line: int | None = None, limit: int | None = None) -> s
         return None
     except OSError as exc:
         raise _os_error("read", path, exc) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise RpcError(RpcError.INVALID_PARAMS, f"cannot read {path}: not a regular file")
-    with os.fdopen(fd, "rb") as handle:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RpcError(RpcError.INVALID_PARAMS, f"cannot read {path}: not a regular file")
         try:
-            if start == 0 and limit is None:
-                data = handle.read(MAX_READ_BYTES + 1)
-            else:
-                # Binary lines end at b"\n" only, which never occurs inside a UTF-8 character.
-                chosen = islice(handle, start, None if limit is None else start + limit)
-                parts, size = [], 0
-                for piece in chosen:
-                    parts.append(piece)
-                    size += len(piece)
-                    if size > MAX_READ_BYTES:
-                        break
-                data = b"".join(parts)
+            data = _chosen_lines(fd, start, limit)
         except OSError as exc:
             raise _os_error("read", path, exc) from exc
+    finally:
+        os.close(fd)
     if len(data) > MAX_READ_BYTES:
+        what = f"{path} is" if start == 0 and limit is None else f"{path}: the lines asked for are"
         raise RpcError(
             RpcError.INVALID_PARAMS,
-            f"{path} is larger than {MAX_READ_BYTES} bytes: read it in parts with line and limit",
+            f"{what} larger than {MAX_READ_BYTES} bytes: read it in parts with line and limit",
         )
     try:
         return data.decode("utf-8")
@@ -494,6 +494,73 @@ def read_text(path: str, line: int | None = None, limit: int | None = None) -> s
             RpcError.INVALID_PARAMS,
             f"{path} is not UTF-8 text (invalid byte at offset {exc.start} of what was read)",
         ) from exc
+
+
+def _nth_line_end(chunk: bytes, n: int) -> int:
+    """The offset just past the ``n``-th ``\\n`` of ``chunk`` (``n`` >= 1; the caller has
+    counted that there are that many)."""
+    at = -1
+    for _ in range(n):
+        at = chunk.index(b"\n", at + 1)
+    return at + 1
+
+
+def _chosen_lines(fd: int, start: int, limit: int | None) -> bytes:
+    """The bytes of lines ``start`` (0-based) to ``start + limit`` of the open file ``fd``, or
+    just more than :data:`MAX_READ_BYTES` of them when they hold more (the caller refuses).
+
+    Binary lines end at ``b"\\n"`` only, which never occurs inside a UTF-8 character. Holes of
+    a sparse file hold no line end, so the lines before ``start`` skip them unread."""
+    offset = 0
+    rest = b""
+    skip = start
+    while skip:  # drop the lines before the first one asked for
+        offset = _next_data(fd, offset)
+        chunk = os.pread(fd, _READ_CHUNK, offset)
+        if not chunk:
+            return b""
+        offset += len(chunk)
+        ends = chunk.count(b"\n")
+        if ends >= skip:
+            rest = chunk[_nth_line_end(chunk, skip) :]
+            skip = 0
+        else:
+            skip -= ends
+    if limit == 0:
+        return b""
+    parts: list[bytes] = []
+    size = 0
+    left = limit
+    while True:
+        if left is not None:
+            ends = rest.count(b"\n")
+            if ends >= left:
+                parts.append(rest[: _nth_line_end(rest, left)])
+                break
+            left -= ends
+        parts.append(rest)
+        size += len(rest)
+        if size > MAX_READ_BYTES:
+            break
+        rest = os.pread(fd, _READ_CHUNK, offset)
+        if not rest:
+            break
+        offset += len(rest)
+    return b"".join(parts)
+
+
+def _next_data(fd: int, offset: int) -> int:
+    """Where the next data at or after ``offset`` begins (past a hole of a sparse file, which
+    reads as zero bytes: no line end); ``offset`` itself where holes cannot be found."""
+    seek_data = getattr(os, "SEEK_DATA", None)
+    if seek_data is None:
+        return offset
+    try:
+        return os.lseek(fd, offset, seek_data)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # nothing but a hole up to the end of the file
+            return os.fstat(fd).st_size
+        return offset  # a file system that cannot tell: read on
 
 
 def write_text(path: str, content: str) -> None:
@@ -658,7 +725,7 @@ class ClientServices:
     def _roots_for(self, session_id: str) -> list[str]:
         found = self._roots(session_id)
         if found is None:
-            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {session_id!r}")
+            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {shown_id(session_id)!r}")
         cwd, extra = found
         return [cwd, *extra]
 

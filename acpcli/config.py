@@ -64,6 +64,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acpcli.bounded import (
+    MAX_CONFIG_BYTES,
+    MAX_DEPTH,
+    TooDeep,
+    TooLarge,
+    check_depth,
+    read_file_capped,
+)
 from acpcli.errors import ConfigError, UsageError
 from acpcli.paths import config_path
 
@@ -257,16 +265,19 @@ def _policy(value: Any, where: str) -> str:
 def load_config(path: Path | None = None) -> Config:
     """Read and validate the TOML config (default ``config_path()``).
 
-    Missing file → empty config. Unreadable, not UTF-8, not TOML, or the wrong shape →
+    Missing file → empty config. Unreadable, larger than :data:`~acpcli.bounded.MAX_CONFIG_BYTES`
+    (read no further), not UTF-8, not TOML, nested too deeply, or the wrong shape →
     :class:`ConfigError` with ``file[:line[:column]]: problem``.
     """
     path = config_path() if path is None else path
     try:
-        raw = path.read_bytes()
+        raw = read_file_capped(str(path), MAX_CONFIG_BYTES)
     except FileNotFoundError:
         return Config(path=path)
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except TooLarge as exc:
+        raise ConfigError(f"{path} is too large for a config file ({exc})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -277,6 +288,9 @@ def load_config(path: Path | None = None) -> Config:
         import tomli as tomllib
     try:
         data = tomllib.loads(text)
+        _not_too_deep(data, path)
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise ConfigError(f"{path}: {_DEEP}") from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         m = _TOML_POS.search(message)
@@ -289,6 +303,18 @@ def load_config(path: Path | None = None) -> Config:
             raise ConfigError(f"{path}:{last}: invalid TOML: {message} at end of file") from exc
         raise ConfigError(f"{path}: invalid TOML: {message}") from exc
     return _parse_config(data, path, text)
+
+
+_DEEP = f"nested too deeply (more than {MAX_DEPTH} levels of arrays, tables or objects)"
+
+
+def _not_too_deep(data: Any, path: Path | str) -> None:
+    """Parsed config data nests no deeper than :data:`acpcli.bounded.MAX_DEPTH` (a config or
+    MCP file never does; deeper data would only strain whatever walks it later)."""
+    try:
+        check_depth(data)
+    except TooDeep:
+        raise ConfigError(f"{path}: {_DEEP}") from None
 
 
 def _where(path: Path, text: str, table: str, name: str | None = None) -> str:
@@ -533,20 +559,27 @@ def validate_mcp_entry(name: str, entry: Any, where: str = "") -> dict[str, Any]
 def load_mcp_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     """Read a ``{"mcpServers": {name: entry}}`` JSON file; return its entries by name.
 
-    VS Code's ``{"servers": {...}}`` spelling is accepted too. Unreadable, malformed JSON or
-    the wrong shape → :class:`ConfigError` naming the file and the problem, on one line.
+    VS Code's ``{"servers": {...}}`` spelling is accepted too. Unreadable, larger than
+    :data:`~acpcli.bounded.MAX_CONFIG_BYTES` (read no further: ``/dev/zero`` costs nothing),
+    malformed or too deeply nested JSON, or the wrong shape → :class:`ConfigError` naming the
+    file and the problem, on one line.
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_file_capped(str(path), MAX_CONFIG_BYTES).decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read MCP server file {path}: {exc.strerror or exc}") from exc
+    except TooLarge as exc:
+        raise ConfigError(f"{path} is too large for an MCP server file ({exc})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    except RecursionError:  # [[[[…]]]]: deeper than the parser goes
+        raise ConfigError(f"{path}: {_DEEP}") from None
+    _not_too_deep(data, path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object with an \"mcpServers\" object")
     servers = data.get("mcpServers", data.get("servers"))

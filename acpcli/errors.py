@@ -40,7 +40,7 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar
 
-from acpcli.safe_text import safe_text
+from acpcli.safe_text import clip_lines, safe_text
 
 
 class ExitCode(enum.IntEnum):
@@ -78,8 +78,9 @@ class AcpcliError(Exception):
     exit_code: ExitCode = ExitCode.FAILURE
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
-        # Messages quote what agents wrote (errors, stderr lines): shown, never obeyed.
-        message = safe_text(message)
+        # Messages quote what agents wrote (errors, stderr lines): shown, never obeyed, and
+        # never a megabyte of it (an agent's 1 MB session id in its "not found").
+        message = clip_lines(safe_text(message))
         super().__init__(message)
         self.message = message
         self.hint = hint
@@ -91,7 +92,7 @@ class AcpcliError(Exception):
 
     @hint.setter
     def hint(self, value: str | None) -> None:
-        self._hint = safe_text(value) if value is not None else None
+        self._hint = clip_lines(safe_text(value)) if value is not None else None
 
     def __str__(self) -> str:
         return self.message

@@ -98,7 +98,7 @@ END;
 # --------------------------------------------------------------------------------------
 
 
-def _unpack_times(blob: bytes) -> list[float]:
+def unpack_times(blob: bytes) -> list[float]:
     """The float64 little-endian unix times of a page's ``received_at``."""
     times = array("d")
     times.frombytes(blob)
@@ -186,52 +186,173 @@ def _last_seq(conn: sqlite3.Connection, session_id: str) -> int:
 # --------------------------------------------------------------------------------------
 
 
-def events_raw(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> Iterator[tuple[int, str, str]]:
+class Unreadable:
+    """The events of one session that could not be read, noted while reading and said once,
+    when the reading ends (:func:`acpcli.notices.warn`: ``acpcli: warning: …`` on stderr of
+    a command, and the log): how many, and which seqs. A transcript shows what can be read."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.spans: list[tuple[int, int | None]] = []  # (first seq, last seq or None: to the end)
+
+    def add(self, first: int, last: int | None = None) -> None:
+        if self.spans and self.spans[-1][1] is not None and self.spans[-1][1] + 1 == first:
+            self.spans[-1] = (self.spans[-1][0], last)  # extends the previous run
+        else:
+            self.spans.append((first, last))
+
+    def count(self) -> int | None:
+        """How many events, None when a run's end is unknown (the rest of the log)."""
+        total = 0
+        for first, last in self.spans:
+            if last is None:
+                return None
+            total += last - first + 1
+        return total
+
+    def seqs(self) -> str:
+        """The runs, e.g. ``4, 7-9, 12 and after``."""
+        shown = []
+        for first, last in self.spans[:10]:
+            shown.append(f"{first} and after" if last is None else str(first) if last == first else f"{first}-{last}")
+        return ", ".join(shown) + (", …" if len(self.spans) > 10 else "")
+
+    def report(self) -> None:
+        if not self.spans:
+            return
+        from acpcli import notices
+
+        n = self.count()
+        many = "some stored events" if n is None else f"{n} stored event{'s' if n != 1 else ''}"
+        notices.warn(
+            "unreadable-events",
+            f"{many} of session {self.session_id} could not be read (seq {self.seqs()}): shown without "
+            "them; `acpcli doctor` checks the whole index",
+        )
+
+
+_PAGE_COLUMNS = "first_seq, count, kinds, sizes, payloads"
+
+
+def _page_rows(conn: sqlite3.Connection, session_id: str, unreadable: Unreadable) -> Iterator[tuple[Any, ...]]:
+    """The ``event_pages`` rows of a session in seq order. Where SQLite cannot read a page
+    (a damaged file), the rest are read one by one: those it cannot read are noted in
+    ``unreadable`` and skipped, the others still come."""
+    import sqlite3
+
+    from acpcli.damage import is_damage
+
+    done = 0
+    try:
+        for row in conn.execute(
+            f"SELECT {_PAGE_COLUMNS} FROM event_pages WHERE session_id = ? ORDER BY first_seq", (session_id,)
+        ):
+            yield row
+            done = row[0]
+        return
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise
+        logger.warning("reading the events of %s one page at a time: %s", session_id, exc)
+    keys: list[tuple[int, int]] = []
+    try:  # the (session_id, first_seq) index names every page's rowid, without reading the pages
+        keys = conn.execute(
+            "SELECT id, first_seq FROM event_pages WHERE session_id = ? AND first_seq > ? ORDER BY first_seq",
+            (session_id, done),
+        ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise
+        try:  # the index is damaged too: scan the table as far as it reads
+            for key in conn.execute(
+                "SELECT id, first_seq FROM event_pages NOT INDEXED WHERE session_id = ? AND first_seq > ?",
+                (session_id, done),
+            ):
+                keys.append(key)
+        except sqlite3.DatabaseError:
+            unreadable.add(done + 1 if not keys else max(k[1] for k in keys) + 1)
+        keys.sort(key=lambda key: key[1])
+    for i, (rowid, first) in enumerate(keys):
+        try:
+            row = conn.execute(f"SELECT {_PAGE_COLUMNS} FROM event_pages WHERE id = ?", (rowid,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            row = None
+        if row is None:
+            unreadable.add(first, keys[i + 1][1] - 1 if i + 1 < len(keys) else None)
+            continue
+        yield row
+
+
+def events_raw(
+    conn: sqlite3.Connection, session_id: str, *, legacy: bool = False, unreadable: Unreadable | None = None
+) -> Iterator[tuple[int, str, str]]:
     """``(seq, kind, payload_json_text)`` of a session's stored events, in order.
 
-    ``legacy``: the database is at schema 1 (one ``events`` row per event).
+    What cannot be read (a page SQLite cannot read, a page whose kinds or sizes are not what
+    it wrote) is skipped and noted in ``unreadable``; without one, it is said when the reading
+    ends (:meth:`Unreadable.report`). ``legacy``: the database is at schema 1 (one ``events``
+    row per event).
     """
     if legacy:
         yield from conn.execute(
             "SELECT seq, kind, payload FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
         )
         return
-    cur = conn.execute(
-        "SELECT first_seq, kinds, sizes, payloads FROM event_pages WHERE session_id = ? ORDER BY first_seq",
-        (session_id,),
-    )
-    for seq, kinds, sizes, payloads in cur:
-        try:
-            kind_list, size_list = json.loads(kinds), json.loads(sizes)
-        except (TypeError, ValueError, RecursionError):
-            kind_list = size_list = None
-        if not isinstance(kind_list, list) or not isinstance(size_list, list) or not isinstance(payloads, str):
-            logger.warning("skipped a damaged event page of session %s (seq %s)", session_id, seq)
-            continue
-        start = 0
-        for kind, size in zip(kind_list, size_list, strict=False):
-            if not isinstance(size, int) or size < 0:
-                logger.warning("skipped the rest of a damaged event page of session %s (seq %s)", session_id, seq)
-                break
-            end = start + size
-            yield seq, kind if isinstance(kind, str) else "?", payloads[start:end]
-            seq += 1
-            start = end
+    mine = unreadable is None
+    noted = Unreadable(session_id) if unreadable is None else unreadable
+    for row in _page_rows(conn, session_id, noted):
+        yield from split_page(session_id, *row, unreadable=noted)
+    if mine:
+        noted.report()
+
+
+def split_page(
+    session_id: str, seq: int, count: Any, kinds: Any, sizes: Any, payloads: Any, *, unreadable: Unreadable
+) -> Iterator[tuple[int, str, str]]:
+    """``(seq, kind, payload_json_text)`` of one ``event_pages`` row; what of it cannot be cut
+    apart (kinds or sizes that are not what acpcli wrote) is noted in ``unreadable``."""
+    try:
+        kind_list, size_list = json.loads(kinds), json.loads(sizes)
+    except (TypeError, ValueError, RecursionError):
+        kind_list = size_list = None
+    if not isinstance(kind_list, list) or not isinstance(size_list, list) or not isinstance(payloads, str):
+        logger.warning("skipped a damaged event page of session %s (seq %s)", session_id, seq)
+        unreadable.add(seq, seq + max(count if isinstance(count, int) else 1, 1) - 1)
+        return
+    start = 0
+    last = seq + count - 1 if isinstance(count, int) and count >= 1 else seq + len(size_list) - 1
+    for kind, size in zip(kind_list, size_list, strict=False):
+        if not isinstance(size, int) or size < 0:
+            logger.warning("skipped the rest of a damaged event page of session %s (seq %s)", session_id, seq)
+            unreadable.add(seq, max(seq, last))
+            return
+        end = start + size
+        yield seq, kind if isinstance(kind, str) else "?", payloads[start:end]
+        seq += 1
+        start = end
+    if seq <= last:  # fewer kinds or sizes than the page holds
+        unreadable.add(seq, last)
 
 
 def events(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(kind, payload)`` of a session's stored events, payloads parsed, in order.
 
-    A payload that is not JSON (a damaged database) is skipped with a log entry: a
-    transcript shows what can be read. Payloads are usually objects, but not always.
+    A payload that is not JSON (a damaged or tampered database) is skipped: a transcript
+    shows what can be read; what could not be is said once the reading ends
+    (:class:`Unreadable`). Payloads are usually objects, but not always.
     """
-    for seq, kind, payload in events_raw(conn, session_id, legacy=legacy):
+    unreadable = Unreadable(session_id)
+    for seq, kind, payload in events_raw(conn, session_id, legacy=legacy, unreadable=unreadable):
         try:
             value = json.loads(payload)
         except (TypeError, ValueError, RecursionError):
             logger.warning("skipped an unreadable event of session %s (seq %s)", session_id, seq)
+            unreadable.add(seq, seq)
             continue
         yield kind, value
+    unreadable.report()
 
 
 def event_count(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> int:
@@ -275,7 +396,7 @@ def event_times(conn: sqlite3.Connection, session_id: str, *, legacy: bool = Fal
     for (blob,) in conn.execute(
         "SELECT received_at FROM event_pages WHERE session_id = ? ORDER BY first_seq", (session_id,)
     ):
-        times.extend(_unpack_times(blob))
+        times.extend(unpack_times(blob))
     return times
 
 

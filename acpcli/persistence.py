@@ -20,35 +20,54 @@ The event log -- its page format, :class:`~acpcli.eventlog.EventWriter` and the 
 of pages -- lives in :mod:`acpcli.eventlog`; :class:`Index` hands out writers, flushes them
 before every read, and delegates its event methods there.
 
-Concurrency: several acpcli processes may use one database at once (WAL mode, a 5 s busy
-timeout, writers serialized by ``BEGIN IMMEDIATE``). An :class:`Index` and its writers
-belong to one thread.
+Concurrency: several acpcli processes may use one database at once (WAL mode, writers
+serialized by ``BEGIN IMMEDIATE``; readers never wait). A write waits for another process's
+write lock up to :func:`lock_wait` (``ACPCLI_LOCK_WAIT`` seconds, default 15); a lock held
+longer is :class:`~acpcli.errors.DatabaseLocked` (exit 18, naming the holder's pid where
+:func:`lock_holder` finds it), never a storage failure. Live commands wait much less at a
+time and buffer instead (:mod:`acpcli.safestore`). An :class:`Index` and its writers belong
+to one thread.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acpcli.errors import ConfigError, SessionNotFound, UsageError
+from acpcli.damage import damaged, is_damage
+from acpcli.errors import (
+    AcpcliError,
+    ConfigError,
+    DatabaseLocked,
+    SessionNotFound,
+    StorageError,
+    UsageError,
+)
 from acpcli.paths import db_path, ensure_dir, tighten
+from acpcli.safe_text import escape_surrogates, shown_id
 
 if TYPE_CHECKING:
     import sqlite3
 
+    from acpcli.errors import DatabaseLocked
     from acpcli.eventlog import EventWriter
     from acpcli.search import Hit
 
 # sqlite3, urllib.parse and acpcli.eventlog are imported where used: the CLI's start-up path
 # and completion (which lists sessions, never reads events) must stay cheap.
 
-BUSY_TIMEOUT_MS = 5000
+#: How long a write waits for another process's write lock unless ``ACPCLI_LOCK_WAIT`` says
+#: otherwise (:func:`lock_wait`).
+BUSY_TIMEOUT_MS = 15000
+LOCK_WAIT_ENV = "ACPCLI_LOCK_WAIT"
 # Event rows are ~250 bytes; 8 KB pages (SQLite's default is 4 KB) mean fewer page splits
 # per appended row (about 15% less insert CPU). Only takes effect on a new database.
 PAGE_SIZE = 8192
@@ -383,11 +402,11 @@ class Index:
             raise ConfigError(f"cannot create the session index {path}: {exc.strerror}") from exc
         try:
             # isolation_level=None: we issue BEGIN/COMMIT ourselves.
-            conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn = sqlite3.connect(path, timeout=lock_wait(), isolation_level=None)
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the session index {path}: {exc}") from exc
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {lock_wait_ms()}")
             conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a no-op once the file has pages
             _enable_wal(conn)
             # WAL + NORMAL: commits skip fsync; no corruption on crash, see module docstring.
@@ -400,8 +419,15 @@ class Index:
             migrate(conn)
             for suffix in ("-wal", "-shm"):  # SQLite copies the db's mode; older files may differ
                 tighten(f"{path}{suffix}")
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if is_locked(exc):
+                raise locked_error(path) from exc
+            raise ConfigError(f"the session index {path} is unusable: {exc}") from exc
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if is_damage(exc):
+                raise damaged(path, exc) from exc
             raise ConfigError(f"the session index {path} is unusable: {exc}") from exc
         except ConfigError as exc:
             conn.close()
@@ -418,11 +444,11 @@ class Index:
             raise ConfigError(f"no session index at {path} yet")
         try:
             uri = path.resolve().as_uri() + "?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            conn = sqlite3.connect(uri, uri=True, timeout=lock_wait(), isolation_level=None)
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the session index {path}: {exc}") from exc
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {lock_wait_ms()}")
             (version,) = conn.execute("PRAGMA user_version").fetchone()
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -497,7 +523,7 @@ class Index:
                 json.dumps(list(rec.additional_dirs)),
                 json.dumps(list(rec.mcp_servers)),
                 rec.protocol_version,
-                rec.title,
+                escape_surrogates(rec.title) if rec.title is not None else None,
                 rec.created_at,
                 rec.last_used_at,
                 rec.state,
@@ -526,11 +552,11 @@ class Index:
             (len(id_or_prefix), id_or_prefix),
         ).fetchall()
         if not rows:
-            raise SessionNotFound(f"no session {id_or_prefix!r} in the local index")
+            raise SessionNotFound(f"no session {shown_id(id_or_prefix)!r} in the local index")
         if len(rows) > 1:
-            shown = ", ".join(r[0] for r in rows[:10])
+            shown = ", ".join(shown_id(r[0]) for r in rows[:10])
             more = " and more" if len(rows) > 10 else ""
-            raise UsageError(f"session id prefix {id_or_prefix!r} is ambiguous: {shown}{more}")
+            raise UsageError(f"session id prefix {shown_id(id_or_prefix)!r} is ambiguous: {shown}{more}")
         return _record(rows[0])
 
     def list_sessions(
@@ -592,7 +618,7 @@ class Index:
     def _update(self, session_id: str, sql: str, params: tuple[Any, ...]) -> None:
         cur = self.conn.execute(sql, (*params, session_id))
         if cur.rowcount == 0:
-            raise SessionNotFound(f"no session {session_id!r} in the local index")
+            raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
 
     def touch(self, session_id: str, when: float | None = None) -> None:
         """Mark a session as used now (it moves to the top of :meth:`list_sessions`)."""
@@ -601,7 +627,10 @@ class Index:
 
     def set_title(self, session_id: str, title: str | None, *, by_user: bool = False) -> None:
         """Set (or clear, with ``None``) a session's title. ``by_user``: the user's own
-        (``--title``), which a title from the agent (``by_user=False``) never replaces."""
+        (``--title``), which a title from the agent (``by_user=False``) never replaces.
+        Lone surrogates (an agent's ``"\\ud800"``) are stored as shown: ``\\ud800``."""
+        if title is not None:
+            title = escape_surrogates(title)
         if by_user:
             sql = "UPDATE sessions SET title = ?, title_source = 'user' WHERE id = ?"
             self._update(session_id, sql, (title,))
@@ -615,6 +644,7 @@ class Index:
         (the first prompt's stays: one cheap UPDATE that changes nothing after the first)."""
         title = prompt_title(prompt)
         if title:
+            title = escape_surrogates(title)
             self.conn.execute(
                 "UPDATE sessions SET prompt_title = ? WHERE id = ? AND prompt_title IS NULL", (title, session_id)
             )
@@ -761,9 +791,12 @@ def session_filters(
 
 def _read_immutable(path: Path, cause: Exception) -> sqlite3.Connection:
     """``path`` opened read-only as immutable (no locks, no -shm file), or the ConfigError
-    for ``cause`` when even that fails (then the file is really unusable)."""
+    for ``cause`` when even that fails (then the file is really unusable); a damaged file is
+    :class:`DamagedState`."""
     import sqlite3
 
+    if is_damage(cause):
+        raise damaged(path, cause) from cause
     if not isinstance(cause, sqlite3.OperationalError):
         raise ConfigError(f"the session index {path} is unusable: {cause}") from cause
     try:
@@ -772,6 +805,184 @@ def _read_immutable(path: Path, cause: Exception) -> sqlite3.Connection:
     except sqlite3.Error:
         raise ConfigError(f"the session index {path} is unusable: {cause}") from cause
     return conn
+
+
+# --------------------------------------------------------------------------------------
+# Locks
+# --------------------------------------------------------------------------------------
+
+
+def lock_wait() -> float:
+    """Seconds a write waits for another process's write lock: ``ACPCLI_LOCK_WAIT`` (a number
+    of seconds, 0 or more), else ``BUSY_TIMEOUT_MS``. A value that is not a number is a
+    :class:`ConfigError`."""
+    raw = os.environ.get(LOCK_WAIT_ENV, "").strip()
+    if not raw:
+        return BUSY_TIMEOUT_MS / 1000
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0 or seconds == float("inf"):  # also refuses nan
+        raise ConfigError(f"{LOCK_WAIT_ENV} must be a number of seconds, 0 or more; got {raw!r}")
+    return seconds
+
+
+def lock_wait_ms() -> int:
+    """:func:`lock_wait` in whole milliseconds (SQLite's ``busy_timeout``)."""
+    return int(lock_wait() * 1000)
+
+
+def is_locked(exc: BaseException) -> bool:
+    """``exc`` is SQLite's "database is locked" / "database table is locked" (SQLITE_BUSY or
+    SQLITE_LOCKED): another connection holds the lock. Not a failure of the storage."""
+    import sqlite3
+
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (extended codes keep them in the low byte)
+    return "is locked" in str(exc)
+
+
+#: The byte of the ``-shm`` file SQLite locks for writing in WAL mode (``WALINDEX_LOCK_OFFSET``).
+_WAL_WRITE_LOCK_BYTE = 120
+
+
+def lock_holder(path: Path) -> str:
+    """Who holds the write lock of the database at ``path``: ``another acpcli (pid N)``,
+    ``another process (pid N)``, or ``another process`` when that cannot be told.
+
+    SQLite does not say. On Linux, ``/proc/locks`` lists the POSIX lock SQLite takes on the
+    ``-shm`` file's write-lock byte, with the pid of its owner; failing that, a single other
+    process of this user with the file open (``/proc/*/fd``) is named. Elsewhere: unknown.
+    """
+    pids = _write_lockers(path) or _openers(path)
+    if len(pids) != 1:
+        return "another process"
+    (pid,) = pids
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        argv = []
+    return f"another {'acpcli' if _is_acpcli(argv) else 'process'} (pid {pid})"
+
+
+def _is_acpcli(argv: list[bytes]) -> bool:
+    """``acpcli …``, ``python /…/bin/acpcli …`` or ``python -m acpcli …``."""
+    names = [os.path.basename(part) for part in argv[:2]]
+    if b"acpcli" in names:
+        return True
+    return any(a == b"-m" and b == b"acpcli" for a, b in itertools.pairwise(argv))
+
+
+def _write_lockers(path: Path) -> set[int]:
+    """Pids holding a write lock on the write-lock byte of ``path``'s ``-shm`` (``/proc/locks``)."""
+    try:
+        st = os.stat(f"{path}-shm")
+        text = Path("/proc/locks").read_text()
+    except OSError:
+        return set()
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids = set()
+    for line in text.splitlines():
+        # "1: POSIX  ADVISORY  WRITE 4242 00:2e:123456 120 120" (a blocked waiter's line has "->")
+        fields = line.split()
+        if "->" in fields or len(fields) < 8 or fields[1] != "POSIX" or fields[3] != "WRITE":
+            continue
+        pid, where, start, end = fields[4], fields[5], fields[6], fields[7]
+        if where != inode or not pid.isdigit():
+            continue
+        try:
+            covered = int(start) <= _WAL_WRITE_LOCK_BYTE and (end == "EOF" or int(end) >= _WAL_WRITE_LOCK_BYTE)
+        except ValueError:
+            continue
+        if covered and int(pid) != os.getpid():
+            pids.add(int(pid))
+    return pids
+
+
+def _openers(path: Path) -> set[int]:
+    """Other processes (of this user: others' fds cannot be read) with ``path`` open."""
+    try:
+        target = os.stat(path)
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    pids = set()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{entry}/fd/{fd}")
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                pids.add(int(entry))
+                break
+    return pids
+
+
+def locked_error(path: Path, waited: float | None = None) -> DatabaseLocked:
+    """The one-line :class:`DatabaseLocked` for the database at ``path`` (after ``waited``
+    seconds, :func:`lock_wait` unless given)."""
+    from acpcli.errors import DatabaseLocked
+
+    seconds = lock_wait() if waited is None else waited
+    return DatabaseLocked(
+        f"the session index {path} is locked by {lock_holder(path)} (waited {seconds:g} s)",
+        hint=f"try again when it is done, or wait longer: {LOCK_WAIT_ENV}=SECONDS",
+    )
+
+
+@contextmanager
+def locks_reported(path: Path | None = None) -> Iterator[None]:
+    """Within the block, SQLite's "database is locked" (a write that waited
+    :func:`lock_wait` in vain) becomes :func:`locked_error`: one line naming the holder."""
+    import sqlite3
+
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if not is_locked(exc):
+            raise
+        raise locked_error(path or db_path()) from exc
+
+
+def database_file(conn: sqlite3.Connection) -> Path | None:
+    """The file of ``conn``'s main database (None in memory)."""
+    for _seq, name, file in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return Path(file) if file else None
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Errors: what a failed read or write of the index means to the person
+# --------------------------------------------------------------------------------------
+
+
+def storage_error(exc: BaseException, path: Path | None = None) -> AcpcliError:
+    """An SQLite error that reached a command, as the one line it means: the database is
+    locked by another acpcli (:class:`DatabaseLocked`), cannot be written or read
+    (:class:`StorageError`: full, read-only, I/O), or else damaged (:class:`DamagedState`)."""
+    from acpcli.damage import STORAGE_WORDS, is_busy
+
+    where = path if path is not None else db_path()
+    text = str(exc)
+    if is_damage(exc):
+        return damaged(where, text)
+    if is_busy(exc):
+        return locked_error(where)  # one line naming who holds it
+    if any(word in text.lower() for word in STORAGE_WORDS):
+        return StorageError(f"cannot use the session index {where}: {text}")
+    return damaged(where, text)
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
@@ -785,7 +996,7 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 
     if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
         return
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + lock_wait()
     delay = 0.001
     while True:
         try:

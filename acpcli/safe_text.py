@@ -27,7 +27,15 @@ from __future__ import annotations
 import re
 from functools import cache
 
-__all__ = ["has_controls", "json_escape", "safe_line", "safe_text"]
+__all__ = [
+    "clip", "clip_lines", "escape_surrogates", "has_controls", "json_escape", "safe_line", "safe_text", "shown_id",
+]
+
+#: The most of a session id echoed on the terminal (ids are tens of characters; an agent or a
+#: user may give one of a megabyte). The id itself is never changed: only what is shown.
+ID_SHOWN = 80
+#: The most of one line of an error message or hint (:class:`acpcli.errors.AcpcliError`).
+LINE_SHOWN = 1000
 
 
 @cache  # built on first use: a control character is rare, and building both costs ~3 ms
@@ -66,6 +74,28 @@ def safe_line(text: str) -> str:
     return text.translate(_table(""))
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters; else its first ``limit``, an ellipsis
+    and how long it was (``abc… (1,048,576 characters)``): for echoing what a user or an agent
+    gave, never for storing it."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def clip_lines(text: str, limit: int = LINE_SHOWN) -> str:
+    """Each line of ``text`` :func:`clip`-ped to ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    return "\n".join(clip(line, limit) for line in text.split("\n"))
+
+
+def shown_id(session_id: str) -> str:
+    """A session id as echoed on one line of the terminal: :func:`safe_line`, cut at
+    :data:`ID_SHOWN` characters (a unique prefix still finds it: commands take one)."""
+    return safe_line(clip(session_id, ID_SHOWN))
+
+
 _JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
 
 
@@ -83,3 +113,15 @@ def json_escape(json_text: str) -> str:
     if _JSON_RAW.search(json_text) is None:
         return json_text
     return _JSON_RAW.sub(_json_code, json_text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (from a ``"\\ud800"`` escape in JSON: UTF-8 cannot
+    carry it, so SQLite cannot store it) written as the six characters ``\\ud800``, as
+    :func:`safe_text` shows it. For text that is stored (titles, search documents)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(_json_code, text)

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import UsageError
+from acpcli.safe_text import escape_surrogates
 from acpcli.store import AGENT, THOUGHT, USER
 from acpcli.transactions import write_transaction
 
@@ -130,7 +131,8 @@ def documents(entries: Iterable[Entry]) -> list[tuple[str, str]]:
         if kind in KINDS and text.strip():
             if HIT_START in text or HIT_END in text:
                 text = text.translate(_MARKS)
-            docs.append((kind, text))
+            # Lone surrogates (an agent's "\\ud800") cannot be stored: written as shown.
+            docs.append((kind, escape_surrogates(text)))
     return docs
 
 
@@ -153,6 +155,80 @@ def forget(conn: sqlite3.Connection, session_id: str) -> None:
     """Remove a session's documents (and their FTS5 entries): before the session is deleted."""
     with write_transaction(conn):
         _remove(conn, session_id, has_fts(conn))
+
+
+# --------------------------------------------------------------------------------------
+# A damaged search index: found, and made again
+# --------------------------------------------------------------------------------------
+
+#: The tables of the search index (FTS5 makes the ``search_fts_*`` ones).
+_SEARCH_TABLES = ("search_fts", "search_fts_data", "search_fts_idx", "search_fts_docsize", "search_fts_config", "search_docs")
+
+
+def broken(conn: sqlite3.Connection) -> str | None:
+    """What is wrong with the search index, in a few words, or None when it reads whole:
+    every document and every page of the FTS5 index read, and FTS5's own integrity check
+    (the index says what the documents say). Costs a read of the whole index."""
+    import sqlite3
+
+    try:
+        conn.execute("SELECT count(*), sum(length(text)) FROM search_docs NOT INDEXED").fetchone()
+        conn.execute("SELECT count(*) FROM search_docs WHERE session_id > ''").fetchone()  # its index
+        if has_fts(conn):
+            for table in _SEARCH_TABLES[1:5]:
+                conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+            with write_transaction(conn):
+                conn.execute("SAVEPOINT fts_check")
+                try:
+                    conn.execute("INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 0)")
+                finally:
+                    conn.execute("ROLLBACK TO fts_check")
+                    conn.execute("RELEASE fts_check")
+    except sqlite3.DatabaseError as exc:
+        from acpcli.damage import is_damage
+
+        if not is_damage(exc):
+            raise
+        return str(exc)
+    return None
+
+
+def discard(conn: sqlite3.Connection) -> None:
+    """Drop the search index (documents and FTS5 tables) and make it again, empty: every
+    session is then indexed again by the next search (:func:`stale`). The index is derived
+    from the event log, so nothing is lost. Tables SQLite cannot drop (their pages are
+    damaged) are taken out of the schema and their pages given back by a VACUUM.
+    Not inside a transaction."""
+    import sqlite3
+
+    from acpcli.damage import is_damage
+
+    cut = False
+    for table in ("search_fts", "search_docs"):
+        try:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            cut = True
+    if cut:
+        # What DROP cannot read it cannot free: remove the tables from the schema (their
+        # pages are then unused), make every connection read the schema again, VACUUM.
+        marks = ",".join("?" * len(_SEARCH_TABLES))
+        with write_transaction(conn):
+            (version,) = conn.execute("PRAGMA schema_version").fetchone()
+            conn.execute("PRAGMA writable_schema = ON")
+            try:
+                conn.execute(f"DELETE FROM sqlite_master WHERE tbl_name IN ({marks})", _SEARCH_TABLES)
+            finally:
+                conn.execute("PRAGMA writable_schema = OFF")
+            conn.execute(f"PRAGMA schema_version = {int(version) + 1}")
+        conn.execute("VACUUM")
+    with write_transaction(conn):
+        for statement in DOCS_SCHEMA[1:]:  # not the ALTER TABLE: sessions keeps search_seq
+            conn.execute(statement)
+        conn.execute("UPDATE sessions SET search_seq = 0")
+    ensure_fts(conn)
 
 
 def _remove(conn: sqlite3.Connection, session_id: str, fts: bool) -> None:

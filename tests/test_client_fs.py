@@ -375,3 +375,53 @@ async def test_sdk_agent_read_only_fs_refuses_writes_only(tree) -> None:
         assert (await agent.ask(f"write {tree['root']}/a.txt x"))["error"]["code"] == RpcError.METHOD_NOT_FOUND
         assert (await agent.ask("run -- true"))["error"]["code"] == RpcError.METHOD_NOT_FOUND
     assert (tree["root"] / "a.txt").read_text() == "one\ntwo\nthree\n"
+
+
+def _lines_reference(data: bytes, line: int | None, limit: int | None) -> str:
+    """What ``fs/read_text_file`` must answer, from the whole file: lines end at ``\\n`` (kept),
+    ``line`` is 1-based (0 or absent: the first), ``limit`` lines at most."""
+    pieces = data.split(b"\n")
+    lines = [piece + b"\n" for piece in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+    start = max((line or 1) - 1, 0)
+    return b"".join(lines[start : None if limit is None else start + limit]).decode()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
+def test_streamed_lines_match_the_whole_file_across_chunk_boundaries(tree, monkeypatch, chunk: int) -> None:
+    import random
+
+    from acpcli import client_side
+
+    monkeypatch.setattr(client_side, "_READ_CHUNK", chunk)
+    rnd = random.Random(chunk)
+    path = tree["root"] / "lines.txt"
+    for _ in range(200):
+        data = bytes(rnd.choice(b"ab\n\n\r") for _ in range(rnd.randrange(0, 40)))
+        path.write_bytes(data)
+        line = rnd.choice([None, 0, 1, 2, 3, 5, 10, 50])
+        limit = rnd.choice([None, 0, 1, 2, 3, 10])
+        assert client_side.read_text(str(path), line, limit) == _lines_reference(data, line, limit), (data, line, limit)
+
+
+def test_a_selection_over_the_cap_is_refused_after_reading_just_past_it(tree, monkeypatch) -> None:
+    from acpcli import client_side
+
+    monkeypatch.setattr(client_side, "MAX_READ_BYTES", 100)
+    monkeypatch.setattr(client_side, "_READ_CHUNK", 16)
+    path = tree["root"] / "long.txt"
+    path.write_text("short\n" + "x" * 1000 + "\nafter\n")
+    reads: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, size: int, offset: int) -> bytes:
+        reads.append(size)
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(client_side.os, "pread", counting_pread)
+    assert client_side.read_text(str(path), 1, 1) == "short\n"
+    assert client_side.read_text(str(path), 3, 1) == "after\n"
+    reads.clear()
+    with pytest.raises(RpcError) as err:
+        client_side.read_text(str(path), 2, 1)
+    assert err.value.code == RpcError.INVALID_PARAMS and "read it in parts" in err.value.rpc_message
+    assert reads and sum(reads) <= 100 + 2 * 16  # stopped just past the cap, not at the end of the line

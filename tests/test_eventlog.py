@@ -233,3 +233,32 @@ def test_a_failed_flush_keeps_the_events_and_their_numbers(index: Index) -> None
 def test_batch_size_must_be_positive(index: Index) -> None:
     with pytest.raises(ValueError):
         EventWriter(index, batch_size=0)
+
+
+# -- what cannot be read -------------------------------------------------------------------
+
+
+def test_unreadable_events_are_skipped_and_said_once_with_their_seqs(index: Index) -> None:
+    from acpcli import notices
+
+    index.upsert_session(rec("s"))
+    with index.writer(batch_size=3, flush_interval=3600) as w:
+        for n in range(1, 10):
+            w.append("s", "k", json.dumps({"n": n}))  # pages of seqs 1-3, 4-6, 7-9
+    conn = index.conn
+    conn.execute("DROP TRIGGER event_pages_are_append_only")
+    conn.execute("UPDATE event_pages SET payloads = 'x' || substr(payloads, 2) WHERE first_seq = 4")
+    conn.execute("UPDATE event_pages SET sizes = '[1, -1]' WHERE first_seq = 7")
+    said: list[str] = []
+    notices.reset()
+    previous = notices.set_sink(said.append)
+    try:
+        assert [p["n"] for _, p in index.events("s")] == [1, 2, 3, 5, 6]
+    finally:
+        notices.set_sink(previous)
+    (line,) = said
+    assert "4 stored events of session s could not be read (seq 4, 7-9)" in line
+    unreadable = eventlog.Unreadable("s")
+    # raw: 7 cuts apart (its one-character payload is not JSON: events() skips it), 8 does not
+    assert [seq for seq, _, _ in eventlog.events_raw(conn, "s", unreadable=unreadable)] == [1, 2, 3, 4, 5, 6, 7]
+    assert unreadable.seqs() == "8-9" and unreadable.count() == 2

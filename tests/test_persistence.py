@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from acpcli import persistence
-from acpcli.errors import ConfigError, ExitCode, SessionNotFound, UsageError
+from acpcli.errors import ConfigError, DamagedState, ExitCode, SessionNotFound, UsageError
 from acpcli.paths import config_path, db_path, ensure_dir, history_dir, home_dir, log_dir
 from acpcli.persistence import MIGRATIONS, Index, SessionRecord, migrate
 from tests.helpers.records import rec
@@ -201,13 +201,15 @@ def test_a_newer_schema_is_refused() -> None:
     assert str(db_path()) in str(info.value)
 
 
-def test_a_corrupt_db_is_a_config_error() -> None:
+def test_a_file_that_is_not_a_database_is_damaged_state() -> None:
     ensure_dir(db_path().parent)
     db_path().write_bytes(b"this is not a database at all" * 200)
-    with pytest.raises(ConfigError) as info:
-        Index().list_sessions()
-    assert str(db_path()) in str(info.value)
-    assert info.value.exit_code == ExitCode.CONFIG
+    for read_only in (False, True):
+        with pytest.raises(DamagedState) as info:
+            Index(read_only=read_only).list_sessions()
+        assert str(db_path()) in str(info.value)
+        assert info.value.exit_code == ExitCode.DAMAGED
+        assert info.value.hint is not None and "acpcli doctor --repair" in info.value.hint
 
 
 def test_statement_splitter_keeps_trigger_bodies_whole() -> None:
@@ -461,3 +463,24 @@ def test_the_protocol_choice_is_recorded_and_older_rows_fall_back_to_the_version
         assert index.get("s").protocol_choice() == "1"
     with Index(old, read_only=True) as index:
         assert index.get("s").protocol is None
+
+
+def test_storage_error_says_what_an_sqlite_error_means() -> None:
+    import sqlite3
+
+    from acpcli.errors import DatabaseLocked, StorageError
+    from acpcli.persistence import storage_error
+
+    cases = [
+        (sqlite3.DatabaseError("database disk image is malformed"), DamagedState, ExitCode.DAMAGED),
+        (sqlite3.DatabaseError("file is not a database"), DamagedState, ExitCode.DAMAGED),
+        (sqlite3.OperationalError("no such table: search_docs"), DamagedState, ExitCode.DAMAGED),
+        (sqlite3.OperationalError("database is locked"), DatabaseLocked, ExitCode.BUSY),
+        (sqlite3.OperationalError("database or disk is full"), StorageError, ExitCode.STORAGE),
+        (sqlite3.OperationalError("attempt to write a readonly database"), StorageError, ExitCode.STORAGE),
+    ]
+    for exc, kind, code in cases:
+        err = storage_error(exc)
+        assert type(err) is kind and err.exit_code == code, (exc, err)
+        assert str(db_path()) in err.message
+    assert "acpcli doctor" in (storage_error(cases[0][0]).hint or "")

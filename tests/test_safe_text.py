@@ -64,3 +64,35 @@ def test_output_has_no_controls_and_is_idempotent(text: str) -> None:
     # visible, not dropped: nothing shrinks
     assert len(out) >= len(text)
     assert has_controls(text) == (out != text)
+
+
+def test_clip_cuts_long_text_and_says_how_long_it_was() -> None:
+    from acpcli.safe_text import ID_SHOWN, clip, clip_lines, shown_id
+
+    assert clip("short", 10) == "short"
+    assert clip("x" * 11, 10) == "x" * 10 + "… (11 characters)"
+    assert clip_lines("a" * 5 + "\n" + "b" * 2000, 1000) == "a" * 5 + "\n" + "b" * 1000 + "… (2,000 characters)"
+    assert shown_id("demo-1234") == "demo-1234"
+    assert shown_id("\x1b" + "y" * 1_000_000) == "^[" + "y" * (ID_SHOWN - 1) + "… (1,000,001 characters)"
+
+
+def test_error_lines_are_cut_but_never_lose_their_other_lines() -> None:
+    from acpcli.errors import AcpcliError, RpcError
+
+    err = RpcError(-32002, "Resource not found: session " + "a" * 1_000_000, method="session/load")
+    assert len(str(err)) < 1100 and str(err).endswith("(1,000,051 characters)")
+    assert len(err.rpc_message) > 1_000_000  # what the agent said is kept whole, only not shown
+    two = AcpcliError("first\n" + "z" * 5000, hint="h" * 5000)
+    assert str(two).startswith("first\n") and len(str(two)) < 1100
+    assert err.hint is None and two.hint is not None and len(two.hint) < 1100
+
+
+def test_escape_surrogates_writes_them_as_safe_text_shows_them() -> None:
+    from acpcli.safe_text import escape_surrogates
+
+    text = "a\ud800b\udfff\x1b"
+    stored = escape_surrogates(text)
+    assert stored == "a\\ud800b\\udfff\x1b"  # only the surrogates: the rest is kept as it is
+    stored.encode("utf-8")  # SQLite can store it
+    assert safe_text(stored) == safe_text(text)
+    assert escape_surrogates("plain é") == "plain é"

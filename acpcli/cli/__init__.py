@@ -70,9 +70,9 @@ def _root(
 
 def _register() -> None:
     """Each module's commands become top-level commands (``acpcli load``, not ``acpcli sessions load``)."""
-    from acpcli.cli import agents, auth, completion, live, prompt, sessions
+    from acpcli.cli import agents, auth, completion, doctor, live, prompt, sessions
 
-    for sub in (sessions.app, prompt.app, live.app, auth.app, agents.app, completion.app):
+    for sub in (sessions.app, prompt.app, live.app, auth.app, agents.app, completion.app, doctor.app):
         app.add_typer(sub)
 
 
@@ -155,6 +155,12 @@ def main(argv: list[str] | None = None) -> None:
         typer_compat.command_tree(app)(args=argv, prog_name="acpcli")
     except BaseException as exc:
         err = leaf_error(exc)
+        if type(err).__module__ == "sqlite3":
+            # The index failed where no command expected it (a damaged page, say): one line
+            # naming the file and what to do, never a traceback.
+            from acpcli.persistence import storage_error
+
+            err = storage_error(err)
         if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:
             # What is left unconverted by now is output: stdout, or the file a command writes
             # (live commands go on over a full disk for their own storage, see safestore).

@@ -9,16 +9,20 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from acpcli.errors import ExitCode, UsageError
-from acpcli.safe_text import safe_line
+from acpcli.safe_text import clip, safe_line, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.persistence import Index, SessionRecord
     from acpcli.search import Hit
+
+
+T = TypeVar("T")
 
 
 def _when(ts: float | None) -> str:
@@ -41,13 +45,15 @@ def parse_since(text: str, now: float | None = None) -> float:
 
     value = text.strip()
     number, unit = value[:-1], value[-1:].lower()
-    if unit in _UNITS and number.isdigit():
-        return (time.time() if now is None else now) - int(number) * _UNITS[unit]
+    if unit in _UNITS and _DIGITS.fullmatch(number):
+        # An age of more than 15 digits is older than any clock (and int() stops at 4,300).
+        seconds = int(number) * _UNITS[unit] if len(number) <= 15 else 10**18
+        return (time.time() if now is None else now) - seconds
     try:
         return datetime.fromisoformat(value).timestamp()  # naive: local time
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # OverflowError, OSError: a year the clock cannot hold
         raise UsageError(
-            f"--since must be an age like 7d, 12h, 30m, 2w or a date like 2026-11-01 (got {text!r})"
+            f"--since must be an age like 7d, 12h, 30m, 2w or a date like 2026-11-01 (got {clip(text, 40)!r})"
         ) from None
 
 
@@ -161,7 +167,7 @@ def sessions(
         shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
         # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
         table.add_row(
-            *(Text(safe_line(value)) for value in (rec.id, rec.agent, rec.shown_title or "", shown_cwd)),
+            *(Text(safe_line(value)) for value in (shown_id(rec.id), rec.agent, rec.shown_title or "", shown_cwd)),
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
@@ -198,7 +204,7 @@ def remove(ids: list[str], *, yes: bool) -> int:
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
     if not db_path().exists():
-        raise SessionNotFound(f"no session {ids[0]!r} in the local index")
+        raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
     with Index.open() as index:
         records = {}
         for given in ids:
@@ -241,7 +247,7 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
 def _nothing_to_prune(older_than: str) -> int:
     from acpcli.cli.streams import environment
 
-    environment().note(f"no session was last used longer ago than {older_than}: nothing to delete")
+    environment().note(f"no session was last used longer ago than {clip(older_than, 40)}: nothing to delete")
     return int(ExitCode.OK)
 
 
@@ -250,7 +256,7 @@ def _count(records: list[SessionRecord]) -> str:
 
 
 def _line(rec: SessionRecord) -> str:
-    return f"  {rec.id}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}"
+    return f"  {shown_id(rec.id)}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}"
 
 
 def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
@@ -267,9 +273,38 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             env.note("nothing deleted")
             return int(ExitCode.OK)
-    delete_local(index, records)
+    repaired_search(
+        env, index, lambda: delete_local(index, records), then="dropped (derived data: the next `acpcli search` makes it again)"
+    )
     env.note(f"deleted {_count(records)}")
     return int(ExitCode.OK)
+
+
+def repaired_search(
+    env: Environment, index: Index, action: Callable[[], T], *, then: str = "it is made again from the stored sessions"
+) -> T:
+    """``action()``; if it fails on a damaged search index, that index is dropped (it is
+    derived from the event log: nothing is lost; the next search makes it again), said in one
+    line, and ``action()`` runs again. Damage elsewhere is raised (the CLI says it in one line)."""
+    import sqlite3
+
+    from acpcli import search
+    from acpcli.damage import is_damage
+
+    try:
+        return action()
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise
+        problem = search.broken(index.conn)
+        if problem is None:
+            raise
+    env.note(
+        f"warning — the search index in {index.path} is damaged ({problem}): {then}",
+        style="yellow",
+    )
+    search.discard(index.conn)
+    return action()
 
 
 def _remote_sessions(
@@ -328,16 +363,16 @@ def show(session_id: str, grep: str | None = None) -> int:
     env = environment()
     words = search_terms(grep) if grep is not None else None
     record, store = stored(session_id)
-    if words is not None:
+    if grep is not None and words is not None:
         from acpcli.search import documents, matches
 
         total = len(store.entries)
         store.entries = [e for e in store.entries if any(matches(text, words) for _, text in documents([e]))]
         shown = len(store.entries)
         env.note(
-            f"{shown} of {total} entries of {record.id} match {grep!r}"
+            f"{shown} of {total} entries of {shown_id(record.id)} match {clip(grep, 80)!r}"
             if shown
-            else f"nothing in {record.id} matches {grep!r}"
+            else f"nothing in {shown_id(record.id)} matches {clip(grep, 80)!r}"
         )
     view = make_view(env, final_only=True)
     try:
@@ -353,17 +388,26 @@ def search_terms(text: str) -> list[str]:
     return terms(text)
 
 
+#: A ``--limit`` above this means "no limit" (nothing holds more sessions; SQLite's integers
+#: stop at 2**63 - 1, and Python's int() at 4,300 digits).
+MAX_LIMIT = 10**9
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def parse_limit(limit: str | int | None, default: int) -> int:
-    """``--limit``: a number of 0 (no limit) or more; ``default`` when not given."""
+    """``--limit``: a number of 0 (no limit) or more, in ASCII digits; ``default`` when not
+    given. A number above :data:`MAX_LIMIT` (however many digits) is no limit, 0."""
     if limit is None:
         return default
     if isinstance(limit, str):
-        if not limit.strip().isdigit():
-            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {limit!r})")
-        limit = int(limit)
+        digits = limit.strip()
+        if not _DIGITS.fullmatch(digits):
+            raise UsageError(f"--limit must be a number: 0 (no limit) or more (got {clip(limit, 40)!r})")
+        digits = digits.lstrip("0") or "0"
+        limit = int(digits) if len(digits) <= len(str(MAX_LIMIT)) else MAX_LIMIT + 1
     if limit < 0:
         raise UsageError(f"--limit must be 0 (no limit) or more (got {limit})")
-    return limit
+    return 0 if limit > MAX_LIMIT else limit
 
 
 #: How many sessions ``acpcli search`` shows without --limit.
@@ -399,17 +443,24 @@ def search(
         env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
         return int(ExitCode.OK)
     with Index.open() as index:
-        _catch_up(env, index)
+
+        def searched() -> list[tuple[SessionRecord, Hit]]:
+            late = _catch_up(env, index)
+            hits = index.search(
+                words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
+                limit=count + 1 if count else None,
+            )
+            if late:
+                env.note(late, style="yellow")
+            return hits
+
+        found = repaired_search(env, index, searched)
         has_fts_now = has_fts(index.conn)
         if not has_fts_now:
             env.note(
                 "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
                 style="yellow",
             )
-        found = index.search(
-            words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
-            limit=count + 1 if count else None,
-        )
     if found and not found[0][1].ranked and has_fts_now:
         env.note(
             f"these words are in more than {RANKED_UP_TO:,} messages, too many to rank: the most recently "
@@ -422,27 +473,29 @@ def search(
     elif found:
         _search_lines(env, found)
     if not found:
-        env.note(f"no session matches {text!r}")
+        env.note(f"no session matches {clip(text, 80)!r}")
     elif more:
         env.note("more sessions match — --limit N shows N (0 for all), --agent, --cwd, --since narrow it")
     return int(ExitCode.OK)
 
 
-def _catch_up(env: Environment, index: Index) -> None:
+def _catch_up(env: Environment, index: Index) -> str | None:
     """Index what sessions stored since their last indexing; a progress bar on a terminal
     when there is much to do (the first search after upgrading, over a large history). An
-    index that cannot be written (a full disk, read-only) is searched as far as it is indexed."""
+    index that cannot be written (a full disk, read-only) is searched as far as it is indexed;
+    so is one whose event log is damaged: the warning to say after the search is returned."""
     import sqlite3
 
     from acpcli.safestore import storage_reason
     from acpcli.search import stale
     from acpcli.session.indexing import catch_up
 
-    todo = len(stale(index.conn))
+    todo = 0
     try:
+        todo = len(stale(index.conn))
         if todo < _PROGRESS_FROM or not env.err.is_terminal:
             catch_up(index)
-            return
+            return None
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -456,13 +509,26 @@ def _catch_up(env: Environment, index: Index) -> None:
             task = bar.add_task("index", total=todo)
             catch_up(index, lambda done, _total: bar.update(task, completed=done))
     except sqlite3.Error as exc:
+        from acpcli.damage import is_damage
+        from acpcli.search import broken
+
+        if is_damage(exc):
+            if broken(index.conn) is not None:
+                raise  # the search index itself: made again (repaired_search)
+            # the event log or the session list is damaged: search what is indexed (said
+            # once the search has read: if it cannot, its error is the one line)
+            return (
+                f"warning — could not bring the search index up to date: {index.path} is damaged ({exc}); "
+                "the results may miss some sessions (`acpcli doctor` says what is damaged)"
+            )
         reason = storage_reason(exc) or str(exc)
         env.note(
-            f"warning — could not index {todo} sessions for search ({reason}): the results may miss them",
+            f"warning — could not index {todo or 'some'} sessions for search ({reason}): the results may miss them",
             style="yellow",
         )
-        return
+        return None
     env.note(f"indexed {todo} sessions for search")
+    return None
 
 
 _SPACES = re.compile(r"\s+")

@@ -79,7 +79,7 @@ McpConfig = Annotated[
     typer.Option(
         "--mcp-config",
         metavar="FILE",
-        help='MCP servers file in the common {"mcpServers": {...}} JSON format.',
+        help='MCP servers file in the common {"mcpServers": {...}} JSON format (at most 1 MiB).',
         dir_okay=False,
         show_default=False,
     ),

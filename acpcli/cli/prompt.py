@@ -35,7 +35,7 @@ app = typer.Typer()
 @app.command()
 def prompt(
     text: Annotated[list[str] | None, typer.Argument(metavar="TEXT", help="The prompt (else -f FILE, else stdin).", show_default=False)] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin).", show_default=False)] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin): UTF-8 text, at most 8 MiB (the same holds for a piped stdin; mention larger files with @PATH).", show_default=False)] = None,
     session: Annotated[str | None, typer.Option("--session", "-s", metavar="SESSION_ID", help="Continue this session (resume, or load without printing the replay).", autocompletion=completers.session_ids, show_default=False)] = None,
     last: Annotated[bool, typer.Option("--last", help="Continue the most recent session in this directory: of --agent/--cmd when given, else of any agent (or of default_agent when the config names one).")] = False,
     agent: Agent = None,

@@ -213,6 +213,8 @@ def close(
     """Close a session on the agent (resuming it first when needed) and mark it closed.
 
     Needs an agent that supports closing. What the agent answered is reported on stderr.
+    Marking it closed waits up to ACPCLI_LOCK_WAIT seconds (default 15) for another
+    process's lock on the local index, then exits 18 naming it.
     """
     from acpcli.session import run
     from acpcli.session.inputs import Options
@@ -252,7 +254,9 @@ def sessions(
     stored events (and the demo agent's state for demo sessions); nothing on the agent's
     side. On a terminal it lists them and asks first (--yes skips that); without one it acts.
     `acpcli sessions prune --older-than 30d` does the same for every session (active or
-    closed) last used longer ago than that; --dry-run only lists them.
+    closed) last used longer ago than that; --dry-run only lists them. While another process
+    holds the index's write lock, both wait up to ACPCLI_LOCK_WAIT seconds (default 15),
+    then exit 18 naming it.
 
     Examples:
 

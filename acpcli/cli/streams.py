@@ -1,6 +1,7 @@
 """What a command reads and writes beside the session: streams, prompt text, ``-o FILE``.
 
-The prompt comes from arguments, ``-f FILE`` or standard input, checked alike (UTF-8, no NUL).
+The prompt comes from arguments, ``-f FILE`` or standard input, checked alike (UTF-8, no NUL,
+at most :data:`MAX_PROMPT_BYTES`, read no further than that).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from acpcli.bounded import Readable
 from acpcli.env import Environment
 from acpcli.errors import UsageError
 
@@ -21,21 +23,28 @@ def environment() -> Environment:
     return Environment.from_process()
 
 
+#: The most a prompt may hold (bytes of UTF-8): about two million tokens, more than any model
+#: reads at once. A larger file or stream is refused after reading just past this much.
+MAX_PROMPT_BYTES = 8 * 1024 * 1024
+
+
 def prompt_text(text: Sequence[str] | None, file: Path | None, env: Environment) -> str:
     """The prompt from arguments, ``-f FILE`` (``-`` for stdin), or a piped stdin."""
     if text and file is not None:
         raise UsageError("give the prompt as arguments or with -f, not both")
     if text:
-        result = " ".join(text)
+        result = " ".join(text)  # the system bounds arguments far below the cap
     elif file is not None:
         if str(file) == "-":
             result = read_stdin_text(env)
         else:
+            where = f"prompt file {file}"
             try:
-                data = Path(file).read_bytes()
+                with open(file, "rb") as stream:
+                    data = _read_prompt(stream, where)
             except OSError as err:
-                raise UsageError(f"cannot read prompt file {file}: {err.strerror or err}") from None
-            result = prompt_from_bytes(data, f"prompt file {file}")
+                raise UsageError(f"cannot read {where}: {err.strerror or err}") from None
+            result = prompt_from_bytes(data, where)
     elif not env.stdin_isatty:
         result = read_stdin_text(env)
     else:
@@ -43,6 +52,29 @@ def prompt_text(text: Sequence[str] | None, file: Path | None, env: Environment)
     if not result.strip():
         raise UsageError("the prompt is empty")
     return result
+
+
+def _read_prompt(stream: Readable, where: str) -> bytes:
+    """A prompt's bytes, read in chunks (never more than just past :data:`MAX_PROMPT_BYTES`);
+    binary data is refused at the chunk holding its first NUL byte, so ``/dev/zero`` costs one
+    chunk and a FIFO fed by ``yes`` the cap."""
+    from acpcli.bounded import TooLarge, read_capped, size_text
+
+    def no_nul(chunk: bytes, offset: int) -> None:
+        nul = chunk.find(b"\0")
+        if nul >= 0:
+            raise UsageError(f"cannot read {where}: {_BINARY} (a NUL byte at offset {offset + nul})")
+
+    try:
+        return read_capped(stream, MAX_PROMPT_BYTES, no_nul)
+    except TooLarge:
+        raise UsageError(
+            f"{where} is too large: more than {size_text(MAX_PROMPT_BYTES)}, the most a prompt may hold",
+            hint="mention a large file with @PATH instead of pasting it into the prompt",
+        ) from None
+
+
+_BINARY = "binary data, not text"
 
 
 def prompt_from_bytes(data: bytes, where: str) -> str:
@@ -53,7 +85,7 @@ def prompt_from_bytes(data: bytes, where: str) -> str:
     """
     nul = data.find(b"\0")
     if nul >= 0:
-        raise UsageError(f"cannot read {where}: binary data, not text (a NUL byte at offset {nul})")
+        raise UsageError(f"cannot read {where}: {_BINARY} (a NUL byte at offset {nul})")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -62,16 +94,29 @@ def prompt_from_bytes(data: bytes, where: str) -> str:
         ) from None
 
 
+class _Encoded:
+    """A text stream read as UTF-8 bytes (a test's ``StringIO`` stdin has no ``buffer``)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def read(self, size: int) -> bytes:
+        # At most 4 bytes a character: never more than ``size`` characters' worth past the cap.
+        return self._stream.read(max(1, size // 4)).encode("utf-8", "surrogateescape")
+
+
 def read_stdin_text(env: Environment) -> str:
-    """Standard input as a prompt, checked like a prompt file (:func:`prompt_from_bytes`)."""
+    """Standard input as a prompt, checked like a prompt file (:func:`prompt_from_bytes`),
+    and bounded like one (:data:`MAX_PROMPT_BYTES`)."""
+    where = "the prompt from standard input"
     raw = getattr(env.stdin, "buffer", None)
     try:
-        data = raw.read() if raw is not None else env.stdin.read().encode("utf-8", "surrogateescape")
+        data = _read_prompt(raw if raw is not None else _Encoded(env.stdin), where)
     except UnicodeError:  # a text stream that could not decode what it read
-        raise UsageError("cannot read the prompt from standard input: not UTF-8 text") from None
+        raise UsageError(f"cannot read {where}: not UTF-8 text") from None
     except OSError as err:
-        raise UsageError(f"cannot read the prompt from standard input: {err.strerror or err}") from None
-    return prompt_from_bytes(data, "the prompt from standard input")
+        raise UsageError(f"cannot read {where}: {err.strerror or err}") from None
+    return prompt_from_bytes(data, where)
 
 
 def close_output(stream: IO[str], name: str) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from acpcli.errors import ExitCode
-from acpcli.safe_text import safe_line
+from acpcli.safe_text import safe_line, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -51,18 +51,19 @@ _TOOLBARS: dict[str, Callable[[], str]] = {}
 
 def print_banner(env: Environment, session_id: str, display_name: str) -> None:
     """The line the REPL starts with: which session, which agent, where help is."""
-    env.err.print(f"[dim]session {escape(session_id)} with {escape(display_name)} — /help for commands[/]")
+    env.err.print(f"[dim]session {escape(shown_id(session_id))} with {escape(display_name)} — /help for commands[/]")
 
 
 def come_back(features: AgentFeatures, session_id: str) -> str:
     """The command that reopens ``session_id`` with this agent: ``resume`` when it offers
     that, else ``load`` (gemini); for an agent with neither, ``show`` (the transcript)."""
+    shown = shown_id(session_id)  # a unique prefix reopens it as well as the whole id
     if features.resume:
-        return f"acpcli resume {session_id}"
+        return f"acpcli resume {shown}"
     if features.load:
-        return f"acpcli load {session_id}"
+        return f"acpcli load {shown}"
     # Neither: the agent cannot reopen it, but what was said stays readable.
-    return f"acpcli show {session_id} ({features.display_name} can neither resume nor load a session)"
+    return f"acpcli show {shown} ({features.display_name} can neither resume nor load a session)"
 
 
 def _history(cwd: str | None) -> Any:

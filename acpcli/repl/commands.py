@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
-from acpcli.safe_text import safe_text
+from acpcli.safe_text import safe_text, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -98,7 +98,7 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
     for rec in records:
         mark = "*" if rec.id == ctx.live.session_id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.last_used_at))
-        ctx.say(f"  {mark} {rec.id}  {when}  {rec.state:<6}  {rec.shown_title or '(untitled)'}")
+        ctx.say(f"  {mark} {shown_id(rec.id)}  {when}  {rec.state:<6}  {rec.shown_title or '(untitled)'}")
     ctx.say("  " + _come_back_hint(ctx.link.features))
     return None
 

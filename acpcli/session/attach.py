@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from acpcli.errors import AuthRequired, RpcError, SessionNotFound, UnknownSession
+from acpcli.safe_text import shown_id
 from acpcli.session import forgotten
 from acpcli.session.agent import agent_label
 from acpcli.session.records import REPLAY_ABORT, REPLAY_END, REPLAY_START, had_turns, rebuild
@@ -170,7 +171,7 @@ def raise_if_unknown(
         unknown.hint = forgotten.lost_hint(known, agent_name)
     else:
         unknown.hint = (
-            f"{agent_name} does not know {session_id}, and it is not recorded here either: "
+            f"{agent_name} does not know {shown_id(session_id)}, and it is not recorded here either: "
             "check the id (`acpcli sessions --remote` asks the agent)"
         )
     raise unknown from err

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from acpcli.errors import AuthRequired, ProtocolError, RpcError
+from acpcli.safe_text import shown_id
 from acpcli.session.records import recorded_settings
 
 if TYPE_CHECKING:
@@ -62,9 +63,10 @@ async def stand_in(
     live.session_id, live.wire_id = known.id, (agent_id if agent_id != known.id else None)
     live.recorder = writer
     index.set_agent_session_id(known.id, agent_id)
+    sid = shown_id(known.id)
     run.env.err.print(
-        f"acpcli: {link.features.display_name} no longer knows session {known.id} ({known.id} never had a turn): "
-        f"started a fresh agent session with the same setup ({agent_id}); {known.id} keeps working",
+        f"acpcli: {link.features.display_name} no longer knows session {sid} ({sid} never had a turn): "
+        f"started a fresh agent session with the same setup ({shown_id(agent_id)}); {sid} keeps working",
         markup=False,
         highlight=False,
     )
@@ -79,7 +81,7 @@ async def stand_in(
 def lost_hint(record: SessionRecord, agent_name: str) -> str:
     """The hint for a session with turns that the agent no longer has (true in every part)."""
     return (
-        f"{agent_name} no longer has session {record.id}; its transcript is still recorded here "
-        f"(`acpcli show {record.id}`), but the agent's context is gone: continue in a new session "
+        f"{agent_name} no longer has session {shown_id(record.id)}; its transcript is still recorded here "
+        f"(`acpcli show {shown_id(record.id)}`), but the agent's context is gone: continue in a new session "
         f"(`acpcli prompt` without --session/--last)"
     )

@@ -17,14 +17,21 @@ if TYPE_CHECKING:
 
 
 def delete_local(index: Index, records: Sequence[SessionRecord]) -> None:
-    """Delete ``records`` in one transaction (all or none), then their demo-agent state, then
-    give the disk back when much of the file is free."""
-    from acpcli.transactions import write_transaction
+    """Delete ``records``, then their demo-agent state, then give the disk back when much of
+    the file is free.
+
+    The deletions run in short transactions with pauses between them
+    (:func:`~acpcli.transactions.in_batches`), so a turn another acpcli is recording meanwhile
+    never waits long; a few sessions (``sessions rm``) go in one transaction, all or none. A
+    write lock another process holds past :func:`~acpcli.persistence.lock_wait` is
+    :class:`~acpcli.errors.DatabaseLocked` (what was deleted before stays deleted).
+    """
+    from acpcli.persistence import locks_reported
+    from acpcli.transactions import in_batches
 
     conn = index.conn
-    with write_transaction(conn):
-        for rec in records:
-            index.delete(rec.id)  # its event pages and search documents go with it
+    with locks_reported(index.path):
+        in_batches(conn, list(records), lambda rec: index.delete(rec.id))  # events, documents go with it
     for rec in records:
         _forget_demo_state(rec.wire_id, rec.agent_info)
     _reclaim_space(conn)
@@ -44,8 +51,21 @@ def _forget_demo_state(wire_id: str, agent_info: dict[str, object] | None) -> No
 
 def _reclaim_space(conn: sqlite3.Connection) -> None:
     """VACUUM when a quarter or more of the file is free pages (deleting a few small sessions
-    does not rewrite a large index; deleting most of it gives the disk back)."""
+    does not rewrite a large index; deleting most of it gives the disk back). Skipped, not
+    waited for, when another process is using the database: the free pages are reused anyway."""
+    import sqlite3
+
+    from acpcli.persistence import is_locked, lock_wait_ms
+
     (free,) = conn.execute("PRAGMA freelist_count").fetchone()
     (pages,) = conn.execute("PRAGMA page_count").fetchone()
-    if pages and free * 4 >= pages:
+    if not pages or free * 4 < pages:
+        return
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
         conn.execute("VACUUM")
+    except sqlite3.OperationalError as exc:
+        if not is_locked(exc):
+            raise
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {lock_wait_ms()}")

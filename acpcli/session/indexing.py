@@ -16,7 +16,6 @@ means rebuilding it. That is done:
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -27,8 +26,6 @@ if TYPE_CHECKING:
     from acpcli.session.live import LiveSession
 
 log = logging.getLogger("acpcli.search")
-
-_BATCH_SECONDS = 1.0  # the longest a catch-up holds the write lock at a time
 
 #: Event kinds that never add or change a transcript's text: the documents stay true across
 #: them. (Anything else -- messages, tool calls, replays, acpcli's local updates -- may.)
@@ -70,25 +67,21 @@ def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -
     if not todo:
         return 0
     index.last_seq(todo[0][0])  # flushes this process's writers: none may write inside the batch
-    # Sessions are indexed in batches of about a second, one transaction each: FTS5 merges
-    # what one transaction added as one segment, so a transaction per session costs twice
-    # as much on a large history; a second keeps other acpcli processes waiting briefly.
-    started = time.monotonic()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for done, (session_id, _last) in enumerate(todo, 1):
-            reindex(index, session_id)
-            if time.monotonic() - started >= _BATCH_SECONDS:
-                conn.execute("COMMIT")
-                conn.execute("BEGIN IMMEDIATE")
-                started = time.monotonic()
-            if progress is not None:
-                progress(done, len(todo))
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+    # Sessions are indexed in batches (one transaction each: FTS5 merges what one transaction
+    # added as one segment, so a transaction per session costs twice as much on a large
+    # history), a fraction of a second each with a pause between them, so that another acpcli
+    # recording a turn never waits for the catch-up more than a moment.
+    from acpcli.transactions import in_batches
+
+    total = len(todo)
+
+    def one(item: tuple[int, tuple[str, int]]) -> None:
+        done, (session_id, _last) = item
+        reindex(index, session_id)
+        if progress is not None:
+            progress(done, total)
+
+    in_batches(conn, list(enumerate(todo, 1)), one)
     return len(todo)
 
 

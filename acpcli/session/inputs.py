@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import AcpcliError, SessionNotFound, UsageError
+from acpcli.safe_text import shown_id
 from acpcli.session.agent import AgentChoice, agent_arg, pick_agent, recorded_agent
 
 if TYPE_CHECKING:
@@ -159,7 +160,7 @@ def lookup(session_id: str) -> SessionRecord:
     from acpcli.persistence import Index
 
     if not db_path().exists():
-        raise SessionNotFound(f"no session {session_id!r} in the local index")
+        raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
     with Index.open(read_only=True) as index:
         return index.get(session_id)
 
@@ -267,15 +268,15 @@ def for_reattach(command: str, session_id: str, options: Options) -> tuple[Sessi
     if record is not None:
         if options.cwd is not None and resolve_dir(options.cwd, "--cwd") != record.cwd:
             raise UsageError(
-                f"session {record.id} belongs to {record.cwd}; --cwd {options.cwd} differs",
+                f"session {shown_id(record.id)} belongs to {record.cwd}; --cwd {options.cwd} differs",
                 hint="the agent restores a session in its own working directory; drop --cwd, "
                 "or start a new session there",
             )
     elif options.agent is None and options.cmd is None:
         # Exit 8 like show, close and prompt --session: the id is unknown here.
         raise SessionNotFound(
-            f"session {session_id!r} is not in the local index; say which agent holds it",
-            hint=f"acpcli {command} {session_id} --agent NAME (or --cmd 'COMMAND') [--cwd DIR]",
+            f"session {shown_id(session_id)!r} is not in the local index; say which agent holds it",
+            hint=f"acpcli {command} {shown_id(session_id)} --agent NAME (or --cmd 'COMMAND') [--cwd DIR]",
         )
     return options.inputs(record), record
 

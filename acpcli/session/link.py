@@ -40,6 +40,7 @@ from acpcli.client_side import is_cancelled
 from acpcli.errors import RpcError
 from acpcli.negotiate import read_answer, read_request
 from acpcli.protocol import wire
+from acpcli.safe_text import shown_id
 from acpcli.session.live import LiveSession, Recorder, Sink, seed_settings, settings_changed
 from acpcli.session.records import SETTING
 
@@ -129,7 +130,7 @@ class Dispatcher:
         session_id = params.get("sessionId")
         live = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if live is None:
-            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {session_id!r}")
+            raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {shown_id(str(session_id))!r}")
         read_request(live.protocol_version, "session/request_permission", params)
         tool_call = params.get("toolCall")
         if isinstance(tool_call, dict):

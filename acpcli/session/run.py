@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acpcli.errors import RpcError, SessionNotFound, UsageError
+from acpcli.safe_text import shown_id
 from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stderr_log, env_extra
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
@@ -186,7 +187,7 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
     from acpcli.session.records import rebuild
 
     if not db_path().exists():
-        raise SessionNotFound(f"no session {session_id!r} in the local index")
+        raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
     with Index.open(read_only=True) as index:
         record = index.get(session_id)
         return record, rebuild(index, record.id)
@@ -211,7 +212,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
         def storage_failed(message: str) -> None:
             if person is not None:  # a person is watching: say it now, the session goes on
-                run.env.note(f"acpcli: warning: {message}; this session goes on unsaved", style="yellow")
+                run.env.note(f"acpcli: warning: {message}; this session goes on in memory (the disk is tried again every few seconds)", style="yellow")
 
         index = open_index(on_failure=storage_failed)
         writer = supervisor.writer = index.writer()
@@ -295,7 +296,7 @@ def reattach(command: str, session_id: str, options: Options, run: Run, *, new_i
     except RpcError as err:
         if not new_if_missing:
             raise
-        run.say(f"acpcli: {command} of {sid} failed ({err}); starting a new session (--new-if-missing)")
+        run.say(f"acpcli: {command} of {shown_id(sid)} failed ({err}); starting a new session (--new-if-missing)")
         return lifecycle("new", inputs, run)
 
 
@@ -337,6 +338,25 @@ def close(session_id: str, options: Options, run: Run) -> int:
     return _close(record, options.inputs(record), run)
 
 
+def _mark_closed(session_id: str) -> None:
+    """Record the close; a lock held past the wait is :class:`~acpcli.errors.DatabaseLocked`
+    (one line naming the holder), or a warning when another error is already on its way out."""
+    import sys
+
+    from acpcli.errors import DatabaseLocked
+    from acpcli.persistence import Index, locks_reported
+
+    in_flight = sys.exc_info()[1] is not None  # called from a finally: another error leaving
+    try:
+        with locks_reported(), Index.open() as index:
+            index.mark_closed(session_id)
+    except DatabaseLocked as err:
+        err.message = f"{session_id} not marked closed locally: {err.message}"
+        if not in_flight:
+            raise
+        sys.stderr.write(f"acpcli: warning: {err.message}\n")
+
+
 def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     """Make the session active (resume if supported), then ``session/close``."""
     import anyio
@@ -371,17 +391,16 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
                         raise
                     # Never prompted: the agent holds nothing of it, so there is nothing to close there.
                     run.env.err.print(
-                        f"closed {record.id}: {link.features.display_name} no longer knew it "
+                        f"closed {shown_id(record.id)}: {link.features.display_name} no longer knew it "
                         "(it never had a turn), so it is closed here only",
                         markup=False,
                         highlight=False,
                     )
                     return int(ExitCode.OK)
             finally:
-                with Index.open() as index:
-                    index.mark_closed(record.id)
+                _mark_closed(record.id)
         said = f" (the agent answered {json.dumps(answer)})" if answer else ""  # {} says nothing
-        run.env.err.print(f"closed {record.id}{said}", markup=False, highlight=False)
+        run.env.err.print(f"closed {shown_id(record.id)}{said}", markup=False, highlight=False)
         return int(ExitCode.OK)
 
     from acpcli.supervise import Supervisor
@@ -453,7 +472,7 @@ def prompt(
                 # A load's replay is context, not output: attach without a view first.
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)
                 if command == "new":  # first, so a bad --set below still names the session
-                    run.env.note(f"session {live.session_id}", style="dim")
+                    run.env.note(f"session {shown_id(live.session_id)}", style="dim")
                 for key, value in settings:  # before the turn, so the prompt runs with them
                     await link.set_by_name(live, key, value)
                 live.sink = view

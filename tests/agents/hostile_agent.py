@@ -13,6 +13,7 @@ DEL, a NUL. What it does on ``session/prompt`` depends on the prompt's text:
                        names; then ``end_turn`` (or the stop reason after ``stop:``)
 ``error``              the prompt is answered with a JSON-RPC error whose message and data
                        carry escapes
+``surrogate``          a message and a session title holding lone surrogates (``"\\ud800"``)
 ``deep``               a line of 1000 nested brackets (and other garbage), then a message
 ``huge-answer``        the prompt's answer is one line of ``HOSTILE_HUGE`` bytes
 ``huge-request``       an ``fs/read_text_file`` request of ``HOSTILE_HUGE`` bytes; reports
@@ -20,6 +21,8 @@ DEL, a NUL. What it does on ``session/prompt`` depends on the prompt's text:
 ``crash``              escapes on stderr, then exit 3 without answering
 
 ``session/load`` replays the hostile updates. ``HOSTILE_HUGE`` (env, bytes) defaults to 2 MiB.
+``HOSTILE_ID_BYTES`` (env), if set, makes the id ``session/new`` answers with that many ``x``
+characters instead of ``hostile-1``.
 """
 
 from __future__ import annotations
@@ -130,6 +133,12 @@ def prompt(message_id: Any, params: dict[str, Any]) -> None:
     if "error" in said:
         send({"jsonrpc": "2.0", "id": message_id, "error": {"code": -32603, "message": f"failed {EVIL} badly", "data": {"why": EVIL}}})
         return
+    if "surrogate" in said:
+        # lone surrogates (a "\\ud800" escape, as JSON allows) in a message and a title
+        update(session_id, {"sessionUpdate": "agent_message_chunk", "content": text("lonely \ud800 needle \udfff here")})
+        update(session_id, {"sessionUpdate": "session_info_update", "title": "title \ud800 lone"})
+        send({"jsonrpc": "2.0", "id": message_id, "result": {"stopReason": "end_turn"}})
+        return
     if "deep" in said:
         raw(b"[" * 1000 + b"]" * 1000 + b"\n")
         raw(b'{"jsonrpc":"2.0","method":"session/update","params":' + b"[" * 5000 + b"\n")
@@ -172,6 +181,11 @@ def prompt(message_id: Any, params: dict[str, Any]) -> None:
     send({"jsonrpc": "2.0", "id": message_id, "result": {"stopReason": stop}})
 
 
+def _session_id() -> str:
+    size = os.environ.get("HOSTILE_ID_BYTES")
+    return "x" * int(size) if size else "hostile-1"
+
+
 def main() -> None:
     sys.stderr.write(f"hostile agent {EVIL} starting\n")
     sys.stderr.flush()
@@ -191,7 +205,7 @@ def main() -> None:
             }})
         elif method == "session/new":
             send({"jsonrpc": "2.0", "id": message_id, "result": {
-                "sessionId": "hostile-1",
+                "sessionId": _session_id(),
                 "modes": {"currentModeId": "evil", "availableModes": [
                     {"id": "evil", "name": f"Evil {EVIL} mode", "description": f"be {EVIL} evil"},
                 ]},

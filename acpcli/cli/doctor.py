@@ -1,0 +1,136 @@
+"""``acpcli doctor``: check the local index for damage; ``--repair`` salvages what is readable.
+
+The checking and salvaging are :mod:`acpcli.doctor`'s; this module prints what they found
+(on stdout: it is the command's output) and maps the verdict to an exit code: 0 healthy (or
+repaired), 19 (:class:`~acpcli.errors.DamagedState`) damaged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from acpcli.doctor import Report, Salvage
+    from acpcli.env import Environment
+
+app = typer.Typer()
+
+
+@app.command()
+def doctor(
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Salvage what is readable into a fresh index; the damaged file is renamed "
+            "acpcli.db.damaged-DATE and kept, never deleted. A damaged search index alone is "
+            "rebuilt in place.",
+        ),
+    ] = False,
+) -> None:
+    """Check the local session index for damage; --repair salvages what is readable.
+
+    Reads it whole: SQLite's integrity check, every stored event, the search index.
+    Nothing is sent to an agent.
+
+    Exit 0 when it is healthy, 19 when something is damaged (what is damaged is listed).
+    With --repair, what is readable is salvaged into a fresh index (sessions, events; the
+    search index is rebuilt), the damaged file is kept beside it, and what could not be
+    read is listed. Run it while no other acpcli command is running.
+
+    \b
+    Examples:
+      acpcli doctor
+      acpcli doctor --repair
+    """
+    raise typer.Exit(run(repair=repair))
+
+
+def run(*, repair: bool) -> int:
+    from acpcli import doctor as checks
+    from acpcli.cli.streams import environment
+    from acpcli.damage import DOCTOR_HINT
+    from acpcli.errors import DamagedState, ExitCode
+    from acpcli.paths import db_path
+
+    env = environment()
+    path = db_path()
+    report = checks.check(path)
+    if not report.exists:
+        env.stdout.write(f"no session index at {path} yet: nothing to check\n")
+        return int(ExitCode.OK)
+    if report.healthy:
+        _healthy(env, report)
+        return int(ExitCode.OK)
+    _findings(env, report)
+    if not repair:
+        raise DamagedState(
+            f"the session index {path} is damaged ({_count(len(report.findings), 'problem')}, listed above)",
+            hint=DOCTOR_HINT.split("; ", 1)[1],
+        )
+    if not report.database_damaged and {f.part for f in report.findings} == {"search index"}:
+        _rebuild_search(env)
+    else:
+        _salvaged(env, checks.repair(path), path)
+        _rebuild_search(env)
+    after = checks.check(path)
+    if not after.healthy:
+        _findings(env, after)
+        raise DamagedState(f"the session index {path} is still damaged after the repair", hint=None)
+    _healthy(env, after)
+    return int(ExitCode.OK)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _healthy(env: Environment, report: Report) -> None:
+    env.stdout.write(
+        f"{report.path}: healthy — {_count(report.sessions, 'session')}, {_count(report.events, 'event')}; "
+        "SQLite's integrity check, the event log and the search index read whole\n"
+    )
+
+
+def _findings(env: Environment, report: Report) -> None:
+    from acpcli.safe_text import safe_line
+
+    env.stdout.write(f"{report.path}: damaged\n")
+    for finding in report.findings:
+        env.stdout.write(f"  {finding.part}: {safe_line(finding.text)}\n")
+
+
+def _salvaged(env: Environment, salvage: Salvage, path: object) -> None:
+    from acpcli.safe_text import safe_line
+
+    out = env.stdout
+    if salvage.not_a_database:
+        out.write("nothing could be read: the file is not an SQLite database; a fresh, empty index replaces it\n")
+    else:
+        out.write(f"kept {_count(salvage.sessions, 'session')} and {_count(salvage.events, 'event')} in a fresh index\n")
+    if salvage.recovered:
+        out.write(
+            f"recovered {_count(len(salvage.recovered), 'session')} from the events alone (agent and directory "
+            f"unknown): {', '.join(safe_line(s) for s in salvage.recovered[:10])}"
+            f"{', …' if len(salvage.recovered) > 10 else ''}\n"
+        )
+    if salvage.lost_rows:
+        out.write(f"could not read {_count(salvage.lost_rows, 'row')} (session records or event pages SQLite cannot read)\n")
+    for session_id, seqs in salvage.unreadable.items():
+        out.write(f"could not read events of session {safe_line(session_id)}: seq {seqs}\n")
+    out.write(f"the damaged file is kept at {salvage.aside}\n")
+
+
+def _rebuild_search(env: Environment) -> None:
+    """Make the search index again from the event log (it is derived data)."""
+    from acpcli import search
+    from acpcli.persistence import Index
+    from acpcli.session.indexing import catch_up
+
+    with Index.open() as index:
+        if search.broken(index.conn) is not None:
+            search.discard(index.conn)
+        done = catch_up(index)
+    env.stdout.write(f"rebuilt the search index ({_count(done, 'session')} indexed)\n")
