@@ -141,6 +141,10 @@ class SafeIndex(Index):
     def upsert_session(self, rec: Any) -> None:
         self._guarded(super().upsert_session, rec)
 
+    def insert_session(self, rec: Any) -> bool:
+        recorded = self._guarded(super().insert_session, rec)
+        return recorded is not False  # None: not even memory took it; do not try other ids
+
     def touch(self, session_id: str, when: float | None = None) -> None:
         self._guarded(super().touch, session_id, when)
 

@@ -19,6 +19,7 @@ from acpcli.cli.options import (
     NoFs,
     NoMcp,
     NoTerminal,
+    NoWait,
     Permissions,
     Protocol,
 )
@@ -51,8 +52,13 @@ def prompt(
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
+    no_wait: NoWait = False,
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
+
+    One turn at a time per session: with --session/--last on a session another acpcli is
+    running a turn on, it waits for that turn to end (saying so on stderr), or with --no-wait
+    exits 18 at once.
 
     Examples:
 
@@ -78,7 +84,7 @@ def prompt(
         protocol=protocol, log_file=log_file,
     )
     inputs, record = for_prompt(options, session, last)
-    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw)
+    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, wait=not no_wait)
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below

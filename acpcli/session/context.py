@@ -75,6 +75,9 @@ class Run:
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
     refusals: Refusals | None = None  # the run's client_side.Refusals, once an agent is linked
     supervisor: Supervisor | None = None  # the acpcli.supervise.Supervisor of the command, if any
+    #: On a session another acpcli is running a turn on: wait for it (True), or SessionBusy
+    #: at once (``--no-wait``).
+    wait: bool = True
 
     @property
     def repl(self) -> bool:
