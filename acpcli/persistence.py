@@ -197,7 +197,7 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # answers session/new with an id recorded here gets a local id of its own, the agent's
     # kept in agent_session_id); an UPDATE that would change them is refused
     """
-    CREATE TRIGGER sessions_keep_their_owner BEFORE UPDATE OF agent, cwd ON sessions
+    CREATE TRIGGER IF NOT EXISTS sessions_keep_their_owner BEFORE UPDATE OF agent, cwd ON sessions
     WHEN NEW.agent IS NOT OLD.agent OR NEW.cwd IS NOT OLD.cwd
     BEGIN
         SELECT RAISE(ABORT, 'a recorded session keeps its agent and cwd');

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -56,6 +56,7 @@ class Background:
                 cli.argv(*args), env=cli.env(env), cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err
             )
         self.pid = self.proc.pid
+        _started.append(self)
 
     def stderr(self) -> str:
         return self.err.read_text()
@@ -68,6 +69,24 @@ class Background:
                 self.proc.kill()
                 self.proc.wait()
         return subprocess.CompletedProcess(self.proc.args, code, self.out.read_text(), self.stderr())
+
+
+_started: list[Background] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_command_left() -> Iterator[None]:
+    """A test that fails half-way leaves no command running (nor its agent, with it)."""
+    yield
+    while _started:
+        proc = _started.pop().proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)  # acpcli stops its agent on the way out
+            try:
+                proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 @pytest.fixture
