@@ -11,6 +11,7 @@ ticks, which the stored transcript would show.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -24,6 +25,7 @@ import pytest
 from acpcli.errors import ExitCode
 
 from .conftest import TIMEOUT, AgentTrace, Cli, error_line
+from .pty import CTRL_C
 
 GATE_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_gate_agent.py"
 WAITING = "waiting for another acpcli"
@@ -287,4 +289,35 @@ def test_a_repl_and_a_script_on_one_session_take_turns(
         ("user", "r1"), ("agent", answer("r1")), ("user", "s1"), ("agent", answer("s1")),
         ("user", "r2"), ("agent", answer("r2")),
     ]
+    trace.assert_all_gone()
+
+
+def test_ctrl_c_while_the_repl_waits_gives_the_line_back(
+    spawn, cli: Cli, trace: AgentTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the REPL, Ctrl-C while a turn waits for the session withdraws it: nothing is sent, the
+    line comes back for editing, the REPL stays; sent again once the session is free, it runs."""
+    from acpcli.session_lock import SessionLock
+
+    sid = cli.new(gate_cmd())
+    for name, value in {"RECORD_FILE": trace.record_file, "PID_FILE": trace.pid_file}.items():
+        monkeypatch.setenv(name, str(value))
+    repl = spawn("resume", sid)
+    repl.prompt()
+    other = SessionLock(sid)  # another acpcli's turn, as far as the REPL can tell
+    assert other.try_acquire()
+    repl.say("r1")
+    repl.expect(rf"{WAITING} \(pid {os.getpid()}\)")
+    repl.child.send(CTRL_C)
+    repl.expect(rf"not sent: (?:\x1b\[[0-9;]*m)*interrupted while waiting for session {sid}: nothing was sent")
+    repl.prompt()
+    assert prompts(trace) == []
+    other.release()
+    repl.say("")  # the line came back: Enter sends it
+    repl.expect("r1:tick4")
+    repl.prompt()
+    code, _ = repl.leave()
+    assert code == 0
+    assert prompts(trace) == ["r1"]
+    assert messages(cli, sid) == [("user", "r1"), ("agent", answer("r1"))]
     trace.assert_all_gone()
