@@ -186,8 +186,6 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
             if person is not None:  # a person is watching: say it now, the session goes on
                 run.env.note(f"acpcli: warning: {message}; this session goes on unsaved", style="yellow")
 
-        if session_id is not None:  # load/resume: its replay is written by one writer
-            lock = await _claimed(session_id, run)
         index = open_index(on_failure=storage_failed)
         writer = supervisor.writer = index.writer()
         reattaching = person is not None and command in ("load", "resume")  # the replay is drawn whole
@@ -201,11 +199,15 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
             async with _link(inputs, run) as link:
                 supervisor.link = link
                 local = None
-                if reattaching:
-                    assert session_id is not None and person is not None
+                if session_id is not None:
                     from acpcli import capabilities
 
-                    capabilities.require(link.features, f"session/{command}")  # before anything is shown
+                    # Refused before anything is shown, and before it waits for anyone; then
+                    # the replay is written by one writer (another acpcli's turn ends first).
+                    capabilities.require(link.features, f"session/{command}")
+                    lock = await _claimed(session_id, run)
+                if reattaching:
+                    assert session_id is not None and person is not None
                     local = _local_store(index, session_id) if command == "resume" else None
                     person.banner(session_id, link.features)
                 live = await attach(link, command, inputs, run, index, writer, view, session_id)
@@ -251,7 +253,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
 async def _claimed(session_id: str, run: Run) -> SessionLock:
     """The writer lock of a recorded session (:func:`~acpcli.session.turn.claim`), taken
-    before the agent starts: while another acpcli runs a turn on it, wait (one line on
+    before its first write: while another acpcli runs a turn on it, wait (one line on
     stderr), or with ``--no-wait`` SessionBusy (exit 18)."""
     from acpcli.session.turn import claim
     from acpcli.session_lock import SessionLock

@@ -6,7 +6,7 @@ of one writer per session.
 * ``session/new`` answers ``ID`` when given (every time, whatever the cwd: ids are the
   agent's, and some reuse them), else a fresh ``gate-<hex>``; ``--name`` is ``agentInfo.name``.
 * ``session/resume`` and ``session/load`` are advertised and accepted for any id (a load
-  replays nothing).
+  replays nothing); ``session/list`` lists the ``--session-id`` one, titled ``listed by NAME``.
 * ``session/prompt`` with text ``WORD ...`` says ``WORD:start@NAME``, then waits until the file
   ``$GATE_DIR/WORD`` exists (at once without ``$GATE_DIR``; at most 60 s), then says
   ``WORD:tick0`` … ``WORD:tick4`` a moment apart, each its own ``agent_message_chunk``, and
@@ -27,11 +27,14 @@ from typing import Any, ClassVar
 import acp
 from acp.schema import (
     AgentCapabilities,
+    ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptResponse,
     ResumeSessionResponse,
     SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
     SessionResumeCapabilities,
 )
 from sdk_base import BaseSdkAgent, note_pid, prompt_text, recorder
@@ -50,11 +53,18 @@ class GateAgent(BaseSdkAgent):
 
     def capabilities(self) -> AgentCapabilities:
         return AgentCapabilities(
-            load_session=True, session_capabilities=SessionCapabilities(resume=SessionResumeCapabilities())
+            load_session=True,
+            session_capabilities=SessionCapabilities(resume=SessionResumeCapabilities(), list=SessionListCapabilities()),
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         return NewSessionResponse(session_id=self._fixed or self.new_session_id())
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> ListSessionsResponse:
+        if not self._fixed:
+            return ListSessionsResponse(sessions=[])
+        info = SessionInfo(session_id=self._fixed, cwd=cwd or os.getcwd(), title=f"listed by {self.name}")
+        return ListSessionsResponse(sessions=[info])
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
         return LoadSessionResponse()

@@ -248,6 +248,10 @@ def test_an_agent_reusing_a_session_id_does_not_take_over_the_record(
     assert [r["params"]["sessionId"] for r in trace.requests("session/prompt")] == ["same", "same"]
     assert messages(cli, "same") == [("user", "alpha"), ("agent", answer("alpha"))]
     assert messages(cli, second) == [("user", "beta"), ("agent", answer("beta", second_agent))]
+    if other == "agent":  # the other agent's list titles its own session, not the first one
+        cli.ok("sessions", "--remote", "--cmd", second_cmd)
+        titles = {row["id"]: (row["title"], row["titleSource"]) for row in cli.index()}
+        assert titles == {"same": ("alpha", "prompt"), second: ("listed by other-agent", "agent")}
     trace.assert_all_gone()
 
 
