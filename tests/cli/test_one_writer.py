@@ -187,6 +187,10 @@ def test_rm_of_a_session_with_a_running_turn_is_refused(
     message = error_line(refused, ExitCode.BUSY)
     assert refused.stderr.count("\n") == 1, refused.stderr
     assert message == f"session {sid} was not deleted: another acpcli (pid {first.pid}) is running a turn on it"
+    idle = cli.new(gate_cmd())
+    pruned = cli.ok("sessions", "prune", "--older-than", "2999-01-01")  # every session: prune keeps the busy one
+    assert pruned.stderr.splitlines() == ["deleted 1 session", "kept 1 session with a turn running in another acpcli"]
+    assert [row["id"] for row in cli.index()] == [sid] and idle != sid
     (gates / "one").touch()
     finished = first.finish()
     assert finished.returncode == 0, finished.stderr
