@@ -40,13 +40,17 @@ def test_any_session_id_gets_a_plain_file_name_of_its_own(session_id: str) -> No
 def test_a_child_process_never_inherits_the_lock() -> None:
     lock = SessionLock("s")
     assert lock.try_acquire()
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], close_fds=False)
+    script = "import time; print('running', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", script], close_fds=False, stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout is not None and child.stdout.readline() == "running\n"  # started for good
         lock.release()
         assert SessionLock("s").try_acquire()  # the child (an agent, say) holds nothing
     finally:
         child.kill()
         child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
 
 
 def test_the_lock_goes_with_its_holder_process() -> None:
