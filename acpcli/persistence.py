@@ -212,6 +212,16 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE sessions ADD COLUMN title_source TEXT CHECK (title_source IS NULL OR title_source = 'user');
     """,
+    # 9: a recorded session is never taken over: its agent and cwd are its own (an agent that
+    # answers session/new with an id recorded here gets a local id of its own, the agent's
+    # kept in agent_session_id); an UPDATE that would change them is refused
+    """
+    CREATE TRIGGER IF NOT EXISTS sessions_keep_their_owner BEFORE UPDATE OF agent, cwd ON sessions
+    WHEN NEW.agent IS NOT OLD.agent OR NEW.cwd IS NOT OLD.cwd
+    BEGIN
+        SELECT RAISE(ABORT, 'a recorded session keeps its agent and cwd');
+    END;
+    """,
 )
 
 
@@ -502,19 +512,33 @@ class Index:
     # -- sessions -----------------------------------------------------------------------
 
     def upsert_session(self, rec: SessionRecord) -> None:
-        """Insert or update a session; ``created_at`` of an existing row is kept."""
-        if rec.state not in SESSION_STATES:
-            raise ValueError(f"state must be one of {SESSION_STATES}, not {rec.state!r}")
-        if not all(isinstance(n, str) for n in rec.mcp_servers):
-            # Definitions carry env values and headers: secrets never reach the index.
-            raise ValueError("SessionRecord.mcp_servers holds MCP server names only")
-        self.conn.execute(
-            f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        """Insert or update a session; ``created_at`` of an existing row is kept, and so are
+        its agent and cwd (changing them raises ``sqlite3.IntegrityError``: a recorded session
+        is never taken over, see :meth:`insert_session`)."""
+        self._write_session(
+            rec,
             "ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, argv = excluded.argv, "
             "cwd = excluded.cwd, additional_dirs = excluded.additional_dirs, "
             "mcp_servers = excluded.mcp_servers, protocol_version = excluded.protocol_version, "
             "title = excluded.title, last_used_at = excluded.last_used_at, "
             "state = excluded.state, agent_info = excluded.agent_info",
+        )
+
+    def insert_session(self, rec: SessionRecord) -> bool:
+        """Record a new session under ``rec.id`` unless that id is recorded already (then
+        nothing changes); True when it was recorded. Session ids are the agents', not unique
+        across agents: a new session whose id is taken is recorded under another local id
+        (:func:`acpcli.session.attach.attach`), never over the session that has it."""
+        return self._write_session(rec, "ON CONFLICT (id) DO NOTHING")
+
+    def _write_session(self, rec: SessionRecord, on_conflict: str) -> bool:
+        if rec.state not in SESSION_STATES:
+            raise ValueError(f"state must be one of {SESSION_STATES}, not {rec.state!r}")
+        if not all(isinstance(n, str) for n in rec.mcp_servers):
+            # Definitions carry env values and headers: secrets never reach the index.
+            raise ValueError("SessionRecord.mcp_servers holds MCP server names only")
+        cur = self.conn.execute(
+            f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) {on_conflict}",
             (
                 rec.id,
                 rec.agent,
@@ -530,8 +554,11 @@ class Index:
                 json.dumps(rec.agent_info) if rec.agent_info is not None else None,
             ),
         )
+        if cur.rowcount == 0:
+            return False
         if rec.protocol is not None:
             self.conn.execute(f"UPDATE sessions SET {_PROTOCOL_COLUMN} = ? WHERE id = ?", (rec.protocol, rec.id))
+        return True
 
     def get(self, id_or_prefix: str) -> SessionRecord:
         """The session with this id, or the only one whose id starts with it.

@@ -341,6 +341,10 @@ class SafeIndex(Index):
     def upsert_session(self, rec: Any) -> None:
         self._guarded(partial(super().upsert_session, rec), rec.id)
 
+    def insert_session(self, rec: Any) -> bool:
+        recorded = self._guarded(partial(super().insert_session, rec), rec.id)
+        return recorded is not False  # None: not even memory took it; do not try other ids
+
     def touch(self, session_id: str, when: float | None = None) -> None:
         self._guarded(partial(super().touch, session_id, when if when is not None else time.time()))
 

@@ -244,9 +244,23 @@ def test_round_trip_of_every_field(index: Index) -> None:
 
 def test_upsert_updates_but_keeps_created_at(index: Index) -> None:
     index.upsert_session(rec("s", created_at=1.0, last_used_at=1.0, title="a"))
-    index.upsert_session(rec("s", created_at=99.0, last_used_at=5.0, title="b", cwd="/other"))
+    index.upsert_session(rec("s", created_at=99.0, last_used_at=5.0, title="b", additional_dirs=["/other"]))
     got = index.get("s")
-    assert (got.created_at, got.last_used_at, got.title, got.cwd) == (1.0, 5.0, "b", "/other")
+    assert (got.created_at, got.last_used_at, got.title, got.additional_dirs) == (1.0, 5.0, "b", ["/other"])
+
+
+@pytest.mark.parametrize("other", [{"cwd": "/elsewhere"}, {"agent": "another-agent"}])
+def test_a_recorded_session_is_never_taken_over(index: Index, other: dict[str, str]) -> None:
+    """Ids are the agents': another agent's (or directory's) session with the same id must not
+    replace the record (migration 9 refuses it; insert_session leaves the record alone)."""
+    index.upsert_session(rec("s", title="mine"))
+    assert index.insert_session(rec("s", **other)) is False
+    with pytest.raises(sqlite3.IntegrityError, match="keeps its agent and cwd"):
+        index.upsert_session(rec("s", **other))
+    got = index.get("s")
+    assert (got.agent, got.cwd, got.title) == (rec("s").agent, rec("s").cwd, "mine")
+    assert index.insert_session(rec("s.2", **other)) is True
+    assert index.get("s.2").cwd == rec("s.2", **other).cwd
 
 
 def test_only_mcp_server_names_are_stored(index: Index) -> None:

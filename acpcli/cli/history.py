@@ -241,7 +241,7 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
                 env.note(_line(rec))
             env.note(f"{_count(records)} would be deleted (--dry-run: nothing deleted)")
             return int(ExitCode.OK)
-        return _delete(index, records, yes=yes)
+        return _delete(index, records, yes=yes, skip_busy=True)
 
 
 def _nothing_to_prune(older_than: str) -> int:
@@ -259,8 +259,9 @@ def _line(rec: SessionRecord) -> str:
     return f"  {shown_id(rec.id)}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}"
 
 
-def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
-    """Ask first on a terminal (unless ``yes``), then delete (:mod:`acpcli.session.housekeeping`)."""
+def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy: bool = False) -> int:
+    """Ask first on a terminal (unless ``yes``), then delete (:mod:`acpcli.session.housekeeping`;
+    a session with a turn running in another acpcli: SessionBusy, or with ``skip_busy`` kept)."""
     from acpcli.cli.streams import environment
     from acpcli.session.housekeeping import delete_local
 
@@ -273,10 +274,15 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             env.note("nothing deleted")
             return int(ExitCode.OK)
-    repaired_search(
-        env, index, lambda: delete_local(index, records), then="dropped (derived data: the next `acpcli search` makes it again)"
+    deleted = repaired_search(
+        env,
+        index,
+        lambda: delete_local(index, records, skip_busy=skip_busy),
+        then="dropped (derived data: the next `acpcli search` makes it again)",
     )
-    env.note(f"deleted {_count(records)}")
+    env.note(f"deleted {_count(deleted)}")
+    if len(deleted) < len(records):
+        env.note(f"kept {_count(records[len(deleted):])} with a turn running in another acpcli")
     return int(ExitCode.OK)
 
 

@@ -169,6 +169,14 @@ NoTerminal = Annotated[
     bool,
     typer.Option("--no-terminal", help="Do not offer terminals to the agent (v1 terminal/*)."),
 ]
+NoWait = Annotated[
+    bool,
+    typer.Option(
+        "--no-wait",
+        help="When another acpcli is running a turn on this session, exit at once (code 18) "
+        "instead of waiting for that turn to end.",
+    ),
+]
 
 Timeout = Annotated[
     str | None,

@@ -20,6 +20,7 @@ from acpcli.cli.options import (
     NoFs,
     NoMcp,
     NoTerminal,
+    NoWait,
     Permissions,
     Protocol,
     Timeout,
@@ -58,6 +59,7 @@ def prompt(
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
+    no_wait: NoWait = False,
     keep_alive: KeepAlive = None,
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
@@ -65,6 +67,10 @@ def prompt(
     Permission requests: on a terminal you are asked (--permissions ask, the default there);
     in a script they are refused unless --permissions allow or read-only says otherwise. Every
     answer given for you is one line on stderr.
+
+    One turn at a time per session: with --session/--last on a session another acpcli is
+    running a turn on, it waits for that turn to end (saying so on stderr), or with --no-wait
+    exits 18 at once.
 
     Examples:
 
@@ -105,7 +111,10 @@ def prompt(
         inputs = None
     else:
         inputs, record = for_prompt(options, session, last)
-    run = Run(env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds)
+    run = Run(
+        env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
+        wait=not no_wait,
+    )
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
 

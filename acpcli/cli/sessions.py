@@ -29,6 +29,7 @@ from acpcli.cli.options import (
     NoMcp,
     NoRepl,
     NoTerminal,
+    NoWait,
     Permissions,
     Protocol,
     SessionId,
@@ -58,6 +59,7 @@ def _run(
     no_fs: bool = False,
     no_terminal: bool = False,
     timeout: str | None = None,
+    no_wait: bool = False,
 ) -> Run:
     """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
     from acpcli.cli.streams import environment
@@ -74,6 +76,7 @@ def _run(
     return Run(
         env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal,
         timeout=seconds,
+        wait=not no_wait,
     )
 
 
@@ -146,6 +149,7 @@ def load(
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
+    no_wait: NoWait = False,
 ) -> None:
     """Load a session: the agent replays the conversation, then the prompt opens.
 
@@ -153,6 +157,9 @@ def load(
     terminal (or with --no-repl) the replayed transcript is printed to stdout.
     The stored cwd and extra roots are sent again; a session not in the local index (made by
     another client) needs --agent or --cmd, and is recorded from then on.
+    While another acpcli runs a turn on the session, the load (and each turn in the prompt)
+    waits for it to end; with --no-wait it does not wait (the command exits 18; in the prompt
+    the line is not sent).
     """
     from acpcli.session import run
     from acpcli.session.inputs import Options
@@ -161,7 +168,7 @@ def load(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout)
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
     raise typer.Exit(run.reattach("load", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
@@ -184,11 +191,15 @@ def resume(
     no_terminal: NoTerminal = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
+    no_wait: NoWait = False,
 ) -> None:
     """Resume a session without replay; the locally stored transcript is shown for context.
 
     Needs an agent that supports resuming (v1 sessionCapabilities.resume, v2 session.resume).
     Without a terminal (or with --no-repl) nothing is printed on stdout.
+    While another acpcli runs a turn on the session, the resume (and each turn in the prompt)
+    waits for it to end; with --no-wait it does not wait (the command exits 18; in the prompt
+    the line is not sent).
     """
     from acpcli.session import run
     from acpcli.session.inputs import Options
@@ -197,7 +208,7 @@ def resume(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout)
+    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
     raise typer.Exit(run.reattach("resume", session_id, options, the_run, new_if_missing=new_if_missing))
 
 

@@ -252,7 +252,9 @@ def prompt(
         live = LiveSession(session_id, Store(), sink=view)
         try:
             await channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
-            await channel.send({"t": "prompt", "text": text, "settings": [list(pair) for pair in settings]})
+            await channel.send(
+                {"t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait}
+            )
             stop, interrupted, timed_out = await _follow(channel, live, view, decider, run)
         finally:
             view.close()

@@ -94,6 +94,7 @@ class Turn:
     text: str
     settings: list[tuple[str, str]]
     cancelled: bool = False
+    wait: bool = True  # False (--no-wait): exit 18 rather than wait for another command's turn
 
 
 class Tee:
@@ -223,7 +224,9 @@ class Host:
                     client.post({"t": "error", "exit": int(ExitCode.USAGE), "message": "a prompt needs text"})
                     continue
                 ahead = len(self.queue) + (1 if self.current is not None else 0)
-                self.queue.append(Turn(client, text, [(str(k), str(v)) for k, v in settings]))
+                self.queue.append(
+                    Turn(client, text, [(str(k), str(v)) for k, v in settings], wait=message.get("wait") is not False)
+                )
                 client.post({"t": "queued", "ahead": ahead})
             elif kind == "cancel":
                 kill_after = message.get("kill_after")
@@ -359,7 +362,15 @@ class Host:
                             f"{link.features.display_name} can neither resume nor load a session",
                             hint="run with --keep-alive 0, or start a new session",
                         )
+                    claimed = None
+                    if not making:  # a replay is written by one writer, as `load` writes it
+                        claimed = await self._claim(self.session_id, wait=True, notice=lambda line: log.info("%s", line))
                     live = await attach(link, command, inputs, run, index, writer, None, self.session_id or None)
+                    writer.flush()
+                    for held in (claimed, live.lock):
+                        if held is not None:
+                            held.release()  # between turns nobody writes: each turn takes it again
+                    live.lock = None
                     if making:
                         self.session_id = live.session_id
                         self.lock = address.take_host_lock(live.session_id)
@@ -435,6 +446,18 @@ class Host:
                 pass
         return 0
 
+    @staticmethod
+    async def _claim(session_id: str, *, wait: bool, notice: Any) -> Any:
+        """The session's writer lock (:mod:`acpcli.session_lock`): a command without a host (a
+        `--keep-alive 0` prompt, a REPL) may be writing a turn of it; wait for it, or with
+        ``wait`` False raise SessionBusy (exit 18 for the client)."""
+        from acpcli.session.turn import claim
+        from acpcli.session_lock import SessionLock
+
+        lock = SessionLock(session_id)
+        await claim(lock, wait=wait, notice=notice)
+        return lock
+
     async def _say_goodbye(self, seconds: float = 2.0) -> None:
         """Ending: what each client is still to be told (the last turn's end or error) goes
         out before the connections close."""
@@ -469,6 +492,15 @@ class Host:
 
         self.current = turn
         client = turn.client
+        try:
+            lock = await self._claim(
+                self.session_id, wait=turn.wait, notice=lambda line: client.post({"t": "note", "text": line})
+            )
+        except AcpcliError as err:  # --no-wait on a session another command is writing
+            client.post(_error(err))
+            self.current = None
+            self.touch()
+            return
         # what the client's own store cannot know from this turn's updates alone
         client.post({"t": "start", "title": live.store.title or _recorded_title(index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
@@ -494,6 +526,9 @@ class Host:
             if live.recorder is not None:
                 live.recorder.flush()
         finally:
+            if live.recorder is not None:
+                live.recorder.flush()  # the turn's events are in before the next writer's
+            lock.release()
             self.turns_run += 1
             self.current = None
             live.interrupted = False

@@ -222,12 +222,19 @@ async def run_repl(
     from rich.text import Text
 
     from acpcli import mentions
-    from acpcli.errors import AuthRequired, Interrupted, RpcError, UsageError, leaf_error
+    from acpcli.errors import (
+        AuthRequired,
+        Interrupted,
+        RpcError,
+        SessionBusy,
+        UsageError,
+        leaf_error,
+    )
     from acpcli.repl import commands
     from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
     from acpcli.repl.status import status_line
-    from acpcli.session.turn import after_turn, run_turn
+    from acpcli.session.turn import Withdrawn, after_turn, run_turn
 
     ctx = commands.Context(env, link, live, index, writer, agent, export)
     local = [(c.name, c.help) for c in commands.COMMANDS]
@@ -332,6 +339,12 @@ async def run_repl(
             failure = leaf_error(caught)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
+            if isinstance(failure, (SessionBusy, Withdrawn)):
+                # Another acpcli's turn on this session (--no-wait, or Ctrl-C while waiting for
+                # it): nothing was sent; the line comes back for sending again.
+                env.err.print(Text.assemble(("not sent: ", "red"), failure.message))
+                keep = text
+                continue
             if isinstance(failure, (KeyboardInterrupt, Interrupted)):
                 return int(ExitCode.INTERRUPTED)
             if not isinstance(failure, RpcError):

@@ -6,7 +6,8 @@ the event log, a forgotten never-prompted session replaced, "not found" made an 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from acpcli.errors import AuthRequired, RpcError, SessionNotFound, UnknownSession
@@ -44,7 +45,7 @@ async def attach(
         live = await logged_in(
             link, run, lambda: link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
         )
-        index.upsert_session(_record(inputs, live.session_id, link.features, run.title))
+        _record_new(live, inputs, link.features, run, index)
         if run.title:
             index.set_title(live.session_id, run.title, by_user=True)
         if inputs.mcp_refs:
@@ -112,6 +113,57 @@ async def attach(
     if run.title:
         index.set_title(sid, run.title, by_user=True)
     return live
+
+
+#: How many ``ID.N`` local ids a new session whose agent id is taken tries before a random one.
+_LOCAL_SUFFIXES = 100
+
+
+def _local_ids(agent_id: str) -> Iterator[str]:
+    """The ids a new session may be recorded under: the agent's own, then ``ID.2``, ``ID.3``…"""
+    yield agent_id
+    for n in range(2, _LOCAL_SUFFIXES + 2):
+        yield f"{agent_id}.{n}"
+    while True:
+        yield f"{agent_id}.{uuid.uuid4().hex[:12]}"
+
+
+def _record_new(live: LiveSession, inputs: SessionInputs, features: AgentFeatures, run: Run, index: Index) -> None:
+    """Record a session the agent just created, holding its writer lock (``live.lock``) from
+    before it is listed, so that no other command (``prompt --last``) writes to it first.
+
+    Session ids are the agent's, not unique across agents (nor across directories of one agent
+    that reuses them): when the agent's id is recorded here already, the session gets a local id
+    of its own (``ID.2``…; the agent is still addressed by its id, ``agent_session_id``), said on
+    stderr, and the recorded session keeps its id, agent, cwd and transcript."""
+    from acpcli.session_lock import SessionLock
+
+    agent_id = live.session_id
+    record = _record(inputs, agent_id, features, run.title)
+    for local_id in _local_ids(agent_id):
+        lock = SessionLock(local_id)
+        if not lock.try_acquire():
+            continue  # another command holds this id right now: it is not free either
+        record.id = local_id
+        try:
+            recorded = index.insert_session(record)
+        except BaseException:
+            lock.release()
+            raise
+        if recorded:
+            break
+        lock.release()
+    live.lock = lock
+    if local_id == agent_id:
+        return
+    index.set_agent_session_id(local_id, agent_id)
+    live.session_id, live.wire_id = local_id, agent_id
+    from acpcli.safe_text import safe_line
+
+    run.say(
+        f"acpcli: {safe_line(features.display_name)} gave the new session the id {safe_line(agent_id)}, which is "
+        f"already recorded here for another session: this one is recorded as {safe_line(local_id)}"
+    )
 
 
 def _record_protocol(index: Index, known: SessionRecord | None, features: AgentFeatures) -> None:

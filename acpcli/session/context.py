@@ -79,6 +79,9 @@ class Run:
     #: terminal): a client_side.Asker, or None (nobody to ask).
     asker: Asker | None = None
     supervisor: Supervisor | None = None  # the acpcli.supervise.Supervisor of the command, if any
+    #: On a session another acpcli is running a turn on: wait for it (True), or SessionBusy
+    #: at once (``--no-wait``).
+    wait: bool = True
 
     @property
     def repl(self) -> bool:

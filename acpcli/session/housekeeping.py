@@ -16,9 +16,15 @@ if TYPE_CHECKING:
     from acpcli.persistence import Index, SessionRecord
 
 
-def delete_local(index: Index, records: Sequence[SessionRecord]) -> None:
+def delete_local(index: Index, records: Sequence[SessionRecord], *, skip_busy: bool = False) -> list[SessionRecord]:
     """Delete ``records``, then their demo-agent state, then give the disk back when much of
-    the file is free.
+    the file is free; returns what was deleted.
+
+    One writer per session: a session another acpcli is running a turn on (its writer lock is
+    held, :mod:`acpcli.session_lock`) is not deleted under it. Then nothing is deleted and
+    :class:`~acpcli.errors.SessionBusy` says which (``sessions rm``), or with ``skip_busy`` the
+    busy ones are left out (``sessions prune``). The locks of the others are held through the
+    delete, so no turn starts on them meanwhile.
 
     The deletions run in short transactions with pauses between them
     (:func:`~acpcli.transactions.in_batches`), so a turn another acpcli is recording meanwhile
@@ -26,15 +32,37 @@ def delete_local(index: Index, records: Sequence[SessionRecord]) -> None:
     write lock another process holds past :func:`~acpcli.persistence.lock_wait` is
     :class:`~acpcli.errors.DatabaseLocked` (what was deleted before stays deleted).
     """
+    from acpcli.errors import SessionBusy
     from acpcli.persistence import locks_reported
+    from acpcli.session_lock import SessionLock, holder_text
     from acpcli.transactions import in_batches
 
-    conn = index.conn
-    with locks_reported(index.path):
-        in_batches(conn, list(records), lambda rec: index.delete(rec.id))  # events, documents go with it
-    for rec in records:
+    held: list[SessionLock] = []
+    try:
+        free = []
+        for rec in records:
+            lock = SessionLock(rec.id)
+            if not lock.try_acquire():
+                if skip_busy:
+                    continue
+                raise SessionBusy(
+                    f"session {rec.id} was not deleted: {holder_text(lock.holder())} is running a turn on it"
+                    + (" (nothing was deleted)" if len(records) > 1 else "")
+                )
+            held.append(lock)
+            free.append(rec)
+        conn = index.conn
+        with locks_reported(index.path):
+            in_batches(conn, free, lambda rec: index.delete(rec.id))  # its events and search documents go with it
+        for lock in held:
+            lock.discard()
+    finally:
+        for lock in held:
+            lock.release()
+    for rec in free:
         _forget_demo_state(rec.wire_id, rec.agent_info)
     _reclaim_space(conn)
+    return free
 
 
 def _forget_demo_state(wire_id: str, agent_info: dict[str, object] | None) -> None:

@@ -22,6 +22,7 @@ from acpcli.session.records import LOCAL, TURN_START
 
 if TYPE_CHECKING:
     from acpcli.protocol.settings import Choice
+    from acpcli.session_lock import SessionLock
     from acpcli.store import Change, Store
 
 log = logging.getLogger("acpcli.session")
@@ -94,6 +95,11 @@ class LiveSession:
     #: and where the turn's entries begin in the store: what search indexes after the turn.
     turn_seq: int | None = None
     turn_first_entry: int = 0
+    #: The session's writer lock (one writer per session, :mod:`acpcli.session_lock`): a turn
+    #: takes it unless its command holds it already; ``lock_wait`` False (``--no-wait``): a
+    #: turn on a busy session raises SessionBusy instead of waiting.
+    lock: SessionLock | None = field(default=None, repr=False)
+    lock_wait: bool = True
 
     @property
     def agent_id(self) -> str:

@@ -37,11 +37,11 @@ def list_remote(
             return [info async for info in link.list_remote(cwd)]
 
     infos = anyio.run(Supervisor().run, main)
-    _save_titles(infos)
+    _save_titles(infos, choice.argv)
     return infos
 
 
-def _save_titles(infos: list[dict[str, Any]]) -> None:
+def _save_titles(infos: list[dict[str, Any]], argv: list[str]) -> None:
     """Best effort: a listing must not fail because the index is busy or read-only."""
     import sqlite3
 
@@ -53,14 +53,16 @@ def _save_titles(infos: list[dict[str, Any]]) -> None:
         return
     try:
         with Index.open() as index:
-            titles_from_list(index, infos)
+            titles_from_list(index, infos, argv)
     except (AcpcliError, sqlite3.Error):
         pass
 
 
-def titles_from_list(index: Index, infos: list[dict[str, Any]]) -> int:
+def titles_from_list(index: Index, infos: list[dict[str, Any]], argv: list[str] | None = None) -> int:
     """Save the titles an agent's ``session/list`` answer gives to the sessions recorded here
-    (matched by the agent's id); returns how many changed."""
+    (matched by the agent's id, and with ``argv`` only those of the agent run by that command
+    line: ids are the agents', another agent's session may have the same); returns how many
+    changed."""
     titles = {
         info.get("sessionId"): info.get("title")
         for info in infos
@@ -70,6 +72,8 @@ def titles_from_list(index: Index, infos: list[dict[str, Any]]) -> int:
     if not titles:
         return 0
     for rec in index.list_sessions():
+        if argv is not None and list(rec.argv) != list(argv):
+            continue
         title = titles.get(rec.wire_id)
         if title is not None and title != rec.title:
             index.set_title(rec.id, title)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from acpcli.safestore import SafeIndex
     from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink
+    from acpcli.session_lock import SessionLock
     from acpcli.store import Store
     from acpcli.wiretap import Tap, WireTap
 
@@ -205,8 +206,10 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
     supervisor = run.supervisor = Supervisor()
     person = run.person
+    lock: SessionLock | None = None
 
     async def main() -> int:
+        nonlocal lock
         from acpcli.render import make_view
         from acpcli.safestore import open_index
 
@@ -227,11 +230,15 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
             async with _link(inputs, run) as link:
                 supervisor.link = link
                 local = None
-                if reattaching:
-                    assert session_id is not None and person is not None
+                if session_id is not None:
                     from acpcli import capabilities
 
-                    capabilities.require(link.features, f"session/{command}")  # before anything is shown
+                    # Refused before anything is shown, and before it waits for anyone; then
+                    # the replay is written by one writer (another acpcli's turn ends first).
+                    capabilities.require(link.features, f"session/{command}")
+                    lock = await _claimed(session_id, run)
+                if reattaching:
+                    assert session_id is not None and person is not None
                     local = _local_store(index, session_id) if command == "resume" else None
                     person.banner(session_id, link.features)
                 if command == "load":
@@ -246,10 +253,15 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                         view.print_store(local)
                 else:
                     live = await attach(link, command, inputs, run, index, writer, view, session_id)
+                lock = live.lock = lock or live.lock  # load/resume: ours; new: taken as it was recorded
+                live.lock_wait = run.wait
                 if person is not None:
                     if reattaching:
                         assert view is not None
                         view = await person.show_replay(link, live, command, view, local)
+                    writer.flush()
+                    if lock is not None:
+                        lock.release()  # between turns nobody writes: each turn takes it again
                     return await person.converse(
                         link, live, index=index, writer=writer, agent=agent_label(inputs.agent, link.features),
                         export=_exporter(live.session_id), banner=not reattaching,
@@ -273,8 +285,24 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
             finally:
                 _put_away(writer, index)
 
-    with _auth_hinted(inputs.agent):
-        return anyio.run(supervisor.run, main)
+    try:
+        with _auth_hinted(inputs.agent):
+            return anyio.run(supervisor.run, main)
+    finally:
+        if lock is not None:
+            lock.release()  # after _put_away: what the command wrote is in
+
+
+async def _claimed(session_id: str, run: Run) -> SessionLock:
+    """The writer lock of a recorded session (:func:`~acpcli.session.turn.claim`), taken
+    before its first write: while another acpcli runs a turn on it, wait (one line on
+    stderr), or with ``--no-wait`` SessionBusy (exit 18)."""
+    from acpcli.session.turn import claim
+    from acpcli.session_lock import SessionLock
+
+    lock = SessionLock(session_id)
+    await claim(lock, wait=run.wait, notice=run.say)
+    return lock
 
 
 def new(options: Options, run: Run) -> int:
@@ -435,13 +463,19 @@ def prompt(
         supervisor.stdout_fd = run.env.stdout.fileno()
     except (AttributeError, OSError, ValueError):
         pass  # not a real file (tests), nothing to watch
+    # One writer per session: held from before the agent starts (--session/--last) or from the
+    # moment a new session is recorded, to the end of the command.
+    lock: SessionLock | None = None
 
     async def main() -> int:
+        nonlocal lock
         from acpcli.mentions import build_prompt
         from acpcli.render import make_view
         from acpcli.safestore import open_index
         from acpcli.session.turn import after_turn, run_turn
 
+        if session_id is not None:
+            lock = await _claimed(session_id, run)
         index = open_index()
         writer = supervisor.writer = index.writer()
         view: View
@@ -452,6 +486,8 @@ def prompt(
         else:
             view = make_view(run.env, format=output_format, quiet=quiet)
         try:
+            if session_id is not None:
+                index.get(session_id)  # SessionNotFound: `sessions rm` deleted it while we waited
             async with _link(inputs, run) as link:
                 supervisor.link = link
                 if session_id is None:
@@ -471,6 +507,7 @@ def prompt(
                 )
                 # A load's replay is context, not output: attach without a view first.
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)
+                lock = live.lock = lock or live.lock  # held to the end of the command
                 if command == "new":  # first, so a bad --set below still names the session
                     run.env.note(f"session {shown_id(live.session_id)}", style="dim")
                 for key, value in settings:  # before the turn, so the prompt runs with them
@@ -511,8 +548,12 @@ def prompt(
             finally:
                 _put_away(writer, index)
 
-    with _auth_hinted(inputs.agent):
-        return anyio.run(supervisor.run, main)
+    try:
+        with _auth_hinted(inputs.agent):
+            return anyio.run(supervisor.run, main)
+    finally:
+        if lock is not None:
+            lock.release()  # after _put_away: the turn is in the event log
 
 
 def turn_timed_out(seconds: float | None, session_id: str, *, answered: bool) -> StepTimeout:

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acpcli.errors import Interrupted
 from acpcli.session.indexing import turn_indexed
 
 if TYPE_CHECKING:
     from acpcli.persistence import Index
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
+    from acpcli.session_lock import SessionLock
 
 
 async def run_turn(
@@ -42,13 +44,70 @@ async def run_turn(
     turn; if it does not, its process group is killed and the turn is abandoned (stop reason
     ``cancelled``). Either way :attr:`~acpcli.session.live.LiveSession.timed_out` says so to
     the caller, who stores what arrived and reports the timeout.
+
+    One writer per session: when ``live.lock`` is set and not held (the REPL, between turns),
+    the turn takes it first (:func:`claim`: waiting for another acpcli's turn to end, saying so
+    through ``notice``) and lets it go once the turn's events are flushed; a caller that holds
+    it already (``prompt``) keeps it.
     """
-    live.turn_active = True
-    live.timed_out = None
+    lock = live.lock
+    took = lock is not None and not lock.held
+    if lock is not None and took:
+        await claim(lock, wait=live.lock_wait, notice=notice)
     try:
-        return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit)
+        live.turn_active = True
+        live.timed_out = None
+        try:
+            return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit)
+        finally:
+            live.turn_active = False
     finally:
-        live.turn_active = False
+        if lock is not None and took:
+            try:
+                if live.recorder is not None:
+                    live.recorder.flush()  # the turn's events are in before the next writer's
+            finally:
+                lock.release()
+
+
+class Withdrawn(Interrupted):
+    """Ctrl-C while waiting for another acpcli's turn on the session: nothing was sent
+    (exit 130 for a command; the REPL keeps the line and goes on)."""
+
+
+async def claim(lock: SessionLock, *, wait: bool, notice: Callable[[str], None]) -> None:
+    """Take a session's writer lock (:mod:`acpcli.session_lock`) before writing to it.
+
+    Free: at once. Held by another acpcli: one line through ``notice`` ("waiting for another
+    acpcli (pid N) to finish its turn…"), then wait for it; ``wait=False``: raise
+    :class:`~acpcli.errors.SessionBusy` instead. Ctrl-C while waiting raises :class:`Withdrawn`.
+    """
+    import signal
+
+    from acpcli.session_lock import waiting_line
+
+    if lock.held or lock.try_acquire():
+        return
+    if not wait:
+        await lock.acquire(wait=False)  # SessionBusy, naming the holder
+        return
+    withdrawn = False
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                nonlocal withdrawn
+                async for _ in signals:
+                    withdrawn = True
+                    tg.cancel_scope.cancel()
+                    return
+
+            tg.start_soon(watch)
+            await lock.acquire(on_wait=lambda pid: notice(waiting_line(lock.session_id, pid)))
+            tg.cancel_scope.cancel()
+    if withdrawn:
+        lock.release()
+        raise Withdrawn(f"interrupted while waiting for session {lock.session_id}: nothing was sent")
 
 
 #: Seconds a turn cancelled for outlasting its ``limit`` has to end before the agent is killed.
@@ -66,8 +125,6 @@ async def _turn_tasks(
 ) -> str:
     import signal
     import time
-
-    from acpcli.errors import Interrupted
 
     stop = "end_turn"
     last = 0.0

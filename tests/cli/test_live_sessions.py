@@ -137,32 +137,32 @@ def same_turn(text: str) -> str:
 
 def test_concurrent_prompts_run_in_order_and_never_interleave(hosts: Cli) -> None:
     cli = hosts
-    sid = cli.new(cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.01"]))
+    sid = cli.new(cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.1"]))
     cli.ok("prompt", "--session", sid, "start the host", env=LIVE)
     first, second = _two_at_once(cli, sid)
     assert first.returncode == 0, first.stderr
     assert second.returncode == 0, second.stderr
     a, b = jsonl_texts(first.stdout), jsonl_texts(second.stdout)
-    assert "slow first" in a and "slow second" not in a
-    assert "slow second" in b and "slow first" not in b
+    assert "first one" in a and "second one" not in a
+    assert "second one" in b and "first one" not in b
     assert "waiting behind 1 turn" in second.stderr
     shown = cli.show(sid)
-    one, two = shown.index("slow first"), shown.index("slow second")
+    one, two = shown.index("first one"), shown.index("second one")
     # each turn's answer is whole between its prompt and the next one
     assert one < two
-    assert "slow second" not in shown[one:two].replace("> slow second", "")
+    assert "second one" not in shown[one:two].replace("> second one", "")
 
 
 def _two_at_once(cli: Cli, sid: str) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
     """The second prompt is sent while the first one's turn runs."""
     env = cli.env(LIVE)
     first = subprocess.Popen(
-        cli.argv("prompt", "--session", sid, "--format", "jsonl", "slow first"), env=env, cwd=cli.cwd,
+        cli.argv("prompt", "--session", sid, "--format", "jsonl", "first one"), env=env, cwd=cli.cwd,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     time.sleep(0.5)  # the first one is queued first (not a timing assertion: order only)
     second = subprocess.Popen(
-        cli.argv("prompt", "--session", sid, "--format", "jsonl", "slow second"), env=env, cwd=cli.cwd,
+        cli.argv("prompt", "--session", sid, "--format", "jsonl", "second one"), env=env, cwd=cli.cwd,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     out1, err1 = first.communicate(timeout=TIMEOUT)
@@ -427,3 +427,29 @@ def test_the_command_that_started_a_host_does_not_end_it_on_its_way_out(hosts: C
     cli.ok("prompt", "--session", sid, "start it", env=LIVE)
     (row,) = live_rows(cli)  # the starting command has exited: its sweep left the host alone
     assert running(int(row["pid"])) and running(int(row["agent_pid"]))  # type: ignore[arg-type]
+
+
+def test_a_host_and_a_command_without_one_take_turns_on_a_session(hosts: Cli, tmp_path: Path) -> None:
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.1"]), env=LIVE)
+    sid = sid.stdout.strip()
+    out_file = tmp_path / "cold.jsonl"
+    with open(out_file, "w") as out:
+        cold = subprocess.Popen(
+            cli.argv("prompt", "--session", sid, "--keep-alive", "0", "--format", "jsonl", "cold one"),
+            env=cli.env(), cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE, text=True,
+        )
+    deadline = time.monotonic() + TIMEOUT
+    while "cold one" not in out_file.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)  # its turn is running: it holds the session's writer lock
+    warm = cli.run("prompt", "--session", sid, "--format", "jsonl", "warm one", env=LIVE)
+    _out, cold_err = cold.communicate(timeout=TIMEOUT)
+    assert cold.returncode == 0, cold_err
+    assert warm.returncode == 0, warm.stderr
+    assert "waiting for another acpcli" in warm.stderr
+    cold_out = out_file.read_text()
+    assert "warm one" not in jsonl_texts(cold_out) and "warm one" in jsonl_texts(warm.stdout)
+    shown = cli.show(sid)
+    assert shown.index("cold one") < shown.index("warm one")
+    free = cli.run("prompt", "--session", sid, "--no-wait", "fine now", env=LIVE)
+    assert free.returncode == 0, free.stderr  # nobody else writes now

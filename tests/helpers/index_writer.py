@@ -27,7 +27,9 @@ def main() -> int:
     for sid in sessions:
         index.upsert_session(
             SessionRecord(
-                id=sid, agent=f"worker{worker}", cwd=os.getcwd(), argv=["x"], mcp_servers=["fs"]
+                # the shared session is one agent's (a recorded session keeps its agent)
+                id=sid, agent="shared" if sid == "shared" else f"worker{worker}", cwd=os.getcwd(), argv=["x"],
+                mcp_servers=["fs"],
             )
         )
     counters = dict.fromkeys(sessions, 0)
