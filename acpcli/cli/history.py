@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def _live_ids() -> set[str]:
+    """The sessions a host keeps live now (none when no host ever ran here: nothing is read)."""
+    from acpcli.host.address import hosts
+
+    return {info.session_id for info in hosts()}
+
+
 def _when(ts: float | None) -> str:
     if not ts:
         return "-"
@@ -114,12 +121,14 @@ def sessions(
             f"{more} more {'session' if more == 1 else 'sessions'} not shown — "
             f"--limit N shows N (0 for no limit), --all shows every session{closed}"
         )
+    live = _live_ids()
     if as_json:
         for rec in rows:
             env.stdout.write(
                 json.dumps(
                     {
                         "id": rec.id,
+                        "live": rec.id in live,  # a host keeps its agent running (sessions --live)
                         "agent": rec.agent,
                         "title": rec.shown_title,
                         "titleSource": rec.title_source,  # "agent", "prompt" (its first line) or null
@@ -171,7 +180,7 @@ def sessions(
             str(rec.protocol_version or "-"),
             _when(rec.created_at),
             _when(rec.last_used_at),
-            Text(safe_line(rec.state)),
+            Text(safe_line(rec.state) + (" · live" if rec.id in live else "")),
         )
     env.out.print(table)
     return int(ExitCode.OK)

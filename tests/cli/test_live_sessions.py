@@ -453,3 +453,11 @@ def test_a_host_and_a_command_without_one_take_turns_on_a_session(hosts: Cli, tm
     assert shown.index("cold one") < shown.index("warm one")
     free = cli.run("prompt", "--session", sid, "--no-wait", "fine now", env=LIVE)
     assert free.returncode == 0, free.stderr  # nobody else writes now
+
+
+def test_sessions_json_says_which_sessions_are_live(hosts: Cli) -> None:
+    cli = hosts
+    live_id = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    cold_id = cli.new(cli.trace.demo_cmd(protocol=1))
+    flags = {row["id"]: row["live"] for row in cli.index()}
+    assert flags == {live_id: True, cold_id: False}
