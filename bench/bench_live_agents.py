@@ -2,8 +2,9 @@
 
 For one agent command (``--cmd``), in a scratch directory:
 
-* acpcli cold: ``prompt --session ID --keep-alive 0`` (start, initialize, resume or load, turn,
-  stop), N times;
+* acpcli cold: ``prompt --session ID --keep-alive 0`` on a session made by ``new --no-repl
+  --keep-alive 0`` (start, initialize, resume or load, turn, stop), N times, a new session each
+  time (the first continuation of a session: the one that works with every agent);
 * acpcli warm: ``prompt --session ID`` on the session's live host, N times (the first one,
   which starts the host, is not counted);
 * acpx warm (with ``--acpx PATH``, an acpx installed elsewhere, never a dependency):
@@ -58,12 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, ACPCLI_HOME=str(scratch / "home"), ACPCLI_KEEP_ALIVE="300", HOME=os.environ.get("HOME", ""))
     rows: dict[str, list[float]] = {}
     try:
-        _, out = run([*acpcli, "new", "--no-repl", "--cmd", args.cmd, "--keep-alive", "0"], env, work)
-        cold_id = out.strip()
-        rows["acpcli cold"] = [
-            run([*acpcli, "prompt", "--session", cold_id, "--keep-alive", "0", args.prompt], env, work)[0]
-            for _ in range(args.n)
-        ]
+        rows["acpcli cold"] = []
+        for _ in range(args.n):
+            # a session of its own each time: gemini cannot continue a session twice from new
+            # processes (it forgets what a reloaded session did once its process ends)
+            _, out = run([*acpcli, "new", "--no-repl", "--cmd", args.cmd, "--keep-alive", "0"], env, work)
+            cold_id = out.strip()
+            rows["acpcli cold"].append(
+                run([*acpcli, "prompt", "--session", cold_id, "--keep-alive", "0", args.prompt], env, work)[0]
+            )
         _, out = run([*acpcli, "new", "--no-repl", "--cmd", args.cmd], env, work)
         warm_id = out.strip()
         run([*acpcli, "prompt", "--session", warm_id, args.prompt], env, work)
