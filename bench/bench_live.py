@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             f" {cpu[name] * 1000:8.0f}ms"
         )
     warm_ratio = median["warm prompt"] / median["--help"]
-    print(f"warm prompt / --help: {warm_ratio:.2f}x (target <= {WARM_BUDGET}x)")
+    verdict = "PASS" if warm_ratio <= WARM_BUDGET else "MISS"
+    print(f"warm prompt / --help: {warm_ratio:.2f}x (target <= {WARM_BUDGET}x): {verdict}")
     print(f"cold prompt / warm prompt: {median['cold prompt'] / median['warm prompt']:.2f}x")
     print(f"cpu: warm prompt / --help: {cpu['warm prompt'] / cpu['--help']:.2f}x (a figure a busy machine moves less)")
     if args.check and warm_ratio > WARM_BUDGET:
