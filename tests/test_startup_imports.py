@@ -236,3 +236,23 @@ def test_plain_coercion_covers_only_what_it_knows() -> None:
     for flags in ({"exists": True}, {"writable": True}, {"resolve_path": True}, {"allow_dash": True}):
         assert plain(Path, **flags) is None, flags
     assert plain(str, parser=str.upper) is None
+
+
+def test_a_warm_prompt_imports_no_event_loop(python_exe: str, acpcli_home) -> None:
+    # A prompt on a live session only talks to its host: a blocking socket, no asyncio nor
+    # anyio (their import costs more than the rest of the warm round trip), no agent plumbing.
+    import os
+
+    env = {**os.environ, "ACPCLI_KEEP_ALIVE": "60"}
+    agent = f"{python_exe} -m acpcli.demo_agent --delay 0"
+    made = subprocess.run(
+        [python_exe, "-m", "acpcli", "new", "--no-repl", "--cmd", agent], env=env, capture_output=True, text=True,
+        timeout=60, check=True,
+    )
+    session = made.stdout.strip()
+    try:
+        action = RUN_COMMAND.format(argv=["prompt", "--session", session, "--keep-alive", "60", "status"])
+        heavy = (*COMMAND_FORBIDDEN, "rich", "asyncio", "anyio", "acpcli.connection", "acpcli.session.link")
+        assert offending(action, forbidden=heavy) == []
+    finally:
+        subprocess.run([python_exe, "-m", "acpcli", "stop", "--all"], env=env, capture_output=True, timeout=60, check=False)

@@ -10,33 +10,19 @@ check the peer's credentials (``SO_PEERCRED``) on every connection.
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-import struct
 from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-#: The longest message line either side accepts (a prompt, a replayed turn's update).
-MAX_LINE = 64 * 1024 * 1024
-
-
-class ChannelClosed(Exception):
-    """The other side went away (or sent what is not a message)."""
+from acpcli.host.messages import MAX_LINE, ChannelClosed, decoded, encoded, uid_of
 
 
 def peer_uid(stream: SocketStream) -> int | None:
     """The user id of the process at the other end (None where the platform cannot say)."""
-    raw = stream.extra(SocketAttribute.raw_socket)
-    peercred = getattr(socket, "SO_PEERCRED", None)
-    if peercred is None:
-        getpeereid = getattr(raw, "getpeereid", None)
-        return int(getpeereid()[1]) if getpeereid is not None else None
-    _pid, uid, _gid = struct.unpack("3i", raw.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i")))
-    return uid
+    return uid_of(stream.extra(SocketAttribute.raw_socket))
 
 
 def same_user(stream: SocketStream) -> bool:
@@ -53,10 +39,10 @@ class Channel:
         self._lock = anyio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        data = encoded(message)
         async with self._lock:  # whole lines, whoever sends
             try:
-                await self.stream.send(data + b"\n")
+                await self.stream.send(data)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as err:
                 raise ChannelClosed(str(err)) from None
 
@@ -67,13 +53,7 @@ class Channel:
             raise ChannelClosed(type(err).__name__) from None
         except anyio.DelimiterNotFound:
             raise ChannelClosed("a message over the size limit") from None
-        try:
-            message = json.loads(line)
-        except ValueError:
-            raise ChannelClosed("not a message") from None
-        if not isinstance(message, dict) or not isinstance(message.get("t"), str):
-            raise ChannelClosed("not a message")
-        return message
+        return decoded(line)
 
     async def aclose(self) -> None:
         await self.stream.aclose()

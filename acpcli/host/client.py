@@ -18,11 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from acpcli.errors import HostLost, HostReported, Interrupted, TurnEnded
 from acpcli.host import address
-from acpcli.host.channel import Channel, ChannelClosed, connect
+from acpcli.host.messages import BlockingChannel, ChannelClosed, connect_blocking
 from acpcli.session.records import LOCAL
 
 if TYPE_CHECKING:
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
     from acpcli.persistence import SessionRecord
     from acpcli.session.context import Run
     from acpcli.session.inputs import Options
-    from acpcli.session.live import LiveSession
+    from acpcli.store import Store
 
 #: How long a started host may take to link the agent and attach the session, beyond the
 #: setup steps' own timeout (spawning, initialize, resume or load each get that timeout).
@@ -71,29 +69,26 @@ def spec_for(
     }
 
 
-async def open_host(session_id: str, make_spec: Callable[[], dict[str, Any]], *, say: Any = None) -> Channel:
+def open_host(session_id: str, make_spec: Callable[[], dict[str, Any]], *, say: Any = None) -> BlockingChannel:
     """A channel to ``session_id``'s host, started from ``make_spec()`` if none is running
-    (the spec is made only then: it checks the command line's session options)."""
+    (the spec is made only then: it checks the command line's session options). Two commands
+    racing to start one end up with one: the second waits on the first's start, then finds it."""
     path = str(address.socket_path(session_id))
     try:
-        return await connect(path)
+        return connect_blocking(path)
     except OSError:
         pass
     spec = make_spec()
-    return await anyio.to_thread.run_sync(_start_and_connect, session_id, path, spec, say, abandon_on_cancel=True)
-
-
-def _start_and_connect(session_id: str, path: str, spec: dict[str, Any], say: Any) -> Channel:
-    with address.starting(session_id):  # a racing command waits here, then finds our host
+    with address.starting(session_id):
         try:
-            return anyio.from_thread.run(connect, path)
+            return connect_blocking(path)
         except OSError:
             pass
         answer = start_host(spec, say=say)
         if answer.get("t") == "error":
             raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
         try:
-            return anyio.from_thread.run(connect, path)
+            return connect_blocking(path)
         except OSError as err:
             raise HostLost(f"the session host started but cannot be reached: {err}") from None
 
@@ -196,7 +191,25 @@ def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) ->
     return int(ExitCode.OK)
 
 
-def apply_event(live: LiveSession, kind: str, payload: str) -> None:
+class Mirror:
+    """This command's own copy of the session as its turn arrives from the host: a store and
+    the view it feeds (the part of :class:`~acpcli.session.live.LiveSession` a command that
+    only watches needs; views read ``store`` and ``session_id``)."""
+
+    def __init__(self, session_id: str, store: Store, sink: Any = None) -> None:
+        self.session_id = session_id
+        self.store = store
+        self.sink = sink
+
+    def feed(self, update: Any, frame_text: str | None = None, *, local: bool = False) -> None:
+        if not isinstance(update, dict):
+            return
+        change = self.store.apply(update)
+        if change is not None and self.sink is not None:
+            self.sink.on_change(self, change)
+
+
+def apply_event(live: Any, kind: str, payload: str) -> None:
     """One update as the host stored it, applied to this command's own session mirror (so
     its view draws it); acpcli's own records but :data:`LOCAL` are bookkeeping."""
     if kind.startswith("acpcli/") and kind != LOCAL:
@@ -230,10 +243,8 @@ def prompt(
     from acpcli.errors import ExitCode
     from acpcli.session.agent import AgentChoice
     from acpcli.session.policy import decider_for
-    from acpcli.supervise import Supervisor
 
     session_id = record.id
-    supervisor = run.supervisor = Supervisor()
     decider = decider_for(run, AgentChoice(record.agent, list(record.argv)))
 
     def make_spec() -> dict[str, Any]:
@@ -242,149 +253,158 @@ def prompt(
         for_prompt(options, session_id, False)  # the options checked here, as without a host
         return spec_for(session_id, options, decider.policy, run, keep_alive)
 
-    async def main() -> int:
-        from acpcli.render import make_view
-        from acpcli.session.live import LiveSession
-        from acpcli.store import Store
+    from acpcli.render import make_view
+    from acpcli.store import Store
 
-        channel = await open_host(session_id, make_spec, say=run.say)
-        view = make_view(run.env, format=output_format, quiet=quiet)
-        live = LiveSession(session_id, Store(), sink=view)
+    channel = open_host(session_id, make_spec, say=run.say)
+    view = make_view(run.env, format=output_format, quiet=quiet)
+    mirror = Mirror(session_id, Store(), sink=view)
+    try:
+        channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
+        channel.send({"t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait})
+        stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
+    finally:
         try:
-            await channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
-            await channel.send(
-                {"t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait}
-            )
-            stop, interrupted, timed_out = await _follow(channel, live, view, decider, run)
-        finally:
             view.close()
-            with anyio.CancelScope(shield=True):
-                await channel.aclose()
-        if timed_out:
-            from acpcli.session.run import turn_timed_out
+        finally:
+            channel.close()  # a turn still running is cancelled by the host: its client left
+    if timed_out:
+        from acpcli.session.run import turn_timed_out
 
-            raise turn_timed_out(run.timeout, session_id, answered=stop == "cancelled")
-        if stop == "cancelled" and interrupted:
-            raise Interrupted()
-        if stop != "end_turn":
-            ended = TurnEnded(stop)
-            if stop == "cancelled" and run.refusals is not None and run.refusals.count:
-                from acpcli.session.run import refused_hint
+        raise turn_timed_out(run.timeout, session_id, answered=stop == "cancelled")
+    if stop == "cancelled" and interrupted:
+        raise Interrupted()
+    if stop != "end_turn":
+        ended = TurnEnded(stop)
+        if stop == "cancelled" and run.refusals is not None and run.refusals.count:
+            from acpcli.session.run import refused_hint
 
-                ended.hint = refused_hint(run.refusals)
-            raise ended
-        return int(ExitCode.OK)
-
-    return anyio.run(supervisor.run, main)
+            ended.hint = refused_hint(run.refusals)
+        raise ended
+    return int(ExitCode.OK)
 
 
 #: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.
 _TIMEOUT_GRACE = 3.0
+#: How often the loop looks at signals, the deadline and the view's clock while waiting.
+_TICK = 0.1
 
 
-async def _follow(
-    channel: Channel, live: LiveSession, view: Any, decider: Any, run: Run
-) -> tuple[str, bool, bool]:
+def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, run: Run) -> tuple[str, bool, bool]:
     """Read the host's messages until this command's turn ends: its stop reason, whether it
     was interrupted here, whether it outlasted ``--timeout``. Ctrl-C cancels it (a second one
-    leaves, and the host cancels the turn of a client that left); ``--timeout`` cancels it
-    when it has run that long (and the host stops an agent that ignores the cancel)."""
+    within 3 s leaves: the host cancels the turn of a client that left); ``--timeout`` cancels
+    it when it has run that long (and the host stops an agent that ignores the cancel);
+    SIGTERM and SIGHUP leave as the command would without a host (exit 143, 129)."""
     import signal
     import time
 
-    result: list[tuple[str, bool, bool]] = []
-    interrupted = False
-    timed_out = False
-    turn_started = anyio.Event()
-    async with anyio.create_task_group() as tg:
+    from acpcli.errors import Terminated
 
-        async def read() -> None:
-            started = False
-            while True:
-                try:
-                    message = await channel.receive()
-                except ChannelClosed:
-                    raise HostLost(
-                        "the session host went away" + (" mid-turn" if started else ""),
-                        hint="what arrived before is stored (acpcli show); the next command starts a new host",
-                    ) from None
-                kind = message["t"]
-                if kind == "u":
-                    apply_event(live, str(message.get("k")), str(message.get("p")))
-                elif kind == "queued":
-                    ahead = message.get("ahead") or 0
-                    if ahead:
-                        turns = "turn" if ahead == 1 else "turns"
-                        run.say(f"acpcli: waiting behind {ahead} {turns} on this session (Ctrl-C withdraws the prompt)")
-                elif kind == "start":
-                    started = True
-                    turn_started.set()
-                    title = message.get("title")
-                    if isinstance(title, str):  # the session's, from before this turn: not drawn
-                        live.store.apply({"sessionUpdate": "session_info_update", "title": title})
-                    view.begin_turn(live.store)
-                elif kind == "ask":
-                    tg.start_soon(_answer, channel, decider, live, message)
-                elif kind == "note":
-                    run.say(str(message.get("text")))
-                elif kind == "end":
-                    stop = message.get("stop")
-                    stop = stop if isinstance(stop, str) else "end_turn"
-                    view.turn_ended(stop)
-                    result.append((stop, bool(message.get("interrupted")) or interrupted, timed_out))
-                    tg.cancel_scope.cancel()
-                    return
-                elif kind == "withdrawn":
-                    raise Interrupted("withdrawn")
-                elif kind == "error":
-                    if timed_out:  # the agent ignored the cancel and was stopped
-                        view.turn_ended(None)
-                        result.append(("cancelled", False, True))
-                        tg.cancel_scope.cancel()
-                        return
-                    raise HostReported(
-                        str(message.get("message")), int(message.get("exit") or 1), hint=message.get("hint")
-                    )
+    presses: list[float] = []
 
-        async def deadline() -> None:
-            nonlocal timed_out
-            await turn_started.wait()
-            await anyio.sleep(limit or 0)
-            timed_out = True
-            await channel.send({"t": "cancel", "kill_after": _TIMEOUT_GRACE})
+    def on_interrupt(signum: int, frame: Any) -> None:
+        presses.append(time.monotonic())
 
-        async def interrupts() -> None:
-            nonlocal interrupted
-            last = 0.0
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    now = time.monotonic()
-                    if last and now - last < 3.0:
-                        raise Interrupted()  # leaving: the host cancels the turn of a client that left
-                    last = now
-                    interrupted = True
-                    run.env.note("cancelling… (press Ctrl-C again to leave at once)", style="yellow")
-                    await channel.send({"t": "cancel"})
+    def on_stop(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
 
-        tg.start_soon(read)
-        tg.start_soon(interrupts)
-        limit = run.timeout
-        if limit:
-            tg.start_soon(deadline)
-    return result[0]
-
-
-async def _answer(channel: Channel, decider: Any, live: LiveSession, message: dict[str, Any]) -> None:
-    params = message.get("params")
-    result = await decider(live, params) if isinstance(params, dict) else None
+    previous = {sig: signal.signal(sig, handler) for sig, handler in (
+        (signal.SIGINT, on_interrupt), (signal.SIGTERM, on_stop), (signal.SIGHUP, on_stop),
+    )}
+    interrupted = timed_out = started = False
+    deadline: float | None = None
+    handled = 0
+    tick = getattr(view, "tick", None)
     try:
-        await channel.send({"t": "answer", "id": message.get("id"), "result": result})
-    except ChannelClosed:
-        pass
+        while True:
+            while handled < len(presses):  # Ctrl-C, in the loop rather than in the handler
+                handled += 1
+                if handled > 1 and presses[handled - 1] - presses[handled - 2] < 3.0:
+                    raise Interrupted()  # leaving: the host cancels the turn of a client that left
+                interrupted = True
+                run.env.note("cancelling… (press Ctrl-C again to leave at once)", style="yellow")
+                channel.send({"t": "cancel"})
+            if deadline is not None and not timed_out and time.monotonic() >= deadline:
+                timed_out = True
+                channel.send({"t": "cancel", "kill_after": _TIMEOUT_GRACE})
+            try:
+                message = channel.receive(timeout=_TICK)
+            except ChannelClosed:
+                raise HostLost(
+                    "the session host went away" + (" mid-turn" if started else ""),
+                    hint="what arrived before is stored (acpcli show); the next command starts a new host",
+                ) from None
+            if message is None:
+                if started and tick is not None:
+                    tick()
+                continue
+            kind = message["t"]
+            if kind == "u":
+                apply_event(mirror, str(message.get("k")), str(message.get("p")))
+            elif kind == "queued":
+                ahead = message.get("ahead") or 0
+                if ahead:
+                    turns = "turn" if ahead == 1 else "turns"
+                    run.say(f"acpcli: waiting behind {ahead} {turns} on this session (Ctrl-C withdraws the prompt)")
+            elif kind == "start":
+                started = True
+                if run.timeout:
+                    deadline = time.monotonic() + run.timeout
+                title = message.get("title")
+                if isinstance(title, str):  # the session's, from before this turn: not drawn
+                    mirror.store.apply({"sessionUpdate": "session_info_update", "title": title})
+                view.begin_turn(mirror.store)
+            elif kind == "ask":
+                params = message.get("params")
+                result = _decide(decider, mirror, params) if isinstance(params, dict) else None
+                channel.send({"t": "answer", "id": message.get("id"), "result": result})
+            elif kind == "note":
+                run.say(str(message.get("text")))
+            elif kind == "end":
+                stop = message.get("stop")
+                stop = stop if isinstance(stop, str) else "end_turn"
+                view.turn_ended(stop)
+                return stop, bool(message.get("interrupted")) or interrupted, timed_out
+            elif kind == "withdrawn":
+                raise Interrupted("withdrawn")
+            elif kind == "error":
+                if timed_out:  # the agent ignored the cancel and was stopped
+                    view.turn_ended(None)
+                    return "cancelled", False, True
+                raise HostReported(str(message.get("message")), int(message.get("exit") or 1), hint=message.get("hint"))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _decide(decider: Any, mirror: Mirror, params: dict[str, Any]) -> dict[str, Any] | None:
+    """A permission request of this command's turn, decided as without a host. A policy
+    decides at once (its coroutine never waits: it is run to its end here); a person asked
+    at this terminal (``ask``) gets the picker, which needs an event loop for its time."""
+    if getattr(decider, "policy", None) == "ask":
+        import anyio
+
+        async def ask() -> Any:
+            return await decider(mirror, params)
+
+        answer: Any = anyio.run(ask)
+        return answer if isinstance(answer, dict) else None
+    coroutine = decider(mirror, params)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value if isinstance(done.value, dict) else None
+    coroutine.close()  # a policy that waits for something: not one of ours
+    return None
 
 
 async def stop_host(session_id: str) -> bool:
     """Ask ``session_id``'s host to end; False when it was not running."""
+    import anyio
+
+    from acpcli.host.channel import connect
+
     try:
         channel = await connect(str(address.socket_path(session_id)))
     except OSError:
@@ -404,6 +424,10 @@ async def stop_host(session_id: str) -> bool:
 
 async def status(session_id: str) -> dict[str, Any] | None:
     """What ``session_id``'s host says of itself (None: not running)."""
+    import anyio
+
+    from acpcli.host.channel import connect
+
     try:
         channel = await connect(str(address.socket_path(session_id)))
     except OSError:
