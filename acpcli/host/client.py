@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acpcli.errors import HostLost, HostReported, Interrupted, TurnEnded
+from acpcli.errors import HostLost, HostReported, Interrupted
 from acpcli.host import address
 from acpcli.host.messages import BlockingChannel, ChannelClosed, connect_blocking
 from acpcli.session.records import LOCAL
@@ -240,7 +240,6 @@ def prompt(
     keep_alive: float,
 ) -> int:
     """One turn on the live session ``record`` (see the module docstring)."""
-    from acpcli.errors import ExitCode
     from acpcli.session.agent import AgentChoice
     from acpcli.session.policy import decider_for
 
@@ -268,20 +267,9 @@ def prompt(
             view.close()
         finally:
             channel.close()  # a turn still running is cancelled by the host: its client left
-    if timed_out:
-        from acpcli.session.run import turn_timed_out
+    from acpcli.session.outcome import turn_exit
 
-        raise turn_timed_out(run.timeout, session_id, answered=stop == "cancelled")
-    if stop == "cancelled" and interrupted:
-        raise Interrupted()
-    if stop != "end_turn":
-        ended = TurnEnded(stop)
-        if stop == "cancelled" and run.refusals is not None and run.refusals.count:
-            from acpcli.session.run import refused_hint
-
-            ended.hint = refused_hint(run.refusals)
-        raise ended
-    return int(ExitCode.OK)
+    return turn_exit(stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled")
 
 
 #: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.

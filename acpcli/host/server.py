@@ -336,6 +336,7 @@ class Host:
         from acpcli.safestore import open_index
         from acpcli.session.attach import attach
         from acpcli.session.inputs import Options, for_prompt
+        from acpcli.session.run import continued_by
         from acpcli.supervise import Supervisor
 
         options = Options(**_options(self.spec.get("options") or {}))
@@ -351,17 +352,9 @@ class Host:
                 async with self._link(inputs, run) as link:
                     supervisor.link = link
                     self.link = link
-                    if making:
-                        command = "new"
-                    elif link.features.resume:
-                        command = "resume"
-                    elif link.features.load:
-                        command = "load"
-                    else:
-                        raise CapabilityMissing(
-                            f"{link.features.display_name} can neither resume nor load a session",
-                            hint="run with --keep-alive 0, or start a new session",
-                        )
+                    command = "new" if making else continued_by(
+                        link.features, hint="run with --keep-alive 0, or start a new session"
+                    )
                     claimed = None
                     if not making:  # a replay is written by one writer, as `load` writes it
                         claimed = await self._claim(self.session_id, wait=True, notice=lambda line: log.info("%s", line))

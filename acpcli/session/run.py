@@ -22,13 +22,13 @@ from acpcli.safe_text import shown_id
 from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stderr_log, env_extra
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
+from acpcli.session.outcome import turn_exit
 from acpcli.session.policy import decider_for
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from acpcli.client_side import Refusals
-    from acpcli.errors import StepTimeout
+    from acpcli.negotiate import AgentFeatures
     from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.safestore import SafeIndex
@@ -455,7 +455,6 @@ def prompt(
     reason."""
     import anyio
 
-    from acpcli.errors import CapabilityMissing, ExitCode, Interrupted, TurnEnded
     from acpcli.supervise import Supervisor, output_error
 
     supervisor = run.supervisor = Supervisor()
@@ -490,17 +489,7 @@ def prompt(
                 index.get(session_id)  # SessionNotFound: `sessions rm` deleted it while we waited
             async with _link(inputs, run) as link:
                 supervisor.link = link
-                if session_id is None:
-                    command = "new"
-                elif link.features.resume:
-                    command = "resume"
-                elif link.features.load:
-                    command = "load"
-                else:
-                    raise CapabilityMissing(
-                        f"{link.features.display_name} can neither resume nor load a session",
-                        hint="drop --session to start a new one",
-                    )
+                command = "new" if session_id is None else continued_by(link.features, hint="drop --session to start a new one")
                 # Mentions are checked before the session is touched: a bad one costs nothing.
                 blocks = build_prompt(
                     text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
@@ -525,16 +514,10 @@ def prompt(
                 view.turn_ended(stop)
                 writer.flush()
                 after_turn(index, live)
-                if live.timed_out:
-                    raise turn_timed_out(run.timeout, live.session_id, answered=live.timed_out == "cancelled")
-                if stop == "cancelled" and live.interrupted:
-                    raise Interrupted()  # our Ctrl-C cancelled it: exit 130, as shells expect
-                if stop != "end_turn":
-                    ended = TurnEnded(stop)
-                    if stop == "cancelled" and run.refusals is not None and run.refusals.count:
-                        ended.hint = refused_hint(run.refusals)
-                    raise ended
-                return int(ExitCode.OK)
+                return turn_exit(
+                    stop, run, live.session_id, interrupted=live.interrupted,
+                    timed_out=bool(live.timed_out), answered=live.timed_out == "cancelled",
+                )
         finally:
             supervisor.link = None
             failing = sys.exc_info()[1]
@@ -556,25 +539,19 @@ def prompt(
             lock.release()  # after _put_away: the turn is in the event log
 
 
-def turn_timed_out(seconds: float | None, session_id: str, *, answered: bool) -> StepTimeout:
-    """The one line of a turn that outlasted ``--timeout`` (exit 15)."""
-    from acpcli.errors import StepTimeout
-    from acpcli.safe_text import safe_line
+def continued_by(features: AgentFeatures, *, hint: str) -> str:
+    """How a recorded session is continued with this agent: ``resume`` when it offers that,
+    else ``load``; an agent with neither is :class:`CapabilityMissing` (with ``hint``)."""
+    from acpcli.errors import CapabilityMissing
 
-    how = "cancelled" if answered else "the agent did not answer the cancel and was stopped"
-    return StepTimeout(
-        f"the turn outlasted --timeout {seconds or 0:g} s: {how}; what arrived is kept "
-        f"(acpcli show {safe_line(session_id)})"
-    )
+    if features.resume:
+        return "resume"
+    if features.load:
+        return "load"
+    raise CapabilityMissing(f"{features.display_name} can neither resume nor load a session", hint=hint)
+
 
 
 def _stdout_name(run: Run) -> str:
     name = getattr(run.env.stdout, "name", None)
     return name if isinstance(name, str) and not name.startswith("<") else "standard output"
-
-
-def refused_hint(refusals: Refusals) -> str:
-    """The hint for a turn the agent cancelled after the policy refused something."""
-    n = refusals.count
-    what = "a request" if n == 1 else f"{n} requests"
-    return f"acpcli refused {what} of the agent (see above), which may be why it stopped: {refusals.change}"
