@@ -283,6 +283,7 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy:
         if answer.strip().lower() not in ("y", "yes"):
             env.note("nothing deleted")
             return int(ExitCode.OK)
+    _stop_idle_hosts(env, records)
     deleted = repaired_search(
         env,
         index,
@@ -293,6 +294,26 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy:
     if len(deleted) < len(records):
         env.note(f"kept {_count(records[len(deleted):])} with a turn running in another acpcli")
     return int(ExitCode.OK)
+
+
+def _stop_idle_hosts(env: Environment, records: list[SessionRecord]) -> None:
+    """A session about to be deleted is not kept live: its host is stopped first (its agent
+    with it), when it is idle. A host running a turn holds the session's writer lock, so the
+    delete refuses that session (exit 18) and the turn goes on."""
+    live = _live_ids() & {rec.id for rec in records}
+    if not live:
+        return
+    import anyio
+
+    from acpcli.cli.live import stop_quietly
+    from acpcli.host.client import status
+
+    for session_id in sorted(live):
+        said = anyio.run(status, session_id)
+        if said is not None and not said.get("busy"):
+            pid = stop_quietly(session_id)
+            if pid is not None:
+                env.note(f"stopped the live session's host (pid {pid}) of {shown_id(session_id)}")
 
 
 def repaired_search(

@@ -115,6 +115,22 @@ def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
     return int(ExitCode.OK)
 
 
+def stop_quietly(session_id: str) -> int | None:
+    """Stop ``session_id``'s host, if one runs, and wait for it to be gone; its pid (None:
+    there was none)."""
+    import anyio
+
+    from acpcli.host import address
+    from acpcli.host.client import stop_host
+
+    info = address.holder(address.lock_path(session_id))
+    if info is None:
+        return None
+    anyio.run(stop_host, session_id)
+    _wait_gone(info)
+    return info.pid
+
+
 def _resolve(session_id: str) -> str:
     """A recorded session's full id (the index resolves unique prefixes); an id the index
     does not hold is still tried (a host may hold it)."""

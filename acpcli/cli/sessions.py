@@ -221,7 +221,8 @@ def close(
     log_file: LogFile = None,
     timeout: Timeout = None,
 ) -> None:
-    """Close a session on the agent (resuming it first when needed) and mark it closed.
+    """Close a session on the agent (resuming it first when needed) and mark it closed. A live
+    session's host is stopped first.
 
     Needs an agent that supports closing. What the agent answered is reported on stderr.
     Marking it closed waits up to ACPCLI_LOCK_WAIT seconds (default 15) for another
@@ -231,7 +232,26 @@ def close(
     from acpcli.session.inputs import Options
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
-    raise typer.Exit(run.close(session_id, options, _run(True, timeout=timeout)))
+    the_run = _run(True, timeout=timeout)
+    _stop_host_of(session_id, the_run)
+    raise typer.Exit(run.close(session_id, options, the_run))
+
+
+def _stop_host_of(session_id: str, the_run: Run) -> None:
+    """A live session is closed with its host stopped first (a turn it runs is cancelled):
+    closing is the end of the conversation, and the agent is then asked by this command."""
+    from acpcli.errors import SessionNotFound
+    from acpcli.session.inputs import lookup
+
+    try:
+        full_id = lookup(session_id).id
+    except SessionNotFound:
+        return  # run.close says so
+    from acpcli.cli.live import stop_quietly
+
+    pid = stop_quietly(full_id)
+    if pid is not None:
+        the_run.say(f"acpcli: stopped the live session's host (pid {pid})")
 
 
 @app.command()

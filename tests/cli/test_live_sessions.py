@@ -461,3 +461,19 @@ def test_sessions_json_says_which_sessions_are_live(hosts: Cli) -> None:
     cold_id = cli.new(cli.trace.demo_cmd(protocol=1))
     flags = {row["id"]: row["live"] for row in cli.index()}
     assert flags == {live_id: True, cold_id: False}
+
+
+def test_rm_and_close_of_a_live_session_stop_its_host_first(hosts: Cli) -> None:
+    cli = hosts
+    doomed = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    closing = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    rows = {row["id"]: row for row in live_rows(cli)}
+    removed = cli.ok("sessions", "rm", doomed, "--yes")
+    assert "stopped the live session's host" in removed.stderr
+    assert not running(int(rows[doomed]["pid"])) and not running(int(rows[doomed]["agent_pid"]))  # type: ignore[arg-type]
+    closed = cli.ok("close", closing)
+    assert "stopped the live session's host" in closed.stderr
+    assert not running(int(rows[closing]["pid"]))  # type: ignore[arg-type]
+    assert live_rows(cli) == []
+    (record,) = cli.index()
+    assert record["id"] == closing and record["state"] == "closed"
