@@ -183,6 +183,8 @@ class Host:
                     await self._converse(client)
                 except ChannelClosed:
                     pass
+                except Exception:  # a client that says what it should not is dropped, never the host
+                    log.exception("dropping a client whose message could not be handled")
                 client.gone.set()
         except ChannelClosed:
             pass
@@ -232,7 +234,8 @@ class Host:
                 kill_after = message.get("kill_after")
                 await self._cancel_for(client, kill_after if isinstance(kill_after, (int, float)) else None)
             elif kind == "answer":
-                waiting = self._asks.get(message.get("id"))  # type: ignore[arg-type]
+                ask_id = message.get("id")
+                waiting = self._asks.get(ask_id) if isinstance(ask_id, int) else None
                 if waiting is not None and waiting[2] is client:
                     waiting[1].append(message.get("result"))
                     waiting[0].set()

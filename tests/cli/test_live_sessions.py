@@ -477,3 +477,25 @@ def test_rm_and_close_of_a_live_session_stop_its_host_first(hosts: Cli) -> None:
     assert live_rows(cli) == []
     (record,) = cli.index()
     assert record["id"] == closing and record["state"] == "closed"
+
+
+def test_a_client_that_sends_nonsense_is_dropped_and_the_host_stays(hosts: Cli) -> None:
+    import socket
+
+    from acpcli.host.address import socket_path
+
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    for junk in (b"not json\n", b'{"t": "hello"}\n{"t": "answer", "id": {"x": 1}}\n', b"[1, 2]\n", b"\xff\xfe\n"):
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(str(socket_path(sid)))
+            sock.sendall(junk)
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(10)
+            try:
+                while sock.recv(65536):
+                    pass
+            except OSError:
+                pass
+    assert "still here" in cli.ok("prompt", "--session", sid, "still here", env=LIVE).stdout
+    assert len(live_rows(cli)) == 1
