@@ -128,7 +128,19 @@ def prompt(
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
         run.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
-        if record is not None and live_seconds:
+        if record is None and live_seconds and inputs is not None:
+            # a new session with --keep-alive: made by a host, which keeps it for the next prompt
+            from acpcli.host import client
+            from acpcli.safe_text import shown_id
+            from acpcli.session.inputs import lookup
+
+            made = client.hosted_session(options, run, agent=inputs.agent, keep_alive=live_seconds)
+            run.env.note(f"session {shown_id(made)}", style="dim")
+            code = client.prompt(
+                lookup(made), options, run, the_text, output_format=output_format, quiet=quiet, settings=wanted,
+                keep_alive=live_seconds,
+            )
+        elif record is not None and live_seconds:
             from acpcli.host import client
 
             code = client.prompt(

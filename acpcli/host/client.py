@@ -180,15 +180,22 @@ def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) ->
     agent for the prompts that follow; its id is printed as without a host."""
     from acpcli.errors import ExitCode
     from acpcli.safe_text import safe_line
+
+    session_id = hosted_session(options, run, agent=agent, keep_alive=keep_alive)
+    run.env.stdout.write(safe_line(session_id) + "\n")
+    run.env.stdout.flush()
+    return int(ExitCode.OK)
+
+
+def hosted_session(options: Options, run: Run, *, agent: Any, keep_alive: float) -> str:
+    """A new session made by a host of its own, which keeps the agent; the session's id."""
     from acpcli.session.policy import decider_for
 
     policy = decider_for(run, agent).policy
     answer = start_host(spec_for(None, options, policy, run, keep_alive))
     if answer.get("t") != "ready" or not isinstance(answer.get("session"), str):
         raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
-    run.env.stdout.write(safe_line(answer["session"]) + "\n")
-    run.env.stdout.flush()
-    return int(ExitCode.OK)
+    return str(answer["session"])
 
 
 class Mirror:

@@ -499,3 +499,14 @@ def test_a_client_that_sends_nonsense_is_dropped_and_the_host_stays(hosts: Cli) 
                 pass
     assert "still here" in cli.ok("prompt", "--session", sid, "still here", env=LIVE).stdout
     assert len(live_rows(cli)) == 1
+
+
+def test_a_one_shot_prompt_with_keep_alive_leaves_its_new_session_live(hosts: Cli) -> None:
+    cli = hosts
+    first = cli.ok("prompt", "--cmd", cli.trace.demo_cmd(protocol=1), "--keep-alive", "60", "first of many")
+    assert "first of many" in first.stdout
+    (row,) = live_rows(cli)
+    assert f"session {row['id']}" in first.stderr
+    again = cli.ok("prompt", "--last", "second of many", env=LIVE)
+    assert "second of many" in again.stdout
+    assert cli.trace.pids() == [row["agent_pid"]]  # one agent for both prompts
