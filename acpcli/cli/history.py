@@ -303,17 +303,15 @@ def _stop_idle_hosts(env: Environment, records: list[SessionRecord]) -> None:
     live = _live_ids() & {rec.id for rec in records}
     if not live:
         return
-    import anyio
-
     from acpcli.cli.live import stop_quietly
     from acpcli.host.client import status
 
     for session_id in sorted(live):
-        said = anyio.run(status, session_id)
+        said = status(session_id)
         if said is not None and not said.get("busy"):
-            pid = stop_quietly(session_id)
-            if pid is not None:
-                env.note(f"stopped the live session's host (pid {pid}) of {shown_id(session_id)}")
+            stopped = stop_quietly(session_id)
+            if stopped is not None:
+                env.note(f"stopped the live session's host (pid {stopped[0]}) of {shown_id(session_id)}")
 
 
 def repaired_search(

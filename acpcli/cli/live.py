@@ -84,11 +84,8 @@ def attach_to(session_id: str, permissions: str | None) -> int:
 
 
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
-    import anyio
-
     from acpcli.errors import ExitCode, UsageError
     from acpcli.host import address
-    from acpcli.host.client import stop_host
     from acpcli.safe_text import safe_line
 
     if all_hosts and session_ids:
@@ -102,33 +99,29 @@ def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
     else:
         ids = [_resolve(sid) for sid in session_ids]
     for sid in ids:
-        info = address.holder(address.lock_path(sid))
-        if info is None:
+        stopped = stop_quietly(sid)
+        if stopped is None:
             typer.echo(f"{safe_line(sid)}: not live (no host)", err=True)
             continue
-        anyio.run(stop_host, sid)
-        if _wait_gone(info):
-            typer.echo(f"stopped {safe_line(sid)} (host pid {info.pid})", err=True)
-        else:
-            typer.echo(f"{safe_line(sid)}: the host (pid {info.pid}) did not stop", err=True)
+        pid, gone = stopped
+        if not gone:
+            typer.echo(f"{safe_line(sid)}: the host (pid {pid}) did not stop", err=True)
             return int(ExitCode.FAILURE)
+        typer.echo(f"stopped {safe_line(sid)} (host pid {pid})", err=True)
     return int(ExitCode.OK)
 
 
-def stop_quietly(session_id: str) -> int | None:
-    """Stop ``session_id``'s host, if one runs, and wait for it to be gone; its pid (None:
-    there was none)."""
-    import anyio
-
+def stop_quietly(session_id: str) -> tuple[int, bool] | None:
+    """Stop ``session_id``'s host, if one runs, and wait for it to be gone (SIGTERM past half
+    the wait): its pid and whether it is gone (None: there was no host)."""
     from acpcli.host import address
     from acpcli.host.client import stop_host
 
     info = address.holder(address.lock_path(session_id))
     if info is None:
         return None
-    anyio.run(stop_host, session_id)
-    _wait_gone(info)
-    return info.pid
+    stop_host(session_id)
+    return info.pid, _wait_gone(info)
 
 
 def _resolve(session_id: str) -> str:
@@ -171,8 +164,6 @@ def list_live(*, as_json: bool) -> int:
     """``sessions --live``: one line per live session (JSON lines with ``--json``)."""
     import json
 
-    import anyio
-
     from acpcli.errors import ExitCode
     from acpcli.host import address
     from acpcli.host.client import status
@@ -180,7 +171,7 @@ def list_live(*, as_json: bool) -> int:
 
     rows = []
     for info in address.hosts():
-        said = anyio.run(status, info.session_id) or {}
+        said = status(info.session_id) or {}
         rows.append({
             "id": info.session_id,
             "live": True,

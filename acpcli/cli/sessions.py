@@ -249,9 +249,9 @@ def _stop_host_of(session_id: str, the_run: Run) -> None:
         return  # run.close says so
     from acpcli.cli.live import stop_quietly
 
-    pid = stop_quietly(full_id)
-    if pid is not None:
-        the_run.say(f"acpcli: stopped the live session's host (pid {pid})")
+    stopped = stop_quietly(full_id)
+    if stopped is not None:
+        the_run.say(f"acpcli: stopped the live session's host (pid {stopped[0]})")
 
 
 @app.command()

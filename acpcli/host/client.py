@@ -394,48 +394,39 @@ def _decide(decider: Any, mirror: Mirror, params: dict[str, Any]) -> dict[str, A
     return None
 
 
-async def stop_host(session_id: str) -> bool:
-    """Ask ``session_id``'s host to end; False when it was not running."""
-    import anyio
-
-    from acpcli.host.channel import connect
+def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: str) -> tuple[bool, dict[str, Any] | None]:
+    """Say ``said`` to ``session_id``'s host as a ``role`` client and wait up to 5 s for its
+    ``wanted`` message: whether a host answered the connection, and that message (None if it
+    did not come)."""
+    import time
 
     try:
-        channel = await connect(str(address.socket_path(session_id)))
+        channel = connect_blocking(str(address.socket_path(session_id)))
     except OSError:
-        return False
+        return False, None
     try:
-        await channel.send({"t": "hello", "pid": os.getpid(), "role": "stop"})
-        await channel.send({"t": "stop"})
-        with anyio.move_on_after(5):
-            while (await channel.receive())["t"] != "stopping":
-                pass
+        for message in [{"t": "hello", "pid": os.getpid(), "role": role}, *said]:
+            channel.send(message)
+        deadline = time.monotonic() + 5
+        while (left := deadline - time.monotonic()) > 0:
+            answer = channel.receive(timeout=left)
+            if answer is None:
+                break
+            if answer["t"] == wanted:
+                return True, answer
     except ChannelClosed:
         pass
     finally:
-        await channel.aclose()
-    return True
+        channel.close()
+    return True, None
 
 
-async def status(session_id: str) -> dict[str, Any] | None:
+def stop_host(session_id: str) -> bool:
+    """Ask ``session_id``'s host to end; False when it was not running."""
+    running, _ = _exchange(session_id, "stop", [{"t": "stop"}], "stopping")
+    return running
+
+
+def status(session_id: str) -> dict[str, Any] | None:
     """What ``session_id``'s host says of itself (None: not running)."""
-    import anyio
-
-    from acpcli.host.channel import connect
-
-    try:
-        channel = await connect(str(address.socket_path(session_id)))
-    except OSError:
-        return None
-    try:
-        await channel.send({"t": "hello", "pid": os.getpid(), "role": "status"})
-        with anyio.move_on_after(5):
-            while True:
-                message = await channel.receive()
-                if message["t"] == "ready":
-                    return message
-    except ChannelClosed:
-        return None
-    finally:
-        await channel.aclose()
-    return None
+    return _exchange(session_id, "status", [], "ready")[1]
