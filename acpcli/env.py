@@ -123,7 +123,7 @@ def configure_logging() -> None:
         def emit(self, record: logging.LogRecord) -> None:
             try:
                 self._emit(record)
-            except Exception:  # noqa: BLE001 - see raiseExceptions above
+            except Exception:  # noqa: BLE001 - a log line must never break the command: handleError reports it as logging does
                 self.handleError(record)
 
         def _emit(self, record: logging.LogRecord) -> None:

@@ -172,11 +172,6 @@ def protocol_of(features: AgentFeatures) -> str:
     return "2-latest" if features.reading == "v2-latest" else "2"
 
 
-def reading_for(choice: str) -> V2Reading:
-    """How a v2 answer is read under a protocol choice."""
-    return "latest" if choice == "2-latest" else "draft"
-
-
 def initialize_params(choice: ProtocolChoice, offer: ClientOffer) -> dict[str, Any]:
     """The ``initialize`` params for a protocol choice.
 

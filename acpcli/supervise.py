@@ -23,7 +23,6 @@ reaped (:func:`acpcli.procs.sweep`), whichever way it ends.
 
 from __future__ import annotations
 
-import errno
 import logging
 import signal
 from collections.abc import Awaitable, Callable
@@ -36,10 +35,6 @@ from acpcli.errors import AcpcliError, OutputError, Terminated
 log = logging.getLogger("acpcli.supervise")
 
 T = TypeVar("T")
-
-#: errnos that mean "this output cannot be written" (full disk, closed or broken stream).
-OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EROFS, errno.EACCES})
-
 
 class Supervisor:
     """See the module docstring. Set :attr:`link` and :attr:`writer` once they exist."""

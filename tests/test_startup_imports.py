@@ -1,5 +1,5 @@
 """Start-up stays light: importing acpcli and running ``acpcli --help`` import no protocol
-models, no pydantic, no rich.markdown and no prompt_toolkit (HOUSE-STYLE rule 5).
+models, no pydantic, no rich.markdown and no prompt_toolkit: the heavy modules load only when a command needs them.
 
 A completion answer (one per TAB) is held to more: no rich at all, no anyio, no agent
 plumbing, and sqlite3 only when it lists session ids.

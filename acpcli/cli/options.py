@@ -14,9 +14,6 @@ import typer
 
 from acpcli.cli import completers
 
-AGENT_PANEL = "Agent"
-SESSION_PANEL = "Session"
-
 Agent = Annotated[
     str | None,
     typer.Option(
