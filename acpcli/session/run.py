@@ -23,7 +23,7 @@ from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stde
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
 from acpcli.session.outcome import turn_exit
-from acpcli.session.policy import decider_for
+from acpcli.session.policy import decider_for, elicitor_for
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -76,7 +76,9 @@ def link_for(
 
     offer = ClientOffer()
     decider = None
+    elicit = None
     if run is not None:
+        elicit = elicitor_for(run)
         offer = ClientOffer(
             read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
         )
@@ -90,6 +92,7 @@ def link_for(
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
         decide_permission=decider,
+        elicit=elicit,
         tap=tap,
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
