@@ -42,8 +42,8 @@ def _clip(text: str, width: int) -> str:
 def _header(env: Environment, agent: str | None, request: el.Request) -> None:
     width = max(40, env.err.width)
     who = agent or "the agent"
-    kind = "a link" if isinstance(request, el.UrlPage) else "input"
-    env.err.print(f"[bold yellow]{escape(_clip(who, 60))} asks for {kind}:[/]", highlight=False)
+    what = "you to open a link" if isinstance(request, el.UrlPage) else "for input"
+    env.err.print(f"[bold yellow]{escape(_clip(who, 60))} asks {what}:[/]", highlight=False)
     for line in (request.message or "").splitlines()[:12] or [""]:
         env.err.print(f"  {escape(_clip(line, width - 4))}", highlight=False)
 
@@ -70,7 +70,7 @@ async def _link(env: Environment, page: el.UrlPage) -> dict[str, Any] | None:
     for warning in page.warnings:
         env.err.print(f"  [red]careful:[/] {escape(warning)}", highlight=False)
     labels = ["I will open it myself (accept: acpcli opens nothing)", "Decline"]
-    picked = await choose("open this link? (Esc: dismiss)", labels, default=0)
+    picked = await choose("open this link? (Esc: dismiss)", labels, default=0, erase=True)
     result = el.answer(
         {0: el.ACCEPT, 1: el.DECLINE}.get(picked, el.CANCEL) if picked is not None else el.CANCEL
     )
@@ -97,6 +97,9 @@ class _Widget:
                 prompt="› ",
                 style="class:field",
             )
+            self.control.buffer.cursor_position = len(
+                self.control.text
+            )  # typing goes after the default
         elif f.kind == el.BOOLEAN:
             self.control = Checkbox(text="yes", checked=bool(f.default))
         elif f.kind == el.CHOICE:
@@ -237,7 +240,7 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         return [
             (
                 "class:hint",
-                f" {problem}Tab/Shift-Tab: next/previous field · Space or Enter: choose · Esc: dismiss",
+                f" {problem}Tab: next field · Shift-Tab: back · Space: choose · Esc: dismiss",
             )
         ]
 
