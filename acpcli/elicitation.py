@@ -577,6 +577,18 @@ def answer_from(form: Form, given: Mapping[str, Any]) -> tuple[dict[str, Any], d
     return check_content(form, content)
 
 
+def settled(request: Request, result: Any) -> dict[str, Any]:
+    """What is sent for ``result`` (an elicitor's answer, None: dismissed): the three actions
+    only (anything else is ``cancel``), an accepted form's content held to the form once more
+    (values coerced, unknown names dropped; content that fails its form is ``decline``), an
+    accepted link without content."""
+    action = action_of(result)
+    if action == ACCEPT and isinstance(request, Form):
+        values, problems = check_content(request, result.get("content"))
+        return answer(DECLINE) if problems else answer(ACCEPT, values)
+    return answer(action)
+
+
 def answer(action: str, content: dict[str, Any] | None = None) -> dict[str, Any]:
     """The wire answer."""
     if action == ACCEPT and content is not None:

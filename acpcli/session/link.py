@@ -69,9 +69,10 @@ _CANCEL_FIRST = 5.0
 
 PermissionDecider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
-#: Answers an elicitation (:mod:`acpcli.elicitation`): the session it is scoped to (None for a
-#: request-scoped one) and the request read; the answer, or None when dismissed (``cancel``).
-Elicitor = Callable[["LiveSession | None", "Request"], Awaitable["dict[str, Any] | None"]]
+#: Answers an elicitation (:mod:`acpcli.elicitation`): the session it is scoped to (a
+#: LiveSession, a host client's mirror of one, or None for a request-scoped one) and the
+#: request read; the answer, or None when dismissed (``cancel``).
+Elicitor = Callable[[Any, "Request"], Awaitable["dict[str, Any] | None"]]
 #: The most accepted links whose ``elicitation/complete`` is still awaited.
 _OPEN_PAGES = 64
 
@@ -220,21 +221,11 @@ class Dispatcher:
             live = self.sessions.get(request.session_id)
             if live is None:
                 raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {shown_id(request.session_id)!r}")
-        result = await self._ask_elicitor(live, request)
-        if el.action_of(result) == el.ACCEPT and isinstance(request, el.Form):
-            values, problems = el.check_content(request, result.get("content"))
-            if problems:  # an elicitor's bug, never the agent's to see
-                log.warning("an elicitation answer failed its own form (%s): declined", ", ".join(problems))
-                result = el.answer(el.DECLINE)
-            else:
-                result = el.answer(el.ACCEPT, values)
-        elif el.action_of(result) == el.ACCEPT and isinstance(request, el.UrlPage):
-            result = el.answer(el.ACCEPT)
+        result = el.settled(request, await self._ask_elicitor(live, request))
+        if isinstance(request, el.UrlPage) and result["action"] == el.ACCEPT:
             self._pages[request.elicitation_id] = request.host
             while len(self._pages) > _OPEN_PAGES:
                 del self._pages[next(iter(self._pages))]
-        else:
-            result = el.answer(el.action_of(result))
         sink = getattr(live, "sink", None)
         show = getattr(sink, "elicitation", None)
         if show is not None:
