@@ -194,9 +194,13 @@ class Dispatcher:
     def _tell(self, live: LiveSession | None, line: str) -> None:
         from acpcli.client_side import release_screen
 
-        if self._say is not None:
-            release_screen(live)
-            self._say(line)
+        if self._say is None:  # no run to report to (acpcli auth): a warning on stderr
+            from acpcli import notices
+
+            notices.warn("elicitation", line.removeprefix("acpcli: ").removeprefix("warning: "))
+            return
+        release_screen(live)
+        self._say(line)
 
     async def on_elicitation(self, params: Any) -> Any:
         """``elicitation/create`` (:mod:`acpcli.elicitation`): read and bounded, asked of the

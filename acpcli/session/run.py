@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from acpcli.render import View
     from acpcli.safestore import SafeIndex
     from acpcli.session.inputs import Options, SessionInputs
-    from acpcli.session.link import AgentLink
+    from acpcli.session.link import AgentLink, Elicitor
     from acpcli.session_lock import SessionLock
     from acpcli.store import Store
     from acpcli.wiretap import Tap, WireTap
@@ -60,8 +60,12 @@ def link_for(
     log_file: Path | None = None,
     run: Run | None = None,
     timeout: float | None = None,
+    elicit: Elicitor | None = None,
 ) -> AbstractAsyncContextManager[AgentLink]:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
+
+    Without a ``run`` (``acpcli auth``), ``elicit`` answers the agent's requests for input
+    (a login's link); else the run's :func:`~acpcli.session.policy.elicitor_for` does.
 
     ``timeout`` (``--timeout``; else the run's) bounds each setup step instead of
     ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`).
@@ -76,7 +80,6 @@ def link_for(
 
     offer = ClientOffer()
     decider = None
-    elicit = None
     if run is not None:
         elicit = elicitor_for(run)
         offer = ClientOffer(
