@@ -48,14 +48,28 @@ def _header(env: Environment, agent: str | None, request: el.Request) -> None:
         env.err.print(f"  {escape(_clip(line, width - 4))}", highlight=False)
 
 
+_asking: Any = None  # the event loop -> its lock: one question on the terminal at a time
+
+
 async def ask(
     env: Environment, request: el.Request, *, agent: str | None = None
 ) -> dict[str, Any] | None:
-    """Ask the person at the terminal; the answer, or None when dismissed (``cancel``)."""
-    _header(env, agent, request)
-    if isinstance(request, el.UrlPage):
-        return await _link(env, request)
-    return await _form(env, request)
+    """Ask the person at the terminal; the answer, or None when dismissed (``cancel``). An
+    agent that asks twice at once gets its second question once the first is answered."""
+    global _asking
+    import asyncio
+    import weakref
+
+    import anyio
+
+    if _asking is None:
+        _asking = weakref.WeakKeyDictionary()
+    lock = _asking.setdefault(asyncio.get_running_loop(), anyio.Lock())
+    async with lock:
+        _header(env, agent, request)
+        if isinstance(request, el.UrlPage):
+            return await _link(env, request)
+        return await _form(env, request)
 
 
 async def _link(env: Environment, page: el.UrlPage) -> dict[str, Any] | None:
