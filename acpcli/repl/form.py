@@ -266,7 +266,7 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         [
             ScrollablePane(HSplit(rows), height=pane_height, show_scrollbar=True),
             buttons,
-            Window(FormattedTextControl(hint), height=1),
+            Window(FormattedTextControl(hint), wrap_lines=True, dont_extend_height=True),
         ]
     )
     keys = KeyBindings()
