@@ -144,6 +144,8 @@ class Form:
     #: The request as it came (for jsonl: ``requestedSchema`` with sensitive defaults masked).
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     mode: str = "form"
+    #: Who asks: the agent's name, as the connection knows it ("" when unknown).
+    agent: str = ""
 
     def field(self, name: str) -> Field | None:
         return next((f for f in self.fields if f.name == name), None)
@@ -167,6 +169,7 @@ class UrlPage:
     tool_call_id: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     mode: str = "url"
+    agent: str = ""
 
 
 Request = Form | UrlPage

@@ -355,7 +355,7 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 result = _decide(decider, mirror, params) if isinstance(params, dict) else None
                 channel.send({"t": "answer", "id": message.get("id"), "result": result})
             elif kind == "elicit":
-                channel.send({"t": "answer", "id": message.get("id"), "result": _elicit(run, mirror, view, message.get("params"))})
+                channel.send({"t": "answer", "id": message.get("id"), "result": _elicit(run, mirror, view, message.get("params"), message.get("agent"))})
             elif kind == "note":
                 run.say(str(message.get("text")))
             elif kind == "end":
@@ -396,7 +396,7 @@ def _decide(decider: Any, mirror: Mirror, params: dict[str, Any]) -> dict[str, A
     return None
 
 
-def _elicit(run: Run, mirror: Mirror, view: Any, params: Any) -> dict[str, Any]:
+def _elicit(run: Run, mirror: Mirror, view: Any, params: Any, agent: Any = None) -> dict[str, Any]:
     """A request for input of this command's turn (the host read it already), answered as
     without a host (:func:`~acpcli.session.policy.elicitor_for`): the script's ``--answer``s
     or a decline, or the form at this terminal (which needs an event loop for its time); the
@@ -408,6 +408,7 @@ def _elicit(run: Run, mirror: Mirror, view: Any, params: Any) -> dict[str, Any]:
         request = el.read_request(params)
     except ValueError:  # the host read it: not expected
         return el.answer(el.DECLINE)
+    request.agent = agent if isinstance(agent, str) else ""
     elicit = elicitor_for(run)
     result: Any = None
     if run.answers is None and run.form_filler is not None:

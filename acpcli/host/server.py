@@ -341,7 +341,7 @@ class Host:
         self._asks[ask_id] = (answered, result, turn.client)
         self._tell_watchers(turn.client, f"the agent asks the terminal that sent this prompt for input: {described(request)}")
         try:
-            turn.client.post({"t": "elicit", "id": ask_id, "params": request.raw})
+            turn.client.post({"t": "elicit", "id": ask_id, "params": request.raw, "agent": request.agent})
             await answered.wait()
         finally:
             del self._asks[ask_id]

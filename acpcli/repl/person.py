@@ -38,7 +38,7 @@ class AtTerminal:
 
         release_screen(live)  # the question goes below what the turn has drawn so far
         agent = AGENT_NAMES.get(live.session_id) if live is not None else None
-        return await ask(self.env, request, agent=agent)
+        return await ask(self.env, request, agent=agent or request.agent or None)
 
     async def offer_login(self, link: AgentLink, err: BaseException) -> bool:
         from acpcli.repl import offer_login

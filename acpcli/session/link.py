@@ -97,6 +97,8 @@ class Dispatcher:
         #: The elicitation modes advertised and usable on this connection (set after
         #: ``initialize``: none on a v2 connection, whose schema has no elicitation).
         self.elicitation_modes: tuple[str, ...] = ("form", "url")
+        #: The agent's name (set after ``initialize``): who a request for input says is asking.
+        self.agent_name = ""
         self._pages: dict[str, str] = {}  # accepted links' elicitationId -> host, oldest first
         self._early: dict[str, list[tuple[Any, str | None]]] = {}  # updates before attach
 
@@ -220,6 +222,7 @@ class Dispatcher:
         except el.Unusable as why:
             self._tell(None, f"acpcli: declined the agent's request for input: {why}")
             return el.answer(el.DECLINE)
+        request.agent = self.agent_name
         live: LiveSession | None = None
         if request.session_id is not None:
             live = self.sessions.get(request.session_id)
@@ -696,6 +699,7 @@ async def open_link(
         ) as conn:
             features = await initialize(conn, choice=choice, offer=offer)
             services.restrict(features)
+            dispatcher.agent_name = features.display_name
             if not (features.client_elicitation and features.protocol_version == 1):
                 dispatcher.elicitation_modes = ()
             yield AgentLink(conn, features, dispatcher, store_factory=Store, process=proc, services=services)
