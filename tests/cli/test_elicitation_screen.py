@@ -144,3 +144,26 @@ def test_a_link_is_shown_whole_and_accepted_only_when_the_person_says_so(spawn) 
     assert _answer(pty) == "acceptnull"
     assert pty.leave()[0] == ExitCode.OK
     assert "the agent says the interaction at auth.example.com is complete" in screen_text(pty.seen)
+
+
+def test_a_warm_prompt_on_a_terminal_fills_the_form_in_through_the_host(spawn) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    def acpcli(*args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "acpcli", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=60, check=True,
+        ).stdout  # fmt: skip
+
+    sid = acpcli("new", "--no-repl", "--cmd", CMD, "--keep-alive", "300").strip()
+    try:
+        pty = spawn("prompt", "--session", sid, "--keep-alive", "300", "short")
+        pty.expect(FORM_HINT)
+        pty.child.send("Ada" + TAB + "a note" + TAB + ENTER)
+        assert pty.wait() == ExitCode.OK
+        screen = screen_text(pty.seen).replace("\n", "")
+        assert "sdk-elicit 0.1 asks for input:" in screen
+        assert 'ANSWER accept {"name": "Ada", "note": "a note"}' in screen, screen
+        assert sid in acpcli("sessions", "--live", "--json")  # answered through the live host
+    finally:
+        acpcli("stop", "--all")
