@@ -724,8 +724,11 @@ def scripted(given: Mapping[str, Any] | None, say: Any) -> Any:
             )
             return answer(DECLINE)
         result = answer(ACCEPT, content)
+        unused = [safe_line(name[:40]) for name in given if request.field(name) is None]
+        also = f" (no field of this form is called {', '.join(unused[:8])})" if unused else ""
         say(
-            f"acpcli: answered the agent's {described(request)} from --answer: {safe_line(summary(request, result))}"
+            f"acpcli: answered the agent's {described(request)} from --answer: "
+            f"{safe_line(summary(request, result))}{also}"
         )
         return result
 

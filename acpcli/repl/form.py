@@ -187,6 +187,27 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
             highlight=False,
         )
 
+    def still_wrong(widget: _Widget) -> bool:
+        """A field shown wrong since Submit: checked again as it is now, so the problem goes
+        away as soon as it is fixed (and Submit is not needed to see that)."""
+        name = widget.field.name
+        if name not in errors:
+            return False
+        value = widget.value()
+        problem: str | None
+        if value is None:
+            problem = "required" if widget.field.required else None
+        else:
+            try:
+                problem = el.problem(widget.field, el.coerce(widget.field, value))
+            except ValueError as err:
+                problem = str(err)
+        if problem is None:
+            del errors[name]
+            return False
+        errors[name] = problem
+        return True
+
     def error_of(name: str) -> Any:
         def text() -> StyleAndTextTuples:
             problem = errors.get(name)
@@ -204,7 +225,7 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         rows.append(
             ConditionalContainer(
                 Window(FormattedTextControl(error_of(name)), height=1),
-                filter=Condition(lambda name=name: name in errors),  # type: ignore[misc]
+                filter=Condition(lambda widget=widget: still_wrong(widget)),  # type: ignore[misc]
             )
         )
     if not widgets:

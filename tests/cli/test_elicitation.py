@@ -245,3 +245,10 @@ def test_a_warm_prompt_answers_through_the_host(cli: Cli) -> None:
     finally:
         cli.run("stop", "--all")
     cli.trace.assert_all_gone()
+
+
+def test_an_answer_for_no_field_is_named_in_the_line(cli: Cli) -> None:
+    proc = cli.ok("prompt", "--cmd", CMD, "--answer", "name=Ada", "--answer", "nmae=Bo", "short")
+    assert said(proc.stdout) == 'ANSWER accept {"name": "Ada"}'
+    (line,) = elicitation_lines(proc.stderr)
+    assert line.endswith("accepted: name='Ada' (no field of this form is called nmae)")

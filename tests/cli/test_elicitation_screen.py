@@ -31,15 +31,18 @@ BACKSPACE = "\x7f"
 FORM_HINT = "Esc: dismiss"
 
 
-def _until_shown(pty: Pty, text: str) -> str:
+def _until_shown(pty: Pty, text: str, *, gone: bool = False) -> str:
     """Read redraws (each ends by showing the cursor) until ``text`` is on the emulated
-    screen (a redraw moves the cursor over what did not change); the screen."""
+    screen (``gone``: is no longer on it); the screen. A redraw moves the cursor over what
+    did not change, so the raw stream cannot be searched for what is shown."""
     for _ in range(200):
         screen = screen_text(pty.seen)
-        if text in screen:
+        if (text in screen) != gone:
             return screen
         pty.expect(r"\x1b\[\?25h")
-    raise AssertionError(f"{text!r} never shown:\n{screen_text(pty.seen)}")
+    raise AssertionError(
+        f"{text!r} never {'went away' if gone else 'shown'}:\n{screen_text(pty.seen)}"
+    )
 
 
 def _answer(pty: Pty) -> str:
@@ -107,7 +110,9 @@ def test_a_required_field_left_empty_is_shown_in_place_and_the_form_stays(spawn)
     rows = _until_shown(pty, "1 field to fix").splitlines()
     at = next(i for i, row in enumerate(rows) if row.startswith("Name *"))
     assert rows[at + 2].strip() == "! required", rows[at : at + 4]  # under the field itself
-    pty.child.send("Ada" + TAB + TAB + ENTER)  # the focus went back to Name
+    pty.child.send("Ada")  # the focus went back to Name; fixed, the problem goes away at once
+    _until_shown(pty, "! required", gone=True)
+    pty.child.send(TAB + TAB + ENTER)
     assert _answer(pty) == 'accept{"name":"Ada"}'
     assert pty.leave()[0] == ExitCode.OK
 
