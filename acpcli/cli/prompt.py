@@ -71,8 +71,8 @@ def prompt(
     answer given for you is one line on stderr.
 
     Requests for input (the agent's forms and links): on a terminal you fill the form in; in a
-    script they are declined (one stderr line), unless --answer/--answers fill the form in.
-    Links are never opened: a script declines them.
+    script they are declined (one stderr line). --answer/--answers fill forms in, on a
+    terminal too. Links are never opened: a script declines them.
 
     One turn at a time per session: with --session/--last on a session another acpcli is
     running a turn on, it waits for that turn to end (saying so on stderr), or with --no-wait
@@ -90,7 +90,7 @@ def prompt(
 
       acpcli prompt --agent demo --timeout 300 "summarize the changes"
 
-      acpcli prompt --agent demo --answer colour=green --answer count=3 "form"
+      acpcli prompt --agent demo --protocol 1 --answer name=Ada --answer drink=tea "form"
 
     With --session or --last the session's agent stays running for the next prompt (a live
     session, --keep-alive); a new session's does only when --keep-alive is given.
