@@ -13,11 +13,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@touch $(STAMP)
 
-# A session with the built-in demo agent: the interactive prompt on a terminal,
-# a one-shot prompt when there is none (CI, pipes).
+# A session with the built-in demo agent: the interactive prompt on a terminal (over
+# ACP v1, the stable protocol, so its `form` keyword can ask for input), a one-shot prompt
+# when there is none (CI, pipes).
 demo: $(STAMP)
 	@if [ -t 0 ] && [ -t 1 ]; then \
-		$(BIN)/acpcli new --agent demo; \
+		$(BIN)/acpcli new --agent demo --protocol 1; \
 	else \
 		$(BIN)/acpcli prompt --agent demo --permissions allow "Show me what a session looks like"; \
 	fi

@@ -81,6 +81,24 @@ def _decode(text: str) -> Any:
     return value
 
 
+class Masked:
+    """A handler's result whose wire log copy differs: ``value`` goes to the agent, ``logged``
+    to the tap (the wire log, ``--raw``): an answer carrying what the user typed into a field
+    the request marked sensitive (:mod:`acpcli.elicitation`)."""
+
+    __slots__ = ("logged", "value")
+
+    def __init__(self, value: Any, logged: Any) -> None:
+        self.value = value
+        self.logged = logged
+
+
+class _Reply(dict[str, Any]):
+    """A reply whose tap copy is :attr:`logged` (from a :class:`Masked` result)."""
+
+    logged: dict[str, Any]
+
+
 def encode(message: Any) -> bytes:
     """Serialize one JSON-RPC message as a compact UTF-8 frame (no newline)."""
     # Lone surrogates (from "\\ud800" escapes we received) cannot be UTF-8: replace them.
@@ -248,10 +266,11 @@ class Connection:
     async def _send(self, message: Any) -> None:
         await self._send_frame(encode(message))
 
-    async def _send_frame(self, frame: bytes) -> None:
+    async def _send_frame(self, frame: bytes, logged: bytes | None = None) -> None:
+        """Send ``frame``; the tap records ``logged`` instead when given (a masked copy)."""
         async with self._send_lock:
             if self._tap is not None:
-                self._tap.sent(frame)
+                self._tap.sent(frame if logged is None else logged)
             await self._transport.send(frame)
 
     async def _send_cancel_quietly(self, request_id: int) -> None:
@@ -486,6 +505,10 @@ class Connection:
                     logger.exception("the handler for %s failed", method)
                     text = f"internal error in {method}: {exc}"
                     return _error_reply(request_id, RpcError.INTERNAL_ERROR, text)
+                if isinstance(result, Masked):
+                    reply = _Reply(jsonrpc="2.0", id=request_id, result=result.value)
+                    reply.logged = {"jsonrpc": "2.0", "id": request_id, "result": result.logged}
+                    return reply
                 return {"jsonrpc": "2.0", "id": request_id, "result": result}
             # Only reached when the scope swallowed its own cancellation: $/cancel_request.
             return _error_reply(request_id, RpcError.REQUEST_CANCELLED, "request cancelled")
@@ -494,13 +517,19 @@ class Connection:
                 del self._serving[request_id]
 
     async def _send_reply(self, reply: Any) -> None:
+        logged: bytes | None = None
         try:
             frame = encode(reply)
+            if isinstance(reply, _Reply):
+                logged = encode(reply.logged)
+            elif isinstance(reply, list) and any(isinstance(item, _Reply) for item in reply):
+                logged = encode([item.logged if isinstance(item, _Reply) else item for item in reply])
         except (TypeError, ValueError) as exc:
             logger.error("a handler returned a result that is not JSON: %s", exc)
             frame = encode(_unserializable(reply, str(exc)))
+            logged = None
         try:
-            await self._send_frame(frame)
+            await self._send_frame(frame, logged)
         except ConnectionClosed:
             logger.debug("could not answer the agent: the connection is closed")
 

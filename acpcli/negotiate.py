@@ -73,6 +73,9 @@ class ClientOffer:
     # login methods (`acpcli auth` runs the agent's own login in the terminal).
     config_boolean: bool = True
     auth_terminal: bool = True
+    # v1 elicitation (`elicitation/create`): forms drawn in the REPL, answered by --answer in
+    # scripts; links shown, never opened. Both modes, each explicitly (the spec's gate).
+    elicitation: bool = True
     name: str = "acpcli"
     title: str = "acpcli"
     version: str = __version__
@@ -109,6 +112,7 @@ class AgentFeatures:
     client_fs_read: bool = False
     client_fs_write: bool = False
     client_terminal: bool = False
+    client_elicitation: bool = False
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -187,6 +191,8 @@ def initialize_params(choice: ProtocolChoice, offer: ClientOffer) -> dict[str, A
             params["clientCapabilities"]["session"] = {"configOptions": {"boolean": {}}}
         if offer.auth_terminal:
             params["clientCapabilities"]["auth"] = {"terminal": True}
+        if offer.elicitation:
+            params["clientCapabilities"]["elicitation"] = {"form": {}, "url": {}}
         params["clientInfo"] = {"name": offer.name, "title": offer.title, "version": offer.version}
     if choice in ("auto", "2", "2-latest"):
         # v2 defines no standard client capability fields: fs and terminals are gone.
@@ -290,6 +296,7 @@ def _features_v1(result: dict[str, Any], offer: ClientOffer) -> AgentFeatures:
         client_fs_read=offer.read_text_file,
         client_fs_write=offer.write_text_file,
         client_terminal=offer.terminal,
+        client_elicitation=offer.elicitation,
         raw=result,
     )
 

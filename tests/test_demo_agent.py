@@ -606,6 +606,32 @@ def test_client_methods_are_not_called_unless_advertised(spawn: Any, tmp_path: P
     assert "did not advertise fs.readTextFile" in answer and "did not advertise terminal" in answer
 
 
+def test_form_keyword_asks_for_input_only_when_the_client_offers_it(spawn: Any, tmp_path: Path) -> None:
+    agent = spawn()
+    agent.initialize(1, elicitation={"form": {}, "url": {}})
+    sid = agent.new_session(str(tmp_path))
+    agent.handlers["elicitation/create"] = lambda p: {
+        "action": "accept", "content": {"name": "Ada", "drink": "tea", "cups": 2, "sugar": False},
+    }
+    resp, msgs = agent.prompt(sid, "form")
+    assert resp["result"]["stopReason"] == "end_turn"
+    (asked,) = agent.agent_requests
+    assert asked["method"] == "elicitation/create" and asked["params"]["mode"] == "form"
+    assert asked["params"]["sessionId"] == sid and asked["params"]["requestedSchema"]["required"] == ["name", "drink"]
+    answer = "".join(_text(u["content"]) for u in updates(msgs) if u["sessionUpdate"] == "agent_message_chunk")
+    assert "Order taken: 2 × tea for Ada, no sugar." in answer
+    agent.close()
+    for caps in ({}, {"elicitation": {}}, {"elicitation": {"url": {}}}):  # form not advertised: never asked
+        agent = spawn()
+        agent.initialize(1, **caps)
+        sid = agent.new_session(str(tmp_path))
+        resp, msgs = agent.prompt(sid, "form")
+        assert agent.agent_requests == []
+        answer = "".join(_text(u["content"]) for u in updates(msgs) if u["sessionUpdate"] == "agent_message_chunk")
+        assert "did not advertise elicitation.form" in answer
+        agent.close()
+
+
 # -- persistence -----------------------------------------------------------------------------------
 
 

@@ -22,6 +22,8 @@ def test_auto_offer_carries_v1_and_v2_fields() -> None:
         # the v1 extensions acpcli implements: boolean config options, terminal logins
         "session": {"configOptions": {"boolean": {}}},
         "auth": {"terminal": True},
+        # elicitation: each mode explicit (an empty object would advertise none)
+        "elicitation": {"form": {}, "url": {}},
     }
     assert params["clientInfo"]["name"] == "acpcli"
     assert params["capabilities"] == {}  # v2 has no client fs/terminal capabilities
@@ -33,8 +35,9 @@ def test_forced_versions_carry_only_their_fields() -> None:
     assert v1["protocolVersion"] == 1
     assert "capabilities" not in v1 and "info" not in v1
     assert v1["clientCapabilities"]["terminal"] is False
-    bare = initialize_params("1", ClientOffer(config_boolean=False, auth_terminal=False))
+    bare = initialize_params("1", ClientOffer(config_boolean=False, auth_terminal=False, elicitation=False))
     assert "session" not in bare["clientCapabilities"] and "auth" not in bare["clientCapabilities"]
+    assert "elicitation" not in bare["clientCapabilities"]
     v2 = initialize_params("2", ClientOffer())
     assert v2["protocolVersion"] == 2
     assert "clientCapabilities" not in v2 and "clientInfo" not in v2

@@ -103,8 +103,14 @@ def run_auth(
     env = environment()
     agent_env = env_extra(choice)
 
+    elicit = None
+    if env.interactive:  # a login may send you to a page (a link, elicitation): shown, never opened
+        from acpcli.repl.person import AtTerminal
+
+        elicit = AtTerminal(env).elicit
+
     async def main() -> LoginMethod | None:
-        async with link_for(choice, protocol=protocol, log_file=log_file, timeout=seconds) as link:
+        async with link_for(choice, protocol=protocol, log_file=log_file, timeout=seconds, elicit=elicit) as link:
             features = link.features
             name = features.display_name
             methods = wire.login_methods(features.auth_methods)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -61,12 +61,18 @@ def prompt(
     timeout: Timeout = None,
     no_wait: NoWait = False,
     keep_alive: KeepAlive = None,
+    answer: Annotated[list[str] | None, typer.Option("--answer", metavar="FIELD=VALUE", help="Answer the agent's forms (elicitation) with VALUE for FIELD, converted to the field's type: true/false, a number, choices joined by commas (repeatable; fields not given take their defaults). A required field left out declines the form.", show_default=False)] = None,
+    answers: Annotated[Path | None, typer.Option("--answers", metavar="FILE.json", help="Answer the agent's forms from a JSON object of FIELD: VALUE (--answer wins over it).", dir_okay=False, show_default=False)] = None,
 ) -> None:
     """Send one prompt and print the answer; exit with a code for how the turn ended.
 
     Permission requests: on a terminal you are asked (--permissions ask, the default there);
     in a script they are refused unless --permissions allow or read-only says otherwise. Every
     answer given for you is one line on stderr.
+
+    Requests for input (the agent's forms and links): on a terminal you fill the form in; in a
+    script they are declined (one stderr line). --answer/--answers fill forms in, on a
+    terminal too. Links are never opened: a script declines them.
 
     One turn at a time per session: with --session/--last on a session another acpcli is
     running a turn on, it waits for that turn to end (saying so on stderr), or with --no-wait
@@ -84,6 +90,8 @@ def prompt(
 
       acpcli prompt --agent demo --timeout 300 "summarize the changes"
 
+      acpcli prompt --agent demo --protocol 1 --answer name=Ada --answer drink=tea "form"
+
     With --session or --last the session's agent stays running for the next prompt (a live
     session, --keep-alive); a new session's does only when --keep-alive is given.
     """
@@ -94,6 +102,7 @@ def prompt(
     from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
     wanted = wanted_settings(mode, model, set_)
+    given = _form_answers(answer or [], answers)
     seconds = parse_timeout(timeout)
     env = environment()
     the_text = prompt_text(text, file, env)
@@ -113,12 +122,13 @@ def prompt(
         inputs, record = for_prompt(options, session, last)
     run = Run(
         env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
-        wait=not no_wait,
+        wait=not no_wait, answers=given,
     )
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
 
         run.asker = AtTerminal(env).ask_permission
+        run.form_filler = AtTerminal(env).elicit
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -159,6 +169,49 @@ def prompt(
         if output is not None:
             close_output(run.env.stdout, str(output))
     raise typer.Exit(code)
+
+
+#: The largest ``--answers`` file read.
+_MAX_ANSWERS_FILE = 1024 * 1024
+
+
+def _form_answers(pairs: list[str], path: Path | None) -> dict[str, Any] | None:
+    """``--answers FILE`` and ``--answer FIELD=VALUE`` as one mapping (None: neither given);
+    :class:`~acpcli.errors.UsageError` for a pair without ``=`` or a file that is not a JSON
+    object of names to text, numbers, booleans or lists of text."""
+    from acpcli.elicitation import parse_answers
+    from acpcli.errors import UsageError
+
+    if not pairs and path is None:
+        return None
+    values: dict[str, Any] = {}
+    if path is not None:
+        import json
+
+        try:
+            with open(path, "rb") as stream:
+                data = stream.read(_MAX_ANSWERS_FILE + 1)
+        except OSError as err:
+            raise UsageError(f"cannot read --answers {path}: {err.strerror or err}") from None
+        if len(data) > _MAX_ANSWERS_FILE:
+            raise UsageError(f"--answers {path} is over {_MAX_ANSWERS_FILE // 1024} KiB")
+        try:
+            loaded = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as err:
+            raise UsageError(f"--answers {path} is not JSON: {err}") from None
+        if not isinstance(loaded, dict):
+            raise UsageError(f"--answers {path} must hold a JSON object of FIELD: VALUE")
+        for name, value in loaded.items():
+            ok = isinstance(value, (str, int, float, bool)) or (
+                isinstance(value, list) and all(isinstance(item, str) for item in value)
+            )
+            if not ok:
+                raise UsageError(f"--answers {path}: the value of {name[:60]!r} is not text, a number, true/false or a list of text")
+        values = loaded
+    try:
+        return parse_answers(pairs, values)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _live_seconds(flag: str | None, continuing: bool, raw: bool) -> float:

@@ -54,6 +54,8 @@ fixture:
                    rest of the line (if the client advertised ``terminal``)
 ``plan mode``      switch the session to mode ``plan`` mid-turn and announce it
 ``status``         a short turn answering ``mode=<id> model=<id> effort=<id>``
+``form``           v1: ``elicitation/create`` asking for a coffee order (name, drink, cups,
+                   sugar; if the client advertised ``elicitation.form``); says what came back
 
 Every answer states the settings and lists the prompt's non-text blocks, one
 ``received <kind> ...`` line each (:mod:`.content`).

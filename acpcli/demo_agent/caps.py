@@ -53,6 +53,7 @@ class ClientFacts:
     write_text_file: bool = False
     terminal: bool = False
     boolean_config: bool = False  # session.configOptions.boolean: boolean config options allowed
+    elicitation_form: bool = False  # elicitation.form present and non-null: form requests allowed
 
 
 def negotiate(offered: Any, maximum: int) -> int:
@@ -118,6 +119,7 @@ def client_facts(params: dict[str, Any], version: int) -> ClientFacts:
         write_text_file=fs.get("writeTextFile") is True,
         terminal=caps.get("terminal") is True,
         boolean_config=isinstance(_dig(caps, "session", "configOptions", "boolean"), dict),
+        elicitation_form=isinstance(_dig(caps, "elicitation", "form"), dict),
     )
 
 

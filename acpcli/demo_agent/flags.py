@@ -36,6 +36,8 @@ prompt keywords (anywhere in the prompt text, case-insensitive):
   plan mode       switch the session to mode "plan" during the turn and say so
                   (v1 current_mode_update; config_option_update in v1 and v2)
   status          a short turn answering "mode=<id> model=<id> effort=<id>"
+  form            v1: ask the client to fill in a coffee order form (elicitation/create,
+                  if the client advertised elicitation.form) and say what came back
   Relative paths are resolved against the session's cwd. Every answer also states the
   settings, and lists each non-text block of the prompt ("received resource_link URI",
   "received resource URI (N chars)", "received image MIME (N bytes)").

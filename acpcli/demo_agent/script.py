@@ -16,6 +16,7 @@ _FLAGS = {
     "no_permission": re.compile(r"\bno[ _-]permission\b", re.I),
     "plan_mode": re.compile(r"\bplan[ _-]mode\b", re.I),
     "status": re.compile(r"\bstatus\b", re.I),
+    "form": re.compile(r"\bform\b", re.I),
 }
 _READ = re.compile(r"\bread\s+(\S+)", re.I)
 _WRITE = re.compile(r"\bwrite\s+(\S+)", re.I)
@@ -37,6 +38,7 @@ class Directives:
     no_permission: bool = False
     plan_mode: bool = False
     status: bool = False
+    form: bool = False
     read_path: str | None = None
     write_path: str | None = None
     run_argv: tuple[str, ...] | None = None
@@ -165,7 +167,7 @@ def answer_text(
         parts += [f"Settings: {settings_line}", ""]
     parts.append(
         # The hint ends with `run CMD`. (the CLI's tests look for the end of the answer there)
-        "Keywords to try: `status`, `plan mode`, `slow`, `refuse`, `max tokens`, `crash`, "
+        "Keywords to try: `status`, `form`, `plan mode`, `slow`, `refuse`, `max tokens`, `crash`, "
         "`no-permission`, `read PATH`, `write PATH`, `run CMD`."
     )
     return "\n".join(parts) + "\n"
@@ -173,3 +175,45 @@ def answer_text(
 
 def _unquote(token: str) -> str:
     return token.strip("`'\"")
+
+
+#: The form the ``form`` keyword asks for (``elicitation/create``, form mode).
+ORDER_FORM: dict[str, Any] = {
+    "type": "object",
+    "title": "Coffee order",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "description": "for the cup", "minLength": 1, "maxLength": 40},
+        "drink": {
+            "type": "string",
+            "title": "Drink",
+            "oneOf": [
+                {"const": "espresso", "title": "Espresso"},
+                {"const": "latte", "title": "Caffè latte"},
+                {"const": "tea", "title": "Tea"},
+            ],
+        },
+        "cups": {"type": "integer", "title": "Cups", "minimum": 1, "maximum": 9, "default": 1},
+        "sugar": {"type": "boolean", "title": "Sugar", "default": False},
+    },
+    "required": ["name", "drink"],
+}
+
+
+def form_text(result: Any, offered: bool, v2: bool = False) -> str:
+    """What a ``form`` turn answers, from the client's ``elicitation/create`` answer."""
+    if v2:
+        return (
+            "Forms (elicitation) are ACP v1 and this session speaks v2, so no form was asked: "
+            "try `acpcli new --agent demo --protocol 1`, then `form`.\n"
+        )
+    if not offered:
+        return "The client did not advertise elicitation.form: no form was asked.\n"
+    action = result.get("action") if isinstance(result, dict) else None
+    content = result.get("content") if isinstance(result, dict) else None
+    if action == "accept" and isinstance(content, dict):
+        cups = content.get("cups", 1)
+        sugar = "with sugar" if content.get("sugar") else "no sugar"
+        return f"Order taken: {cups} × {content.get('drink')} for {content.get('name')}, {sugar}.\n"
+    if action == "decline":
+        return "You declined the order form: no coffee.\n"
+    return "The order form was dismissed (cancel): no coffee.\n"

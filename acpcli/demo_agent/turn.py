@@ -122,6 +122,10 @@ class Turn:
             self._stream("agent_message_chunk", script.status_text(self._settings_line(), self.received))
             self._wrap_up()
             return "end_turn"
+        if keys.form:
+            self._stream("agent_message_chunk", self._form())
+            self._wrap_up()
+            return "end_turn"
         if keys.refuse:
             self._stream("agent_message_chunk", script.refusal_text())
             self._wrap_up()
@@ -305,6 +309,22 @@ class Turn:
         if kind in ("allow_always", "reject_always"):
             self.live.record.permission = kind
         return "allow" if kind.startswith("allow") else "reject"
+
+    def _form(self) -> str:
+        """``form``: ask the client to fill in the order form (v1 ``elicitation/create``, only
+        if it advertised ``elicitation.form``); say what came back."""
+        if self.v2 or not self.client.elicitation_form:
+            return script.form_text(None, offered=False, v2=self.v2)
+        params = {
+            "sessionId": self.live.session_id, "mode": "form", "message": "What may I bring you?",
+            "requestedSchema": script.ORDER_FORM,
+        }
+        try:
+            result = self.peer.request("elicitation/create", params, self.token)
+        except RpcError as exc:
+            log(f"elicitation/create failed ({exc}): no order")
+            result = None
+        return script.form_text(result, offered=True)
 
     def _read(self, path: str) -> tuple[str, str | None]:
         tool_id = new_id("read")

@@ -354,6 +354,8 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 params = message.get("params")
                 result = _decide(decider, mirror, params) if isinstance(params, dict) else None
                 channel.send({"t": "answer", "id": message.get("id"), "result": result})
+            elif kind == "elicit":
+                channel.send({"t": "answer", "id": message.get("id"), "result": _elicit(run, mirror, view, message.get("params"), message.get("agent"))})
             elif kind == "note":
                 run.say(str(message.get("text")))
             elif kind == "end":
@@ -392,6 +394,43 @@ def _decide(decider: Any, mirror: Mirror, params: dict[str, Any]) -> dict[str, A
         return done.value if isinstance(done.value, dict) else None
     coroutine.close()  # a policy that waits for something: not one of ours
     return None
+
+
+def _elicit(run: Run, mirror: Mirror, view: Any, params: Any, agent: Any = None) -> dict[str, Any]:
+    """A request for input of this command's turn (the host read it already), answered as
+    without a host (:func:`~acpcli.session.policy.elicitor_for`): the script's ``--answer``s
+    or a decline, or the form at this terminal (which needs an event loop for its time); the
+    view shows it (jsonl) as it would without a host."""
+    from acpcli import elicitation as el
+    from acpcli.session.policy import elicitor_for
+
+    try:
+        request = el.read_request(params)
+    except ValueError:  # the host read it: not expected
+        return el.answer(el.DECLINE)
+    request.agent = agent if isinstance(agent, str) else ""
+    elicit = elicitor_for(run)
+    result: Any = None
+    if run.answers is None and run.form_filler is not None:
+        import anyio
+
+        async def ask() -> Any:
+            return await elicit(mirror, request)
+
+        result = anyio.run(ask)
+    else:
+        coroutine: Any = elicit(mirror, request)
+        try:
+            coroutine.send(None)
+        except StopIteration as done:  # a script's answer never waits
+            result = done.value
+        else:
+            coroutine.close()  # an elicitor that waits for something: not one of ours
+    settled = el.settled(request, result)
+    show = getattr(view, "elicitation", None)
+    if show is not None:
+        show(request, settled)
+    return settled
 
 
 def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: str) -> tuple[bool, dict[str, Any] | None]:

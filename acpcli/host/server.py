@@ -17,6 +17,7 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
                              ←      start                     (this prompt's turn begins)
                              ←      u {k, p}                  (each update, as the event log stores it)
                              ←      ask {id, params}          (a permission, to the turn's client only)
+                             ←      elicit {id, params}       (a request for input, likewise)
     answer {id, result}      →
                              ←      note {text}               (a line for stderr: refusals)
                              ←      end {stop} | error {exit, message, hint}
@@ -323,6 +324,30 @@ class Host:
         self._tell_watchers(turn.client, f"permission for {title}: {_outcome(params, answer)}")
         return answer
 
+    async def elicit(self, live: LiveSession | None, request: Any) -> dict[str, Any] | None:
+        """A request for input (:mod:`acpcli.elicitation`): asked of the client whose prompt
+        started the turn, which answers it as it would without a host (its form, its
+        ``--answer``s, or a decline); None (``cancel``) when no turn's client is there. The
+        answer is checked against the form again by the dispatcher."""
+        from acpcli.elicitation import described
+
+        turn = self.current
+        if turn is None or turn.client.gone.is_set():
+            return None
+        self._next_ask += 1
+        ask_id = self._next_ask
+        answered = anyio.Event()
+        result: list[Any] = []
+        self._asks[ask_id] = (answered, result, turn.client)
+        self._tell_watchers(turn.client, f"the agent asks the terminal that sent this prompt for input: {described(request)}")
+        try:
+            turn.client.post({"t": "elicit", "id": ask_id, "params": request.raw, "agent": request.agent})
+            await answered.wait()
+        finally:
+            del self._asks[ask_id]
+        chosen = result[0] if result else None
+        return chosen if isinstance(chosen, dict) else None
+
     def _tell_watchers(self, asker: Client, text: str) -> None:
         self._tell_others(asker, {"t": "note", "text": text})
 
@@ -410,6 +435,7 @@ class Host:
             log_file=inputs.log_file,
             stderr_log=agent_stderr_log(inputs.agent),
             decide_permission=self.decide,
+            elicit=self.elicit,
             policy=policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=self.spec.get("timeout")),

@@ -37,6 +37,14 @@ entry's position in the transcript (stable: entries never move).
     ``state`` (``state``, ``stopReason``).
 ``turn_end``
     ``{"type":"turn_end","sessionId","stopReason"}`` -- a prompt turn ended.
+``elicitation``
+    ``{"type":"elicitation","sessionId","mode","message","toolCallId", ...}`` -- the agent
+    asked for input: ``mode`` ``"form"`` adds ``requestedSchema`` (as sent; the default of a
+    sensitive field masked ``***``), ``"url"`` adds ``url`` and ``elicitationId``.
+``elicitation_answer``
+    ``{"type":"elicitation_answer","sessionId","mode","action","content"}`` -- what acpcli
+    answered it: ``action`` ``accept``, ``decline`` or ``cancel``; ``content`` the accepted
+    form's values (a sensitive field's value ``***``), else null.
 """
 
 from __future__ import annotations
@@ -216,6 +224,30 @@ class JsonlView:
         dirty, self._dirty = self._dirty, {}
         for index in sorted(dirty):
             self._emit(message_event(index, dirty[index], self._session_id))
+
+    def elicitation(self, request: Any, result: dict[str, Any]) -> None:
+        """The agent's request for input and the answer it got (:mod:`acpcli.elicitation`)."""
+        if self._final_only:
+            return
+        from acpcli import elicitation as el
+
+        sid = self._session_id
+        asked: dict[str, Any] = {
+            "type": "elicitation", "sessionId": sid, "mode": request.mode, "message": request.message,
+            "toolCallId": request.tool_call_id,
+        }
+        if isinstance(request, el.UrlPage):
+            asked.update(url=request.url, elicitationId=request.elicitation_id)
+        else:
+            asked["requestedSchema"] = el.masked_request(request).get("requestedSchema")
+        self._emit(asked)
+        shown = el.masked_answer(request, result)
+        self._emit(
+            {
+                "type": "elicitation_answer", "sessionId": sid, "mode": request.mode, "action": el.action_of(shown),
+                "content": shown.get("content"),
+            }
+        )
 
     def begin_turn(self, store: Store | None = None) -> None:
         """Nothing to show while a turn runs (only the terminal view has a status line)."""

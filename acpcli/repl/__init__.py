@@ -47,6 +47,8 @@ def _history_file(cwd: str | None) -> Any:
 
 #: The toolbar of the REPL driving each session: the permission picker shows it too.
 _TOOLBARS: dict[str, Callable[[], str]] = {}
+#: The agent of the REPL driving each session, named by the forms it asks for (elicitation).
+AGENT_NAMES: dict[str, str] = {}
 
 
 def print_banner(env: Environment, session_id: str, display_name: str) -> None:
@@ -286,6 +288,7 @@ async def run_repl(
         erase_when_done=True,
     )
     _TOOLBARS[live.session_id] = toolbar  # the permission picker shows it too
+    AGENT_NAMES[live.session_id] = link.features.display_name
     if banner:
         print_banner(env, live.session_id, link.features.display_name)
     code = int(ExitCode.OK)

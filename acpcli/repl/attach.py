@@ -141,6 +141,8 @@ async def attach(env: Environment, channel: Channel, session_id: str, decider: A
                 params = message.get("params")
                 result = await decider(live, params) if isinstance(params, dict) else None
                 await channel.send({"t": "answer", "id": message.get("id"), "result": result})
+            elif kind == "elicit":  # a request for input of this terminal's turn: its form
+                await channel.send({"t": "answer", "id": message.get("id"), "result": await _elicit(env, live, message.get("params"), message.get("agent"))})
 
     async def watch_turn() -> None:
         """Draw a running turn; Ctrl-C cancels it when it is this terminal's."""
@@ -266,3 +268,16 @@ def _stored(session_id: str, upto: Any) -> Any:
     with Index.open(read_only=True) as index:
         return rebuild(index, session_id, upto=upto)
 
+
+
+async def _elicit(env: Environment, live: Any, params: Any, agent: Any) -> dict[str, Any]:
+    """The agent's request for input (the host read it already), asked at this terminal."""
+    from acpcli import elicitation as el
+    from acpcli.repl.person import AtTerminal
+
+    try:
+        request = el.read_request(params)
+    except ValueError:
+        return el.answer(el.DECLINE)
+    request.agent = agent if isinstance(agent, str) else ""
+    return el.settled(request, await AtTerminal(env).elicit(live, request))

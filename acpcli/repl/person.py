@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from acpcli.elicitation import Request
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures
     from acpcli.persistence import EventWriter, Index
@@ -29,6 +30,15 @@ class AtTerminal:
         from acpcli.repl import permission_asker
 
         return await permission_asker(self.env)(live, params)
+
+    async def elicit(self, live: LiveSession | None, request: Request) -> dict[str, Any] | None:
+        from acpcli.client_side import release_screen
+        from acpcli.repl import AGENT_NAMES
+        from acpcli.repl.form import ask
+
+        release_screen(live)  # the question goes below what the turn has drawn so far
+        agent = AGENT_NAMES.get(live.session_id) if live is not None else None
+        return await ask(self.env, request, agent=agent or request.agent or None)
 
     async def offer_login(self, link: AgentLink, err: BaseException) -> bool:
         from acpcli.repl import offer_login

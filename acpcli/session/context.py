@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from acpcli.client_side import Asker, Refusals
+    from acpcli.elicitation import Request
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures
     from acpcli.persistence import EventWriter, Index
@@ -26,6 +27,10 @@ class Person(Protocol):
 
     async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         """Show a permission request and let them pick an option (None: dismissed)."""
+        ...
+
+    async def elicit(self, live: LiveSession | None, request: Request) -> dict[str, Any] | None:
+        """Show the agent's form (or link) and let them answer it (None: dismissed, ``cancel``)."""
         ...
 
     async def offer_login(self, link: AgentLink, err: BaseException) -> bool:
@@ -78,6 +83,12 @@ class Run:
     #: Who answers permission questions when no conversation is held (``prompt`` on a
     #: terminal): a client_side.Asker, or None (nobody to ask).
     asker: Asker | None = None
+    #: ``--answer``/``--answers``: a script's answers to the agent's forms (None: none given,
+    #: forms are declined when nobody can be asked).
+    answers: dict[str, Any] | None = None
+    #: Who fills in the agent's forms when no conversation is held (``prompt`` on a terminal):
+    #: the person at it (:meth:`Person.elicit`), or None.
+    form_filler: Any = None
     supervisor: Supervisor | None = None  # the acpcli.supervise.Supervisor of the command, if any
     #: On a session another acpcli is running a turn on: wait for it (True), or SessionBusy
     #: at once (``--no-wait``).

@@ -40,13 +40,14 @@ from acpcli.client_side import is_cancelled
 from acpcli.errors import RpcError
 from acpcli.negotiate import read_answer, read_request
 from acpcli.protocol import wire
-from acpcli.safe_text import shown_id
+from acpcli.safe_text import safe_line, shown_id
 from acpcli.session.live import LiveSession, Recorder, Sink, seed_settings, settings_changed
 from acpcli.session.records import SETTING
 
 if TYPE_CHECKING:
     from acpcli.client_side import ClientServices, Refusals
     from acpcli.connection import Connection
+    from acpcli.elicitation import Request
     from acpcli.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
     from acpcli.protocol.settings import Choice
     from acpcli.store import Store
@@ -68,16 +69,37 @@ _CANCEL_FIRST = 5.0
 
 PermissionDecider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
+#: Answers an elicitation (:mod:`acpcli.elicitation`): the session it is scoped to (a
+#: LiveSession, a host client's mirror of one, or None for a request-scoped one) and the
+#: request read; the answer, or None when dismissed (``cancel``).
+Elicitor = Callable[[Any, "Request"], Awaitable["dict[str, Any] | None"]]
+#: The most accepted links whose ``elicitation/complete`` is still awaited.
+_OPEN_PAGES = 64
 
 
 class Dispatcher:
     """The live sessions of one agent connection, and the routing of what the agent sends to
     them: ``session/update`` notifications (in arrival order, with the frame's text) and
-    ``session/request_permission`` requests. Needs no connection: it is built first."""
+    ``session/request_permission`` and ``elicitation/create`` requests. Needs no connection:
+    it is built first. ``say`` gets the lines the user must see (a declined elicitation)."""
 
-    def __init__(self, *, decide_permission: PermissionDecider | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        decide_permission: PermissionDecider | None = None,
+        elicit: Elicitor | None = None,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
         self.sessions: dict[str, LiveSession] = {}  # by the agent's id for the session
         self._decide_permission = decide_permission
+        self._elicit = elicit
+        self._say = say
+        #: The elicitation modes advertised and usable on this connection (set after
+        #: ``initialize``: none on a v2 connection, whose schema has no elicitation).
+        self.elicitation_modes: tuple[str, ...] = ("form", "url")
+        #: The agent's name (set after ``initialize``): who a request for input says is asking.
+        self.agent_name = ""
+        self._pages: dict[str, str] = {}  # accepted links' elicitationId -> host, oldest first
         self._early: dict[str, list[tuple[Any, str | None]]] = {}  # updates before attach
 
     def attach(self, agent_id: str, live: LiveSession) -> None:
@@ -101,6 +123,9 @@ class Dispatcher:
     def on_notification(self, method: str, params: Any, frame_text: str | None = None) -> None:
         """The connection's notification callback (arrival order, inline). ``frame_text`` is
         the notification as received, which the event log stores without re-encoding."""
+        if method == "elicitation/complete":
+            self._page_done(params)
+            return
         if method != "session/update" or not isinstance(params, dict):
             log.debug("ignoring notification %s", method)
             return
@@ -167,6 +192,96 @@ class Dispatcher:
             return result
         finally:
             live.pending_permissions.discard(withdrawn)
+
+    def _tell(self, live: LiveSession | None, line: str) -> None:
+        from acpcli.client_side import release_screen
+
+        if self._say is None:  # no run to report to (acpcli auth): a warning on stderr
+            from acpcli import notices
+
+            notices.warn("elicitation", line.removeprefix("acpcli: ").removeprefix("warning: "))
+            return
+        release_screen(live)
+        self._say(line)
+
+    async def on_elicitation(self, params: Any) -> Any:
+        """``elicitation/create`` (:mod:`acpcli.elicitation`): read and bounded, asked of the
+        elicitor, the answer checked against the form; ``-32602`` for a request that cannot be
+        read (or of a mode not advertised), ``decline`` with one line for one acpcli will not
+        present. A sensitive field's value reaches the wire log masked (:class:`Masked`)."""
+        from acpcli import elicitation as el
+        from acpcli.connection import Masked
+
+        if not self.elicitation_modes:
+            raise RpcError(RpcError.METHOD_NOT_FOUND, "method not found: elicitation/create")
+        try:
+            request = el.read_request(params, modes=self.elicitation_modes)
+        except el.Invalid as bad:
+            self._tell(None, f"acpcli: warning: the agent's request for input is not valid ACP (answered as an error): {bad}")
+            raise RpcError(RpcError.INVALID_PARAMS, f"elicitation/create: invalid params: {bad}") from None
+        except el.Unusable as why:
+            self._tell(None, f"acpcli: declined the agent's request for input: {why}")
+            return el.answer(el.DECLINE)
+        request.agent = self.agent_name
+        live: LiveSession | None = None
+        if request.session_id is not None:
+            live = self.sessions.get(request.session_id)
+            if live is None:
+                raise RpcError(RpcError.INVALID_PARAMS, f"unknown session {shown_id(request.session_id)!r}")
+        result = el.settled(request, await self._ask_elicitor(live, request))
+        if isinstance(request, el.UrlPage) and result["action"] == el.ACCEPT:
+            self._pages[request.elicitation_id] = request.host
+            while len(self._pages) > _OPEN_PAGES:
+                del self._pages[next(iter(self._pages))]
+        sink = getattr(live, "sink", None)
+        show = getattr(sink, "elicitation", None)
+        if show is not None:
+            show(request, result)
+        logged = el.masked_answer(request, result)
+        return Masked(result, logged) if logged is not result else result
+
+    async def _ask_elicitor(self, live: LiveSession | None, request: Request) -> dict[str, Any]:
+        """The elicitor's answer; ``cancel`` when the turn is cancelled meanwhile (the
+        question is withdrawn, as a permission question is), ``decline`` when there is none."""
+        from acpcli import elicitation as el
+
+        elicit = self._elicit
+        if elicit is None:
+            self._tell(live, "acpcli: declined the agent's request for input: nobody can answer it here")
+            return el.answer(el.DECLINE)
+        if live is None:
+            answered = await elicit(None, request)
+            return answered if isinstance(answered, dict) else el.answer(el.CANCEL)
+        if live.cancel_requested:
+            return el.answer(el.CANCEL)
+        withdrawn = anyio.Event()
+        live.pending_permissions.add(withdrawn)
+        result: dict[str, Any] | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def ask() -> None:
+                    nonlocal result
+                    result = await elicit(live, request)
+                    tg.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    await withdrawn.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(ask)
+                tg.start_soon(watch)
+        finally:
+            live.pending_permissions.discard(withdrawn)
+        return result if isinstance(result, dict) else el.answer(el.CANCEL)
+
+    def _page_done(self, params: Any) -> None:
+        """``elicitation/complete``: a link the user accepted is done (unknown or repeated
+        ids are ignored, as the spec asks)."""
+        elicitation_id = params.get("elicitationId") if isinstance(params, dict) else None
+        host = self._pages.pop(elicitation_id, None) if isinstance(elicitation_id, str) else None
+        if host is not None:
+            self._tell(None, f"acpcli: the agent says the interaction at {safe_line(host)} is complete")
 
 
 
@@ -541,6 +656,7 @@ async def open_link(
     log_file: Path | None = None,
     stderr_log: Path | None = None,
     decide_permission: PermissionDecider | None = None,
+    elicit: Elicitor | None = None,
     extra_handlers: dict[str, Callable[[Any], Awaitable[Any]]] | None = None,
     tap: Tap | None = None,
     policy: str | None = None,
@@ -566,17 +682,24 @@ async def open_link(
     offer = offer or ClientOffer()
     if tap is None:  # an explicit tap (``--raw``) wins over the log file
         tap = WireTap(log_file) if log_file is not None else WireTap.from_env()
-    dispatcher = Dispatcher(decide_permission=decide_permission)
+    dispatcher = Dispatcher(
+        decide_permission=decide_permission, elicit=elicit, say=refusals.note if refusals is not None else None
+    )
     services = ClientServices.for_offer(dispatcher.roots, offer, policy=policy, refusals=refusals)
     handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
         "session/request_permission": dispatcher.on_request_permission,
         **services.handlers(),
         **(extra_handlers or {}),
     }
+    if offer.elicitation:
+        handlers["elicitation/create"] = dispatcher.on_elicitation
     async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
         async with Connection(
             proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout
         ) as conn:
             features = await initialize(conn, choice=choice, offer=offer)
             services.restrict(features)
+            dispatcher.agent_name = features.display_name
+            if not (features.client_elicitation and features.protocol_version == 1):
+                dispatcher.elicitation_modes = ()
             yield AgentLink(conn, features, dispatcher, store_factory=Store, process=proc, services=services)

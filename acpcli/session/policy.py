@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from acpcli.client_side import PermissionPolicy
     from acpcli.session.agent import AgentChoice
     from acpcli.session.context import Run
+    from acpcli.session.link import Elicitor
 
 
 def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
@@ -41,3 +42,17 @@ def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
     if run.refusals is None:
         run.refusals = Refusals(run.say, change=CHANGE_POLICY if ask is not None else CHANGE_POLICY_UNATTENDED)
     return permission_decider(run.env, policy, ask, run.refusals)
+
+
+def elicitor_for(run: Run) -> Elicitor:
+    """Who answers the agent's requests for input (``elicitation/create``): ``--answer`` /
+    ``--answers`` when given (a script's answers win, even on a terminal), else the person
+    (the REPL's form, or ``prompt``'s on a terminal), else nobody: declined, one stderr line."""
+    from acpcli.elicitation import scripted
+
+    if run.answers is None:
+        if run.person is not None:
+            return run.person.elicit
+        if run.form_filler is not None:
+            return run.form_filler
+    return scripted(run.answers, run.say)

@@ -23,7 +23,7 @@ from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stde
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
 from acpcli.session.outcome import turn_exit
-from acpcli.session.policy import decider_for
+from acpcli.session.policy import decider_for, elicitor_for
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from acpcli.render import View
     from acpcli.safestore import SafeIndex
     from acpcli.session.inputs import Options, SessionInputs
-    from acpcli.session.link import AgentLink
+    from acpcli.session.link import AgentLink, Elicitor
     from acpcli.session_lock import SessionLock
     from acpcli.store import Store
     from acpcli.wiretap import Tap, WireTap
@@ -60,8 +60,12 @@ def link_for(
     log_file: Path | None = None,
     run: Run | None = None,
     timeout: float | None = None,
+    elicit: Elicitor | None = None,
 ) -> AbstractAsyncContextManager[AgentLink]:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
+
+    Without a ``run`` (``acpcli auth``), ``elicit`` answers the agent's requests for input
+    (a login's link); else the run's :func:`~acpcli.session.policy.elicitor_for` does.
 
     ``timeout`` (``--timeout``; else the run's) bounds each setup step instead of
     ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`).
@@ -77,6 +81,7 @@ def link_for(
     offer = ClientOffer()
     decider = None
     if run is not None:
+        elicit = elicitor_for(run)
         offer = ClientOffer(
             read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
         )
@@ -90,6 +95,7 @@ def link_for(
         log_file=log_file,
         stderr_log=agent_stderr_log(agent),
         decide_permission=decider,
+        elicit=elicit,
         tap=tap,
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,

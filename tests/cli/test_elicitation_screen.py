@@ -1,0 +1,174 @@
+"""The agent's forms and links at the terminal (elicitation, issue 25), in a pseudo-terminal on
+the emulated screen, against ``tests/agents/sdk_elicit_agent.py`` (official SDK):
+
+* a form with every field type is filled in with the keys and its values reach the agent typed
+  (an integer, a number, a boolean, a titled choice, several choices); the sensitive field is
+  typed masked and never shown by acpcli;
+* Submit with a required field empty shows the problem under that field and keeps the form
+  open; fixed, it is sent;
+* Escape dismisses the form (``cancel``); the Decline button declines it;
+* a link is shown whole with its host, and answered ``accept`` only when the person says so.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from acpcli.errors import ExitCode
+
+from .pty import Pty
+from .screen import screen_text
+
+AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_elicit_agent.py"
+CMD = shlex.join([sys.executable, str(AGENT)])
+TAB = "\t"
+ENTER = "\r"
+ESC = "\x1b"
+DOWN = "\x1b[B"
+BACKSPACE = "\x7f"
+FORM_HINT = "Esc: dismiss"
+
+
+def _until_shown(pty: Pty, text: str, *, gone: bool = False) -> str:
+    """Read redraws (each ends by showing the cursor) until ``text`` is on the emulated
+    screen (``gone``: is no longer on it); the screen. A redraw moves the cursor over what
+    did not change, so the raw stream cannot be searched for what is shown."""
+    for _ in range(200):
+        screen = screen_text(pty.seen)
+        if (text in screen) != gone:
+            return screen
+        pty.expect(r"\x1b\[\?25h")
+    raise AssertionError(
+        f"{text!r} never {'went away' if gone else 'shown'}:\n{screen_text(pty.seen)}"
+    )
+
+
+def _answer(pty: Pty) -> str:
+    """The agent's report of the answer it got, without spaces (read off the screen, where a
+    long one wraps at a space), once the input line is back."""
+    pty.expect("ANSWER ")
+    pty.prompt()
+    screen = screen_text(pty.seen).replace("\n", "")
+    said = screen[screen.rindex("ANSWER ") + len("ANSWER ") :]
+    return "".join(said[: said.index("›")].split())
+
+
+def test_a_form_with_every_field_type_is_filled_in_and_sent_typed(spawn) -> None:  # type: ignore[no-untyped-def]
+    pty = spawn("new", "--cmd", CMD)
+    pty.prompt()
+    pty.say("form")
+    pty.expect(FORM_HINT)
+    keys = [
+        "Ada",  # name
+        TAB,
+        BACKSPACE * 2,
+        "41",  # age: 30 -> 41
+        TAB,
+        "0.25",  # ratio
+        TAB,
+        " ",  # subscribe: true -> false
+        TAB,
+        DOWN,
+        DOWN,  # colour: (none chosen) -> Red -> Green
+        TAB,
+        DOWN,  # size: m -> l
+        TAB,
+        " ",
+        DOWN,
+        DOWN,
+        " ",  # tags: x and z
+        TAB,
+        "ada@example.com",  # email
+        TAB,
+        "s3cret-value",  # api_token: sensitive
+        TAB,
+        ENTER,  # Submit
+    ]
+    pty.child.send("".join(keys))
+    assert _answer(pty) == (
+        'accept{"age":41,"api_token":"s3cret-value","colour":"g","email":"ada@example.com",'
+        '"name":"Ada","ratio":0.25,"size":"l","subscribe":false,"tags":["x","z"]}'
+    )
+    assert pty.leave()[0] == ExitCode.OK
+    screen = screen_text(pty.seen).replace("\n", "")
+    # acpcli itself never showed the secret: its one appearance is the agent's own echo
+    assert screen.count("s3cret-value") == 1 and screen.index("s3cret-value") > screen.index(
+        "ANSWER accept"
+    ), screen
+    assert "api_token=***" in screen, screen
+    assert "sdk-elicit 0.1 asks for input:" in screen and "Tell me about you" in screen
+
+
+def test_a_required_field_left_empty_is_shown_in_place_and_the_form_stays(spawn) -> None:  # type: ignore[no-untyped-def]
+    pty = spawn("new", "--cmd", CMD)
+    pty.prompt()
+    pty.say("short")
+    pty.expect(FORM_HINT)
+    pty.child.send(TAB + TAB + ENTER)  # Submit with Name empty
+    rows = _until_shown(pty, "1 field to fix").splitlines()
+    at = next(i for i, row in enumerate(rows) if row.startswith("Name *"))
+    assert rows[at + 2].strip() == "! required", rows[at : at + 4]  # under the field itself
+    pty.child.send("Ada")  # the focus went back to Name; fixed, the problem goes away at once
+    _until_shown(pty, "! required", gone=True)
+    pty.child.send(TAB + TAB + ENTER)
+    assert _answer(pty) == 'accept{"name":"Ada"}'
+    assert pty.leave()[0] == ExitCode.OK
+
+
+def test_escape_dismisses_a_form_and_decline_declines_it(spawn) -> None:  # type: ignore[no-untyped-def]
+    pty = spawn("new", "--cmd", CMD)
+    pty.prompt()
+    pty.say("short")
+    pty.expect(FORM_HINT)
+    pty.child.send("Ada" + ESC)
+    assert _answer(pty) == "cancelnull"
+    pty.say("short")
+    pty.expect(FORM_HINT)
+    pty.child.send(TAB + TAB + TAB + ENTER)  # Name, Note, Submit, Decline
+    assert _answer(pty) == "declinenull"
+    assert pty.leave()[0] == ExitCode.OK
+    screen = screen_text(pty.seen)
+    assert "answered: cancelled (dismissed)" in screen and "answered: declined" in screen, screen
+
+
+def test_a_link_is_shown_whole_and_accepted_only_when_the_person_says_so(spawn) -> None:  # type: ignore[no-untyped-def]
+    pty = spawn("new", "--cmd", CMD)
+    pty.prompt()
+    pty.say("url")
+    pty.expect("open this link")
+    screen = screen_text(pty.seen)
+    assert "host: auth.example.com" in screen
+    assert "link: https://auth.example.com/connect?elicitationId=e-1" in screen
+    pty.child.send(DOWN + ENTER)  # Decline
+    assert _answer(pty) == "declinenull"
+    pty.say("url")
+    pty.expect("open this link")
+    pty.child.send(ENTER)  # "I will open it myself"
+    assert _answer(pty) == "acceptnull"
+    assert pty.leave()[0] == ExitCode.OK
+    assert "the agent says the interaction at auth.example.com is complete" in screen_text(pty.seen)
+
+
+def test_a_warm_prompt_on_a_terminal_fills_the_form_in_through_the_host(spawn) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+
+    def acpcli(*args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "acpcli", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=60, check=True,
+        ).stdout  # fmt: skip
+
+    sid = acpcli("new", "--no-repl", "--cmd", CMD, "--keep-alive", "300").strip()
+    try:
+        pty = spawn("prompt", "--session", sid, "--keep-alive", "300", "short")
+        pty.expect(FORM_HINT)
+        pty.child.send("Ada" + TAB + "a note" + TAB + ENTER)
+        assert pty.wait() == ExitCode.OK
+        screen = screen_text(pty.seen).replace("\n", "")
+        assert "sdk-elicit 0.1 asks for input:" in screen
+        assert 'ANSWER accept {"name": "Ada", "note": "a note"}' in screen, screen
+        assert sid in acpcli("sessions", "--live", "--json")  # answered through the live host
+    finally:
+        acpcli("stop", "--all")
