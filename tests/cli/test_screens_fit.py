@@ -1,0 +1,164 @@
+"""Screens that fit (issue 24): ``sessions`` one line a session in the terminal's width with
+a unique id prefix every command takes; ``agents`` piped as tab-separated lines."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acpcli.errors import ExitCode
+from acpcli.persistence import Index
+from tests.helpers.records import rec
+
+from .conftest import AgentTrace, Cli, error_line
+from .screen import screen_text
+
+WIDTHS = (60, 80, 120, 200)
+UUIDS = (
+    "f08790af-4f2b-415d-a1ec-d5c62a059b3e",
+    "a94835ee-e5fb-4b01-89c4-52d98ccc474b",
+    "01a2438b-c6e2-74d1-994e-0ee933ecb39b",
+)
+CLAUDE = {"name": "@zed-industries/claude-agent-acp", "title": "Claude Agent", "version": "0.23.1"}
+
+
+def _plant(home: Path) -> None:
+    """Three sessions as real agents record them (uuid ids, a ``--cmd`` agent's package name,
+    long titles, a deep cwd under home), used 3 h, 2 d and 5 min ago, and a stored closed
+    session whose id shares its first 12 characters with a listed one."""
+    now = time.time()
+    deep = str(home / "src" / "projects" / "storage-layer-rewrite" / "backend")
+    with Index() as index:
+        index.upsert_session(rec(UUIDS[0], agent="gemini", cwd=deep, last_used_at=now - 3 * 3600))
+        index.set_title(
+            UUIDS[0], "Refactor the storage layer so that every write goes through one transaction"
+        )
+        index.upsert_session(
+            rec(
+                UUIDS[1],
+                agent=CLAUDE["name"],
+                agent_info=CLAUDE,
+                cwd="/tmp",
+                last_used_at=now - 2 * 86400,
+            )
+        )
+        index.set_title(
+            UUIDS[1], "Explain why 23.7k/200k tokens were used by the last turn of the session"
+        )
+        index.upsert_session(rec(UUIDS[2], agent="demo", cwd=str(home), last_used_at=now - 300))
+        twin = UUIDS[2][:12] + "0000-0000-000000000000"
+        index.upsert_session(
+            rec(twin, agent="demo", cwd="/work", state="closed", last_used_at=now - 9 * 86400)
+        )
+
+
+def _terminal(cli: Cli, width: int, *args: str) -> str:
+    """``acpcli sessions ARGS`` as a terminal ``width`` columns wide shows it (rich's forced
+    terminal mode: FORCE_COLOR, COLUMNS), on an emulated screen of that width."""
+    proc = cli.ok(
+        "sessions", *args, env={"FORCE_COLOR": "1", "COLUMNS": str(width), "HOME": str(cli.home)}
+    )
+    return screen_text(proc.stdout.replace("\n", "\r\n"), width=width, height=50)  # (a pty's ONLCR)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_sessions_is_one_line_a_session_in_the_terminals_width(cli: Cli, width: int) -> None:
+    _plant(cli.home)
+    screen = _terminal(cli, width).splitlines()
+    assert len(screen) == 1 + 3, "\n".join(screen)  # a header and one line a session
+    header, *rows = screen
+    assert header.split()[:3] == ["ID", "AGENT", "TITLE"] and "LAST USED" in header
+    assert all(len(line) <= width for line in screen)
+    # the shortest unique prefix, at least 8 characters: the closed twin (not listed) counts
+    assert [row.split()[0] for row in rows] == [UUIDS[2][:13], UUIDS[0][:8], UUIDS[1][:8]], screen
+    assert ("Claude Agent" if width >= 80 else "Claude") in rows[2] and "@zed" not in rows[2]
+    assert (
+        re.search(r"\b5 min ago$", rows[0])
+        and re.search(r"\b3 h ago$", rows[1])
+        and rows[2].endswith("2 d ago")
+    )
+    assert " ~ " in rows[0] or rows[0].split()[-4] == "~"  # home itself
+    assert re.search(r" (…|~/src/)\S*backend ", rows[1]), rows[1]  # shortened from the left
+    for row in rows[1:]:  # a title cut at a word, never inside a number
+        title = re.search(r"(Refactor|Explain)[^…]*…?", row)
+        assert title is not None, row
+        cut = title.group()
+        if cut.endswith("…"):
+            words = cut[:-1].split()
+            full = "Refactor the storage layer so that every write goes through one transaction"
+            full += " Explain why 23.7k/200k tokens were used by the last turn of the session"
+            assert all(word in full.split() for word in words), cut  # whole words only
+    if width >= 200:
+        assert (
+            "Refactor the storage layer so that every write goes through one transaction" in rows[1]
+        )
+
+
+def test_sessions_wide_json_and_pipes_keep_whole_ids(cli: Cli) -> None:
+    _plant(cli.home)
+    wide = _terminal(cli, 80, "--wide")
+    for sid in UUIDS:
+        assert sid in wide
+    assert "CREATED" in wide  # (a terminal wraps the long lines)
+    piped = cli.ok("sessions").stdout.splitlines()
+    assert (
+        piped[0] == "ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE"
+    )  # the columns as before
+    assert [line.split("\t")[0] for line in piped[1:]] == [UUIDS[2], UUIDS[0], UUIDS[1]]
+    assert piped[3].split("\t")[1] == CLAUDE["name"]  # the name --agent filters by
+    assert [
+        json.loads(line)["id"] for line in cli.ok("sessions", "--json").stdout.splitlines()
+    ] == [UUIDS[2], UUIDS[0], UUIDS[1]]
+
+
+def test_sessions_on_a_pseudo_terminal_at_80_columns(cli: Cli, spawn: Any) -> None:
+    _plant(cli.home)
+    pty = spawn("sessions", width=80, env={"HOME": str(cli.home)})
+    assert pty.wait() == 0
+    screen = screen_text(pty.seen, width=80).splitlines()
+    assert len(screen) == 4, "\n".join(screen)
+    assert [line.split()[0] for line in screen[1:]] == [UUIDS[2][:13], UUIDS[0][:8], UUIDS[1][:8]]
+
+
+def test_every_command_takes_the_prefix_sessions_shows(cli: Cli, trace: AgentTrace) -> None:
+    made = cli.new(trace.demo_cmd(), "--title", "prefix check")
+    [row] = [line for line in _terminal(cli, 80).splitlines() if "prefix check" in line]
+    prefix = row.split()[0]
+    assert len(prefix) >= 8 and made.startswith(prefix) and prefix != made
+    cli.ok(
+        "prompt",
+        "--session",
+        prefix,
+        "--cmd",
+        trace.demo_cmd(),
+        "--permissions",
+        "allow",
+        "hello by prefix",
+    )
+    assert "hello by prefix" in cli.ok("show", prefix).stdout  # the same session, by its whole id
+    assert "hello by prefix" in cli.ok("export", prefix).stdout
+    cli.ok("close", prefix, "--cmd", trace.demo_cmd())
+    assert [r["state"] for r in cli.index() if r["id"] == made] == ["closed"]
+    cli.ok("sessions", "rm", prefix)
+    assert all(r["id"] != made for r in cli.index())
+
+
+def test_an_ambiguous_prefix_lists_the_candidates_in_one_line(cli: Cli) -> None:
+    with Index() as index:
+        for sid in ("abcdefgh-1", "abcdefgh-2"):
+            index.upsert_session(rec(sid))
+    for command in (("show", "abcdefgh"), ("export", "abcdefgh"), ("sessions", "rm", "abcdefgh")):
+        line = error_line(cli.run(*command), ExitCode.USAGE)
+        assert "ambiguous" in line and "abcdefgh-1" in line and "abcdefgh-2" in line, line
+
+
+def test_agents_piped_is_tab_separated(cli: Cli) -> None:
+    lines = cli.ok("agents").stdout.splitlines()
+    assert lines[0] == "NAME\tVERSION\tRUNS\tCOMMAND\tFOUND\tSOURCE\tDESCRIPTION"
+    demo = next(line.split("\t") for line in lines if line.startswith("demo\t"))
+    assert len(demo) == 7 and demo[5] == "built-in" and "  " not in demo[6]
