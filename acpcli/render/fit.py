@@ -22,7 +22,9 @@ _TRAILING = " \t·,;:-—–|/"
 #: A cut inside a run of these is inside a number (``23.7k``, ``1,024``): it moves to the
 #: run's start.
 _NUMBER = re.compile(r"[0-9][0-9.,:/%kKMG$]*$")
-_SPACE = re.compile(r"\s+")
+#: A word and the spaces before it: words are broken at spaces and tabs only (a no-break
+#: space, U+00A0, holds two words together).
+_WORD = re.compile(r"([ \t]*)([^ \t]+)")
 
 
 def cells(text: str) -> int:
@@ -133,4 +135,4 @@ def wrap(text: str, width: int, indent: int | str = 0) -> list[str]:
 
 def _words(line: str) -> list[tuple[str, str]]:
     """``line`` as (the spaces before it, word) pairs."""
-    return [(m.group(1), m.group(2)) for m in re.finditer(r"(\s*)(\S+)", line)]
+    return [(m.group(1), m.group(2)) for m in _WORD.finditer(line)]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from acpcli.persistence import Index
 from tests.helpers.records import rec
 
 from .conftest import AgentTrace, Cli, error_line
+from .pty import CHOICE
 from .screen import screen_text
 
 WIDTHS = (60, 80, 120, 200)
@@ -162,3 +165,111 @@ def test_agents_piped_is_tab_separated(cli: Cli) -> None:
     assert lines[0] == "NAME\tVERSION\tRUNS\tCOMMAND\tFOUND\tSOURCE\tDESCRIPTION"
     demo = next(line.split("\t") for line in lines if line.startswith("demo\t"))
     assert len(demo) == 7 and demo[5] == "built-in" and "  " not in demo[6]
+
+
+# -- the REPL: what acpcli lays out wraps at words, under a hanging indent ---------------------
+
+WORDY = Path(__file__).resolve().parent.parent / "agents" / "sdk_wordy_agent.py"
+sys.path.insert(0, str(WORDY.parent))
+import sdk_wordy_agent as wordy  # noqa: E402  (the texts the agent sends)
+
+
+def _wordy(spawn: Any, width: int) -> Any:
+    pty = spawn("new", "--cmd", shlex.join([sys.executable, str(WORDY)]), width=width)
+    pty.prompt()
+    pty.say("hello")  # its answer comes after its commands and usage: they are known now
+    pty.expect("ok")
+    pty.prompt()
+    return pty
+
+
+def _flat(text: str) -> str:
+    """``text`` with every run of spaces and line breaks made one space: a word cut by the
+    terminal's own wrapping shows as two words here."""
+    return " ".join(text.split())
+
+
+def _block(screen: str, first: str, last: str) -> list[str]:
+    """The screen lines from the one holding ``first`` to the one holding ``last``."""
+    lines = screen.splitlines()
+    start = next(i for i, line in enumerate(lines) if first in line)
+    end = next(i for i in range(start, len(lines)) if last in lines[i])
+    return lines[start : end + 1]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_repl_lists_wrap_at_words_under_a_hanging_indent(spawn: Any, width: int) -> None:
+    pty = _wordy(spawn, width)
+    for command, done in (
+        ("/help", r"cancels\s+a\s+turn"),
+        ("/mode", r"use\s+with\s+care"),
+        ("/login", "logs in with"),
+    ):
+        pty.say(command)
+        pty.expect(done)
+        pty.prompt()
+    screen = screen_text(pty.seen, width=width, height=30)
+    flat = _flat(screen)
+    banner = _block(screen, "session wordy-", "commands")
+    assert all(line.startswith("  ") for line in banner[1:]), banner
+    # every text whole (no word cut), every line after a block's first indented
+    help_block = _block(screen, "  /help ", "Ctrl-C cancels a turn")
+    assert all(line.startswith("  ") for line in help_block), help_block
+    own = _block(screen, "the agent's own:", "/about")
+    assert all(line.startswith(" " * len("  the agent's own: ")) for line in own[1:]), own
+    for name in wordy.COMMANDS:  # a name with a space stays on one line
+        assert any(f"/{name}," in line or line.endswith(f"/{name}") for line in own), (name, own)
+    assert "close the session on the agent and leave" in _flat("\n".join(help_block))
+    modes = _block(screen, "(mode):", "care")  # (the last word of the last description)
+    for _, name, description in wordy.MODES:
+        assert f"({name})" in flat and description in flat, (description, modes)
+    assert all(line.startswith("  ") for line in modes[1:]), modes
+    if width < 120:  # the descriptions wrap under their column
+        continued = [
+            line
+            for line in modes[1:]
+            if not line.lstrip().startswith(("*", "default", "autoEdit", "yolo"))
+        ]
+        assert continued and all(line.startswith(" " * 6) for line in continued), modes
+    logins = _block(screen, "oauth-personal", "/login METHOD")
+    for method, name, description in wordy.LOGINS:
+        assert f"{method} {name} — {description}" in _flat("\n".join(logins)), logins
+    assert all(line.startswith("  ") for line in logins), logins
+    assert pty.leave()[0] == ExitCode.OK
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_toolbar_and_the_picker_shorten_at_a_word_never_inside_a_number(
+    spawn: Any, width: int
+) -> None:
+    pty = _wordy(spawn, width)
+    pty.expect(r"sdk-wordy · \(untitled\) · idle[^\r\x1b]*")  # the toolbar, drawn in one piece
+    toolbar = [
+        line for line in screen_text(pty.seen, width=width).splitlines() if "sdk-wordy ·" in line
+    ][-1]
+    whole = " sdk-wordy · (untitled) · idle · mode: Default Approval · 23.7k/200k tokens (11%) "
+    assert toolbar.rstrip() == whole.rstrip() or toolbar.rstrip().endswith("…"), toolbar
+    assert set(toolbar.rstrip("… ").split()) <= {*whole.split(), "mode"}, (
+        toolbar
+    )  # whole words only
+    pty.say("please ask")
+    pty.expect(CHOICE)
+    pty.expect("waiting for you")
+    screen = screen_text(pty.seen, width=width)
+    rows = [line for line in screen.splitlines() if re.match(r"\s+›?\s*[123]\. ", line)][-3:]
+    assert len(rows) == 3, screen
+    for row, option in zip(rows, wordy.OPTIONS, strict=True):
+        label = re.sub(r"^\s+›?\s*[123]\. ", "", row).rsplit("  (", 1)[0]
+        assert len(row) <= width
+        if label.endswith("…"):
+            assert set(label[:-1].split()) <= {w.rstrip(",") for w in option.name.split()} | set(
+                option.name.split()
+            ), row
+        else:
+            assert label == option.name, row
+    if width >= 200:
+        assert all("…" not in row for row in rows), rows
+    pty.child.send("\r")  # the highlighted option: allow_once
+    pty.expect("CHOSEN=once")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
