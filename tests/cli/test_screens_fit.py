@@ -273,3 +273,85 @@ def test_the_toolbar_and_the_picker_shorten_at_a_word_never_inside_a_number(
     pty.expect("CHOSEN=once")
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK
+
+
+# -- code in colours that suit the terminal's background ---------------------------------------
+
+ECHO = Path(__file__).resolve().parent.parent / "agents" / "sdk_echo_agent.py"
+CODE = "Here:\n\n```python\n@dataclass\nclass Point:\n    x: int = 1  # the x\n    def norm(self):\n        return abs(self.x)\n```\n"
+WHITE_FG, DARK_BG = "38;5;231", "48;5;235"  # monokai's plain text and background, as drawn before
+
+
+def _code_session(cli: Cli) -> str:
+    cli.ok("prompt", "--cmd", shlex.join([sys.executable, str(ECHO)]), CODE)
+    [made] = cli.index()
+    return str(made["id"])
+
+
+def _shown(cli: Cli, sid: str, width: int, **env: str) -> str:
+    colours = {"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": str(width), "COLORTERM": ""}
+    out = cli.ok("show", sid, env={**colours, **env}).stdout
+    return out[out.rindex("Here:") :]  # the agent's answer (the prompt above it is shown as typed)
+
+
+def _sgr(out: str, word: str) -> str:
+    """The SGR parameters ``word`` is drawn with (the last escape before it)."""
+    m = re.search(r"\x1b\[([0-9;]*)m" + re.escape(word), out)
+    assert m is not None, (word, out)
+    return m.group(1)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_code_is_drawn_in_the_terminals_own_colour_on_its_own_background(
+    cli: Cli, width: int
+) -> None:
+    sid = _code_session(cli)
+    out = _shown(cli, sid, width)
+    assert "@dataclass" in out and "return" in out
+    assert WHITE_FG not in out and DARK_BG not in out and "48;" not in out  # no colour of its own
+    assert _sgr(out, "class") != _sgr(out, "@dataclass") or "Point" in out
+    plain_text = re.search(r"(?:\x1b\[[0-9;]*m)*(\s*x: )", out)
+    assert plain_text is not None and not plain_text.group(0).startswith("\x1b[38"), (
+        out
+    )  # default foreground
+    assert _sgr(out, "class").strip("0;") in ("35", "1;35", "35;1"), _sgr(
+        out, "class"
+    )  # the terminal's magenta
+
+
+def test_colorfgbg_and_the_theme_setting_pick_the_colours(cli: Cli) -> None:
+    sid = _code_session(cli)
+    ansi, dark, light = (_shown(cli, sid, 80, COLORFGBG=bg) for bg in ("", "15;0", "0;15"))
+    keyword = {
+        name: _sgr(out, "class") for name, out in (("ansi", ansi), ("dark", dark), ("light", light))
+    }
+    assert len(set(keyword.values())) == 3, keyword
+    assert keyword["light"] == _sgr(_shown(cli, sid, 80, ACPCLI_THEME="light"), "class")
+    (cli.home / "config.toml").write_text('theme = "dark"\n')
+    assert _sgr(_shown(cli, sid, 80), "class") == keyword["dark"]
+    assert (
+        _sgr(_shown(cli, sid, 80, ACPCLI_THEME="light", COLORFGBG="15;0"), "class")
+        == keyword["light"]
+    )
+    bad = cli.run("show", sid, env={"ACPCLI_THEME": "sepia", "FORCE_COLOR": "1"})
+    assert (
+        bad.returncode == 0
+        and bad.stderr.count("ACPCLI_THEME must be one of auto, dark, light") == 1
+    ), bad.stderr
+    (cli.home / "config.toml").write_text('theme = "sepia"\n')
+    line = error_line(cli.run("prompt", "--agent", "demo", "hi"), ExitCode.CONFIG)
+    assert "theme must be one of auto, dark, light (got 'sepia')" in line
+    shown = cli.run("show", sid, env={"FORCE_COLOR": "1"})  # drawing goes on, in the auto colours
+    assert (
+        shown.returncode == 0
+        and "@dataclass" in shown.stdout
+        and "theme must be one of" in shown.stderr
+    )
+
+
+def test_code_on_a_pseudo_terminal_with_a_light_background(cli: Cli, spawn: Any) -> None:
+    sid = _code_session(cli)
+    pty = spawn("show", sid, width=80, env={"COLORFGBG": "0;15"})
+    assert pty.wait() == 0
+    assert WHITE_FG not in pty.seen and DARK_BG not in pty.seen
+    assert "@dataclass" in screen_text(pty.seen, width=80)
