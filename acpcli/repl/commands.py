@@ -180,11 +180,11 @@ async def _config(ctx: Context, arg: str) -> int | None:
         ctx.say("the agent offers no settings for this session")
     from acpcli.render.fit import cells, pad, shorten
 
-    # Three columns as wide as their longest cell (the first two at most a quarter of the
+    # Three columns as wide as their longest cell (the first two at most a third of the
     # line each, cut at a word), the names wrapped under their column.
-    quarter = max(8, ctx.env.err.width // 4)
-    keys = [shorten(safe_line(c.key), quarter) for c in found]
-    values = [shorten(safe_line(str(c.current)), quarter) for c in found]
+    third = max(12, ctx.env.err.width // 3)
+    keys = [shorten(safe_line(c.key), third) for c in found]
+    values = [shorten(safe_line(str(c.current)), third) for c in found]
     key_width = max((cells(k) for k in keys), default=0)
     value_width = max((cells(v) for v in values), default=0)
     for choice, key, value in zip(found, keys, values, strict=True):
