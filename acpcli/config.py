@@ -86,6 +86,11 @@ TIMEOUT_ENV = "ACPCLI_TIMEOUT"
 #: Seconds a live session's host keeps the agent after its last turn and client (0: no host).
 DEFAULT_KEEP_ALIVE = 300.0
 KEEP_ALIVE_ENV = "ACPCLI_KEEP_ALIVE"
+#: What the ``theme`` key and ``ACPCLI_THEME`` (which wins) take: the colours of code for the
+#: terminal's background (``auto``: from ``COLORFGBG`` when it says, else the terminal's own
+#: palette; see :mod:`acpcli.render.highlight`).
+THEMES = ("auto", "dark", "light")
+THEME_ENV = "ACPCLI_THEME"
 
 
 @dataclass
@@ -158,6 +163,8 @@ class Config:
     keep_alive: float = DEFAULT_KEEP_ALIVE
     #: Where the ACP agent registry is fetched from (``ACPCLI_REGISTRY_URL`` wins over it).
     registry_url: str | None = None
+    #: The colours of code: one of :data:`THEMES` (``ACPCLI_THEME`` wins over it).
+    theme: str = "auto"
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -347,6 +354,10 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             config.timeout = _seconds(value, f"{path}: timeout")
         elif key == "keep_alive":
             config.keep_alive = _seconds(value, f"{path}: keep_alive")
+        elif key == "theme":
+            if value not in THEMES:
+                raise ConfigError(f"{path}: theme must be one of {', '.join(THEMES)} (got {value!r})")
+            config.theme = value
         elif key == "registry_url":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(f"{path}: registry_url must be an http:// or https:// URL (a string)")

@@ -586,6 +586,30 @@ class Index:
             raise UsageError(f"session id prefix {shown_id(id_or_prefix)!r} is ambiguous: {shown}{more}")
         return _record(rows[0])
 
+    def unique_prefixes(self, ids: list[str], minimum: int = 8) -> dict[str, str]:
+        """Each of ``ids`` by its shortest prefix no other stored session's id starts with
+        (at least ``minimum`` characters, or the whole id): what :meth:`get` finds it by.
+        Two look-ups an id, on the primary key: the ids next to it in sorted order share
+        the longest prefixes with it."""
+        shortest = {}
+        for sid in ids:
+            longest_shared = 0
+            for sql in (
+                "SELECT id FROM sessions WHERE id < ? ORDER BY id DESC LIMIT 1",
+                "SELECT id FROM sessions WHERE id > ? ORDER BY id LIMIT 1",
+            ):
+                row = self.conn.execute(sql, (sid,)).fetchone()
+                if row is not None:
+                    other = row[0]
+                    shared = 0
+                    for a, b in zip(sid, other, strict=False):
+                        if a != b:
+                            break
+                        shared += 1
+                    longest_shared = max(longest_shared, shared)
+            shortest[sid] = sid[: max(minimum, longest_shared + 1)]
+        return shortest
+
     def list_sessions(
         self,
         agent: str | None = None,

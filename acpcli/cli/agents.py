@@ -266,7 +266,13 @@ def _table(env: Environment, rows: list[tuple[str, ...]]) -> None:
     """The rows as aligned columns, in time and memory linear in the rows (rich's Table
     measures and wraps every cell: minutes for the 100,000 agents of a hostile registry).
     On a terminal the table is cut to its width (``agents show ID`` says all); elsewhere
-    the lines are whole."""
+    the lines are whole, tab-separated."""
+    if not env.stdout_is_terminal:
+        # Pipes get one tab-separated line per agent, as `sessions` does: easy to cut/awk
+        # (the cells are safe_line'd: a tab in one is shown as ^I, never a column break).
+        env.stdout.write("\t".join(_COLUMNS) + "\n")
+        env.stdout.writelines("\t".join(cells) + "\n" for cells in rows)
+        return
     from rich.cells import cell_len, set_cell_size
 
     widths = [len(c) for c in _COLUMNS]
@@ -275,8 +281,7 @@ def _table(env: Environment, rows: list[tuple[str, ...]]) -> None:
             n = len(cell) if cell.isascii() else cell_len(cell)
             if n > widths[i]:
                 widths[i] = n
-    terminal = env.stdout_is_terminal
-    widths = _fit(widths, env.out.width if terminal else None)
+    widths = _fit(widths, env.out.width)
     last = len(widths) - 1
 
     def line(cells: tuple[str, ...]) -> str:
@@ -290,13 +295,9 @@ def _table(env: Environment, rows: list[tuple[str, ...]]) -> None:
             out.append(cell)
         return "  ".join(out).rstrip() + "\n"
 
-    header = line(_COLUMNS)
-    if terminal:
-        from rich.text import Text
+    from rich.text import Text
 
-        env.out.print(Text(header.rstrip("\n"), style="bold"), soft_wrap=True)
-    else:
-        env.stdout.write(header)
+    env.out.print(Text(line(_COLUMNS).rstrip("\n"), style="bold"), soft_wrap=True)
     write = env.stdout.write
     for cells in rows:
         write(line(cells))

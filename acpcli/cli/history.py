@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from acpcli.errors import ExitCode, UsageError
 from acpcli.safe_text import clip, safe_line, shown_id
@@ -77,6 +77,7 @@ def sessions(
     since: str | None = None,
     limit: str | int | None = None,
     timeout: str | None = None,
+    wide: bool = False,
 ) -> int:
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
@@ -105,6 +106,7 @@ def sessions(
     wanted_state = state or ("any" if all_sessions else "active")
     only_state = None if wanted_state == "any" else wanted_state
     more = 0
+    shortest: dict[str, str] = {}
     if not db_path().exists():
         rows = []
     else:
@@ -114,6 +116,8 @@ def sessions(
             rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
             if count and len(rows) == count:  # only then can there be more: one count query
                 more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count
+            if not as_json and not wide and env.stdout_is_terminal:
+                shortest = index.unique_prefixes([rec.id for rec in rows], ID_PREFIX)
     if more > 0:
         # No colon: a plain line on a piped stderr is written without importing rich.
         closed = "" if only_state is None else " (closed ones too)"
@@ -160,30 +164,108 @@ def sessions(
                       _when(rec.created_at), _when(rec.last_used_at), rec.state)
             env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
-    from rich.table import Table
+    _session_lines(env, rows, shortest, live, wide=wide)
+    return int(ExitCode.OK)
+
+
+#: The fewest characters of a session id ``sessions`` shows on a terminal (more when a
+#: shorter prefix would not be unique); ``--wide`` shows them whole.
+ID_PREFIX = 8
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    """How long ago ``ts`` was, as a person says it: ``just now``, ``5 min ago``, ``3 h ago``,
+    ``2 d ago``, ``3 w ago``; the date beyond eight weeks."""
+    if not ts:
+        return "-"
+    seconds = (time.time() if now is None else now) - ts
+    if seconds < 60:
+        return "just now"
+    for size, unit, below in ((60, "min", 3600), (3600, "h", 86400), (86400, "d", 14 * 86400), (7 * 86400, "w", 56 * 86400)):
+        if seconds < below:
+            return f"{int(seconds // size)} {unit} ago"
+    return time.strftime("%Y-%m-%d", time.localtime(ts))
+
+
+def agent_shown(rec: SessionRecord) -> str:
+    """The agent as a person knows it: the configured name it was started by (``demo``,
+    ``gemini``), or for a ``--cmd`` agent its own title (``Claude Agent`` rather than
+    ``@zed-industries/claude-agent-acp``)."""
+    info = rec.agent_info or {}
+    title = info.get("title")
+    if rec.agent == info.get("name") and isinstance(title, str) and title.strip():
+        return title
+    return rec.agent
+
+
+def _session_lines(
+    env: Environment, rows: list[SessionRecord], shortest: dict[str, str], live: set[str], *, wide: bool
+) -> None:
+    """``sessions`` on a terminal: one line a session, in the terminal's width -- the id's
+    unique prefix, the agent, the title taking the room the rest leaves, the cwd shortened
+    from the left with ``~`` for home, the last use as an age, the state when not all are
+    active. ``wide``: whole ids and cwds, the protocol and both dates; as wide as it takes."""
     from rich.text import Text
 
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE"):
-        # a title on one line (safe_line shows its newlines), cut with an ellipsis however long
-        # the agent made it: one row a session (the pipe and --json keep it whole)
-        if column == "TITLE":
-            table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=max(20, env.out.width // 3))
-        else:
-            table.add_column(column, overflow="fold" if column in ("ID", "CWD") else "ellipsis")
+    from acpcli.render.fit import cells, pad, shorten, shorten_left
+
     home = os.path.expanduser("~")
-    for rec in rows:
-        shown_cwd = "~" + rec.cwd[len(home) :] if rec.cwd.startswith(home + os.sep) else rec.cwd
-        # Text, not str: a str cell is read as rich markup, and an agent's "[/b]" would crash it.
-        table.add_row(
-            *(Text(safe_line(value)) for value in (shown_id(rec.id), rec.agent, rec.shown_title or "", shown_cwd)),
-            str(rec.protocol_version or "-"),
-            _when(rec.created_at),
-            _when(rec.last_used_at),
-            Text(safe_line(rec.state) + (" · live" if rec.id in live else "")),
-        )
-    env.out.print(table)
-    return int(ExitCode.OK)
+
+    def tilde(path: str) -> str:
+        if home == os.sep or not (path == home or path.startswith(home + os.sep)):
+            return path
+        return "~" + path[len(home) :]
+
+    def state(rec: SessionRecord) -> str:
+        return rec.state + (" · live" if rec.id in live else "")
+
+    table = [
+        {
+            "ID": safe_line(rec.id if wide else shortest.get(rec.id, rec.id)),
+            "AGENT": safe_line(agent_shown(rec)),
+            "TITLE": safe_line(rec.shown_title or ""),
+            "CWD": safe_line(tilde(rec.cwd)),
+            "V": str(rec.protocol_version or "-"),
+            "CREATED": _when(rec.created_at),
+            "LAST USED": _when(rec.last_used_at) if wide else ago(rec.last_used_at),
+            "STATE": safe_line(state(rec)),
+        }
+        for rec in rows
+    ]
+    columns = ["ID", "AGENT", "TITLE", "CWD"]
+    columns += ["V", "CREATED", "LAST USED", "STATE"] if wide else ["LAST USED"]
+    if not wide and any(row["STATE"] != "active" for row in table):
+        columns.append("STATE")
+    widths = {c: max([cells(c)] + [cells(row[c]) for row in table]) for c in columns}
+    if wide:
+        widths["TITLE"] = min(widths["TITLE"], 80)  # a title the agent made a page long
+    else:
+        # The title takes what the others leave; they give way first down to their floors.
+        widths["AGENT"] = min(widths["AGENT"], 16)
+        widths["CWD"] = min(widths["CWD"], max(10, env.out.width // 6))
+        gaps = 2 * (len(columns) - 1)
+        room = env.out.width - gaps - sum(w for c, w in widths.items() if c != "TITLE")
+        for column, floor in (("CWD", 8), ("AGENT", 8)):
+            if room < 16 and widths[column] > floor:
+                give = min(widths[column] - floor, 16 - room)
+                widths[column] -= give
+                room += give
+        widths["TITLE"] = max(5, min(room, widths["TITLE"]))
+    last = columns[-1]
+
+    def line(row: dict[str, str]) -> str:
+        out = []
+        for column in columns:
+            value, width = row[column], widths[column]
+            if cells(value) > width:
+                value = shorten_left(value, width) if column == "CWD" else shorten(value, width)
+            out.append(value if column == last else pad(value, width))
+        return "  ".join(out)
+
+    overflow: Literal["ignore", "ellipsis"] = "ignore" if wide else "ellipsis"  # (a narrow terminal)
+    env.out.print(Text(line({c: c for c in columns}), style="bold"), no_wrap=True, overflow=overflow, crop=not wide)
+    for row in table:
+        env.out.print(Text(line(row)), no_wrap=True, overflow=overflow, crop=not wide)
 
 
 def _migrate_quietly(index: Index) -> None:

@@ -270,6 +270,7 @@ def sessions(
     remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    wide: Annotated[bool, typer.Option("--wide", "-w", help="On a terminal: whole ids and working directories, the protocol version and both dates, however wide the lines get.")] = False,
     protocol: Protocol = None,
     timeout: Timeout = None,
     live: Annotated[bool, typer.Option("--live", help="Only live sessions (a background host keeps their agent running): host pid, busy or idle, queued prompts, clients attached, idle time.")] = False,
@@ -277,9 +278,11 @@ def sessions(
     """List sessions, most recently used first: the local index by default, or the agent's own
     list with --remote.
 
-    The 20 most recent active sessions are shown (as a table, tab-separated lines when piped,
-    or JSON lines with --json); a note on stderr says how many more match and how to see them.
-    Filters combine: --agent, --cwd, --state, --since.
+    The 20 most recent active sessions are shown; a note on stderr says how many more match
+    and how to see them. On a terminal, one line a session in its width: the shortest unique
+    prefix of the id (every command takes it), the agent, the title, the working directory
+    and when it was last used (--wide: whole ids, both dates). Piped: tab-separated lines
+    with whole ids; --json: JSON lines. Filters combine: --agent, --cwd, --state, --since.
 
     `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
     stored events (and the demo agent's state for demo sessions); nothing on the agent's
@@ -325,7 +328,7 @@ def sessions(
 
     raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,
-        state=state, since=since, limit=limit, timeout=timeout,
+        state=state, since=since, limit=limit, timeout=timeout, wide=wide,
     ))
 
 

@@ -5,8 +5,10 @@ pygments' lexers are exact and slow: its Python lexer takes about 0.5 ms for thr
 its drawing time lexing. The languages agents write most (Python, JavaScript/TypeScript,
 JSON, Rust, Go, the C family, shells, SQL, YAML, TOML, diffs) are highlighted here with one
 compiled pattern each -- comments, strings, numbers, words, decorators, operators -- and a
-word table per language; the colours are the pygments theme's (``monokai``, as rich's
-``Markdown`` uses) for the token types pygments would give. Other languages go to pygments.
+word table per language, coloured by the token types pygments would give. Other languages
+go to pygments. The colours (:data:`PALETTES`) suit the terminal's background: plain code in
+its default colour, no background of their own (the ``theme`` config key, ``ACPCLI_THEME``,
+``COLORFGBG``).
 
 The spans always join back to exactly the code given (a test checks it on arbitrary text):
 highlighting never hides, adds or reorders a character.
@@ -23,8 +25,6 @@ from pygments.token import Comment, Generic, Keyword, Name, Number, Operator, St
 if TYPE_CHECKING:
     from pygments.token import _TokenType
     from rich.style import Style
-
-THEME = "monokai"
 
 _C_COMMENT = r"//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)"
 _HASH_COMMENT = r"#[^\n]*"
@@ -313,13 +313,127 @@ def _pygments(lang: str, code: str) -> list[tuple[_TokenType, str]]:
     return out
 
 
+#: The code colours: ``dark`` (monokai's, for a dark background), ``light`` (pygments'
+#: default theme's, for a light one) and ``ansi`` (the terminal's own palette, which it fits
+#: to its background: what ``auto`` uses when nothing says which background it is). Plain code
+#: text is in the terminal's default colour, on its own background, in all three.
+PALETTES: dict[str, dict[_TokenType, str]] = {
+    "dark": {
+        Comment: "italic #959077",
+        Keyword: "#66d9ef",
+        Keyword.Namespace: "#f92672",
+        Operator: "#f92672",
+        Name.Function: "#a6e22e",
+        Name.Class: "#a6e22e",
+        Name.Decorator: "#a6e22e",
+        Name.Attribute: "#a6e22e",
+        Name.Exception: "#a6e22e",
+        Name.Tag: "#f92672",
+        Name.Variable: "#fd971f",
+        String: "#e6db74",
+        String.Escape: "#ae81ff",
+        Number: "#ae81ff",
+        Generic.Inserted: "#a6e22e",
+        Generic.Deleted: "#f92672",
+        Generic.Heading: "bold",
+        Generic.Subheading: "#959077",
+    },
+    "light": {
+        Comment: "italic #3d7b7b",
+        Keyword: "bold #008000",
+        Keyword.Type: "#b00040",
+        Operator: "#666666",
+        Operator.Word: "bold #aa22ff",
+        Name.Builtin: "#008000",
+        Name.Function: "#0000ff",
+        Name.Class: "bold #0000ff",
+        Name.Decorator: "#aa22ff",
+        Name.Attribute: "#687822",
+        Name.Exception: "bold #cb3f38",
+        Name.Tag: "bold #008000",
+        Name.Variable: "#19177c",
+        String: "#ba2121",
+        String.Escape: "bold #aa5d1f",
+        Number: "#666666",
+        Generic.Inserted: "#008400",
+        Generic.Deleted: "#a00000",
+        Generic.Heading: "bold #000080",
+        Generic.Subheading: "bold #800080",
+    },
+    "ansi": {
+        Comment: "italic dim",
+        Keyword: "magenta",
+        Keyword.Constant: "cyan",
+        Keyword.Type: "cyan",
+        Operator.Word: "magenta",
+        Name.Builtin: "cyan",
+        Name.Function: "bold",
+        Name.Class: "bold",
+        Name.Decorator: "magenta",
+        Name.Exception: "bold",
+        Name.Tag: "bold",
+        Name.Variable: "cyan",
+        String: "green",
+        Number: "cyan",
+        Generic.Inserted: "green",
+        Generic.Deleted: "red",
+        Generic.Heading: "bold",
+        Generic.Subheading: "bold magenta",
+    },
+}
+def palette_for(setting: str | None, colorfgbg: str | None) -> str:
+    """The palette a ``theme`` setting picks: ``dark`` or ``light`` as said; for ``auto`` (or
+    nothing), the background ``COLORFGBG`` names (``15;0``: its last number, the background
+    colour: 0-6 or 8 dark, any other light, as vim reads it), else ``ansi``."""
+    if setting in ("dark", "light"):
+        return setting
+    last = (colorfgbg or "").rsplit(";", 1)[-1].strip()
+    if last.isdigit():
+        return "dark" if int(last) in (0, 1, 2, 3, 4, 5, 6, 8) else "light"
+    return "ansi"
+
+
+def configured_palette() -> str:
+    """The palette of this process: ``ACPCLI_THEME``, else the config's ``theme`` key, else
+    ``auto``, read with ``COLORFGBG`` (:func:`palette_for`). A bad ``ACPCLI_THEME`` or a
+    broken config is warned about once and read as ``auto``: drawing never stops for it."""
+    import os
+
+    from acpcli import notices
+    from acpcli.config import THEME_ENV, THEMES
+    from acpcli.errors import ConfigError
+
+    setting = os.environ.get(THEME_ENV, "").strip() or None
+    if setting is not None and setting not in THEMES:
+        notices.warn("bad-theme", f"{THEME_ENV} must be one of {', '.join(THEMES)} (got {setting[:40]!r}): using auto")
+        setting = "auto"
+    if setting is None:
+        from acpcli.config import load_config
+
+        try:
+            setting = load_config().theme
+        except ConfigError as err:  # (a command that needs the config has said so already)
+            notices.warn("bad-config", f"{err.message}: code is drawn in the auto colours")
+            setting = "auto"
+    return palette_for(setting, os.environ.get("COLORFGBG"))
+
+
+def syntax_theme(palette: str) -> Any:
+    """A rich ``SyntaxTheme`` of ``palette``: no background, plain text in the terminal's
+    default colour (``Markdown(code_theme=...)`` draws with it as acpcli does)."""
+    from rich.style import Style
+    from rich.syntax import ANSISyntaxTheme
+
+    return ANSISyntaxTheme({tuple(token): Style.parse(style) for token, style in PALETTES[palette].items()})
+
+
 class Theme:
-    """The pygments theme's styles as rich ``Style`` (cached per token type)."""
+    """A palette's styles as rich ``Style`` (cached per token type); ``palette`` None: the
+    configured one (:func:`configured_palette`)."""
 
-    def __init__(self, name: str = THEME) -> None:
-        from rich.syntax import PygmentsSyntaxTheme
-
-        self._theme = PygmentsSyntaxTheme(name)
+    def __init__(self, palette: str | None = None) -> None:
+        self.palette = configured_palette() if palette is None else palette
+        self._theme = syntax_theme(self.palette)
         self.background: Style = self._theme.get_background_style()
         self._styles: dict[_TokenType, Style] = {}
 

@@ -7,7 +7,7 @@ wrapping) costs about a millisecond a paragraph, and a streamed answer pays it f
 block and every frame. This module draws the Markdown agents write -- paragraphs with
 emphasis, code spans, links and hard breaks; ATX and setext headings; bullet and ordered
 lists, nested; block quotes; fenced and indented code (highlighted by
-:mod:`acpcli.render.highlight` in rich's ``monokai`` colours); thematic breaks -- straight
+:mod:`acpcli.render.highlight` in colours for the terminal's background); thematic breaks -- straight
 to lines of rich ``Segment`` with a word wrapper of its own, and looks as rich's
 ``Markdown`` does (``tests/render/test_markdown_lines.py`` compares the two cell by cell).
 
@@ -634,8 +634,11 @@ class _RichMarkdown:
         from markdown_it import MarkdownIt
         from rich.markdown import Markdown
 
+        from acpcli.render.highlight import syntax_theme
+
         self._cls = Markdown
-        self._settings = dict(vars(Markdown("")))
+        # code in a table's neighbourhood in the same colours as acpcli's own code blocks
+        self._settings = dict(vars(Markdown("", code_theme=syntax_theme(code_theme().palette))))
         self._parse = MarkdownIt().enable("strikethrough").enable("table").parse
 
     def __call__(self, text: str) -> RenderableType:
@@ -661,16 +664,24 @@ def rich_markdown(text: str) -> RenderableType:
 _theme: Theme | None = None
 
 
-def _code_lines(lang: str, code: str, width: int) -> list[Line]:
-    """A code block as rich's ``Syntax(..., theme="monokai", word_wrap=True, padding=1)``
-    draws it: highlighted, on the theme's background, one cell of padding around."""
+def code_theme() -> Theme:
+    """The colours of code blocks in this process (:func:`acpcli.render.highlight.configured_palette`),
+    made on the first code block: pygments stays off the start-up path."""
     global _theme
-    if _theme is None:  # on the first code block: pygments stays off the start-up path
+    if _theme is None:
         from acpcli.render.highlight import Theme
 
         _theme = Theme()
-    background = _theme.background
-    spans = _merged(_theme.spans(lang, code.rstrip()))
+    return _theme
+
+
+def _code_lines(lang: str, code: str, width: int) -> list[Line]:
+    """A code block as rich's ``Syntax(..., theme=syntax_theme(palette), word_wrap=True,
+    padding=1)`` draws it: highlighted, on the theme's background (none: the terminal's
+    own), one cell of padding around."""
+    theme = code_theme()
+    background = theme.background
+    spans = _merged(theme.spans(lang, code.rstrip()))
     # (padded when a two-cell character still fits between the pads)
     lines = wrap(spans, width - 2 if width > 3 else width, background)
     if width > 3:

@@ -53,7 +53,10 @@ AGENT_NAMES: dict[str, str] = {}
 
 def print_banner(env: Environment, session_id: str, display_name: str) -> None:
     """The line the REPL starts with: which session, which agent, where help is."""
-    env.err.print(f"[dim]session {escape(shown_id(session_id))} with {escape(display_name)} — /help for commands[/]")
+    from acpcli.render.fit import wrap
+
+    line = f"session {shown_id(session_id)} with {safe_line(display_name)} — /help for commands"
+    env.err.print("\n".join(wrap(line, env.err.width, 2)), style="dim", markup=False, highlight=False)
 
 
 def come_back(features: AgentFeatures, session_id: str) -> str:
@@ -101,6 +104,7 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     What the agent wrote (the title, option names) is shown on one line each, cut to the
     terminal's width with "…": a 1 MB title is not echoed whole."""
     from acpcli.client_side import release_screen, shown
+    from acpcli.render.fit import shorten
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         # Commit the live region before drawing the question (a terminal view's only: `prompt
@@ -113,10 +117,11 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         width = max(40, env.err.width)
         kind = shown(str(call.get("kind") or "other"), 30)
         env.err.print(
-            f"[bold yellow]permission:[/] {escape(shown(str(title), width - len(kind) - 16))} [dim]({escape(kind)})[/]"
+            f"[bold yellow]permission:[/] {escape(shorten(safe_line(str(title)), width - len(kind) - 16))} [dim]({escape(kind)})[/]"
         )
-        labels = [
-            f"{shown(str(option.get('name')), width - 30)}  ({shown(str(option.get('kind')), 20)})" for option in options
+        labels = [  # (the picker shortens them to its width, at a word)
+            f"{shorten(safe_line(str(option.get('name'))), width - 30)}  ({shown(str(option.get('kind')), 20)})"
+            for option in options
         ]
         picked = await choose(
             f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
@@ -174,16 +179,17 @@ async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> 
     pick one and log in. True when logged in (the caller retries what failed)."""
     from acpcli.errors import RpcError
     from acpcli.protocol import wire
+    from acpcli.render.fit import wrap
 
-    env.err.print(f"[bold yellow]{escape(link.features.display_name)} asks you to log in[/] [dim]({escape(str(err))})[/]")
+    def say(text: str, style: str, hang: int) -> None:  # wrapped at words, under a hanging indent
+        env.err.print("\n".join(wrap(safe_line(text), env.err.width, hang)), style=style, markup=False, highlight=False)
+
+    say(f"{link.features.display_name} asks you to log in ({err})", "bold yellow", 2)
     methods = wire.login_methods(link.features.auth_methods)
     usable = [m for m in methods if m.type == "agent"]
     for method in methods:
         if method not in usable:
-            env.err.print(
-                f"  [dim]{escape(method.id)}: a {escape(method.type)} login — "
-                "run `acpcli auth` for this agent in a terminal[/]"
-            )
+            say(f"  {method.id}: a {method.type} login — run `acpcli auth` for this agent in a terminal", "dim", 4)
     if not usable:
         if not methods:
             env.err.print("  it lists no login methods: log in with the agent's own tools, then try again")
@@ -271,10 +277,16 @@ async def run_repl(
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
 
     def toolbar() -> str:
-        return safe_line(status_line(
+        from prompt_toolkit.application.current import get_app
+
+        from acpcli.render.fit import shorten
+
+        line = safe_line(status_line(
             agent, live.store.title, live.store.state, ctx.choices(), live.store.usage,
             waiting=bool(live.pending_permissions), policy=policy,
         ))
+        # One row, cut at a word (never inside a number like 23.7k/200k), not at the edge.
+        return shorten(line, get_app().output.get_size().columns)
 
     session: PromptSession[str] = PromptSession(
         history=_history(live.cwd),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
-from acpcli.safe_text import safe_text, shown_id
+from acpcli.safe_text import safe_line, safe_text
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -38,9 +38,18 @@ class Context:
     #: which owns the event log's reading); ``None`` when unavailable.
     export: Callable[[str, str], None] | None = None
 
-    def say(self, text: str, style: str | None = None) -> None:
+    def say(self, text: str, style: str | None = None, hang: int | None = None, keep: str = "") -> None:
+        """Print ``text`` wrapped at words to the terminal's width, each line after its first
+        under a hanging indent of ``hang`` columns (default: two more than the text's own).
+        ``keep``: a character that joins what must stay on one line, shown as a space."""
+        from acpcli.render.fit import wrap
+
         # Lines quote the agent (titles, setting names, command names): shown, never obeyed.
-        self.env.err.print(safe_text(text), style=style, markup=False, highlight=False)
+        text = safe_text(text)
+        indent = len(text) - len(text.lstrip(" ")) + 2 if hang is None else hang
+        lines = wrap(text, self.env.err.width, min(indent, self.env.err.width // 2))
+        shown = "\n".join(lines)
+        self.env.err.print(shown.replace(keep, " ") if keep else shown, style=style, markup=False, highlight=False)
 
     def choices(self) -> list[settings.Choice]:
         return self.live.settings()
@@ -64,10 +73,13 @@ class SlashCommand:
 
 async def _help(ctx: Context, arg: str) -> int | None:
     for c in COMMANDS:
-        ctx.say(f"  /{c.name + (' ' + c.usage if c.usage else ''):<22} {c.help}")
+        ctx.say(f"  /{c.name + (' ' + c.usage if c.usage else ''):<22} {c.help}", hang=26)
     agent_commands = ctx.live.store.available_commands or []
     if agent_commands:
-        ctx.say(f"  the agent's own: {', '.join('/' + str(c.get('name')) for c in agent_commands)}")
+        own = "  the agent's own: "
+        # a command's name is not broken across lines, spaces and all ("/extensions list")
+        names = ", ".join("/" + safe_line(str(c.get("name"))).replace(" ", "\u00a0") for c in agent_commands)
+        ctx.say(own + names, hang=len(own), keep="\u00a0")
     ctx.say("  @path mentions a file (TAB completes) · Enter sends · Alt-Enter newline")
     ctx.say("  Ctrl-C cancels a turn · Ctrl-D leaves")
     return None
@@ -95,10 +107,18 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
     records = ctx.index.list_sessions(agent=ctx.agent, cwd=ctx.live.cwd, limit=20)
     if not records:
         ctx.say("no sessions recorded here")
+    from acpcli.render.fit import pad, shorten
+
+    # One line a session, as `acpcli sessions` has it: the id's unique prefix (commands take
+    # it), and the title in the room left.
+    prefixes = ctx.index.unique_prefixes([rec.id for rec in records])
+    id_width = max((len(safe_line(p)) for p in prefixes.values()), default=0)
     for rec in records:
         mark = "*" if rec.id == ctx.live.session_id else " "
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.last_used_at))
-        ctx.say(f"  {mark} {shown_id(rec.id)}  {when}  {rec.state:<6}  {rec.shown_title or '(untitled)'}")
+        head = f"  {mark} {pad(safe_line(prefixes[rec.id]), id_width)}  {when}  {rec.state:<6}  "
+        title = safe_line(rec.shown_title or "(untitled)")
+        ctx.say(head + shorten(title, max(10, ctx.env.err.width - len(head))))
     ctx.say("  " + _come_back_hint(ctx.link.features))
     return None
 
@@ -119,10 +139,17 @@ def _show_setting(ctx: Context, choice: settings.Choice) -> None:
     if choice.kind == "boolean":
         ctx.say(f"  /config {choice.key} on|off")
         return
-    for value, name, description in choice.values:
+    from acpcli.render.fit import cells, pad
+
+    labels = [name if name == value else f"{value} ({name})" for value, name, _ in choice.values]
+    # The descriptions in a column after the labels, wrapped under it; under the labels when
+    # the labels take more than half the line.
+    column = max((cells(safe_line(label)) for label in labels), default=0)
+    column = column if 4 + column + 3 <= ctx.env.err.width // 2 else 0
+    for (value, name, description), label in zip(choice.values, labels, strict=True):
         mark = "*" if name == choice.current or value == choice.current else " "
-        label = name if name == value else f"{value} ({name})"
-        ctx.say(f"  {mark} {label}" + (f" — {description}" if description else ""))
+        head = f"  {mark} {pad(safe_line(label), column)}"
+        ctx.say(head + (f" — {description}" if description else ""), hang=4 + column + 3 if column else 6)
 
 
 async def _set(ctx: Context, key: str, value_text: str) -> None:
@@ -151,8 +178,17 @@ async def _config(ctx: Context, arg: str) -> int | None:
     found = ctx.choices()
     if not found:
         ctx.say("the agent offers no settings for this session")
-    for choice in found:
-        ctx.say(f"  {choice.key:<16} {choice.current:<20} {choice.name}")
+    from acpcli.render.fit import cells, pad, shorten
+
+    # Three columns as wide as their longest cell (the first two at most a third of the
+    # line each, cut at a word), the names wrapped under their column.
+    third = max(12, ctx.env.err.width // 3)
+    keys = [shorten(safe_line(c.key), third) for c in found]
+    values = [shorten(safe_line(str(c.current)), third) for c in found]
+    key_width = max((cells(k) for k in keys), default=0)
+    value_width = max((cells(v) for v in values), default=0)
+    for choice, key, value in zip(found, keys, values, strict=True):
+        ctx.say(f"  {pad(key, key_width)}  {pad(value, value_width)}  {choice.name}", hang=2 + key_width + 2 + value_width + 2)
     if found:
         ctx.say("  /config NAME shows the values; /config NAME VALUE sets one")
     return None
@@ -169,9 +205,13 @@ async def _login(ctx: Context, arg: str) -> int | None:
     if not wanted and len(methods) == 1 and methods[0].type == "agent":
         wanted = methods[0].id
     if not wanted:
+        from acpcli.render.fit import cells, pad
+
+        id_width = max(cells(safe_line(method.id)) for method in methods)
+        id_width = id_width if id_width <= ctx.env.err.width // 3 else 0
         for method in methods:
             note = "" if method.type == "agent" else f"  [{method.type}: run `acpcli auth` for this agent outside the REPL]"
-            ctx.say(f"  {method.id}  {method.label}{note}")
+            ctx.say(f"  {pad(safe_line(method.id), id_width)}  {method.label}{note}", hang=2 + id_width + 2 if id_width else 4)
         ctx.say("  /login METHOD logs in with one of them")
         return None
     await ctx.link.login(wanted)

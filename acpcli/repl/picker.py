@@ -181,8 +181,18 @@ async def pick(
 
         return _rows_for(get_app().output.get_size().rows, toolbar is not None)
 
+    def room() -> int:
+        """The cells a label has on its row: the terminal's width less the padding (3 + 1),
+        the mark and the number."""
+        from prompt_toolkit.application.current import get_app
+
+        return max(10, get_app().output.get_size().columns - 4 - 2 - (width + 2))
+
     def options_text() -> StyleAndTextTuples:
+        from acpcli.render.fit import shorten
+
         above, shown, below = state.window(rows() - (2 if state.count > rows() else 0))
+        label_room = room()
         out: StyleAndTextTuples = []
         scrolling = above or below
         if scrolling:
@@ -193,7 +203,7 @@ async def pick(
             mark = symbol if index == chosen else " "
             out.append((style, f"{mark} "))
             out.append((f"{style} class:number", f"{index + 1:{width}d}. "))
-            out.append((style, labels[index]))
+            out.append((style, shorten(labels[index], label_room)))  # one row, cut at a word
             out.append(("", "\n"))
         if not shown:
             out.append(("class:more", "  (no option matches: Backspace to edit the filter)\n"))

@@ -6,14 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from acpcli.protocol.settings import MODE, MODEL, Choice
+from acpcli.render.fit import shorten
 from acpcli.render.usage import usage_text
 
 #: The most characters of the agent's session title the toolbar shows (one line, cut with "…").
 TITLE_CHARS = 60
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def status_line(
@@ -30,11 +27,11 @@ def status_line(
     never said. ``policy`` (the run's ``--permissions``) shows when it is not ``ask``: the
     person should see that acpcli answers permission requests for them."""
     shown_state = "waiting for you" if waiting else (state or "idle").replace("_", " ")
-    parts = [agent, _cut(title, TITLE_CHARS) if title else "(untitled)", shown_state]
+    parts = [agent, shorten(title, TITLE_CHARS) if title else "(untitled)", shown_state]
     for category in (MODE, MODEL):
         found = next((c for c in choices if c.category == category), None)
         if found is not None:
-            parts.append(f"{category}: {_cut(str(found.current), TITLE_CHARS)}")
+            parts.append(f"{category}: {shorten(str(found.current), TITLE_CHARS)}")
     tokens = usage_text(usage)
     if tokens:
         parts.append(tokens)

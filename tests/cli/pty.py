@@ -32,9 +32,9 @@ CTRL_C = "\x03"
 CTRL_D = "\x04"
 
 
-def _env() -> dict[str, str]:
+def _env(width: int = 100) -> dict[str, str]:
     env = dict(os.environ)  # carries the per-test ACPCLI_HOME of tests/conftest.py
-    env.update(TERM="xterm-256color", COLUMNS="100", LINES="30")
+    env.update(TERM="xterm-256color", COLUMNS=str(width), LINES="30")
     for noisy in ("FORCE_COLOR", "NO_COLOR", "ACPCLI_LOG_FILE", "ACPCLI_DEBUG", "PROMPT_TOOLKIT_NO_CPR"):
         env.pop(noisy, None)
     return env
@@ -43,9 +43,10 @@ def _env() -> dict[str, str]:
 class Pty:
     """One acpcli process on a pseudo-terminal, answering cursor-position requests."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], cwd: Path, width: int = 100, env: dict[str, str] | None = None) -> None:
+        self.width = width
         self.child = pexpect.spawn(
-            argv[0], argv[1:], env=_env(), cwd=str(cwd), dimensions=(30, 100),
+            argv[0], argv[1:], env={**_env(width), **(env or {})}, cwd=str(cwd), dimensions=(30, width),
             encoding="utf-8", codec_errors="replace", timeout=TIMEOUT,
         )
         self.seen = ""  # everything read, for failure messages and whole-run checks
@@ -100,16 +101,19 @@ class Pty:
 
 @pytest.fixture
 def spawn(workdir: Path):  # type: ignore[no-untyped-def]
-    """``spawn(*acpcli_args, cwd=workdir)`` -> :class:`Pty`; every pty is killed at teardown."""
+    """``spawn(*acpcli_args, cwd=workdir, width=100, env=None)`` -> :class:`Pty` (a terminal
+    ``width`` columns wide, ``env`` added to the environment); every pty is killed at teardown."""
     started: list[Pty] = []
 
-    def start(*args: str, cwd: Path | None = None, shell_after: bool = False) -> Pty:
+    def start(
+        *args: str, cwd: Path | None = None, shell_after: bool = False, width: int = 100, env: dict[str, str] | None = None
+    ) -> Pty:
         argv = [sys.executable, "-m", "acpcli", *args]
         if shell_after:
             # Run stty in the same pty once acpcli is gone, to see the state it left behind.
             script = '"$@"; echo "ACPCLI-EXIT=$?"; stty -a'
             argv = ["bash", "-c", script, "bash", *argv]
-        pty = Pty(argv, cwd or workdir)
+        pty = Pty(argv, cwd or workdir, width, env)
         started.append(pty)
         return pty
 

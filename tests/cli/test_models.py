@@ -81,7 +81,7 @@ def test_repl_model_lists_sets_and_shows_in_the_toolbar(spawn, trace: AgentTrace
     pty.prompt()
     pty.expect(r"model: Gemini 2\.5 Flash")  # the toolbar
     pty.say("/model")
-    pty.expect(r"  gemini-2\.5-pro \(Gemini 2\.5 Pro\) — Deep reasoning")  # the agent's order
+    pty.expect(r"  gemini-2\.5-pro \(Gemini 2\.5 Pro\) +— Deep reasoning")  # the agent's order (descriptions in a column)
     pty.expect(r"\* gemini-2\.5-flash \(Gemini 2\.5 Flash\)")  # the current one starred
     pty.prompt()
     pty.say("/model gemini-2.5-pro")

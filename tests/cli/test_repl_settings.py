@@ -225,7 +225,7 @@ def test_export_sessions_and_thoughts_commands(spawn, trace: AgentTrace, tmp_pat
     exported = (workdir / "out.md").read_text()
     assert "first question no-permission" in exported and "Demo agent reply" in exported
     pty.say("/sessions")
-    pty.expect(r"\* demo-[0-9a-f]{32}")  # this one, starred
+    pty.expect(r"\* demo-[0-9a-f]{3,32} ")  # this one, starred, by its unique prefix (as `sessions` shows it)
     pty.prompt()
     pty.say("/thoughts")
     pty.expect("thoughts: shown in full")

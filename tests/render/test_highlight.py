@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Text
 
-from acpcli.render.highlight import _LANGUAGES, Theme, tokens
+from acpcli.render.highlight import _LANGUAGES, PALETTES, Theme, palette_for, tokens
 
 
 def kinds(lang: str, code: str) -> dict[str, object]:
@@ -78,6 +78,37 @@ def test_other_languages_go_to_pygments_and_unknown_ones_are_plain() -> None:
        st.text(alphabet=st.sampled_from(list("ab1 \n\t\"'`#/*-+$@{}[]<>=\\.:;")), max_size=80))  # fmt: skip
 def test_tokens_join_back_to_the_code_exactly(lang: str, code: str) -> None:
     assert "".join(text for _, text in tokens(lang, code)) == code
+
+
+@pytest.mark.parametrize(
+    ("setting", "colorfgbg", "palette"),
+    [
+        (None, None, "ansi"),
+        ("auto", "", "ansi"),
+        ("auto", "15;0", "dark"),
+        ("auto", "0;15", "light"),
+        ("auto", "0;default;15", "light"),
+        ("auto", "7;8", "dark"),
+        ("auto", "0;7", "light"),
+        ("auto", "garbage", "ansi"),
+        ("light", "15;0", "light"),
+        ("dark", "0;15", "dark"),
+    ],
+)
+def test_the_palette_follows_the_setting_then_colorfgbg(setting: str | None, colorfgbg: str | None, palette: str) -> None:
+    assert palette_for(setting, colorfgbg) == palette
+
+
+@pytest.mark.parametrize("palette", sorted(PALETTES))
+def test_every_palette_leaves_plain_code_and_the_background_to_the_terminal(palette: str) -> None:
+    theme = Theme(palette)
+    assert theme.background.bgcolor is None
+    spans = theme.spans("python", "@dataclass\nclass A:\n    x = f(1, 'a')  # c\n")
+    assert all(style.bgcolor is None for _, style in spans)
+    plain = {text.strip(): style for text, style in spans if text.strip() in ("x", "(", ",")}
+    assert plain and all(style.color is None for style in plain.values()), plain  # the default foreground
+    coloured = {style for text, style in spans if text.strip() in ("class", "'a'", "1", "# c", "@dataclass")}
+    assert len(coloured) >= 4  # keywords, strings, numbers, comments, decorators told apart
 
 
 def test_theme_styles_are_the_themes_on_its_background() -> None:

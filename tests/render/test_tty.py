@@ -177,9 +177,10 @@ def test_a_live_block_taller_than_the_terminal_shows_its_newest_lines() -> None:
     frame = run.raw()[run.raw().rindex("⋮"):]  # the last frame, from its first line
     assert "line_39 = 39" in frame and "line_5 = 5" not in frame  # what is arriving shows
     assert "working" in frame  # and the status line under it
-    # 44 lines (40 of code, the block's padding above and below, a blank, the status) on a
-    # terminal of 12 rows: 11 are drawn, the first of them the note
-    assert frame.startswith("⋮ 34 lines above")
+    # 42 lines (40 of code, a blank, the status: the block's padding above and below, blank
+    # with no background of its own, is trimmed at the live part's edges) on a terminal of 12
+    # rows: 11 are drawn, the first of them the note
+    assert frame.startswith("⋮ 32 lines above")
     assert frame.count("\n") == 10
     run.feed(chunk("agent_message", "```\n\nAfter."))
     run.view.turn_ended("end_turn")
@@ -516,7 +517,11 @@ def test_shared_parser_markdown_draws_what_rich_markdown_draws(text: str) -> Non
         Console(file=out, force_terminal=True, width=60, color_system="truecolor").print(renderable)
         return re.sub(r"id=\d+;", "id=;", out.getvalue())  # a hyperlink's id is random per drawing
 
-    assert drawn(_markdown(text)) == drawn(Markdown(text))
+    from acpcli.render.highlight import syntax_theme
+    from acpcli.render.markdown_lines import code_theme
+
+    # (with acpcli's code colours: the shared template is made with them)
+    assert drawn(_markdown(text)) == drawn(Markdown(text, code_theme=syntax_theme(code_theme().palette)))
     assert drawn(_markdown(text)) == drawn(_markdown(text))  # the shared parser keeps no state
 
 
