@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from acpcli.cli import completers
 
@@ -48,39 +49,25 @@ def attach(
 
 
 def attach_to(session_id: str, permissions: str | None) -> int:
-    import anyio
-
+    """The REPL joined to the session's running host (:func:`acpcli.repl.hosted.run_hosted`)."""
     from acpcli.cli.streams import environment
     from acpcli.errors import HostLost, UsageError
-    from acpcli.host import address
-    from acpcli.host.channel import connect
-    from acpcli.repl.attach import attach
+    from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
     from acpcli.safe_text import safe_line
     from acpcli.session.context import Run
-    from acpcli.session.policy import decider_for
 
     env = environment()
     if not env.interactive:
         raise UsageError("attach needs a terminal (stdin and stdout); from a script, use `acpcli prompt --session ID`")
     sid = _resolve(session_id)
-    decider = decider_for(Run(env=env, person=AtTerminal(env), permissions=permissions))
-
-    async def main() -> int:
-        try:
-            channel = await connect(str(address.socket_path(sid)))
-        except OSError:
-            raise HostLost(
-                f"{safe_line(sid)} is not live: no host runs it",
-                hint=f"start one with `acpcli load {safe_line(sid)}` or `acpcli prompt --session {safe_line(sid)} …`",
-            ) from None
-        try:
-            return await attach(env, channel, sid, decider)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await channel.aclose()
-
-    return anyio.run(main)
+    not_live = HostLost(
+        f"{safe_line(sid)} is not live: no host runs it",
+        hint=f"start one with `acpcli load {safe_line(sid)}` or `acpcli prompt --session {safe_line(sid)} …`",
+    )
+    joined = f"[dim]attached to {escape(safe_line(sid))} with {{agent}} (host pid {{pid}}) — Ctrl-D leaves, the session stays live[/]"
+    run = Run(env=env, person=AtTerminal(env), permissions=permissions)
+    return run_hosted(env, run, sid, None, transcript=True, joined=joined, not_live=not_live)
 
 
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
