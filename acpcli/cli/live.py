@@ -35,11 +35,13 @@ def attach(
     session_id: Annotated[str, typer.Argument(metavar="SESSION_ID", help="The live session to join.", autocompletion=completers.session_ids, show_default=False)],
     permissions: Annotated[str | None, typer.Option("--permissions", metavar="POLICY", help="Answer the permission requests of prompts sent from here: ask (default), allow, deny or read-only.", autocompletion=completers.permission_policies, show_default=False)] = None,
 ) -> None:
-    """Join a live session from another terminal: the transcript so far, then every turn as it
-    streams, whoever sent it; prompts typed here join the session's queue.
+    """Join a live session from another terminal: the REPL over the session's host, with the
+    transcript so far, then every turn as it comes, whoever sent it; prompts typed here join
+    the session's queue, and the slash commands (/mode, /model, /config, /close…) go through
+    the host.
 
-    The session must be live (see `acpcli sessions --live`): a `prompt --session`, or `new`
-    with keep-alive, starts its host. Ctrl-D leaves; the session stays live.
+    The session must be live (see `acpcli sessions --live`): `new`, `load`, `resume` or a
+    `prompt --session` with keep-alive starts its host. Ctrl-D leaves; the session stays live.
 
     Examples:
 
