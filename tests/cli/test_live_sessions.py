@@ -726,3 +726,20 @@ def test_each_new_sessions_host_log_is_its_own_and_masks_secrets(hosts: Cli) -> 
     text = (logs / f"host-{first}.log").read_text()
     assert "my key is ***" in text
     assert secret not in text
+
+
+def test_ctrl_c_in_a_repl_over_a_host_cancels_the_turn_and_both_stay(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    from .pty import CTRL_C, REPLY
+
+    cli = hosts
+    repl, row = _repl_on_a_host(cli, spawn)
+    repl.say("slow please")
+    repl.expect("still streaming")
+    repl.child.send(CTRL_C)
+    repl.expect("Turn ended: cancelled")
+    repl.prompt()
+    repl.say("after the cancel")
+    repl.expect(REPLY)
+    repl.prompt()
+    (after,) = live_rows(cli)
+    assert after["pid"] == row["pid"] and after["agent_pid"] == row["agent_pid"]
