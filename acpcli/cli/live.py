@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from acpcli.cli import completers
 
@@ -34,11 +35,13 @@ def attach(
     session_id: Annotated[str, typer.Argument(metavar="SESSION_ID", help="The live session to join.", autocompletion=completers.session_ids, show_default=False)],
     permissions: Annotated[str | None, typer.Option("--permissions", metavar="POLICY", help="Answer the permission requests of prompts sent from here: ask (default), allow, deny or read-only.", autocompletion=completers.permission_policies, show_default=False)] = None,
 ) -> None:
-    """Join a live session from another terminal: the transcript so far, then every turn as it
-    streams, whoever sent it; prompts typed here join the session's queue.
+    """Join a live session from another terminal: the REPL over the session's host, with the
+    transcript so far, then every turn as it comes, whoever sent it; prompts typed here join
+    the session's queue, and the slash commands (/mode, /model, /config, /close…) go through
+    the host.
 
-    The session must be live (see `acpcli sessions --live`): a `prompt --session`, or `new`
-    with keep-alive, starts its host. Ctrl-D leaves; the session stays live.
+    The session must be live (see `acpcli sessions --live`): `new`, `load`, `resume` or a
+    `prompt --session` with keep-alive starts its host. Ctrl-D leaves; the session stays live.
 
     Examples:
 
@@ -48,39 +51,25 @@ def attach(
 
 
 def attach_to(session_id: str, permissions: str | None) -> int:
-    import anyio
-
+    """The REPL joined to the session's running host (:func:`acpcli.repl.hosted.run_hosted`)."""
     from acpcli.cli.streams import environment
     from acpcli.errors import HostLost, UsageError
-    from acpcli.host import address
-    from acpcli.host.channel import connect
-    from acpcli.repl.attach import attach
+    from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
     from acpcli.safe_text import safe_line
     from acpcli.session.context import Run
-    from acpcli.session.policy import decider_for
 
     env = environment()
     if not env.interactive:
         raise UsageError("attach needs a terminal (stdin and stdout); from a script, use `acpcli prompt --session ID`")
     sid = _resolve(session_id)
-    decider = decider_for(Run(env=env, person=AtTerminal(env), permissions=permissions))
-
-    async def main() -> int:
-        try:
-            channel = await connect(str(address.socket_path(sid)))
-        except OSError:
-            raise HostLost(
-                f"{safe_line(sid)} is not live: no host runs it",
-                hint=f"start one with `acpcli load {safe_line(sid)}` or `acpcli prompt --session {safe_line(sid)} …`",
-            ) from None
-        try:
-            return await attach(env, channel, sid, decider)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await channel.aclose()
-
-    return anyio.run(main)
+    not_live = HostLost(
+        f"{safe_line(sid)} is not live: no host runs it",
+        hint=f"start one with `acpcli load {safe_line(sid)}` or `acpcli prompt --session {safe_line(sid)} …`",
+    )
+    joined = f"[dim]attached to {escape(safe_line(sid))} with {{agent}} (host pid {{pid}}) — Ctrl-D leaves, the session stays live[/]"
+    run = Run(env=env, person=AtTerminal(env), permissions=permissions)
+    return run_hosted(env, run, sid, None, transcript=True, joined=joined, not_live=not_live)
 
 
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:

@@ -110,7 +110,7 @@ def prompt(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, no_mcp=no_mcp,
         protocol=protocol, log_file=log_file,
     )
-    live_seconds = _live_seconds(keep_alive, session is not None or last, raw)
+    live_seconds = _live_seconds(keep_alive, session is not None or last)
     record: SessionRecord | None
     inputs: SessionInputs | None
     if live_seconds and session is not None and not last:
@@ -214,10 +214,10 @@ def _form_answers(pairs: list[str], path: Path | None) -> dict[str, Any] | None:
         raise UsageError(str(err)) from None
 
 
-def _live_seconds(flag: str | None, continuing: bool, raw: bool) -> float:
+def _live_seconds(flag: str | None, continuing: bool) -> float:
     """The keep-alive of this prompt: 0 (no host) for a new session unless --keep-alive says
-    otherwise, and for --raw (its frames are this process's own)."""
-    if raw or (not continuing and flag is None):
+    otherwise. (--raw goes through a host too: it forwards the turn's frames.)"""
+    if not continuing and flag is None:
         return 0.0
     from acpcli.config import keep_alive
 

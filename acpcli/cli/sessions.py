@@ -38,6 +38,7 @@ from acpcli.cli.options import (
 
 if TYPE_CHECKING:
     from acpcli.session.context import Run
+    from acpcli.session.inputs import Options
 
 app = typer.Typer()
 
@@ -101,8 +102,9 @@ def new(
     """Start a new session with an agent.
 
     On a terminal the interactive prompt opens; otherwise (or with --no-repl) the new session
-    id is printed alone on stdout, so `ID=$(acpcli new --agent demo --no-repl)` works, and the
-    agent stays running in a background host (--keep-alive) for the prompts that follow.
+    id is printed alone on stdout, so `ID=$(acpcli new --agent demo --no-repl)` works. Either
+    way the agent runs in a background host (--keep-alive) and stays for the prompts that
+    follow, from here or from other terminals (`acpcli attach ID`).
 
     Examples:
 
@@ -118,15 +120,19 @@ def new(
         log_file=log_file,
     )
     the_run = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
-    if the_run.person is None:
-        from acpcli.config import keep_alive as configured_keep_alive
+    from acpcli.config import keep_alive as configured_keep_alive
 
-        seconds = configured_keep_alive(keep_alive)
-        if seconds:
-            from acpcli.host import client
+    seconds = configured_keep_alive(keep_alive)
+    if seconds:
+        from acpcli.host import client
 
-            inputs = options.inputs()  # checked here: a bad option is this command's error
+        inputs = options.inputs()  # checked here: a bad option is this command's error
+        if the_run.person is None:
             raise typer.Exit(client.new_session(options, the_run, agent=inputs.agent, keep_alive=seconds))
+        from acpcli.repl.hosted import run_hosted
+
+        sid = client.hosted_session(options, the_run, agent=inputs.agent, keep_alive=seconds)
+        raise typer.Exit(run_hosted(the_run.env, the_run, sid, inputs.agent, transcript=False))
     raise typer.Exit(run.new(options, the_run))
 
 
@@ -150,6 +156,7 @@ def load(
     log_file: LogFile = None,
     timeout: Timeout = None,
     no_wait: NoWait = False,
+    keep_alive: KeepAlive = None,
 ) -> None:
     """Load a session: the agent replays the conversation, then the prompt opens.
 
@@ -160,6 +167,9 @@ def load(
     While another acpcli runs a turn on the session, the load (and each turn in the prompt)
     waits for it to end; with --no-wait it does not wait (the command exits 18; in the prompt
     the line is not sent).
+    With keep-alive on (--keep-alive SECONDS, default 300; 0: off) a background host does the
+    load and keeps the agent for the prompts that follow; a session whose host runs already
+    is joined instead (no second agent).
     """
     from acpcli.session import run
     from acpcli.session.inputs import Options
@@ -169,6 +179,11 @@ def load(
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
     the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
+    from acpcli.config import keep_alive as configured_keep_alive
+
+    seconds = configured_keep_alive(keep_alive)
+    if seconds:
+        raise typer.Exit(_hosted_reattach("load", session_id, options, the_run, seconds, new_if_missing=new_if_missing))
     raise typer.Exit(run.reattach("load", session_id, options, the_run, new_if_missing=new_if_missing))
 
 
@@ -192,6 +207,7 @@ def resume(
     log_file: LogFile = None,
     timeout: Timeout = None,
     no_wait: NoWait = False,
+    keep_alive: KeepAlive = None,
 ) -> None:
     """Resume a session without replay; the locally stored transcript is shown for context.
 
@@ -200,6 +216,8 @@ def resume(
     While another acpcli runs a turn on the session, the resume (and each turn in the prompt)
     waits for it to end; with --no-wait it does not wait (the command exits 18; in the prompt
     the line is not sent).
+    With keep-alive on (--keep-alive SECONDS, default 300; 0: off) a background host does the
+    resume and keeps the agent; a session whose host runs already is joined instead.
     """
     from acpcli.session import run
     from acpcli.session.inputs import Options
@@ -209,7 +227,46 @@ def resume(
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
     the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
+    from acpcli.config import keep_alive as configured_keep_alive
+
+    seconds = configured_keep_alive(keep_alive)
+    if seconds:
+        raise typer.Exit(_hosted_reattach("resume", session_id, options, the_run, seconds, new_if_missing=new_if_missing))
     raise typer.Exit(run.reattach("resume", session_id, options, the_run, new_if_missing=new_if_missing))
+
+
+def _hosted_reattach(
+    command: str, session_id: str, options: Options, the_run: Run, seconds: float, *, new_if_missing: bool
+) -> int:
+    """``load``/``resume`` with keep-alive on: a host does the load or resume and keeps the
+    agent (or the session's running host is joined); then the REPL over it, or without one
+    what the command prints (``load``: the transcript; ``resume``: nothing)."""
+    from acpcli.errors import ExitCode, HostReported
+    from acpcli.host import client
+    from acpcli.safe_text import shown_id
+    from acpcli.session.inputs import for_reattach
+
+    inputs, record = for_reattach(command, session_id, options)
+    sid = record.id if record is not None else session_id
+    try:
+        client.hosted_reattach(command, sid, options, the_run, agent=inputs.agent, keep_alive=seconds)
+    except HostReported as err:
+        if not new_if_missing or err.exit_code != ExitCode.AGENT_ERROR:
+            raise
+        the_run.say(f"acpcli: {command} of {shown_id(sid)} failed ({err.message}); starting a new session (--new-if-missing)")
+        sid = client.hosted_session(options, the_run, agent=inputs.agent, keep_alive=seconds)
+        if the_run.person is None:
+            return int(ExitCode.OK)
+        from acpcli.repl.hosted import run_hosted
+
+        return run_hosted(the_run.env, the_run, sid, inputs.agent, transcript=False)
+    if the_run.person is None:
+        if command == "load":
+            client.print_stored(sid, the_run)
+        return int(ExitCode.OK)
+    from acpcli.repl.hosted import run_hosted
+
+    return run_hosted(the_run.env, the_run, sid, inputs.agent, transcript=True)
 
 
 @app.command()

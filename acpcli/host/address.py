@@ -68,6 +68,13 @@ def socket_dir() -> Path:
     return _private_dir(Path(tempfile.gettempdir()) / f"acpcli-{os.getuid()}" / digest)
 
 
+def host_log(session_id: str) -> Path:
+    """``ACPCLI_HOME/logs/host-<key>.log``: the log (stderr) of ``session_id``'s hosts."""
+    from acpcli.paths import log_dir
+
+    return log_dir() / f"host-{key(session_id)}.log"
+
+
 def socket_path(session_id: str) -> Path:
     return socket_dir() / f"{key(session_id)}.sock"
 

@@ -37,16 +37,18 @@ _START_MARGIN = 15.0
 
 
 def spec_for(
-    session_id: str | None, options: Options, policy: str | None, run: Run, keep_alive: float
+    session_id: str | None, options: Options, policy: str | None, run: Run, keep_alive: float,
+    command: str | None = None,
 ) -> dict[str, Any]:
     """What a new host needs to attach ``session_id`` as this command would (paths made
-    absolute: the host resolves them as the command line meant them)."""
+    absolute: the host resolves them as the command line meant them). ``command``: ``load``
+    or ``resume`` (else a new session, or a recorded one continued as ``prompt`` does)."""
 
     def absolute(path: Path | None) -> str | None:
         return os.path.abspath(os.fspath(path)) if path is not None else None
 
     return {
-        "command": "continue" if session_id is not None else "new",
+        "command": command or ("continue" if session_id is not None else "new"),
         "session_id": session_id,
         "title": run.title,
         "timeout": run.timeout,  # --timeout: the host's setup steps (turns: the client's own)
@@ -94,9 +96,8 @@ def open_host(session_id: str, make_spec: Callable[[], dict[str, Any]], *, say: 
 
 
 def host_log(session_id: str) -> Path:
-    from acpcli.paths import log_dir
-
-    return log_dir() / f"host-{address.key(session_id)}.log"
+    """``ACPCLI_HOME/logs/host-<key>.log``: the log of ``session_id``'s hosts."""
+    return address.host_log(session_id)
 
 
 def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
@@ -105,7 +106,13 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
     from acpcli.config import step_timeout
     from acpcli.paths import open_private
 
-    log = host_log(spec["session_id"] or "new")
+    if spec["session_id"]:
+        log = host_log(spec["session_id"])
+    else:  # a new session's: its own file, renamed by the host once the agent names the session
+        import secrets
+
+        log = host_log(f"new-{secrets.token_hex(6)}")
+        spec = {**spec, "log": str(log)}
     with open_private(log, "ab") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-I", "-m", "acpcli.host"],
@@ -198,6 +205,49 @@ def hosted_session(options: Options, run: Run, *, agent: Any, keep_alive: float)
     return str(answer["session"])
 
 
+def hosted_reattach(
+    command: str, session_id: str, options: Options, run: Run, *, agent: Any, keep_alive: float
+) -> bool:
+    """``load``/``resume ID`` with keep-alive on: a host that did the load (its replay
+    stored) or the resume keeps the agent; a session whose host runs already is joined
+    instead (no second agent). Whether a host was started here."""
+    from acpcli.session.policy import decider_for
+
+    path = str(address.socket_path(session_id))
+    if _reachable(path):
+        return False
+    spec = spec_for(session_id, options, decider_for(run, agent).policy, run, keep_alive, command)
+    with address.starting(session_id):
+        if _reachable(path):
+            return False
+        answer = start_host(spec, say=run.say)
+    if answer.get("t") == "error":
+        raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
+    return answer.get("t") == "ready"
+
+
+def _reachable(path: str) -> bool:
+    try:
+        connect_blocking(path).close()
+    except OSError:
+        return False
+    return True
+
+
+def print_stored(session_id: str, run: Run) -> None:
+    """What ``load --no-repl`` prints: the session's transcript as the store has it (the
+    host stored the replay merged with the record, as ``show`` has it)."""
+    from acpcli.persistence import Index
+    from acpcli.render import make_view
+    from acpcli.session.records import rebuild
+
+    with Index.open(read_only=True) as index:
+        store = rebuild(index, session_id)
+    view = make_view(run.env, final_only=True)
+    view.print_store(store)
+    view.close()
+
+
 class Mirror:
     """This command's own copy of the session as its turn arrives from the host: a store and
     the view it feeds (the part of :class:`~acpcli.session.live.LiveSession` a command that
@@ -263,11 +313,20 @@ def prompt(
     from acpcli.store import Store
 
     channel = open_host(session_id, make_spec, say=run.say)
-    view = make_view(run.env, format=output_format, quiet=quiet)
+    view: Any
+    if run.raw:  # stdout carries the turn's frames, as the host forwards them: nothing else
+        from acpcli.render import SilentView
+
+        view = SilentView()
+    else:
+        view = make_view(run.env, format=output_format, quiet=quiet)
     mirror = Mirror(session_id, Store(), sink=view)
     try:
         channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
-        channel.send({"t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait})
+        channel.send({
+            "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
+            "raw": run.raw,
+        })
         stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
     finally:
         try:
@@ -309,6 +368,11 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
     )}
     interrupted = timed_out = started = False
     deadline: float | None = None
+    frames = None
+    if run.raw:
+        from acpcli.wiretap import StreamTap
+
+        frames = StreamTap(run.env.stdout)
     handled = 0
     tick = getattr(view, "tick", None)
     try:
@@ -337,6 +401,9 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
             kind = message["t"]
             if kind == "u":
                 apply_event(mirror, str(message.get("k")), str(message.get("p")))
+            elif kind == "frame" and frames is not None:  # --raw: redacted by the host already
+                frame = str(message.get("f")).encode("utf-8", "surrogatepass")
+                frames.sent(frame) if message.get("d") == "send" else frames.received(frame)
             elif kind == "queued":
                 ahead = message.get("ahead") or 0
                 if ahead:

@@ -11,7 +11,7 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
 
     client                          host
     hello {pid, role}        →
-                             ←      ready {pid, session, agent}
+                             ←      ready {pid, session, agent, state}   (state: to a watcher)
     prompt {text, settings}  →
                              ←      queued {ahead}            (turns before this one)
                              ←      start                     (this prompt's turn begins)
@@ -22,6 +22,10 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
                              ←      note {text}               (a line for stderr: refusals)
                              ←      end {stop} | error {exit, message, hint}
     cancel                   →                                (cancel my running turn, or withdraw my queued prompt)
+    call {id, op, …}         →                                (outside a turn: set KEY VALUE, close, login METHOD, logout)
+                             ←      result {id, value} | failed {id, exit, message, hint}
+                             ←      state {…}                 (to watchers: settings changed outside the update stream)
+                             ←      closed                    (to watchers: another client closed the session; the host ends)
     stop                     →                                (end the host: the agent is stopped)
     status                   →
                              ←      status {…}
@@ -96,6 +100,7 @@ class Turn:
     settings: list[tuple[str, str]]
     cancelled: bool = False
     wait: bool = True  # False (--no-wait): exit 18 rather than wait for another command's turn
+    raw: bool = False  # --raw: the turn's wire frames (redacted) go to its client too
 
 
 class Tee:
@@ -115,6 +120,39 @@ class Tee:
 
     def flush(self) -> None:
         self.writer.flush()
+
+
+class FrameTap:
+    """The host's wire tap: every frame to the wire log (``--log-file``, ``ACPCLI_LOG_FILE``)
+    when there is one, and the frames of a ``--raw`` client's turn to that client, redacted
+    as the log and ``--raw`` without a host have them (:func:`acpcli.redact.redact_frame`)."""
+
+    def __init__(self, host: Host, log: Any) -> None:
+        self.host = host
+        self.log = log
+
+    def sent(self, frame: bytes) -> None:
+        self._frame("send", frame)
+        if self.log is not None:
+            self.log.sent(frame)
+
+    def received(self, frame: bytes) -> None:
+        self._frame("receive", frame)
+        if self.log is not None:
+            self.log.received(frame)
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+
+    def _frame(self, direction: str, frame: bytes) -> None:
+        turn = self.host.current
+        if turn is None or not turn.raw:
+            return
+        from acpcli.redact import redact_frame
+
+        text = redact_frame(frame).decode("utf-8", "replace")
+        turn.client.post({"t": "frame", "d": direction, "f": text})
 
 
 class Host:
@@ -138,6 +176,7 @@ class Host:
         self.live: LiveSession | None = None
         self.agent_label = ""
         self.turns_run = 0
+        self.index: Any = None  # the host's index, once open
         self._tasks: Any = None  # the serving task group, for background work
 
     # -- clients ---------------------------------------------------------------------------
@@ -205,13 +244,18 @@ class Host:
         client.pid = hello.get("pid") if isinstance(hello.get("pid"), int) else None
         role = hello.get("role")
         client.role = role if role in ("prompt", "attach", "status", "stop") else "prompt"
-        stored = 0
+        stored: int | str = 0
         if client.role == "attach" and self.live is not None and isinstance(self.live.recorder, Tee):
             # What it missed is on disk up to `stored`; what follows comes to it live. No
             # await between the two: nothing can fall between them, nor land in both.
             self.live.recorder.flush()
-            stored = self.live.recorder.last_seq
-        client.post({"t": "ready", "stored": stored, **self.status()})
+            # "all": nothing went through the tee yet, so all that is on disk came before
+            # (the load's replay, earlier commands' turns)
+            stored = self.live.recorder.last_seq or "all"
+        ready: dict[str, Any] = {"t": "ready", "stored": stored, **self.status()}
+        if client.role == "attach":  # a mirror of the session starts from this
+            ready["state"] = self.snapshot()
+        client.post(ready)
         if client.role in ("prompt", "attach"):  # a look (status, stop) keeps nothing alive
             self.clients.add(client)
             self.touch()
@@ -228,7 +272,10 @@ class Host:
                     continue
                 ahead = len(self.queue) + (1 if self.current is not None else 0)
                 self.queue.append(
-                    Turn(client, text, [(str(k), str(v)) for k, v in settings], wait=message.get("wait") is not False)
+                    Turn(
+                        client, text, [(str(k), str(v)) for k, v in settings], wait=message.get("wait") is not False,
+                        raw=message.get("raw") is True,
+                    )
                 )
                 client.post({"t": "queued", "ahead": ahead})
             elif kind == "cancel":
@@ -240,6 +287,8 @@ class Host:
                 if waiting is not None and waiting[2] is client:
                     waiting[1].append(message.get("result"))
                     waiting[0].set()
+            elif kind == "call":
+                await self._call(client, message)
             elif kind == "status":
                 client.post({"t": "status", **self.status()})
             elif kind == "stop":
@@ -299,6 +348,93 @@ class Host:
             "keep_alive": None if math.isinf(self.keep_alive) else self.keep_alive,
             "turns": self.turns_run,
         }
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a watcher's mirror of the session starts from, and is set right with when a
+        setting changes outside the update stream: the agent's features, the v1 modes, and
+        the settings, commands, title and usage as updates the store's reducer takes."""
+        live, link = self.live, self.link
+        if live is None or link is None:
+            return {}
+        from dataclasses import fields
+
+        store = live.store
+        updates: list[dict[str, Any]] = [
+            {"sessionUpdate": "config_option_update", "configOptions": store.config_options},
+            {"sessionUpdate": "available_commands_update", "availableCommands": store.available_commands},
+            {"sessionUpdate": "current_model_update", "currentModelId": store.current_model_id,
+             "availableModels": store.available_models},
+        ]
+        if store.current_mode_id is not None:
+            updates.append({"sessionUpdate": "current_mode_update", "currentModeId": store.current_mode_id})
+        if store.title is not None:
+            updates.append({"sessionUpdate": "session_info_update", "title": store.title})
+        if store.usage is not None:
+            updates.append({"sessionUpdate": "usage_update", **store.usage})
+        features = {f.name: getattr(link.features, f.name) for f in fields(link.features) if f.name != "raw"}
+        return {
+            "features": features,
+            "modes": live.modes,
+            "updates": updates,
+            "cwd": live.cwd,
+            "additional_directories": list(live.additional_directories),
+        }
+
+    def _state_changed(self) -> None:
+        """Settings changed outside the update stream (a set answered): watchers' mirrors
+        are set right."""
+        state = {"t": "state", **self.snapshot()}
+        for client in list(self.clients):
+            if client.role == "attach":
+                client.post(state)
+
+    async def _call(self, client: Client, message: dict[str, Any]) -> None:
+        """A client's request outside its turns: ``set`` a setting by name (mode, model, a
+        config option), ``close`` the session (then the host ends), ``login`` / ``logout``.
+        Answered ``result`` with the agent's answer, or ``failed`` with the error."""
+        from acpcli.errors import UsageError
+
+        call_id = message.get("id")
+        op = message.get("op")
+        link, live = self.link, self.live
+        try:
+            if link is None or live is None:
+                raise CapabilityMissing("the session is not attached yet")
+            value: Any = None
+            if op == "set":
+
+                def notice(line: str) -> None:
+                    client.post({"t": "note", "text": line})
+
+                lock = await self._claim(self.session_id, wait=True, notice=notice)
+                try:
+                    choice = await link.set_by_name(live, str(message.get("key")), str(message.get("value")))
+                finally:
+                    if live.recorder is not None:
+                        live.recorder.flush()
+                    lock.release()
+                self._state_changed()
+                value = {"key": choice.key}
+            elif op == "close":
+                if not link.features.close:
+                    raise CapabilityMissing(f"{link.features.display_name} does not support session/close")
+                value = await link.close(live.session_id)
+                if self.index is not None:
+                    self.index.mark_closed(live.session_id)
+                log.info("the session was closed by a client: ending")
+                self._tell_others(client, {"t": "closed"})
+                self.stopping.set()
+                self.wakeup.set()
+            elif op == "login":
+                value = await link.login(str(message.get("method")))
+            elif op == "logout":
+                value = await link.logout()
+            else:
+                raise UsageError(f"the host does not know the call {op!r}")
+        except AcpcliError as err:
+            client.post({**_error(err), "t": "failed", "id": call_id})
+            return
+        client.post({"t": "result", "id": call_id, "value": value})
 
     # -- permissions -----------------------------------------------------------------------
 
@@ -369,18 +505,32 @@ class Host:
 
         options = Options(**_options(self.spec.get("options") or {}))
         making = self.spec.get("command") == "new"
-        inputs = options.inputs() if making else for_prompt(options, self.session_id, False)[0]
+        asked = self.spec.get("command") if self.spec.get("command") in ("load", "resume") else None
+        if making:
+            inputs = options.inputs()
+        elif asked is not None:  # `load`/`resume --keep-alive`: as those commands resolve it
+            from acpcli.session.inputs import for_reattach
+
+            inputs = for_reattach(asked, self.session_id, options)[0]
+        else:
+            inputs = for_prompt(options, self.session_id, False)[0]
+        if _MASK is not None:  # before anything is logged that may quote them
+            _MASK.learn_servers(inputs.mcp_servers)
         run = _quiet_run(self.spec)
         supervisor = run.supervisor = Supervisor()
 
         async def main() -> int:
-            index = open_index()
+            index = self.index = open_index()
             writer = supervisor.writer = index.writer()
             try:
                 async with self._link(inputs, run) as link:
                     supervisor.link = link
                     self.link = link
-                    command = "new" if making else continued_by(
+                    if asked is not None:
+                        from acpcli import capabilities
+
+                        capabilities.require(link.features, f"session/{asked}")
+                    command = "new" if making else asked or continued_by(
                         link.features, hint="run with --keep-alive 0, or start a new session"
                     )
                     claimed = None
@@ -394,6 +544,7 @@ class Host:
                     live.lock = None
                     if making:
                         self.session_id = live.session_id
+                        _name_log(self.spec.get("log"), live.session_id)
                         self.lock = address.take_host_lock(live.session_id)
                         if self.lock is None:  # an agent that hands out an id in use
                             raise CapabilityMissing(f"another host already holds the session {live.session_id}")
@@ -423,9 +574,17 @@ class Host:
         from acpcli.negotiate import ClientOffer
         from acpcli.session.agent import agent_stderr_log, env_extra
         from acpcli.session.link import open_link
+        from acpcli.wiretap import WireTap
 
         refusals = Refusals(self.note)
         policy = permission_decider(run.env, run.permissions, None, refusals).policy
+        wire_log = WireTap(inputs.log_file) if inputs.log_file is not None else WireTap.from_env()
+        if wire_log is not None:
+            try:
+                wire_log.open()
+            except OSError as err:
+                log.warning("the wire log %s cannot be written: %s", wire_log.path, err)
+                wire_log = None
         offer = ClientOffer(read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=False)
         return open_link(
             inputs.agent.argv,
@@ -436,6 +595,7 @@ class Host:
             stderr_log=agent_stderr_log(inputs.agent),
             decide_permission=self.decide,
             elicit=self.elicit,
+            tap=FrameTap(self, wire_log),
             policy=policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=self.spec.get("timeout")),
@@ -532,6 +692,8 @@ class Host:
             )
             for key, value in turn.settings:
                 await link.set_by_name(live, key, value)
+            if turn.settings:
+                self._state_changed()
             live.turn_active = True  # SIGTERM's supervisor cancels it before stopping the agent
             try:
                 stop = await link.prompt(live, blocks)
@@ -555,6 +717,75 @@ class Host:
             self.current = None
             live.interrupted = False
             self.touch()
+
+
+def _name_log(path: Any, session_id: str) -> None:
+    """A new session's host log, started under a name of its own, takes the session's
+    (``host-ID.log``) once the agent has named it: renamed, the open file goes on."""
+    if not isinstance(path, str):
+        return
+    target = address.host_log(session_id)
+    try:
+        if not target.exists():
+            os.rename(path, target)
+    except OSError as err:
+        log.warning("the log keeps its name %s: %s", path, err)
+
+
+class Masking(logging.Formatter):
+    """The host log's formatter: secrets never reach the log unmasked. Masked wherever they
+    appear: the values of the environment variables whose names look secret
+    (:func:`acpcli.redact.secret_name`: the agent's API keys), and what
+    :func:`acpcli.redact.redact_server` masks of the session's MCP servers (env and header
+    values, secret arguments, URL credentials)."""
+
+    def __init__(self, fmt: str) -> None:
+        super().__init__(fmt)
+        from acpcli.redact import secret_name
+
+        self.secrets: set[str] = {
+            value for name, value in os.environ.items() if secret_name(name) and len(value) >= 4
+        }
+
+    def learn_servers(self, servers: Any) -> None:
+        from acpcli.redact import redact_server
+
+        for server in servers or []:
+            if isinstance(server, dict):
+                masked = set(_strings(redact_server(server)))
+                self.secrets.update(s for s in _strings(server) if s not in masked and len(s) >= 4)
+                for entries in (server.get("env"), server.get("headers")):
+                    self.secrets.update(s for s in _strings(entries) if len(s) >= 4 and s not in _names(entries))
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for child in value.values() for s in _strings(child)]
+    if isinstance(value, list):
+        return [s for child in value for s in _strings(child)]
+    return []
+
+
+def _names(entries: Any) -> set[str]:
+    """The names of env/header entries (kept: they say which, not what)."""
+    if isinstance(entries, dict):
+        return set(entries)
+    if isinstance(entries, list):
+        return {str(e["name"]) for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)}
+    return set()
+
+
+#: The host log's formatter, made by :func:`main`.
+_MASK: Masking | None = None
 
 
 def _asked_title(params: dict[str, Any]) -> str:
@@ -630,7 +861,11 @@ def _options(raw: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     """``python -I -m acpcli.host``: read the spec, take the lock, serve. The one line of
     stdout says how it went; the exit code is for the log."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    global _MASK
+    _MASK = Masking("%(asctime)s %(name)s %(levelname)s %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_MASK)
+    logging.basicConfig(level=logging.INFO, handlers=[handler])
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)  # nothing else may write to the starter's pipe

@@ -223,7 +223,12 @@ async def run_repl(
 
     ``banner``: start with the session line (an interactive load/resume has printed it
     already, before its replay). While the input line waits, the session's changes are
-    drawn above it as they arrive (:class:`acpcli.repl.above.AboveInput`)."""
+    drawn above it as they arrive (:class:`acpcli.repl.above.AboveInput`).
+
+    ``link`` is the session's own :class:`~acpcli.session.link.AgentLink`, or a
+    :class:`~acpcli.host.remote.HostedLink` (``link.hosted``) when the session lives in a host:
+    then each turn goes through the host's queue (:meth:`~acpcli.host.remote.HostedLink.turn`),
+    the host does the bookkeeping, and other terminals' turns are drawn as they come."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.key_binding import KeyBindings
@@ -232,6 +237,7 @@ async def run_repl(
     from acpcli import mentions
     from acpcli.errors import (
         AuthRequired,
+        HostLost,
         Interrupted,
         RpcError,
         SessionBusy,
@@ -275,6 +281,7 @@ async def run_repl(
 
     services = getattr(link, "services", None)
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
+    hosted = getattr(link, "hosted", False)
 
     def toolbar() -> str:
         from prompt_toolkit.application.current import get_app
@@ -343,13 +350,18 @@ async def run_repl(
         if view is not None:
             view.begin_turn(live.store)
         try:
-            stop = await run_turn(
-                link,
-                live,
-                blocks,
-                notice=lambda m: env.err.print(m, style="yellow", markup=False),
-                tick=getattr(view, "tick", None),
-            )
+            if hosted:
+                stop = await link.turn(  # type: ignore[attr-defined]
+                    text, notice=lambda m: env.err.print(m, style="yellow", markup=False), tick=getattr(view, "tick", None)
+                )
+            else:
+                stop = await run_turn(
+                    link,
+                    live,
+                    blocks,
+                    notice=lambda m: env.err.print(m, style="yellow", markup=False),
+                    tick=getattr(view, "tick", None),
+                )
         except BaseException as caught:  # run_turn's task group wraps what it raises
             failure = leaf_error(caught)
             if view is not None and live.sink is view:
@@ -365,6 +377,8 @@ async def run_repl(
             if not isinstance(failure, RpcError):
                 # The agent died mid-turn (or worse): the error is reported by the CLI; say
                 # how to come back, since the session may well survive on the agent's side.
+                if isinstance(failure, HostLost):
+                    raise failure from None  # one line, as `prompt` says it
                 env.err.print(f"[dim]to come back later:[/] {escape(come_back(link.features, live.session_id))}")
                 raise
             # The agent refused this prompt but is still there: say so, keep the line, stay.
@@ -379,6 +393,10 @@ async def run_repl(
             writer.flush()
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
-        after_turn(index, live)
+        if not hosted:  # the host does a hosted turn's bookkeeping
+            after_turn(index, live)
+    if hosted:
+        env.err.print(f"[dim]{escape(link.goodbye())}[/]")  # type: ignore[attr-defined]
+        return code
     env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, live.session_id))}")
     return code

@@ -86,6 +86,27 @@ class AboveInput:
     def __getattr__(self, name: str) -> Any:  # tick, show_thoughts, print_store: the view's
         return getattr(self.view, name)
 
+    def line(self, draw: Any) -> None:
+        """Have ``draw()`` print a line of its own after the changes noted so far and before
+        those still to come (a note between two updates stays between them)."""
+        touched, self._touched = self._touched, {}
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+        def both() -> None:
+            self._print(touched)
+            draw()
+
+        from prompt_toolkit.application import run_in_terminal
+        from prompt_toolkit.application.current import get_app_or_none
+
+        app = get_app_or_none()
+        if app is not None and app.is_running:
+            run_in_terminal(both, in_executor=False)
+        else:
+            both()
+
     # -- drawing ----------------------------------------------------------------------------
 
     def drain(self) -> None:
@@ -94,6 +115,9 @@ class AboveInput:
             self._handle.cancel()
             self._handle = None
         touched, self._touched = self._touched, {}
+        self._print(touched)
+
+    def _print(self, touched: dict[int, Any]) -> None:
         entries = []
         for index in sorted(touched):
             store_entries = touched[index].store.entries

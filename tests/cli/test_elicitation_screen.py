@@ -172,3 +172,30 @@ def test_a_warm_prompt_on_a_terminal_fills_the_form_in_through_the_host(spawn) -
         assert sid in acpcli("sessions", "--live", "--json")  # answered through the live host
     finally:
         acpcli("stop", "--all")
+
+
+def test_the_repl_over_a_host_fills_the_form_in_at_its_terminal(spawn) -> None:  # type: ignore[no-untyped-def]
+    """With keep-alive on, the REPL's turns run in the session's host: the agent's form is
+    relayed to the terminal whose prompt started the turn and drawn there, as without a host."""
+    import subprocess
+
+    pty = spawn("new", "--cmd", CMD, "--keep-alive", "300")
+    try:
+        pty.prompt()
+        pty.say("short")
+        pty.expect(FORM_HINT)
+        pty.child.send("Ada" + TAB + "a note" + TAB + ENTER)
+        pty.expect("ANSWER ")
+        pty.prompt()
+        screen = screen_text(pty.seen).replace("\n", "")
+        assert 'ANSWER accept {"name": "Ada", "note": "a note"}' in screen, screen
+        live = subprocess.run(
+            [sys.executable, "-m", "acpcli", "sessions", "--live", "--json"], stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=60, check=True,
+        ).stdout  # fmt: skip
+        assert '"session"' in live or '"id"' in live, live  # the turn ran in a live host
+        pty.child.send("\x04")  # Ctrl-D: the terminal leaves, the host stays
+        pty.expect("the session stays live")
+        assert pty.wait() == ExitCode.OK
+    finally:
+        subprocess.run([sys.executable, "-m", "acpcli", "stop", "--all"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)

@@ -321,7 +321,7 @@ def test_attach_shows_a_turn_sent_from_a_script_as_it_streams_and_sends_its_own(
         cli.argv("prompt", "--session", sid, "--permissions", "allow", "from the script"), env=cli.env(LIVE),
         cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    pty.expect("a prompt from another terminal")
+    pty.expect(r"\(from another terminal\)")
     pty.expect("from the script")
     pty.expect(REPLY)
     _out, _err = script.communicate(timeout=TIMEOUT)
@@ -333,7 +333,7 @@ def test_attach_shows_a_turn_sent_from_a_script_as_it_streams_and_sends_its_own(
     pty.expect(REPLY)
     pty.prompt()
     pty.child.send(CTRL_D)
-    pty.expect("detached")
+    pty.expect("the session stays live")
     assert pty.wait() == 0
     assert [row["id"] for row in live_rows(cli)] == [sid]  # leaving keeps the session live
     shown = cli.show(sid)
@@ -510,3 +510,236 @@ def test_a_one_shot_prompt_with_keep_alive_leaves_its_new_session_live(hosts: Cl
     again = cli.ok("prompt", "--last", "second of many", env=LIVE)
     assert "second of many" in again.stdout
     assert cli.trace.pids() == [row["agent_pid"]]  # one agent for both prompts
+
+
+# -- the REPL over a host (new, load, resume with keep-alive on) -----------------------------
+
+
+def _repl_on_a_host(cli: Cli, spawn, *extra: str):  # type: ignore[no-untyped-def]
+    """An interactive ``new`` with keep-alive on: its REPL, and the host's row."""
+    pty = spawn("new", "--cmd", cli.trace.demo_cmd(protocol=1, extra=list(extra)), "--keep-alive", "300", "--permissions", "allow")
+    pty.expect("/help for commands")
+    pty.prompt()
+    (row,) = live_rows(cli)
+    return pty, row
+
+
+def test_the_repl_of_new_runs_over_a_host_and_attach_and_a_script_share_its_turns(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    from .pty import CTRL_D, REPLY
+
+    cli = hosts
+    repl, row = _repl_on_a_host(cli, spawn)
+    sid = str(row["id"])
+    repl.say("typed in the repl")
+    repl.expect(REPLY)
+    repl.prompt()
+    watcher = spawn("attach", sid, "--permissions", "allow")
+    watcher.expect("attached to")
+    watcher.expect("typed in the repl")  # the REPL's turn, stored by the host
+    watcher.prompt()
+    repl.say("second from the repl")
+    watcher.expect("second from the repl")  # streamed to the other terminal as it runs
+    watcher.expect(REPLY)
+    repl.expect(REPLY)
+    repl.prompt()
+    watcher.prompt()
+    watcher.say("typed in attach")
+    repl.expect(r"\(from another terminal\)")
+    repl.expect("typed in attach")
+    repl.expect(REPLY)
+    watcher.expect(REPLY)
+    script = cli.run("prompt", "--session", sid, "--permissions", "allow", "from the script", env=LIVE)
+    assert script.returncode == 0, script.stderr
+    repl.expect(r"\(from another terminal\)")
+    repl.expect("from the script")
+    repl.expect(REPLY)
+    watcher.child.send(CTRL_D)
+    watcher.expect("the session stays live")
+    assert watcher.wait() == 0
+    repl.child.send(CTRL_D)
+    repl.expect("the session stays live")
+    repl.expect(f"acpcli attach {sid}")
+    assert repl.wait() == 0
+    (after,) = live_rows(cli)  # Ctrl-D leaves the host, and its one agent, running
+    assert after["pid"] == row["pid"]
+    assert cli.trace.pids() == [row["agent_pid"]]
+    shown = cli.show(sid)
+    order = ["typed in the repl", "second from the repl", "typed in attach", "from the script"]
+    assert [shown.index(text) for text in order] == sorted(shown.index(text) for text in order)
+
+
+def test_mode_and_close_in_a_repl_over_a_host_go_through_it_and_close_leaves_nothing(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    repl, row = _repl_on_a_host(cli, spawn)
+    repl.say("/mode plan")
+    repl.expect("Session Mode: Plan")
+    repl.prompt()
+    # the host's session has it: a warm prompt from a script runs in that mode
+    assert "mode=plan" in cli.ok("prompt", "--session", str(row["id"]), "which mode", env=LIVE).stdout
+    repl.say("/mode nonsense")
+    repl.expect("/mode: ")  # one line, and the REPL goes on
+    repl.prompt()
+    watcher = spawn("attach", str(row["id"]))
+    watcher.expect("attached to")
+    watcher.prompt()
+    repl.say("/close")
+    repl.expect("closed: the agent answered")
+    assert repl.wait() == 0
+    watcher.expect("the session was closed from another terminal")  # not an error: exit 0
+    assert watcher.wait() == 0
+    for pid in (row["pid"], row["agent_pid"]):
+        deadline = time.monotonic() + 10
+        while running(int(pid)) and time.monotonic() < deadline:  # type: ignore[arg-type]
+            time.sleep(0.05)
+        assert not running(int(pid))  # type: ignore[arg-type]
+    assert live_rows(cli) == []
+    cli.trace.assert_all_gone()
+    (record,) = cli.index()
+    assert record["state"] == "closed"
+
+
+def test_a_host_killed_during_a_repl_turn_ends_the_repl_with_one_line(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    repl, row = _repl_on_a_host(cli, spawn, "--delay", "0.05")
+    repl.say("slow killed")
+    repl.expect("Thought")  # the turn is streaming
+    os.kill(int(row["pid"]), signal.SIGKILL)  # type: ignore[arg-type]
+    repl.expect("acpcli: error: the session host went away mid-turn")
+    assert repl.wait() == ExitCode.HOST_LOST
+    assert "Traceback" not in repl.seen
+    assert "slow killed" in cli.show(str(row["id"]))
+
+
+def test_a_repl_with_keep_alive_zero_starts_no_host(cli: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    from .pty import REPLY
+
+    pty = spawn("new", "--cmd", cli.trace.demo_cmd(protocol=1), "--keep-alive", "0", "--permissions", "allow")
+    pty.prompt()
+    pty.say("no host here")
+    pty.expect(REPLY)
+    pty.prompt()
+    assert live_rows(cli) == []
+    assert not (cli.home / "run").exists()
+    code, _sid = pty.leave()
+    assert code == 0
+    cli.trace.assert_all_gone()
+
+
+def test_load_and_resume_with_keep_alive_leave_a_warm_host_or_join_the_running_one(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "said before")
+    cold = cli.ok("load", sid, "--no-repl", "--keep-alive", "0").stdout
+    assert live_rows(cli) == []
+    warm = cli.ok("load", sid, "--no-repl", "--keep-alive", "60").stdout
+    assert same_turn(warm) == same_turn(cold)  # the replay printed as without a host
+    (row,) = live_rows(cli)
+    agents = cli.trace.pids()
+    assert agents[-1] == row["agent_pid"]
+    assert "warm after load" in cli.ok("prompt", "--session", sid, "warm after load", env=LIVE).stdout
+    # a second load or a resume joins the running host: no second agent
+    again = cli.ok("load", sid, "--no-repl", "--keep-alive", "60").stdout
+    assert "warm after load" in again
+    assert cli.ok("resume", sid, "--no-repl", "--keep-alive", "60").stdout == ""
+    assert cli.trace.pids() == agents
+    (same,) = live_rows(cli)
+    assert same["pid"] == row["pid"]
+
+
+def test_resume_with_keep_alive_starts_a_host_that_resumed(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    assert cli.ok("resume", sid, "--no-repl", "--keep-alive", "60").stdout == ""
+    (row,) = live_rows(cli)
+    assert "after resume" in cli.ok("prompt", "--session", sid, "after resume", env=LIVE).stdout
+    assert cli.trace.pids()[-1] == row["agent_pid"]
+
+
+def test_an_interactive_load_with_keep_alive_runs_its_repl_over_the_host(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    from .pty import CTRL_D, REPLY
+
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "--permissions", "allow", "remembered words")
+    repl = spawn("load", sid, "--keep-alive", "60", "--permissions", "allow")
+    repl.expect(f"session {sid}")
+    repl.expect("remembered words")  # the replay, as stored
+    repl.prompt()
+    (row,) = live_rows(cli)
+    repl.say("and now this")
+    repl.expect(REPLY)
+    repl.prompt()
+    repl.child.send(CTRL_D)
+    repl.expect("the session stays live")
+    assert repl.wait() == 0
+    assert live_rows(cli)[0]["pid"] == row["pid"]
+    shown = cli.show(sid)
+    assert shown.index("remembered words") < shown.index("and now this")
+
+
+def _frames(stdout: str) -> list[tuple[str, str, object]]:
+    """A ``--raw`` run's frames from its ``session/prompt`` on: direction, method (or answer)
+    and update kind."""
+    rows = [json.loads(line) for line in stdout.splitlines()]
+    shape = [
+        (
+            row["direction"],
+            row["message"].get("method") or ("result" if "result" in row["message"] else "error"),
+            ((row["message"].get("params") or {}).get("update") or {}).get("sessionUpdate"),
+        )
+        for row in rows
+    ]
+    start = next(n for n, frame in enumerate(shape) if frame[1] == "session/prompt")
+    return shape[start:]
+
+
+def test_raw_on_a_live_session_streams_the_turns_frames_as_cold(hosts: Cli) -> None:
+    cli = hosts
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "first", "--keep-alive", "0")
+    cold = cli.ok("prompt", "--session", sid, "--raw", "--keep-alive", "0", "alpha").stdout
+    cli.ok("prompt", "--session", sid, "start the host", env=LIVE)
+    (row,) = live_rows(cli)
+    warm = cli.ok("prompt", "--session", sid, "--raw", "alpha", env=LIVE).stdout
+    assert _frames(warm) == _frames(cold)
+    assert [json.loads(line)["message"]["method"] for line in warm.splitlines()[:1]] == ["session/prompt"]
+    assert cli.trace.pids()[-1] == row["agent_pid"]  # the warm one ran on the host's agent
+    assert live_rows(cli)[0]["pid"] == row["pid"]
+
+
+def test_each_new_sessions_host_log_is_its_own_and_masks_secrets(hosts: Cli) -> None:
+    import shlex
+    import sys
+
+    cli = hosts
+    secret = "sekrit-value-1234"
+    # the agent's last stderr line (quoted by the host's log when it crashes) holds a key
+    agent = f"{shlex.quote(sys.executable)} -m acpcli.demo_agent --protocol 1"
+    cmd = f"sh -c '{agent}; echo \"my key is $MY_API_KEY\" >&2; exit 3'"
+    env = {**LIVE, "MY_API_KEY": secret}
+    first = cli.ok("new", "--no-repl", "--cmd", cmd, env=env).stdout.strip()
+    second = cli.ok("new", "--no-repl", "--cmd", cmd, env=env).stdout.strip()
+    logs = cli.home / "logs"
+    assert sorted(p.name for p in logs.glob("host-*.log")) == sorted([f"host-{first}.log", f"host-{second}.log"])
+    crashed = cli.run("prompt", "--session", first, "crash", env=env)
+    assert crashed.returncode == ExitCode.AGENT_EXITED, crashed.stderr
+    text = (logs / f"host-{first}.log").read_text()
+    assert "my key is ***" in text
+    assert secret not in text
+
+
+def test_ctrl_c_in_a_repl_over_a_host_cancels_the_turn_and_both_stay(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    from .pty import CTRL_C, REPLY
+
+    cli = hosts
+    repl, row = _repl_on_a_host(cli, spawn)
+    repl.say("slow please")
+    repl.expect("still streaming")
+    repl.child.send(CTRL_C)
+    repl.expect("Turn ended: cancelled")
+    repl.prompt()
+    repl.say("after the cancel")
+    repl.expect(REPLY)
+    repl.prompt()
+    (after,) = live_rows(cli)
+    assert after["pid"] == row["pid"] and after["agent_pid"] == row["agent_pid"]
