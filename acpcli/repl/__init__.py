@@ -93,6 +93,19 @@ def _release_terminal(live: LiveSession) -> None:
         flush()
 
 
+def _hint_unresolved(env: Environment, missing: Sequence[Any]) -> None:
+    """One dim line naming the ``@words`` sent as text because they name no file."""
+    if not missing:
+        return
+    names = list(dict.fromkeys(m.raw for m in missing))
+    shown_names = ", ".join(safe_line(n) for n in names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+    verb = "names" if len(names) == 1 else "name"
+    env.err.print(
+        f"[dim]{escape(shown_names)} {verb} no file: sent as text[/]", highlight=False, soft_wrap=False, overflow="ellipsis",
+        no_wrap=True,
+    )
+
+
 def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
     """An ``ask`` for :class:`~acpcli.client_side.PermissionPolicy` that shows every option.
 
@@ -319,11 +332,13 @@ async def run_repl(
             code = leave
             break
         try:
-            blocks = mentions.build_prompt(text, live.cwd or ".", roots(), link.features)
+            # Not strict: `@dataclass` in pasted code names no file and is sent as text.
+            blocks = mentions.build_prompt(text, live.cwd or ".", roots(), link.features, strict=False)
         except UsageError as err:
             env.err.print(Text.assemble(("not sent: ", "red"), err.message))
             keep = text
             continue
+        _hint_unresolved(env, mentions.unresolved(text, live.cwd or "."))
         view = live.sink
         if view is not None:
             view.begin_turn(live.store)
