@@ -5,8 +5,9 @@ Ctrl-D leaves (the session stays resumable and the exact ``acpcli resume ID`` is
 During a turn, Ctrl-C sends ``session/cancel``; a second Ctrl-C within 3 seconds kills the
 agent and leaves with exit code 130.
 
-Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`); the agent's own commands
-(from ``available_commands_update``) are sent to it as prompts. TAB completion is the pure
+Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`), echoed into the scrollback
+when run; the agent's own commands (from ``available_commands_update``) are sent to it as
+prompts, ``//word`` sends ``/word`` to it, and an unknown ``/word`` is not sent. TAB completion is the pure
 :func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.status.status_line`.
 ``@path`` in a prompt mentions a file (:mod:`acpcli.mentions`). A prompt the agent refuses,
 or one whose mention cannot be sent, comes back on the input line: nothing typed is lost.
@@ -91,6 +92,14 @@ def _release_terminal(live: LiveSession) -> None:
     flush = getattr(live.sink, "flush", None)
     if flush is not None:
         flush()
+
+
+def _echo(env: Environment, line: str) -> None:
+    """A slash command stays in the scrollback as typed (the input line is erased), so the
+    output below it has a cause."""
+    from rich.text import Text
+
+    env.err.print(Text("› " + safe_line(line), style="bold"), highlight=False)
 
 
 def _hint_unresolved(env: Environment, missing: Sequence[Any]) -> None:
@@ -322,8 +331,16 @@ async def run_repl(
         text = text.strip()
         if not text:
             continue
-        local_command = commands.lookup(text)
+        kind, said = commands.classify(text, commands.agent_command_names(ctx))
+        if kind == "unknown":
+            _echo(env, text)
+            env.err.print(said, style="yellow", markup=False, highlight=False)
+            keep = text  # back on the line for fixing: a typo is not sent, nor lost
+            continue
+        text = said  # `//word` is sent as `/word`
+        local_command = commands.lookup(text) if kind == "local" else None
         if local_command is not None:
+            _echo(env, text)
             leave = await commands.run(ctx, *local_command)
             if leave is None:
                 continue
