@@ -14,11 +14,12 @@ first word holds another ``/`` (``/etc/hosts is empty?``) is a prompt, not a com
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
+from acpcli.repl.queue import PromptQueue, one_line
 from acpcli.safe_text import safe_text, shown_id
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ class Context:
     #: ``export(path, format)`` writes this session's stored transcript (given by the CLI,
     #: which owns the event log's reading); ``None`` when unavailable.
     export: Callable[[str, str], None] | None = None
+    #: The prompts typed during a turn, waiting for it to end (:mod:`acpcli.repl.queue`).
+    queue: PromptQueue = field(default_factory=PromptQueue)
 
     def say(self, text: str, style: str | None = None) -> None:
         # Lines quote the agent (titles, setting names, command names): shown, never obeyed.
@@ -86,6 +89,27 @@ async def _help(ctx: Context, arg: str) -> int | None:
 async def _cancel(ctx: Context, arg: str) -> int | None:
     # A turn in progress is cancelled where the line is read during it; here none runs.
     ctx.say("no turn is running")
+    return None
+
+
+async def _queue(ctx: Context, arg: str) -> int | None:
+    from acpcli.repl.typeahead import queue_command
+
+    if arg.strip():
+        ctx.say(queue_command(ctx.queue, arg))
+        return None
+    if not ctx.queue:
+        ctx.say("the queue is empty (during a turn, Enter queues the line)")
+        return None
+    for number, item in enumerate(ctx.queue.items, 1):
+        ctx.say(f"  {number}. {one_line(item, max(30, ctx.env.err.width) - 8)}")
+    ctx.say("  /queue drop N removes one · /queue clear removes all · during a turn, Up edits the last")
+    return None
+
+
+async def _now(ctx: Context, arg: str) -> int | None:
+    # `/now TEXT` at idle is sent as TEXT by the REPL loop; here only a bare `/now` arrives.
+    ctx.say("usage: /now TEXT (during a turn: into the running turn, where the agent takes it)")
     return None
 
 
@@ -240,6 +264,8 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),
     SlashCommand("logout", "log out of the agent", _logout),
     SlashCommand("cancel", "cancel the running turn (as Ctrl-C does)", _cancel),
+    SlashCommand("queue", "list the prompts queued during a turn, or drop them", _queue, "[clear | drop N]"),
+    SlashCommand("now", "send TEXT into the running turn (agents that take it)", _now, "TEXT"),
     SlashCommand("close", "close the session on the agent and leave", _close),
     SlashCommand("quit", "leave (the session stays resumable)", _quit),
 )
