@@ -371,6 +371,8 @@ async def run_repl(
     while True:
         sent = now.take_pending()  # a prompt sent during the last turn: its turn goes on
         text = "" if sent is not None or keep else (queue.next() or "")
+        if text:
+            session.history.append_string(text)  # Up at the idle line recalls it too
         if sent is None and not text:
             _release_terminal(live)
             view_now, above = live.sink, None
@@ -472,5 +474,7 @@ async def run_repl(
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
         after_turn(index, live)
+    if queue:
+        env.err.print(f"[yellow]{len(queue)} queued prompt{'s' if len(queue) != 1 else ''} not sent[/]")
     env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, live.session_id))}")
     return code

@@ -82,6 +82,7 @@ async def _help(ctx: Context, arg: str) -> int | None:
         ctx.say(f"  the agent's {', '.join('/' + n for n in shadowed)}: type {', '.join('//' + n for n in shadowed)}")
     ctx.say("  //WORD sends /WORD to the agent as typed · an unknown /WORD is not sent")
     ctx.say("  @path mentions a file (TAB completes) · Enter sends · Alt-Enter newline")
+    ctx.say("  during a turn: Enter queues · Up edits the last queued · Alt-Enter sends now (if the agent takes it)")
     ctx.say("  Ctrl-C cancels a turn · Ctrl-D leaves")
     return None
 

@@ -271,6 +271,9 @@ def test_help_lists_the_commands(spawn, trace: AgentTrace) -> None:
         assert re.search(rf"^\s*{re.escape(command)}\s+\S", shown, re.MULTILINE), shown
     assert re.search(r"^\s*/cancel\s+cancel the running turn", shown, re.MULTILINE), shown
     assert "//WORD sends /WORD to the agent" in shown, shown
+    for command in ("/queue", "/now"):  # the prompt queue of a running turn
+        assert re.search(rf"^\s*{re.escape(command)}\s+\S", shown, re.MULTILINE), shown
+    assert "during a turn: Enter queues" in shown, shown
     assert REPLY not in pty.seen  # a local command, never sent to the agent
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK

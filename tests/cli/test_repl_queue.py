@@ -229,3 +229,15 @@ def test_slash_now_steers_an_agent_with_the_steering_extension(spawn, tmp_path: 
     rows = [json.loads(line) for line in record.read_text().splitlines() if line]
     assert all(row["method"] != "_session/steering" or row["request"] for row in rows)
     assert pty.leave()[0] == ExitCode.OK
+
+
+def test_leaving_with_a_held_queue_says_what_was_not_sent(spawn, trace: AgentTrace, acpcli_home: Path) -> None:
+    pty, watch = _slow_turn(spawn, trace)
+    pty.child.send("left behind\r")
+    watch.until("queued 1: left behind")
+    pty.child.send(CTRL_C)
+    watch.until("held (the turn was cancelled)")
+    status, session_id = pty.leave()
+    assert status == ExitCode.OK
+    assert "1 queued prompt not sent" in watch.text()
+    assert _stored_prompts(acpcli_home, session_id) == ["slow no-permission"]
