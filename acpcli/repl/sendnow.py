@@ -44,7 +44,7 @@ class SendNow:
         name = features.agent_title or features.agent_name or "the agent"
         if self.way is None:
             self.queue.add(text)
-            return f"queued: {name} does not take a prompt during a turn (it goes when the turn ends)"
+            return f"queued: {name} does not take a prompt during a turn"
         if not self.live.turn_active:
             self.queue.add(text)
             return "queued: the turn has ended"

@@ -241,3 +241,16 @@ def test_leaving_with_a_held_queue_says_what_was_not_sent(spawn, trace: AgentTra
     assert status == ExitCode.OK
     assert "1 queued prompt not sent" in watch.text()
     assert _stored_prompts(acpcli_home, session_id) == ["slow no-permission"]
+
+
+def test_ctrl_c_cancels_the_turn_a_prompt_joined(spawn, tmp_path: Path) -> None:
+    pty, watch, _gates, record = _queueing_agent(spawn, tmp_path, "--queueing")
+    pty.say("first")
+    watch.until("START[first]")
+    pty.child.send("second" + ALT_ENTER)
+    watch.until("JOINED[second]", visible=False)
+    pty.child.send(CTRL_C)
+    watch.until("Turn ended: cancelled", visible=False)
+    watch.prompt(pty.seen.rindex("cancelled"))
+    assert _prompts(record) == ["session/prompt:first", "session/prompt:second"]
+    assert pty.leave()[0] == ExitCode.OK
