@@ -31,8 +31,8 @@ URIs are ``file://`` URIs of the resolved path (symlinks followed). Confinement 
 :func:`acpcli.client_side.confine`'s, the same check the agent's own file requests get: a
 mention resolving outside the root set (through ``..``, a symlink or an absolute path) is a
 :class:`~acpcli.errors.UsageError`, as is a missing file -- except with ``strict=False``
-(``acpcli prompt``, whose input may be pasted code full of ``@decorators``), where an ``@word``
-naming nothing stays plain text. Nothing here prints.
+(``acpcli prompt`` and the REPL, whose input may be pasted code full of ``@decorators``), where
+an ``@word`` naming nothing stays plain text (:func:`unresolved` lists them, for a hint). Nothing here prints.
 """
 
 from __future__ import annotations
@@ -369,3 +369,9 @@ def build_prompt(
         else:  # a directory, FIFO, socket or device: never opened
             blocks.append(_link(path, st, None))
     return blocks
+
+
+def unresolved(text: str, cwd: str) -> list[Mention]:
+    """The mentions of ``text`` that name nothing under ``cwd`` (what :func:`build_prompt`
+    with ``strict=False`` leaves as plain text: ``@dataclass`` in pasted code)."""
+    return [m for m in find_mentions(text, cwd) if not os.path.lexists(_full_path(m.path, cwd))]

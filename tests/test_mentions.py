@@ -24,6 +24,7 @@ from acpcli.mentions import (
     complete_mention,
     find_mentions,
     mention_prefix,
+    unresolved,
 )
 from acpcli.negotiate import AgentFeatures
 from acpcli.protocol import dump, parse_params, wire
@@ -125,6 +126,13 @@ def test_trailing_punctuation_kept_when_that_path_exists(tree: Path) -> None:
     assert paths("see @a.txt.", str(tree)) == ["a.txt"]  # "a.txt." does not exist
     assert paths("see @notes.md.)", str(tree)) == ["notes.md."]  # the longest that exists
     assert paths("see @nothing.", str(tree)) == ["nothing"]
+
+
+def test_unresolved_lists_the_mentions_naming_nothing(tree: Path) -> None:
+    text = "@dataclass\nclass A:  # see @a.txt and @src/ and @nowhere/x.py"
+    assert [m.raw for m in unresolved(text, str(tree))] == ["@dataclass", "@nowhere/x.py"]
+    blocks = build_prompt(text, str(tree), [str(tree)], features(), strict=False)
+    assert [b["type"] for b in blocks] == ["text", "resource_link", "resource_link"]
 
 
 @given(st.text(alphabet=st.sampled_from(list('ab @."\\\n\t.,)/')), max_size=40))

@@ -96,6 +96,13 @@ def prompt_params(session_id: str, blocks: Sequence[dict[str, Any]]) -> dict[str
     return {"sessionId": session_id, "prompt": list(blocks)}
 
 
+def steering_params(session_id: str, blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``_session/steering`` params (an extension: sent only to an agent advertising
+    ``_meta.steering.supported``). ``promptRequired``: an idle agent must not start a turn
+    on its own; it answers so, and the client sends the prompt as a ``session/prompt``."""
+    return {"sessionId": session_id, "prompt": list(blocks), "_meta": {"steering": {"idleBehavior": "promptRequired"}}}
+
+
 def text_block(text: str) -> dict[str, Any]:
     """A text content block."""
     return {"type": "text", "text": text}

@@ -337,6 +337,9 @@ class _LiveArea:
         status = view.status_text()
         if status is not None:
             pieces.append(_Piece(status, gap))
+        footer = view.footer() if view.footer is not None and status is not None else None
+        if footer:  # the REPL's input line during a turn, right under the status line
+            pieces.append(_Piece(Group(*footer), False))
         lines = [line for piece in pieces for line in piece.lines(console, options)]
         # taller than the terminal (a long code block streaming): show its newest lines,
         # under a note (rich would keep the top and hide what is arriving); the whole
@@ -823,6 +826,9 @@ class TtyView:
         self._stale: dict[int, _ToolBlock | _PlanBlock] = {}
         self._turn_started: float | None = None  # a turn runs: the live region shows a status line
         self._paused = False  # flushed mid-turn (a question is on screen): no status until a change
+        #: Lines drawn under the status line while a turn runs (the REPL's input line and
+        #: queue, :mod:`acpcli.repl.typeahead`); never printed into the scrollback.
+        self.footer: Callable[[], list[Text]] | None = None
 
     @property
     def show_thoughts(self) -> bool:
@@ -885,6 +891,15 @@ class TtyView:
         due = self._due or (self._turn_started is not None and not self._paused)  # the spinner turns
         if due and self._clock() - self._last_refresh >= self._interval:
             self._refresh()
+
+    def redraw(self) -> None:
+        """Draw the live region now (a key was typed into the footer): a turn paused by a
+        question that is gone shows its status line again."""
+        if self._turn_started is None or self._final_only or self._quiet:
+            return
+        self._paused = False
+        self._due = True
+        self._refresh()
 
     def flush(self) -> None:
         """Commit the live block to the scrollback and stop the live region (mid-turn: until

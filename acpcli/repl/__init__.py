@@ -3,10 +3,13 @@
 Keys: Enter sends; Alt-Enter (or Esc then Enter) inserts a newline; Ctrl-C clears the line;
 Ctrl-D leaves (the session stays resumable and the exact ``acpcli resume ID`` is printed).
 During a turn, Ctrl-C sends ``session/cancel``; a second Ctrl-C within 3 seconds kills the
-agent and leaves with exit code 130.
+agent and leaves with exit code 130. The input line stays usable during a turn
+(:mod:`acpcli.repl.typeahead`): Enter queues (:mod:`acpcli.repl.queue`), Alt-Enter sends now
+where the agent takes it (:mod:`acpcli.repl.sendnow`).
 
-Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`); the agent's own commands
-(from ``available_commands_update``) are sent to it as prompts. TAB completion is the pure
+Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`), echoed into the scrollback
+when run; the agent's own commands (from ``available_commands_update``) are sent to it as
+prompts, ``//word`` sends ``/word`` to it, and an unknown ``/word`` is not sent. TAB completion is the pure
 :func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.status.status_line`.
 ``@path`` in a prompt mentions a file (:mod:`acpcli.mentions`). A prompt the agent refuses,
 or one whose mention cannot be sent, comes back on the input line: nothing typed is lost.
@@ -14,8 +17,9 @@ or one whose mention cannot be sent, comes back on the input line: nothing typed
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -96,6 +100,66 @@ def _release_terminal(live: LiveSession) -> None:
     flush = getattr(live.sink, "flush", None)
     if flush is not None:
         flush()
+
+
+def _turn_input(view: Any, queue: Any, now: Any, live: LiveSession, text: str) -> Any:
+    """The input line of the coming turn (:mod:`acpcli.repl.typeahead`), for a view that
+    can draw it; ``None`` otherwise (keys typed then wait in the terminal, as before)."""
+    if view is None or not hasattr(view, "footer") or not hasattr(view, "redraw"):
+        return None
+    import os
+    import signal
+
+    from acpcli.repl.typeahead import TurnInput
+
+    def cancel() -> str | None:
+        if live.cancel_requested:
+            return "cancelling already (Ctrl-C again kills the agent)"
+        os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: one way to cancel, one message
+        return None
+
+    return TurnInput(
+        queue, send_now=now, cancel=cancel, changed=view.redraw, width=lambda: view.console.width, text=text,
+        can_send_now=now.way is not None,
+    )
+
+
+@contextlib.contextmanager
+def _typing_during(view: Any, typing: Any) -> Iterator[None]:
+    """Let ``typing`` read the keys and the view draw it while the turn runs; the view
+    draws nothing of it once the turn is over."""
+    if typing is None:
+        yield
+        return
+    from acpcli.repl.typeahead import reading
+
+    view.footer = typing.footer
+    try:
+        with reading(typing):
+            yield
+    finally:
+        view.footer = None
+
+
+def _echo(env: Environment, line: str) -> None:
+    """A slash command stays in the scrollback as typed (the input line is erased), so the
+    output below it has a cause."""
+    from rich.text import Text
+
+    env.err.print(Text("› " + safe_line(line), style="bold"), highlight=False)
+
+
+def _hint_unresolved(env: Environment, missing: Sequence[Any]) -> None:
+    """One dim line naming the ``@words`` sent as text because they name no file."""
+    if not missing:
+        return
+    names = list(dict.fromkeys(m.raw for m in missing))
+    shown_names = ", ".join(safe_line(n) for n in names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+    verb = "names" if len(names) == 1 else "name"
+    env.err.print(
+        f"[dim]{escape(shown_names)} {verb} no file: sent as text[/]", highlight=False, soft_wrap=False, overflow="ellipsis",
+        no_wrap=True,
+    )
 
 
 def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
@@ -247,6 +311,8 @@ async def run_repl(
     from acpcli.repl import commands
     from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
+    from acpcli.repl.queue import queue_lines
+    from acpcli.repl.sendnow import SendNow
     from acpcli.repl.status import status_line
     from acpcli.session.turn import Withdrawn, after_turn, run_turn
 
@@ -312,27 +378,57 @@ async def run_repl(
         print_banner(env, live.session_id, link.features.display_name)
     code = int(ExitCode.OK)
     keep = ""  # a line that could not be sent comes back for editing: nothing typed is lost
+    typed = ""  # typed during the last turn and not queued: the next input line starts with it
+    queue = ctx.queue
+
+    def build(line: str) -> list[dict[str, Any]]:
+        # Not strict: `@dataclass` in pasted code names no file and is sent as text.
+        return mentions.build_prompt(line, live.cwd or ".", roots(), link.features, strict=False)
+
+    now = SendNow(link, live, queue, build)
+
+    def message() -> str:
+        return queue_lines(queue, env.err.width) + "› "
+
     while True:
-        _release_terminal(live)
-        view_now, above = live.sink, None
-        if view_now is not None:
-            above = AboveInput(view_now)
-            live.sink = above  # updates while the line waits are drawn above it
-        try:
-            text = await session.prompt_async("› ", default=keep)
-        except EOFError:
-            break
-        finally:
-            if above is not None:
-                if live.sink is above:  # (a command may have replaced the view meanwhile)
-                    live.sink = view_now
-                above.drain()
-        keep = ""
+        sent = now.take_pending()  # a prompt sent during the last turn: its turn goes on
+        text = "" if sent is not None or keep else (queue.next() or "")
+        if text:
+            session.history.append_string(text)  # Up at the idle line recalls it too
+        if sent is None and not text:
+            _release_terminal(live)
+            view_now, above = live.sink, None
+            if view_now is not None:
+                above = AboveInput(view_now)
+                live.sink = above  # updates while the line waits are drawn above it
+            try:
+                text = await session.prompt_async(message, default=keep or typed)
+            except EOFError:
+                break
+            finally:
+                if above is not None:
+                    if live.sink is above:  # (a command may have replaced the view meanwhile)
+                        live.sink = view_now
+                    above.drain()
+            keep = typed = ""
+            if not text.strip() and queue.held:
+                queue.release()  # Enter on an empty line: send what the cancel held
+                continue
         text = text.strip()
-        if not text:
+        if not text and sent is None:
             continue
-        local_command = commands.lookup(text)
+        kind, said = ("agent", text) if sent is not None else commands.classify(text, commands.agent_command_names(ctx))
+        if kind == "unknown":
+            _echo(env, text)
+            env.err.print(said, style="yellow", markup=False, highlight=False)
+            keep = text  # back on the line for fixing: a typo is not sent, nor lost
+            continue
+        text = said  # `//word` is sent as `/word`
+        local_command = commands.lookup(text) if kind == "local" else None
+        if local_command is not None and local_command[0].name == "now" and local_command[1].strip():
+            text, local_command = local_command[1].strip(), None  # at idle, `/now TEXT` is TEXT
         if local_command is not None:
+            _echo(env, text)
             leave = await commands.run(ctx, *local_command)
             if leave is None:
                 continue
@@ -341,27 +437,33 @@ async def run_repl(
             code = leave
             break
         try:
-            blocks = mentions.build_prompt(text, live.cwd or ".", roots(), link.features)
+            blocks = build(text) if sent is None else []
         except UsageError as err:
             env.err.print(Text.assemble(("not sent: ", "red"), err.message))
             keep = text
             continue
+        _hint_unresolved(env, mentions.unresolved(text, live.cwd or "."))
         view = live.sink
+        typing = _turn_input(view, queue, now, live, typed)
+        if typing is not None:
+            typed = ""  # on the turn's input line now
         if view is not None:
             view.begin_turn(live.store)
         try:
-            if hosted:
-                stop = await link.turn(  # type: ignore[attr-defined]
-                    text, notice=lambda m: env.err.print(m, style="yellow", markup=False), tick=getattr(view, "tick", None)
-                )
-            else:
-                stop = await run_turn(
-                    link,
-                    live,
-                    blocks,
-                    notice=lambda m: env.err.print(m, style="yellow", markup=False),
-                    tick=getattr(view, "tick", None),
-                )
+            with _typing_during(view, typing):
+                if hosted:
+                    stop = await link.turn(  # type: ignore[attr-defined]
+                        text, notice=lambda m: env.err.print(m, style="yellow", markup=False), tick=getattr(view, "tick", None)
+                    )
+                else:
+                    stop = await run_turn(
+                        link,
+                        live,
+                        blocks,
+                        notice=lambda m: env.err.print(m, style="yellow", markup=False),
+                        tick=getattr(view, "tick", None),
+                        sent=sent,
+                    )
         except BaseException as caught:  # run_turn's task group wraps what it raises
             failure = leaf_error(caught)
             if view is not None and live.sink is view:
@@ -391,10 +493,19 @@ async def run_repl(
             continue
         finally:
             writer.flush()
+            if typing is not None:
+                typed = typing.text  # carried to the next line, whatever ended the turn
+                if keep and typed:  # both a line to fix and one typed ahead: neither is lost
+                    queue.items.insert(0, typed)
+                    typed = ""
+            if live.interrupted or live.cancel_requested:
+                queue.hold()  # cancelled: what is queued waits for the person
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
         if not hosted:  # the host does a hosted turn's bookkeeping
             after_turn(index, live)
+    if queue:
+        env.err.print(f"[yellow]{len(queue)} queued prompt{'s' if len(queue) != 1 else ''} not sent[/]")
     if hosted:
         env.err.print(f"[dim]{escape(link.goodbye())}[/]")  # type: ignore[attr-defined]
         return code

@@ -2,18 +2,24 @@
 
 A handler gets the :class:`Context` and the text after the command name, prints what it has
 to say on the error console (stdout carries only the conversation) and returns ``None`` to
-stay in the REPL or an exit code to leave it. Anything else starting with ``/`` is sent to
-the agent (its own commands, from ``available_commands_update``).
+stay in the REPL or an exit code to leave it.
+
+A line starting with ``/`` is sorted by :func:`classify`: one of these commands; one of the
+agent's own (from ``available_commands_update``), sent to it as a prompt; ``//word …``, sent
+to the agent as ``/word …`` (how to reach an agent command one of ours shadows: ``//help``);
+or an unknown ``/word``, which is not sent (a typo must not become a prompt). A line whose
+first word holds another ``/`` (``/etc/hosts is empty?``) is a prompt, not a command.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
+from acpcli.repl.queue import PromptQueue, one_line
 from acpcli.safe_text import safe_line, safe_text
 
 if TYPE_CHECKING:
@@ -37,6 +43,8 @@ class Context:
     #: ``export(path, format)`` writes this session's stored transcript (given by the CLI,
     #: which owns the event log's reading); ``None`` when unavailable.
     export: Callable[[str, str], None] | None = None
+    #: The prompts typed during a turn, waiting for it to end (:mod:`acpcli.repl.queue`).
+    queue: PromptQueue = field(default_factory=PromptQueue)
 
     def say(self, text: str, style: str | None = None, hang: int | None = None, keep: str = "") -> None:
         """Print ``text`` wrapped at words to the terminal's width, each line after its first
@@ -74,14 +82,47 @@ class SlashCommand:
 async def _help(ctx: Context, arg: str) -> int | None:
     for c in COMMANDS:
         ctx.say(f"  /{c.name + (' ' + c.usage if c.usage else ''):<22} {c.help}", hang=26)
-    agent_commands = ctx.live.store.available_commands or []
-    if agent_commands:
-        own = "  the agent's own: "
+    names = agent_command_names(ctx)
+    own = [n for n in names if not _shadowed(n)]
+    shadowed = [n for n in names if _shadowed(n)]
+    if own:
+        prefix = "  the agent's own: "
         # a command's name is not broken across lines, spaces and all ("/extensions list")
-        names = ", ".join("/" + safe_line(str(c.get("name"))).replace(" ", "\u00a0") for c in agent_commands)
-        ctx.say(own + names, hang=len(own), keep="\u00a0")
+        listed = ", ".join("/" + safe_line(n).replace(" ", "\u00a0") for n in own)
+        ctx.say(prefix + listed, hang=len(prefix), keep="\u00a0")
+    if shadowed:
+        ctx.say(f"  the agent's {', '.join('/' + n for n in shadowed)}: type {', '.join('//' + n for n in shadowed)}", hang=4)
+    ctx.say("  //WORD sends /WORD to the agent as typed · an unknown /WORD is not sent", hang=4)
     ctx.say("  @path mentions a file (TAB completes) · Enter sends · Alt-Enter newline")
+    ctx.say("  during a turn: Enter queues · Up edits the last queued · Alt-Enter sends now (if the agent takes it)")
     ctx.say("  Ctrl-C cancels a turn · Ctrl-D leaves")
+    return None
+
+
+async def _cancel(ctx: Context, arg: str) -> int | None:
+    # A turn in progress is cancelled where the line is read during it; here none runs.
+    ctx.say("no turn is running")
+    return None
+
+
+async def _queue(ctx: Context, arg: str) -> int | None:
+    from acpcli.repl.typeahead import queue_command
+
+    if arg.strip():
+        ctx.say(queue_command(ctx.queue, arg))
+        return None
+    if not ctx.queue:
+        ctx.say("the queue is empty (during a turn, Enter queues the line)")
+        return None
+    for number, item in enumerate(ctx.queue.items, 1):
+        ctx.say(f"  {number}. {one_line(item, max(30, ctx.env.err.width) - 8)}")
+    ctx.say("  /queue drop N removes one · /queue clear removes all · during a turn, Up edits the last")
+    return None
+
+
+async def _now(ctx: Context, arg: str) -> int | None:
+    # `/now TEXT` at idle is sent as TEXT by the REPL loop; here only a bare `/now` arrives.
+    ctx.say("usage: /now TEXT (during a turn: into the running turn, where the agent takes it)")
     return None
 
 
@@ -263,6 +304,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("sessions", "list this agent's sessions here", _sessions),
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),
     SlashCommand("logout", "log out of the agent", _logout),
+    SlashCommand("cancel", "cancel the running turn (as Ctrl-C does)", _cancel),
+    SlashCommand("queue", "list the prompts queued during a turn, or drop them", _queue, "[clear | drop N]"),
+    SlashCommand("now", "send TEXT into the running turn (agents that take it)", _now, "TEXT"),
     SlashCommand("close", "close the session on the agent and leave", _close),
     SlashCommand("quit", "leave (the session stays resumable)", _quit),
 )
@@ -270,13 +314,61 @@ COMMANDS: tuple[SlashCommand, ...] = (
 ALIASES = {"exit": "quit"}
 
 
+def agent_command_names(ctx: Context) -> list[str]:
+    """The names of the agent's own commands (``available_commands_update``), in its order."""
+    names = []
+    for command in ctx.live.store.available_commands or []:
+        name = command.get("name") if isinstance(command, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
+
+
+def _shadowed(name: str) -> bool:
+    return name in ALIASES or any(c.name == name for c in COMMANDS)
+
+
+def command_word(line: str) -> str | None:
+    """The command name of a line shaped like a command (``/word`` then a space or the end,
+    the word without ``/``), else ``None`` (a prompt: ``/etc/hosts``, ``/ x``, plain text)."""
+    if not line.startswith("/"):
+        return None
+    name = line[1:].split(None, 1)[0] if line[1:].strip() else ""
+    if not name or "/" in name or not line[1:].startswith(name):
+        return None
+    return name
+
+
+def classify(line: str, agent_names: list[str]) -> tuple[str, str]:
+    """How the REPL treats ``line``: ``("local", line)`` one of ours (:func:`lookup`),
+    ``("agent", text)`` a prompt, ``text`` what to send (``//word`` loses one ``/``), or
+    ``("unknown", message)`` a ``/word`` nobody knows, with the nearest name suggested."""
+    if line.startswith("//") and command_word(line[1:]) is not None:
+        return "agent", line[1:]
+    name = command_word(line)
+    if name is None:
+        return "agent", line
+    if lookup(line) is not None:
+        return "local", line
+    if name in agent_names:
+        return "agent", line
+    import difflib
+
+    known = [c.name for c in COMMANDS] + list(ALIASES) + [n for n in agent_names if not _shadowed(n)]
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    suggestion = f": did you mean /{near[0]}?" if near else ": /help lists the commands"
+    return "unknown", f"unknown command /{name}{suggestion} (//{name} sends it to the agent as typed)"
+
+
 def lookup(line: str) -> tuple[SlashCommand, str] | None:
     """The local command a line invokes, and its argument text; ``None`` for anything else
     (a prompt, or one of the agent's own commands)."""
-    if not line.startswith("/"):
+    word = command_word(line)
+    if word is None:
         return None
-    name, _, rest = line[1:].partition(" ")
-    name = ALIASES.get(name, name)
+    rest = line[1 + len(word) :]
+    rest = rest[1:] if rest[:1] in (" ", "\t", "\n") else rest
+    name = ALIASES.get(word, word)
     for command in COMMANDS:
         if command.name == name:
             return command, rest

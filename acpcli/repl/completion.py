@@ -1,6 +1,7 @@
 """What TAB offers in the REPL: a pure function of the line, tested without a terminal.
 
 * ``/`` then a word: local commands, then the agent's own (``available_commands_update``);
+  ``//`` then a word: the agent's own only (shadowed ones included: ``//help``);
 * ``/mode ``, ``/model ``: the values of that setting; ``/config ``: the settings, then the
   values of the one named; ``/login ``: the advertised login methods;
 * a word starting with ``@`` anywhere: file names inside the session's directories (the
@@ -54,6 +55,12 @@ def complete(text: str, commands: Sequence[tuple[str, str]], inputs: Inputs = In
 
 def _commands(prefix: str, commands: Sequence[tuple[str, str]], agent_commands: Sequence[dict[str, Any]]) -> list[Offer]:
     replace = len(prefix) + 1
+    if prefix.startswith("/"):  # `//word`: any of the agent's own, shadowed ones included
+        return [
+            Offer(f"//{cmd['name']}", replace, str(cmd.get("description") or ""))
+            for cmd in agent_commands
+            if isinstance(cmd, dict) and isinstance(cmd.get("name"), str) and cmd["name"].startswith(prefix[1:])
+        ]
     out = [Offer(f"/{name}", replace, help) for name, help in commands if name.startswith(prefix)]
     local = {name for name, _ in commands}
     for cmd in agent_commands:

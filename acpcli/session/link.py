@@ -566,18 +566,22 @@ class AgentLink:
 
     # -- prompt turn ----------------------------------------------------------------------
 
-    async def prompt(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> str:
+    async def prompt(self, live: LiveSession, blocks: Sequence[dict[str, Any]], *, sent: Awaitable[Any] | None = None) -> str:
         """Run one turn and return its stop reason.
 
         v1: the ``session/prompt`` response carries ``stopReason``. v2: the response only
         acknowledges; the turn ends with ``state_update`` ``idle`` and its ``stopReason``.
         While the turn runs, a wish to cancel it (:attr:`LiveSession.cancel_wanted`: a
         dismissed permission question) is carried out here, by the turn's owner.
+
+        ``sent``: the answer of a ``session/prompt`` sent already, during the previous turn
+        (:meth:`send_during_turn`), which this turn waits for instead of sending ``blocks``.
         """
-        live.note_prompt(blocks)  # before start_turn: the store still holds only earlier turns
-        live.start_turn()
         v1 = self.features.protocol_version == 1
-        if v1:
+        if sent is None:
+            live.note_prompt(blocks)  # before start_turn: the store still holds only earlier turns
+        live.start_turn()
+        if v1 and sent is None:
             live.echo_prompt(blocks)  # the prompt is on disk before the agent answers
         idle = live.turn_idle = anyio.Event() if not v1 else None
         answer: Any = None
@@ -590,8 +594,11 @@ class AgentLink:
                 async def turn() -> None:
                     nonlocal answer
                     try:
-                        params = wire.prompt_params(live.agent_id, blocks)
-                        answer = await self.conn.request("session/prompt", params, bounded=False)
+                        if sent is not None:
+                            answer = await sent
+                        else:
+                            params = wire.prompt_params(live.agent_id, blocks)
+                            answer = await self.conn.request("session/prompt", params, bounded=False)
                         if v1:  # v2 acknowledges; what a turn says comes with its idle
                             answer = self._read("session/prompt", answer)
                         if idle is not None:  # v2: acknowledged; the turn ends with idle
@@ -617,6 +624,28 @@ class AgentLink:
         live.store.turn_boundary()
         stop = answer.get("stopReason") if v1 and isinstance(answer, dict) else live.store.stop_reason
         return stop if isinstance(stop, str) else "end_turn"
+
+    async def send_during_turn(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> Any:
+        """Send a prompt while a turn runs, to an agent that queues it into the turn
+        (claude-agent-acp's ``promptQueueing``): the running turn's request is answered when
+        the agent takes it up, and this one's answer ends the turn it joined (pass it as
+        :meth:`prompt`'s ``sent``). Returns the raw answer."""
+        live.note_prompt(blocks)
+        if self.features.protocol_version == 1:
+            live.echo_prompt(blocks)
+        return await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks), bounded=False)
+
+    async def steer(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> str:
+        """``_session/steering``: put a prompt into the running turn, for an agent that
+        advertises the extension; the agent's outcome (``injected``, ``promptRequired``
+        when no turn runs any more). The prompt is recorded once the agent took it."""
+        answer = await self.conn.request("_session/steering", wire.steering_params(live.agent_id, blocks))
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        if outcome == "injected":
+            live.note_prompt(blocks)
+            if self.features.protocol_version == 1:
+                live.echo_prompt(blocks)
+        return outcome if isinstance(outcome, str) else "unknown"
 
     async def _until_idle(self, idle: anyio.Event, gone: list[Exception]) -> None:
         """Wait for a v2 turn's ``idle``, or for the connection to end (its error in ``gone``)."""

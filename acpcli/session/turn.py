@@ -30,6 +30,7 @@ async def run_turn(
     tick: Callable[[], None] | None = None,
     double_interrupt_seconds: float = 3.0,
     limit: float | None = None,
+    sent: Any = None,
 ) -> str:
     """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
     waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
@@ -49,6 +50,9 @@ async def run_turn(
     the turn takes it first (:func:`claim`: waiting for another acpcli's turn to end, saying so
     through ``notice``) and lets it go once the turn's events are flushed; a caller that holds
     it already (``prompt``) keeps it.
+
+    ``sent``: the answer of a prompt sent during the previous turn, which this turn waits
+    for instead of sending ``blocks`` (:meth:`~acpcli.session.link.AgentLink.prompt`).
     """
     lock = live.lock
     took = lock is not None and not lock.held
@@ -58,7 +62,7 @@ async def run_turn(
         live.turn_active = True
         live.timed_out = None
         try:
-            return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit)
+            return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit, sent)
         finally:
             live.turn_active = False
     finally:
@@ -122,6 +126,7 @@ async def _turn_tasks(
     tick: Callable[[], None] | None,
     double_interrupt_seconds: float,
     limit: float | None = None,
+    sent: Any = None,
 ) -> str:
     import signal
     import time
@@ -132,7 +137,7 @@ async def _turn_tasks(
 
         async def run() -> None:
             nonlocal stop
-            stop = await link.prompt(live, blocks)
+            stop = await (link.prompt(live, blocks, sent=sent) if sent is not None else link.prompt(live, blocks))
             tg.cancel_scope.cancel()
 
         async def watch() -> None:

@@ -37,6 +37,7 @@ from acpcli.errors import ExitCode
 
 from .conftest import DEMO_ID, AgentTrace
 from .pty import CHOICE, CTRL_C, CTRL_D, DOWN, HELP_TEXT, REPLY, RESUME, UP, Pty, new_args
+from .screen import screen_text
 
 
 def _help_shown(pty: Pty) -> bool:
@@ -138,7 +139,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
     elif method == "session/new":
         # The answer and an available_commands_update in one write, as agents commonly do.
-        commands = [{"name": "zap", "description": "zap things"}]
+        commands = [{"name": "zap", "description": "zap things"}, {"name": "help", "description": "its own help"}]
         sys.stdout.write(
             json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "asking-1"}}) + "\n"
             + json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "asking-1",
@@ -268,9 +269,59 @@ def test_help_lists_the_commands(spawn, trace: AgentTrace) -> None:
     shown = pty.seen[pty.seen.rindex("/help") :]
     for command in ("/help", "/close", "/quit"):
         assert re.search(rf"^\s*{re.escape(command)}\s+\S", shown, re.MULTILINE), shown
-    # No /cancel: a turn is cancelled with Ctrl-C (the input line is not open during a turn).
-    assert not re.search(r"^\s*/cancel\s", shown, re.MULTILINE), shown
+    assert re.search(r"^\s*/cancel\s+cancel the running turn", shown, re.MULTILINE), shown
+    assert "//WORD sends /WORD to the agent" in shown, shown
+    for command in ("/queue", "/now"):  # the prompt queue of a running turn
+        assert re.search(rf"^\s*{re.escape(command)}\s+\S", shown, re.MULTILINE), shown
+    assert "during a turn: Enter queues" in shown, shown
     assert REPLY not in pty.seen  # a local command, never sent to the agent
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+
+
+def test_cancel_at_idle_is_a_command_not_a_prompt(spawn, trace: AgentTrace) -> None:
+    pty = spawn(*new_args(trace))
+    pty.prompt()
+    pty.say("/cancel")
+    pty.expect("no turn is running")
+    pty.prompt()
+    pty.say("/help")
+    assert _help_shown(pty)  # the line was clean: /cancel did not come back either
+    pty.prompt()
+    assert REPLY not in pty.seen  # never sent to the agent
+    assert "› /cancel" in screen_text(pty.seen)  # echoed: the line below has a cause
+    assert pty.leave()[0] == ExitCode.OK
+
+
+def test_an_unknown_slash_word_is_not_sent_and_the_nearest_command_is_named(spawn, trace: AgentTrace) -> None:
+    pty = spawn(*new_args(trace))
+    pty.prompt()
+    pty.say("/modle plan")
+    pty.expect(r"unknown command /modle: did you mean /mode\?")
+    pty.prompt()
+    pty.expect("/modle plan")  # back on the line, for fixing
+    pty.child.send(CTRL_C)
+    pty.say("/mode")
+    pty.expect(r"\* ask")
+    pty.prompt()
+    assert REPLY not in pty.seen
+    screen = screen_text(pty.seen)
+    assert screen.index("› /modle plan") < screen.index("unknown command /modle") < screen.index("› /mode\n"), screen
+    assert pty.leave()[0] == ExitCode.OK
+
+
+def test_a_double_slash_reaches_an_agent_command_that_a_local_one_shadows(spawn, tmp_path: Path) -> None:
+    agent = tmp_path / "asking_agent.py"
+    agent.write_text(ASKING_AGENT)
+    pty = spawn("new", "--cmd", shlex.join([sys.executable, str(agent)]))
+    pty.prompt()
+    pty.say("/help")
+    pty.expect(HELP_TEXT)
+    pty.prompt()
+    shown = screen_text(pty.seen)
+    assert "the agent's own: /zap" in shown and "the agent's /help: type //help" in shown, shown
+    pty.say("//help late")
+    pty.expect(r"GOT\[/help late\]")  # sent as /help, to the agent
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK
 

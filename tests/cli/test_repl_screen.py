@@ -196,6 +196,23 @@ def test_the_picker_highlights_the_narrowest_allow_and_keeps_the_toolbar(spawn) 
     pty.prompt()
 
 
+@pytest.mark.parametrize("key", [CTRL_C, "\x1b"], ids=["ctrl-c", "escape"])
+def test_escape_dismisses_the_picker_as_ctrl_c_does(spawn, key: str) -> None:
+    """Same outcome (cancelled), same line, the list gone from the screen (issue 24)."""
+    pty = _gemini_like(spawn, "new")
+    pty.prompt()
+    pty.say("second")
+    pty.expect(CHOICE)
+    pty.child.send(key)
+    pty.expect(r"CHOSEN=cancelled")
+    pty.prompt()
+    screen = screen_text(pty.seen)
+    after = screen[screen.index("› second") :]
+    assert after.count("dismissed: no option chosen; the turn is cancelled") == 1, after
+    assert "choose 1-" not in after and "Allow" not in after, after  # the list was taken away
+    assert pty.leave()[0] == ExitCode.OK
+
+
 def test_the_picker_says_when_it_was_dismissed(spawn) -> None:
     pty = _gemini_like(spawn, "new")
     pty.prompt()

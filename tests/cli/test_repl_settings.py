@@ -167,18 +167,41 @@ def test_mentions_complete_and_a_bad_one_comes_back_for_editing(
     spawn, trace: AgentTrace, tmp_path: Path, workdir: Path
 ) -> None:
     (workdir / "notes.txt").write_text("abc")
+    (tmp_path / "outside.txt").write_text("secret")
     pty, log = _start(spawn, trace, tmp_path)
     pty.child.send("look at @no" + TAB)
     pty.expect(_completed("@no", "tes.txt"))
-    pty.child.send(" and @missing.txt no-permission\r")
-    pty.expect(r"not sent:.*@missing\.txt: no such file")
+    pty.child.send(" and @../outside.txt no-permission\r")
+    pty.expect(r"not sent:.*@\.\./outside\.txt.*is outside the session")
     pty.expect(PROMPT)
-    pty.expect(r"look at @notes\.txt and @missing\.txt")  # the line is back, as typed
-    pty.child.send("\x08" * len("@missing.txt no-permission") + "no-permission\r")  # fix it
+    pty.expect(r"look at @notes\.txt and @\.\./outside\.txt")  # the line is back, as typed
+    pty.child.send("\x08" * len("@../outside.txt no-permission") + "no-permission\r")  # fix it
     pty.expect(r"notes\.txt \(3 chars\)")  # "received resource file://…" (wrapped on screen)
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK
     assert _methods(log).count("session/prompt") == 1
+
+
+def test_pasted_code_with_a_decorator_is_sent_as_text_with_one_dim_hint(
+    spawn, trace: AgentTrace, tmp_path: Path, acpcli_home: Path
+) -> None:
+    """``@dataclass`` on its own line names no file: the prompt goes as typed (issue 24)."""
+    from .screen import screen_text
+
+    pty, _ = _start(spawn, trace, tmp_path, protocol=2)
+    pty.child.send("\x1b[200~@dataclass\nclass Point:\n    x: int  # @property too no-permission\x1b[201~")
+    pty.expect("no-permission")
+    pty.child.send("\r")
+    pty.expect(REPLY)
+    pty.prompt()
+    screen = screen_text(pty.seen)
+    assert "not sent" not in screen, screen
+    assert screen.count("@dataclass, @property name no file: sent as text") == 1, screen
+    status, session_id = pty.leave()
+    assert status == ExitCode.OK
+    stored = json.loads((acpcli_home / "demo-agent" / "sessions" / f"{session_id}.json").read_text())
+    sent = [u["content"] for u in stored["history"] if u.get("sessionUpdate") == "user_message"]
+    assert sent == [[{"type": "text", "text": "@dataclass\nclass Point:\n    x: int  # @property too no-permission"}]], sent
 
 
 def test_login_and_settings_against_the_sdk_agent(spawn, tmp_path: Path) -> None:
@@ -268,10 +291,9 @@ def test_a_prompt_refused_for_login_offers_it_and_keeps_the_line(spawn, trace: A
 
 def test_markup_like_text_is_shown_as_typed(spawn, trace: AgentTrace, tmp_path: Path) -> None:
     pty, _ = _start(spawn, trace, tmp_path)
-    pty.say("look at @notes[/b] please")  # rich markup syntax in a bad mention: no crash
-    pty.expect(r"not sent: (?:\x1b\[[0-9;]*m)*@notes\[/b\]: no such file")
+    pty.say("look at @notes[/b] please no-permission")  # rich markup syntax in a mention naming nothing: no crash
+    pty.expect(r"@notes\[/b\] names no file: sent as text")
     pty.prompt()
-    pty.child.send("\x03")  # the line came back for editing: clear it
     pty.say("/config [bold]x")
     pty.expect(r"offers no \[bold\]x setting")
     pty.prompt()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from acpcli.mentions import complete_mention
 from acpcli.protocol import settings
-from acpcli.repl.commands import COMMANDS, lookup
+from acpcli.repl.commands import COMMANDS, classify, lookup
 from acpcli.repl.completion import Inputs, Offer, complete
 
 LOCAL = [(c.name, c.help) for c in COMMANDS]
@@ -84,3 +84,26 @@ def test_lookup_finds_local_commands_and_aliases_only() -> None:
     assert lookup("/exit") is not None and lookup("/exit")[0].name == "quit"  # type: ignore[index]
     assert lookup("/review please") is None  # the agent's own: sent as a prompt
     assert lookup("plain text") is None
+
+
+def test_classify_sorts_commands_escapes_prompts_and_typos() -> None:
+    agent = ["review", "help"]
+    assert classify("/mode plan", agent) == ("local", "/mode plan")
+    assert classify("/cancel", agent) == ("local", "/cancel")
+    assert classify("/review the diff", agent) == ("agent", "/review the diff")
+    assert classify("//help me", agent) == ("agent", "/help me")  # the agent's /help, shadowed by ours
+    assert classify("//anything", []) == ("agent", "/anything")
+    for prompt in ("/etc/hosts is empty?", "/ spaced", "plain @x text", "//"):
+        assert classify(prompt, agent) == ("agent", prompt)
+    kind, said = classify("/modle plan", agent)
+    assert kind == "unknown" and said.startswith("unknown command /modle: did you mean /mode?"), said
+    assert "//modle sends it" in said
+    kind, said = classify("/revew", agent)
+    assert kind == "unknown" and "did you mean /review?" in said
+    kind, said = classify("/zzzzzz", agent)
+    assert kind == "unknown" and "/help lists the commands" in said
+
+
+def test_a_double_slash_completes_the_agents_commands_shadowed_ones_too() -> None:
+    assert texts(complete("//", LOCAL, FULL)) == ["//review", "//help"]
+    assert complete("//he", LOCAL, FULL) == [Offer("//help", 4, "agent help")]
