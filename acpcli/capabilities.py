@@ -30,6 +30,7 @@ _METHOD_CAPABILITY = {
     "session/resume": ("resume", "session.resume (v2) / sessionCapabilities.resume (v1)"),
     "session/close": ("close", "session.close (v2) / sessionCapabilities.close (v1)"),
     "session/list": ("list", "session.list (v2) / sessionCapabilities.list (v1)"),
+    "session/delete": ("delete", "session.delete (v2) / sessionCapabilities.delete (v1)"),
 }
 
 #: What to suggest instead when a method is missing.
@@ -38,6 +39,7 @@ _ALTERNATIVE = {
     "resume": "use `acpcli load` instead (the agent replays the conversation)",
     "close": "acpcli marks it closed locally all the same; the agent keeps it until it exits",
     "list": "use `acpcli sessions` to list the sessions recorded locally",
+    "delete": "`acpcli sessions rm ID` without --remote deletes the local record only",
 }
 
 
@@ -64,7 +66,7 @@ def require(features: AgentFeatures, method: str) -> None:
         alternatives.append(_ALTERNATIVE["load"])
     elif attr == "resume" and features.load:
         alternatives.append(_ALTERNATIVE["resume"])
-    elif attr in ("close", "list"):
+    elif attr in ("close", "list", "delete"):
         alternatives.append(_ALTERNATIVE[attr])
     raise CapabilityMissing(
         f"{features.display_name} does not support {method}: it does not advertise {marker}",
@@ -141,6 +143,12 @@ def close_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:
     """``session/close`` params."""
     require(features, "session/close")
     return wire.close_params(session_id)
+
+
+def delete_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:
+    """``session/delete`` params (v1 ``sessionCapabilities.delete``, v2 ``session.delete``)."""
+    require(features, "session/delete")
+    return wire.delete_params(session_id)
 
 
 def list_params(features: AgentFeatures, cwd: str | None = None, cursor: str | None = None) -> dict[str, Any]:

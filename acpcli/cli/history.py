@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.persistence import Index, SessionRecord
     from acpcli.search import Hit
+    from acpcli.session.inputs import Options
 
 
 T = TypeVar("T")
@@ -201,17 +202,31 @@ def _migrate_quietly(index: Index) -> None:
         pass  # the read-only index reads the older schema as it is
 
 
-def remove(ids: list[str], *, yes: bool) -> int:
+def remove(
+    ids: list[str],
+    *,
+    yes: bool,
+    remote: bool = False,
+    agent: str | None = None,
+    cmd: str | None = None,
+    protocol: str | None = None,
+    timeout: str | None = None,
+) -> int:
     """``sessions rm``: delete sessions' local records (index rows and events, the demo
-    agent's state of demo sessions); never anything on the agent's side. Every id is
-    resolved (exact, or a unique prefix) before anything is deleted. On a terminal the
-    sessions are listed and the person asked first, unless ``yes``."""
+    agent's state of demo sessions); with ``remote``, first on the agent's side too
+    (``session/delete``, :func:`_delete_remote`). Every id is resolved (exact, or a unique
+    prefix) before anything is deleted. On a terminal the sessions are listed and the person
+    asked first, unless ``yes``."""
+    from acpcli.config import parse_timeout
     from acpcli.errors import SessionNotFound
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
+    seconds = parse_timeout(timeout)
+    if not remote and (seconds is not None or protocol is not None or cmd is not None):
+        raise UsageError("--timeout, --protocol and --cmd go with `sessions rm ID --remote`: they are about the agent")
     if not db_path().exists():
         raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
     with Index.open() as index:
@@ -219,6 +234,11 @@ def remove(ids: list[str], *, yes: bool) -> int:
         for given in ids:
             rec = index.get(given)
             records[rec.id] = rec
+        if remote:
+            from acpcli.session.inputs import Options
+
+            options = Options(agent=agent, cmd=cmd, protocol=protocol)
+            return _delete_remote(index, list(records.values()), options, yes=yes, timeout=seconds)
         return _delete(index, list(records.values()), yes=yes)
 
 
@@ -293,6 +313,59 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy:
     env.note(f"deleted {_count(deleted)}")
     if len(deleted) < len(records):
         env.note(f"kept {_count(records[len(deleted):])} with a turn running in another acpcli")
+    return int(ExitCode.OK)
+
+
+def _delete_remote(
+    index: Index, records: list[SessionRecord], options: Options, *, yes: bool, timeout: float | None
+) -> int:
+    """``sessions rm ID… --remote``: each session deleted on the agent's side
+    (``session/delete``, to the agent that runs it), then its local record; one line for each
+    side. Refused before anything is deleted when a turn runs on one in another acpcli
+    (SessionBusy). An agent that does not advertise the method, or fails, stops the command
+    there (CapabilityMissing, exit 6, or its error): that session's local record is kept (the
+    user asked for both; `sessions rm ID` alone deletes it), while those already deleted on
+    their agent's side are deleted here too."""
+    from acpcli.cli.streams import environment
+    from acpcli.errors import AcpcliError, Interrupted, SessionBusy
+    from acpcli.session.housekeeping import delete_local
+    from acpcli.session.remote import delete_remote
+    from acpcli.session_lock import SessionLock, holder_text
+
+    env = environment()
+    if env.interactive and not yes:
+        for rec in records:
+            env.note(_line(rec))
+        these = "this session" if len(records) == 1 else f"these {_count(records)}"
+        answer = env.err.input(f"Delete {these} on the agent's side and here? [y/N] ", markup=False, emoji=False)
+        if answer.strip().lower() not in ("y", "yes"):
+            env.note("nothing deleted")
+            return int(ExitCode.OK)
+    _stop_idle_hosts(env, records)
+    for rec in records:  # nothing is sent while a turn runs on one of them
+        lock = SessionLock(rec.id)
+        if not lock.try_acquire():
+            raise SessionBusy(f"session {rec.id} was not deleted: {holder_text(lock.holder())} is running a turn on it")
+        lock.release()
+    done: list[SessionRecord] = []
+    try:
+        for rec in records:
+            try:
+                name = delete_remote(rec, options, timeout=timeout)
+            except AcpcliError as err:  # CapabilityMissing (exit 6), the agent's error, ...
+                if not isinstance(err, Interrupted):
+                    err.message += f" (the local record of {shown_id(rec.id)} is kept)"
+                raise
+            env.note(f"agent side: {safe_line(name)} deleted {shown_id(rec.id)} (session/delete)")
+            done.append(rec)
+    finally:
+        if done:
+            deleted = repaired_search(
+                env, index, lambda: delete_local(index, done),
+                then="dropped (derived data: the next `acpcli search` makes it again)",
+            )
+            for rec in deleted:
+                env.note(f"local record: deleted {shown_id(rec.id)}")
     return int(ExitCode.OK)
 
 

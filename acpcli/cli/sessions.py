@@ -267,7 +267,7 @@ def sessions(
     # a str, parsed by history.sessions: acpcli's own coercer (no pydantic) takes str, Path, bool
     limit: Annotated[str | None, typer.Option("--limit", "-n", metavar="N", help="Show the N most recent (default 20; 0: no limit). A note on stderr says how many more there are.", show_default=False)] = None,
     all_sessions: Annotated[bool, typer.Option("--all", help="Every session: closed ones too, and no limit (an explicit --state or --limit still applies).")] = False,
-    remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
+    remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd. With rm: delete on the agent's side too (session/delete), then locally.")] = False,
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     protocol: Protocol = None,
@@ -283,7 +283,10 @@ def sessions(
 
     `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
     stored events (and the demo agent's state for demo sessions); nothing on the agent's
-    side. On a terminal it lists them and asks first (--yes skips that); without one it acts.
+    side. `acpcli sessions rm ID --remote` first asks the agent that runs it to delete it too
+    (session/delete, so its own list drops it), then deletes the local record, one line for
+    each side; an agent without that capability is refused (exit 6) and the local record kept.
+    On a terminal it lists them and asks first (--yes skips that); without one it acts.
     `acpcli sessions prune --older-than 30d` does the same for every session (active or
     closed) last used longer ago than that; --dry-run only lists them. While another process
     holds the index's write lock, both wait up to ACPCLI_LOCK_WAIT seconds (default 15),
@@ -297,6 +300,8 @@ def sessions(
 
       acpcli sessions rm demo-1f2e… demo-9a8b… --yes
 
+      acpcli sessions rm claude-5c1d… --remote
+
       acpcli sessions prune --older-than 30d --dry-run
     """
     from acpcli.cli import history
@@ -305,7 +310,10 @@ def sessions(
         from acpcli.errors import UsageError
 
         if action[0] == "rm":
-            raise typer.Exit(history.remove(action[1:], yes=yes))
+            raise typer.Exit(history.remove(
+                action[1:], yes=yes, remote=remote, agent=agent if remote else None, cmd=cmd, protocol=protocol,
+                timeout=timeout,
+            ))
         if action[0] == "prune":
             if action[1:]:
                 raise UsageError("sessions prune takes no session ids: it picks by --older-than AGE")

@@ -81,6 +81,11 @@ def close_params(session_id: str) -> dict[str, Any]:
     return {"sessionId": session_id}
 
 
+def delete_params(session_id: str) -> dict[str, Any]:
+    """``session/delete`` params."""
+    return {"sessionId": session_id}
+
+
 def list_params(cwd: str | None = None, cursor: str | None = None) -> dict[str, Any]:
     """``session/list`` params."""
     params: dict[str, Any] = {}

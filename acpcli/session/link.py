@@ -364,6 +364,12 @@ class AgentLink:
             await terminals.release_session(session_id)  # what the closed session left running
         return result
 
+    async def delete(self, session_id: str) -> dict[str, Any]:
+        """``session/delete`` of the agent's id ``session_id`` (the agent then no longer
+        lists it); returns what the agent answered (``{}`` by the spec)."""
+        result = await self.conn.request("session/delete", capabilities.delete_params(self.features, session_id))
+        return self._read("session/delete", result)
+
     async def list_remote(self, cwd: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """``session/list``, following ``nextCursor`` until the agent says there is no more."""
         cursor: str | None = None

@@ -1,0 +1,84 @@
+"""Today's ACP methods through the real CLI, against an agent written with the official SDK
+(``tests/agents/sdk_sessions_agent.py``, which keeps its sessions in a file shared by its
+processes): ``sessions rm --remote`` (``session/delete``), ``fork`` (``session/fork``), boolean
+config options, and ``$/cancel_request`` for a setup request given up with Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from acpcli.errors import ExitCode
+
+from .conftest import AgentTrace, Cli, error_line
+
+SESSIONS_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_sessions_agent.py"
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> dict[str, str]:
+    """The agent's shared session file, passed through acpcli's environment."""
+    return {"SDK_SESSIONS_STATE": str(tmp_path / "agent-sessions.json")}
+
+
+def agent_cmd(*flags: str) -> str:
+    return shlex.join([sys.executable, str(SESSIONS_AGENT), *flags])
+
+
+def _remote_ids(cli: Cli, cmd: str, state: dict[str, str]) -> list[str]:
+    proc = cli.ok("sessions", "--remote", "--cmd", cmd, "--json", env=state)
+    return [json.loads(line)["sessionId"] for line in proc.stdout.splitlines() if line.strip()]
+
+
+def _started(cli: Cli, cmd: str, state: dict[str, str], *prompts: str) -> str:
+    sid = cli.ok("new", "--no-repl", "--cmd", cmd, env=state).stdout.strip()
+    for text in prompts:
+        cli.ok("prompt", "--session", sid, text, env=state)
+    return sid
+
+
+# -- session/delete ----------------------------------------------------------------------------
+
+
+def test_rm_remote_deletes_on_the_agent_then_here(cli: Cli, trace: AgentTrace, state: dict[str, str]) -> None:
+    cmd = agent_cmd("--delete")
+    gone = _started(cli, cmd, state, "to be deleted")
+    kept = _started(cli, cmd, state, "to be kept")
+    assert set(_remote_ids(cli, cmd, state)) == {gone, kept}
+    done = cli.ok("sessions", "rm", gone, "--remote", env=state)
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"agent side: sdk-sessions 0.1 deleted {gone} (session/delete)",
+        f"local record: deleted {gone}",
+    ]
+    deletes = trace.requests("session/delete")
+    assert [r["params"] for r in deletes] == [{"sessionId": gone}]
+    assert _remote_ids(cli, cmd, state) == [kept]  # the agent's own list no longer has it
+    assert [r["id"] for r in cli.index()] == [kept]
+    trace.assert_all_gone()
+
+
+def test_rm_remote_is_refused_without_the_capability_and_keeps_the_record(
+    cli: Cli, trace: AgentTrace, state: dict[str, str]
+) -> None:
+    cmd = agent_cmd()  # no sessionCapabilities.delete
+    sid = _started(cli, cmd, state, "hello")
+    text = error_line(cli.run("sessions", "rm", sid, "--remote", env=state), ExitCode.CAPABILITY)
+    assert "does not support session/delete" in text and "sessionCapabilities.delete" in text
+    assert f"the local record of {sid} is kept" in text
+    assert trace.requests("session/delete") == []  # never sent unadvertised
+    assert [r["id"] for r in cli.index()] == [sid]
+    assert _remote_ids(cli, cmd, state) == [sid]
+    cli.ok("sessions", "rm", sid, env=state)  # local removal alone is still there
+    assert cli.index() == []
+    trace.assert_all_gone()
+
+
+def test_agent_options_without_remote_are_a_usage_error(cli: Cli, state: dict[str, str]) -> None:
+    sid = _started(cli, agent_cmd(), state)
+    assert "--remote" in error_line(cli.run("sessions", "rm", sid, "--timeout", "5"), ExitCode.USAGE)
+    assert [r["id"] for r in cli.index()] == [sid]
