@@ -211,7 +211,7 @@ def resolve(choice: Choice, text: str) -> str | bool:
             return True
         if word in _FALSE:
             return False
-        raise UsageError(f"{choice.key} is on or off, not {text!r}")
+        raise UsageError(f"{choice.key} is true or false (on or off), not {text!r}")
     if choice.kind not in ("select", "modes", "models"):
         raise UsageError(f"{choice.key} is a {choice.kind} option, which acpcli cannot set")
     folded = text.strip().casefold()

@@ -117,7 +117,7 @@ def _come_back_hint(features: AgentFeatures) -> str:
 def _show_setting(ctx: Context, choice: settings.Choice) -> None:
     ctx.say(f"{choice.name} ({choice.key}): {choice.current}")
     if choice.kind == "boolean":
-        ctx.say(f"  /config {choice.key} on|off")
+        ctx.say(f"  /config {choice.key} true|false (or on|off)")
         return
     for value, name, description in choice.values:
         mark = "*" if name == choice.current or value == choice.current else " "
@@ -129,8 +129,13 @@ async def _set(ctx: Context, key: str, value_text: str) -> None:
     if value_text:
         now = await ctx.link.set_by_name(ctx.live, key, value_text)
         ctx.say(f"{now.name}: {now.current}")
-    else:
-        _show_setting(ctx, ctx.link.find_setting(ctx.live, key))
+        return
+    shown = ctx.link.find_setting(ctx.live, key)
+    _show_setting(ctx, shown)
+    if shown.category == settings.MODEL:  # the spec: model_config options belong near the model
+        for related in ctx.choices():
+            if related.category == settings.MODEL_CONFIG:
+                ctx.say(f"  {related.name} ({related.key}): {related.current} — /config {related.key} VALUE")
 
 
 async def _mode(ctx: Context, arg: str) -> int | None:
@@ -145,6 +150,8 @@ async def _model(ctx: Context, arg: str) -> int | None:
 
 async def _config(ctx: Context, arg: str) -> int | None:
     key, _, value = arg.strip().partition(" ")
+    if "=" in key and not value.strip():  # NAME=VALUE, as --set takes it on the command line
+        key, _, value = key.partition("=")
     if key:
         await _set(ctx, key, value.strip())
         return None
@@ -152,10 +159,17 @@ async def _config(ctx: Context, arg: str) -> int | None:
     if not found:
         ctx.say("the agent offers no settings for this session")
     for choice in found:
-        ctx.say(f"  {choice.key:<16} {choice.current:<20} {choice.name}")
+        ctx.say(f"  {choice.key:<16} {choice.current:<20} {_category(choice):<18} {choice.name}")
     if found:
-        ctx.say("  /config NAME shows the values; /config NAME VALUE sets one")
+        ctx.say("  /config NAME shows the values; /config NAME VALUE (or NAME=VALUE) sets one")
     return None
+
+
+def _category(choice: settings.Choice) -> str:
+    """An option's category (``-`` without one); the older v1 ``modes``/``models`` states say so."""
+    if choice.kind in ("modes", "models"):
+        return f"{choice.category} (v1 {choice.kind})"
+    return choice.category or "-"
 
 
 async def _login(ctx: Context, arg: str) -> int | None:

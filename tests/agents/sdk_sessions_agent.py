@@ -13,8 +13,9 @@ An independent peer for ``sessions rm --remote`` (``session/delete``), ``fork``
 - ``--delete`` advertises ``sessionCapabilities.delete`` and ``--fork`` ``sessionCapabilities.fork``;
   the methods are routed either way, so a client that sends one unadvertised is caught by the
   record, not hidden by a -32601. ``session/delete`` marks the session deleted; ``session/fork``
-  copies it under a new id (``parent`` set) and answers like ``session/new``, with the
-  ``mode`` option;
+  copies it under a new id (``parent`` set) and answers like ``session/new``;
+- sessions offer the select options ``mode`` (category ``mode``), ``model`` (``model``) and
+  ``effort`` (``model_config``);
 - ``--boolean`` adds a boolean option ``brave`` (``currentValue`` false) when the client
   advertised ``session.configOptions.boolean``; set with ``type: boolean`` and a boolean value;
 - ``--slow-load`` makes ``session/load`` wait (up to a minute) until ``$/cancel_request`` names
@@ -57,6 +58,10 @@ from acp.schema import (
 from sdk_base import BaseSdkAgent, note_pid, prompt_text, recorder
 
 MODES = (("ask", "Ask"), ("code", "Code"))
+MODELS = (("sdk-small", "SDK Small"), ("sdk-large", "SDK Large"))
+EFFORTS = (("low", "Low"), ("medium", "Medium"), ("high", "High"))
+DEFAULTS = {"mode": "ask", "model": "sdk-small", "effort": "medium", "brave": False}
+SELECTS = {"mode": ("Mode", "mode", MODES), "model": ("Model", "model", MODELS), "effort": ("Effort", "model_config", EFFORTS)}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -121,12 +126,13 @@ class SessionsAgent(BaseSdkAgent):
         return self._args.boolean and getattr(config, "boolean", None) is not None
 
     def _config(self, session_id: str) -> list[Any]:
-        state = self._options.setdefault(session_id, {"mode": "ask", "brave": False})
+        state = self._options.setdefault(session_id, dict(DEFAULTS))
         options: list[Any] = [
             SessionConfigOptionSelect(
-                id="mode", name="Mode", category="mode", type="select", current_value=state["mode"],
-                options=[SessionConfigSelectOption(value=v, name=n) for v, n in MODES],
+                id=key, name=name, category=category, type="select", current_value=state[key],
+                options=[SessionConfigSelectOption(value=v, name=n) for v, n in values],
             )
+            for key, (name, category, values) in SELECTS.items()
         ]
         if self._boolean_ok():
             options.append(SessionConfigOptionBoolean(
@@ -201,11 +207,11 @@ class SessionsAgent(BaseSdkAgent):
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
         self._session(session_id)
-        state = self._options.setdefault(session_id, {"mode": "ask", "brave": False})
+        state = self._options.setdefault(session_id, dict(DEFAULTS))
         if config_id == "brave" and self._boolean_ok() and isinstance(value, bool):
             state["brave"] = value
-        elif config_id == "mode" and value in {v for v, _ in MODES}:
-            state["mode"] = value
+        elif config_id in SELECTS and value in {v for v, _ in SELECTS[config_id][2]}:
+            state[config_id] = value
         else:
             raise RequestError.invalid_params({"configId": config_id, "value": value})
         return SetSessionConfigOptionResponse(config_options=self._config(session_id))

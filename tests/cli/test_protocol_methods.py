@@ -82,3 +82,46 @@ def test_agent_options_without_remote_are_a_usage_error(cli: Cli, state: dict[st
     sid = _started(cli, agent_cmd(), state)
     assert "--remote" in error_line(cli.run("sessions", "rm", sid, "--timeout", "5"), ExitCode.USAGE)
     assert [r["id"] for r in cli.index()] == [sid]
+
+
+# -- models and other settings as config options -------------------------------------------------
+
+
+def test_boolean_options_toggle_from_the_command_line_and_in_the_repl(
+    cli: Cli, trace: AgentTrace, state: dict[str, str], spawn, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:
+    cmd = agent_cmd("--boolean")
+    said = cli.ok("prompt", "--cmd", cmd, "--set", "brave=true", "hello", env=state).stdout
+    assert "brave=True" in said
+    sets = [r["params"] for r in trace.requests("session/set_config_option")]
+    assert [(p["configId"], p.get("type"), p["value"]) for p in sets] == [("brave", "boolean", True)]
+    log = tmp_path / "wire.log"
+    pty = spawn("new", "--cmd", cmd, "--log-file", str(log))
+    pty.prompt()
+    pty.say("/config")
+    pty.expect(r"mode\s+Ask\s+mode\s+Mode")  # id, current value, category, name
+    pty.expect(r"effort\s+Medium\s+model_config\s+Effort")
+    pty.expect(r"brave\s+off\s+-\s+Brave")  # no category
+    pty.prompt()
+    pty.say("/model")  # the model, and its model_config options near it (the spec's advice)
+    pty.expect(r"\* sdk-small")
+    pty.expect(r"Effort \(effort\): Medium — /config effort VALUE")
+    pty.prompt()
+    pty.say("/config brave true")
+    pty.expect(r"Brave: on")
+    pty.prompt()
+    pty.say("/config brave=false")  # NAME=VALUE, as --set has it
+    pty.expect(r"Brave: off")
+    pty.prompt()
+    pty.say("/config brave maybe")
+    pty.expect(r"brave is true or false \(on or off\), not 'maybe'")
+    pty.prompt()
+    pty.say("hello")
+    pty.expect(r"brave=False")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    frames = [json.loads(line.split(" ", 2)[2]) for line in log.read_text().splitlines() if line.strip()]
+    sent = [f["params"] for f in frames if f.get("method") == "session/set_config_option"]
+    assert [(p["configId"], p.get("type"), p["value"]) for p in sent] == [
+        ("brave", "boolean", True), ("brave", "boolean", False),
+    ]
