@@ -31,6 +31,7 @@ _METHOD_CAPABILITY = {
     "session/close": ("close", "session.close (v2) / sessionCapabilities.close (v1)"),
     "session/list": ("list", "session.list (v2) / sessionCapabilities.list (v1)"),
     "session/delete": ("delete", "session.delete (v2) / sessionCapabilities.delete (v1)"),
+    "session/fork": ("fork", "session.fork (v2) / sessionCapabilities.fork (v1), unstable upstream"),
 }
 
 #: What to suggest instead when a method is missing.
@@ -143,6 +144,19 @@ def close_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:
     """``session/close`` params."""
     require(features, "session/close")
     return wire.close_params(session_id)
+
+
+def fork_params(
+    features: AgentFeatures,
+    session_id: str,
+    cwd: str,
+    additional_directories: Sequence[str] | None = None,
+    mcp_servers: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """``session/fork`` params: a new session holding ``session_id``'s conversation so far."""
+    require(features, "session/fork")
+    require_roots_and_servers(features, additional_directories, mcp_servers)
+    return wire.fork_params(features.protocol_version, session_id, cwd, additional_directories, mcp_servers)
 
 
 def delete_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:

@@ -142,6 +142,7 @@ def sessions(
                         "lastUsed": rec.last_used_at,
                         "state": rec.state,
                         **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
+                        **({"parent": rec.parent_id} if rec.parent_id else {}),  # forked from it
                     }
                 )
                 + "\n"
@@ -155,17 +156,18 @@ def sessions(
         return int(ExitCode.OK)
     if not env.stdout_is_terminal:
         # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.
-        env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\n")
+        env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\tPARENT\n")
         for rec in rows:
             fields = (rec.id, rec.agent, rec.shown_title or "", rec.cwd, str(rec.protocol_version or ""),
-                      _when(rec.created_at), _when(rec.last_used_at), rec.state)
+                      _when(rec.created_at), _when(rec.last_used_at), rec.state, rec.parent_id or "")
             env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
     from rich.table import Table
     from rich.text import Text
 
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE"):
+    forks = any(rec.parent_id for rec in rows)  # the PARENT column only when a fork is listed
+    for column in ("ID", "AGENT", "TITLE", "CWD", "V", "CREATED", "LAST USED", "STATE", *(("PARENT",) if forks else ())):
         # a title on one line (safe_line shows its newlines), cut with an ellipsis however long
         # the agent made it: one row a session (the pipe and --json keep it whole)
         if column == "TITLE":
@@ -182,6 +184,7 @@ def sessions(
             _when(rec.created_at),
             _when(rec.last_used_at),
             Text(safe_line(rec.state) + (" · live" if rec.id in live else "")),
+            *((Text(safe_line(shown_id(rec.parent_id or "")) or "-"),) if forks else ()),
         )
     env.out.print(table)
     return int(ExitCode.OK)
@@ -470,6 +473,8 @@ def show(session_id: str, grep: str | None = None) -> int:
     env = environment()
     words = search_terms(grep) if grep is not None else None
     record, store = stored(session_id)
+    if record.parent_id:
+        env.note(f"{shown_id(record.id)} is a fork of {shown_id(record.parent_id)}: its transcript starts with the parent's")
     if grep is not None and words is not None:
         from acpcli.search import documents, matches
 

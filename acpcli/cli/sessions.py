@@ -1,6 +1,6 @@
-"""The session commands: new, load, resume, close, sessions, show, export.
+"""The session commands: new, load, fork, resume, close, sessions, show, export.
 
-new/load/resume/close run in :mod:`acpcli.session.run`; sessions/show/export in
+new/load/fork/resume/close run in :mod:`acpcli.session.run`; sessions/show/export in
 :mod:`acpcli.cli.history`.
 
 Each command parses its arguments and calls one function, imported inside the command so
@@ -170,6 +170,53 @@ def load(
     )
     the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
     raise typer.Exit(run.reattach("load", session_id, options, the_run, new_if_missing=new_if_missing))
+
+
+@app.command()
+def fork(
+    session_id: SessionId,
+    agent: Agent = None,
+    cmd: Cmd = None,
+    cwd: Cwd = None,
+    add_dir: AddDir = None,
+    no_add_dirs: NoAddDirs = False,
+    mcp_config: McpConfig = None,
+    mcp: Mcp = None,
+    no_mcp: NoMcp = False,
+    protocol: Protocol = None,
+    title: Title = None,
+    no_repl: NoRepl = False,
+    permissions: Permissions = None,
+    no_fs: NoFs = False,
+    no_terminal: NoTerminal = False,
+    log_file: LogFile = None,
+    timeout: Timeout = None,
+) -> None:
+    """Fork a session: a new session on the same agent that starts with the conversation so
+    far (session/fork), while the original stays as it is.
+
+    Needs an agent that advertises session forking (sessionCapabilities.fork; the method is
+    still unstable upstream: claude-agent-acp has it). The fork is recorded with its parent
+    (`acpcli sessions` and `show` name it), and its local transcript starts with a copy of the
+    parent's. On a terminal the prompt opens on the fork, the conversation so far drawn first;
+    otherwise (or with --no-repl) the new id is printed alone on stdout, as `new` does.
+    The stored cwd, extra roots and MCP servers of the parent are used unless given.
+
+    Examples:
+
+      acpcli fork claude-5c1d…
+
+      FORK=$(acpcli fork "$ID" --no-repl) && acpcli prompt --session "$FORK" 'try the other way'
+    """
+    from acpcli.session import run
+    from acpcli.session.inputs import Options
+
+    options = Options(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
+        no_mcp=no_mcp, protocol=protocol, log_file=log_file,
+    )
+    the_run = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
+    raise typer.Exit(run.fork(session_id, options, the_run))
 
 
 @app.command()

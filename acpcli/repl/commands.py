@@ -172,6 +172,19 @@ def _category(choice: settings.Choice) -> str:
     return choice.category or "-"
 
 
+async def _fork(ctx: Context, arg: str) -> int | None:
+    from acpcli import capabilities
+    from acpcli.session.attach import fork_recorded
+    from acpcli.session.context import Run
+
+    capabilities.require(ctx.link.features, "session/fork")  # the capability message, nothing sent
+    ctx.writer.flush()  # the transcript so far, whole, before it is copied
+    forked = await fork_recorded(ctx.link, ctx.live.session_id, Run(env=ctx.env), ctx.index, ctx.writer)
+    ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")
+    ctx.say(f"  {_come_back_hint(ctx.link.features)}, ID {shown_id(forked.session_id)}")
+    return None
+
+
 async def _login(ctx: Context, arg: str) -> int | None:
     from acpcli.protocol import wire
 
@@ -235,6 +248,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("thoughts", "toggle showing thoughts in full", _thoughts),
     SlashCommand("export", "write this session's transcript to a file", _export, "FILE"),
     SlashCommand("sessions", "list this agent's sessions here", _sessions),
+    SlashCommand("fork", "fork this session: a new one with the conversation so far", _fork),
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),
     SlashCommand("logout", "log out of the agent", _logout),
     SlashCommand("close", "close the session on the agent and leave", _close),

@@ -250,6 +250,38 @@ class AgentLink:
         seed_settings(live, result)
         return live
 
+    async def fork(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+    ) -> LiveSession:
+        """``session/fork`` of the agent's session ``session_id``: a new session (its id in the
+        answer, like ``session/new``'s) that starts with that conversation so far.
+
+        An agent forks only a session it holds (claude-agent-acp answers -32002 for one of an
+        earlier process), so one not held over this link is resumed first (else loaded, its
+        replay neither shown nor stored: the parent's record is acpcli's already)."""
+        params = capabilities.fork_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        if session_id not in self.sessions:
+            if self.features.resume:
+                await self.resume(session_id, cwd, additional_directories, mcp_servers)
+            elif self.features.load:
+                await self.load(session_id, cwd, additional_directories, mcp_servers)
+        result = self._read("session/fork", await self.conn.request("session/fork", params))
+        new_id = result.get("sessionId")
+        if not isinstance(new_id, str) or not new_id:
+            raise RpcError(RpcError.INTERNAL_ERROR, "session/fork answered without a sessionId", method="session/fork")
+        live = self._attach(new_id, sink, recorder)
+        live.cwd, live.additional_directories = cwd, list(additional_directories)
+        live.response = result
+        seed_settings(live, result)
+        return live
+
     async def load(
         self,
         session_id: str,

@@ -18,6 +18,8 @@ An independent peer for ``sessions rm --remote`` (``session/delete``), ``fork``
   ``effort`` (``model_config``);
 - ``--boolean`` adds a boolean option ``brave`` (``currentValue`` false) when the client
   advertised ``session.configOptions.boolean``; set with ``type: boolean`` and a boolean value;
+- ``--forgetful``: like claude, a session (or fork) not prompted yet is known only to the
+  process that made it: another process's load of it is -32002 (Resource not found);
 - ``--slow-load`` makes ``session/load`` wait (up to a minute) until ``$/cancel_request`` names
   it, then answer -32800 (Request Cancelled), as the cancellation page says.
 
@@ -66,7 +68,7 @@ SELECTS = {"mode": ("Mode", "mode", MODES), "model": ("Model", "model", MODELS),
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="sdk_sessions_agent")
-    for flag in ("--delete", "--fork", "--boolean", "--slow-load"):
+    for flag in ("--delete", "--fork", "--boolean", "--slow-load", "--forgetful"):
         p.add_argument(flag, action="store_true")
     return p.parse_args(argv)
 
@@ -115,9 +117,13 @@ class SessionsAgent(BaseSdkAgent):
 
     def _session(self, session_id: str) -> dict[str, Any]:
         found = self._state.all().get(session_id)
-        if found is None or found.get("deleted"):
+        if found is None or found.get("deleted") or self._forgot(found):
             raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
         return found
+
+    def _forgot(self, found: dict[str, Any]) -> bool:
+        """``--forgetful``: a session no prompt reached, made by another process."""
+        return bool(self._args.forgetful and found.get("pid") not in (None, os.getpid()))
 
     def _boolean_ok(self) -> bool:
         caps = self.client_capabilities
@@ -144,7 +150,7 @@ class SessionsAgent(BaseSdkAgent):
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         session_id = self.new_session_id()
         everything = self._state.all()
-        everything[session_id] = {"cwd": cwd, "said": [], "parent": None, "deleted": False}
+        everything[session_id] = {"cwd": cwd, "said": [], "parent": None, "deleted": False, "pid": os.getpid()}
         self._state.put(everything)
         return NewSessionResponse(session_id=session_id, config_options=self._config(session_id))
 
@@ -199,7 +205,9 @@ class SessionsAgent(BaseSdkAgent):
         parent = self._session(session_id)
         new_id = self.new_session_id()
         everything = self._state.all()
-        everything[new_id] = {"cwd": cwd, "said": list(parent["said"]), "parent": session_id, "deleted": False}
+        everything[new_id] = {
+            "cwd": cwd, "said": list(parent["said"]), "parent": session_id, "deleted": False, "pid": os.getpid(),
+        }
         self._state.put(everything)
         return ForkSessionResponse(session_id=new_id, config_options=self._config(new_id))
 
@@ -221,6 +229,7 @@ class SessionsAgent(BaseSdkAgent):
         found = everything.get(session_id)
         if found is None or found.get("deleted"):
             raise RequestError(-32002, "Resource not found", {"sessionId": session_id})
+        found["pid"] = None  # prompted: kept for every process from now on
         text = prompt_text(prompt)
         earlier = ", ".join(found["said"]) or "nothing"
         found["said"].append(text)

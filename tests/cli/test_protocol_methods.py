@@ -125,3 +125,92 @@ def test_boolean_options_toggle_from_the_command_line_and_in_the_repl(
     assert [(p["configId"], p.get("type"), p["value"]) for p in sent] == [
         ("brave", "boolean", True), ("brave", "boolean", False),
     ]
+
+
+# -- session/fork ------------------------------------------------------------------------------
+
+
+def _records(cli: Cli) -> dict[str, dict[str, object]]:
+    return {r["id"]: r for r in cli.index()}  # type: ignore[misc]
+
+
+def test_fork_starts_a_session_with_the_conversation_so_far(
+    cli: Cli, trace: AgentTrace, state: dict[str, str]
+) -> None:
+    cmd = agent_cmd("--fork")
+    parent = _started(cli, cmd, state, "apple")
+    parent_shown = cli.show(parent)
+    done = cli.ok("fork", parent, env=state)
+    fork = done.stdout.strip()
+    assert fork.startswith("ses-") and fork != parent and done.stdout == fork + "\n"
+    assert [r["params"] for r in trace.requests("session/fork")] == [
+        {"sessionId": parent, "cwd": str(cli.cwd), "mcpServers": []}
+    ]
+    records = _records(cli)
+    assert records[fork]["parent"] == parent and "parent" not in records[parent]
+    shown = cli.ok("show", fork)
+    assert "apple" in shown.stdout and f"{fork} is a fork of {parent}" in shown.stderr
+    said = cli.ok("prompt", "--session", fork, "banana", env=state).stdout
+    assert "you said: banana (I remember: apple;" in said  # the agent's fork holds the parent's turns
+    assert cli.show(parent) == parent_shown  # the parent is untouched
+    assert "banana" in cli.show(fork)
+    listed = cli.ok("sessions").stdout.splitlines()
+    assert listed[0].endswith("\tSTATE\tPARENT")
+    assert next(line for line in listed if line.startswith(fork)).endswith(f"\t{parent}")
+    trace.assert_all_gone()
+
+
+def test_fork_is_refused_without_the_capability(cli: Cli, trace: AgentTrace, state: dict[str, str]) -> None:
+    parent = _started(cli, agent_cmd(), state, "apple")
+    text = error_line(cli.run("fork", parent, env=state), ExitCode.CAPABILITY)
+    assert "does not support session/fork" in text and "sessionCapabilities.fork" in text
+    assert trace.requests("session/fork") == []
+    assert list(_records(cli)) == [parent]
+    assert "no session" in error_line(cli.run("fork", "ses-nope", env=state), ExitCode.SESSION_NOT_FOUND)
+
+
+def test_a_fork_the_agent_forgot_before_its_first_turn_is_forked_again(
+    cli: Cli, trace: AgentTrace, state: dict[str, str]
+) -> None:
+    cmd = agent_cmd("--fork", "--forgetful")  # like claude: an unprompted session dies with its process
+    parent = _started(cli, cmd, state, "apple")
+    fork = cli.ok("fork", parent, env=state).stdout.strip()
+    proc = cli.ok("prompt", "--session", fork, "banana", env=state)
+    assert f"no longer knows session {fork} ({fork} never had a turn): forked {parent} again" in proc.stderr
+    assert "you said: banana (I remember: apple;" in proc.stdout
+    wire = _records(cli)[parent].get("agentSessionId", parent)  # the agent's id for the parent
+    assert [r["params"]["sessionId"] for r in trace.requests("session/fork")] == [wire, wire]
+    assert "you said: cherry (I remember: apple, banana;" in cli.ok("prompt", "--session", fork, "cherry", env=state).stdout
+    trace.assert_all_gone()
+
+
+def test_fork_and_slash_fork_on_a_terminal(cli: Cli, state: dict[str, str], spawn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    for key, value in state.items():
+        monkeypatch.setenv(key, value)  # the pty's acpcli passes it on to the agent
+    cmd = agent_cmd("--fork")
+    parent = _started(cli, cmd, state, "apple")
+    pty = spawn("fork", parent)
+    pty.expect(r"session (ses-[0-9a-f]+) with sdk-sessions")
+    fork = pty.child.match.group(1)
+    assert fork != parent
+    pty.expect(r"you said: apple")  # the conversation so far, drawn before the prompt
+    pty.prompt()
+    pty.say("banana")
+    pty.expect(r"I remember: apple;")
+    pty.prompt()
+    pty.say("/fork")
+    pty.expect(rf"forked {fork} as (ses-[0-9a-f]+), with the conversation so far; this prompt stays on {fork}")
+    second = pty.child.match.group(1)
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    records = _records(cli)
+    assert records[fork]["parent"] == parent and records[second]["parent"] == fork
+    said = cli.ok("prompt", "--session", second, "cherry", env=state).stdout
+    assert "I remember: apple, banana;" in said
+    pty = spawn("load", parent, "--cmd", agent_cmd())  # an agent without fork: the capability message
+    pty.prompt()
+    pty.say("/fork")
+    pty.expect(r"/fork: sdk-sessions 0.1 does not support session/fork: it does not advertise")
+    pty.prompt()
+    assert pty.leave()[0] == ExitCode.OK
+    assert len(_records(cli)) == 3
