@@ -12,6 +12,11 @@ Invariants:
   stall the update stream). Unknown method → -32601; :class:`RpcError` → that error; any
   other exception → -32603 (and logged); ``$/cancel_request`` → the handler is cancelled and
   the reply is -32800.
+* A request of ours whose caller is cancelled (Ctrl-C during a slow setup step, a step
+  timeout) is abandoned: ``$/cancel_request`` names it to the agent, its method is appended to
+  ``cancelled`` (so the command can say what it gave up), and its late answer is dropped.
+  Support needs no capability: ``$/cancel_request`` is protocol-level, which every ACP v1 and
+  v2 implementation must accept (and may ignore); it is a notification, so nothing waits on it.
 * Bad input (non-JSON, invalid UTF-8, JSON nested too deep for the parser, non-object) is
   skipped with a warning (:mod:`acpcli.notices`: stderr in the CLI), never fatal.
 * A line the transport discarded as too long (``set_oversized_handler``) is read for its
@@ -116,8 +121,11 @@ class Connection:
         on_notification: NotificationCallback | None = None,
         tap: Tap | None = None,
         step_timeout: float | None = None,
+        cancelled: list[str] | None = None,
     ) -> None:
         self._transport = transport
+        #: The methods of our requests abandoned with ``$/cancel_request``, in order.
+        self.cancelled: list[str] = cancelled if cancelled is not None else []
         #: How long a bounded request (every one but a turn or a login) may wait for its
         #: answer; None or 0: for ever. See :meth:`request`.
         self.step_timeout = step_timeout
@@ -216,6 +224,7 @@ class Connection:
         except anyio.get_cancelled_exc_class():
             if self._pending.pop(request_id, None) is not None:
                 self._abandoned.add(request_id)
+                self.cancelled.append(method)
                 await self._send_cancel_quietly(request_id)
             raise
         except BaseException:

@@ -584,6 +584,7 @@ async def open_link(
     policy: str | None = None,
     refusals: Refusals | None = None,
     step_timeout: float | None = None,
+    cancelled: list[str] | None = None,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 
@@ -593,6 +594,7 @@ async def open_link(
     resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.client_side.ClientServices`:
     ``deny`` and ``read-only`` refuse file writes and terminals. ``step_timeout`` bounds every
     request but a turn and a login (:meth:`~acpcli.connection.Connection.request`).
+    ``cancelled`` collects the methods of requests given up with ``$/cancel_request``.
     """
     from acpcli.client_side import ClientServices
     from acpcli.connection import Connection
@@ -613,7 +615,8 @@ async def open_link(
     }
     async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
         async with Connection(
-            proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout
+            proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout,
+            cancelled=cancelled,
         ) as conn:
             features = await initialize(conn, choice=choice, offer=offer)
             services.restrict(features)

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from acpcli.session.link import AgentLink
     from acpcli.session_lock import SessionLock
     from acpcli.store import Store
+    from acpcli.supervise import Supervisor
     from acpcli.wiretap import Tap, WireTap
 
 
@@ -51,6 +52,22 @@ def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
         if isinstance(leaf, AuthRequired) and not leaf.hint:
             leaf.hint = f"log in with `acpcli auth {agent_arg(agent)}`, then run this again"
         raise
+
+
+@contextmanager
+def _given_up(supervisor: Supervisor) -> Iterator[None]:
+    """Ctrl-C while the agent had not answered a setup step (``initialize``, ``session/new``,
+    a slow ``session/load``): that request was abandoned with ``$/cancel_request`` (see
+    :mod:`acpcli.connection`), the agent stopped; one line says so (exit 130)."""
+    from acpcli.errors import Interrupted
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not supervisor.cancelled:
+            raise
+        what = ", ".join(dict.fromkeys(supervisor.cancelled))
+        raise Interrupted(f"interrupted: gave up waiting for {what} (the agent was asked to cancel it)") from None
 
 
 def link_for(
@@ -94,6 +111,7 @@ def link_for(
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
         step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
+        cancelled=run.supervisor.cancelled if run is not None and run.supervisor is not None else None,
     )
     return link if wire_log is None else _logged(link, wire_log)
 
@@ -291,7 +309,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 _put_away(writer, index)
 
     try:
-        with _auth_hinted(inputs.agent):
+        with _auth_hinted(inputs.agent), _given_up(supervisor):
             return anyio.run(supervisor.run, main)
     finally:
         if lock is not None:
@@ -546,7 +564,7 @@ def prompt(
                 _put_away(writer, index)
 
     try:
-        with _auth_hinted(inputs.agent):
+        with _auth_hinted(inputs.agent), _given_up(supervisor):
             return anyio.run(supervisor.run, main)
     finally:
         if lock is not None:

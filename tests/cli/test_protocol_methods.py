@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from acpcli.errors import ExitCode
 
-from .conftest import AgentTrace, Cli, error_line
+from .conftest import TIMEOUT, AgentTrace, Cli, error_line
 
 SESSIONS_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_sessions_agent.py"
 
@@ -214,3 +217,39 @@ def test_fork_and_slash_fork_on_a_terminal(cli: Cli, state: dict[str, str], spaw
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK
     assert len(_records(cli)) == 3
+
+
+# -- $/cancel_request ----------------------------------------------------------------------------
+
+
+def test_ctrl_c_during_a_slow_load_cancels_the_request_and_exits_130(
+    cli: Cli, trace: AgentTrace, state: dict[str, str]
+) -> None:
+    cmd = agent_cmd("--slow-load")  # session/load waits for its $/cancel_request, then answers -32800
+    made = cli.ok("prompt", "--cmd", cmd, "apple", env=state)
+    sid = made.stderr.split("session ", 1)[1].split()[0]
+    shown = cli.show(sid)
+    trace.record_file.write_text("")  # from here on: the load's process only
+    proc = subprocess.Popen(
+        cli.argv("load", sid, "--no-repl"), env=cli.env(state), cwd=cli.cwd, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not trace.requests("session/load"):  # the agent holds the load: give up on it
+            assert time.monotonic() < deadline and proc.poll() is None, "the load was never sent"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert out == ""
+    assert err == "acpcli: interrupted: gave up waiting for session/load (the agent was asked to cancel it)\n"
+    ours = [r for r in trace.requests() if r["request"]]  # our requests, ids 1, 2, … in order
+    load_id = [r["method"] for r in ours].index("session/load") + 1
+    assert [r["params"] for r in trace.requests("$/cancel_request")] == [{"requestId": load_id}]
+    assert cli.show(sid) == shown  # nothing half-stored
+    trace.assert_all_gone()
