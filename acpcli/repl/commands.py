@@ -103,14 +103,14 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
     return None
 
 
-def _come_back_hint(features: AgentFeatures) -> str:
-    """How to reopen a listed session, naming only what this agent supports."""
+def _come_back_hint(features: AgentFeatures, sid: str = "ID", lead: str = "come back to one with") -> str:
+    """How to reopen a listed session (``sid``), naming only what this agent supports."""
     if features.resume and features.load:
-        return "come back to one with: acpcli resume ID (or acpcli load ID to see it replayed)"
+        return f"{lead}: acpcli resume {sid} (or acpcli load {sid} to see it replayed)"
     if features.resume:
-        return "come back to one with: acpcli resume ID"
+        return f"{lead}: acpcli resume {sid}"
     if features.load:
-        return "come back to one with: acpcli load ID"
+        return f"{lead}: acpcli load {sid}"
     return f"{features.display_name} can neither resume nor load a session"
 
 
@@ -181,7 +181,7 @@ async def _fork(ctx: Context, arg: str) -> int | None:
     ctx.writer.flush()  # the transcript so far, whole, before it is copied
     forked = await fork_recorded(ctx.link, ctx.live.session_id, Run(env=ctx.env), ctx.index, ctx.writer)
     ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")
-    ctx.say(f"  {_come_back_hint(ctx.link.features)}, ID {shown_id(forked.session_id)}")
+    ctx.say("  " + _come_back_hint(ctx.link.features, shown_id(forked.session_id), lead="continue the fork with"))
     return None
 
 
