@@ -30,6 +30,8 @@ _METHOD_CAPABILITY = {
     "session/resume": ("resume", "session.resume (v2) / sessionCapabilities.resume (v1)"),
     "session/close": ("close", "session.close (v2) / sessionCapabilities.close (v1)"),
     "session/list": ("list", "session.list (v2) / sessionCapabilities.list (v1)"),
+    "session/delete": ("delete", "session.delete (v2) / sessionCapabilities.delete (v1)"),
+    "session/fork": ("fork", "session.fork (v2) / sessionCapabilities.fork (v1), unstable upstream"),
 }
 
 #: What to suggest instead when a method is missing.
@@ -38,6 +40,7 @@ _ALTERNATIVE = {
     "resume": "use `acpcli load` instead (the agent replays the conversation)",
     "close": "acpcli marks it closed locally all the same; the agent keeps it until it exits",
     "list": "use `acpcli sessions` to list the sessions recorded locally",
+    "delete": "`acpcli sessions rm ID` without --remote deletes the local record only",
 }
 
 
@@ -64,7 +67,7 @@ def require(features: AgentFeatures, method: str) -> None:
         alternatives.append(_ALTERNATIVE["load"])
     elif attr == "resume" and features.load:
         alternatives.append(_ALTERNATIVE["resume"])
-    elif attr in ("close", "list"):
+    elif attr in ("close", "list", "delete"):
         alternatives.append(_ALTERNATIVE[attr])
     raise CapabilityMissing(
         f"{features.display_name} does not support {method}: it does not advertise {marker}",
@@ -143,6 +146,25 @@ def close_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:
     return wire.close_params(session_id)
 
 
+def fork_params(
+    features: AgentFeatures,
+    session_id: str,
+    cwd: str,
+    additional_directories: Sequence[str] | None = None,
+    mcp_servers: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """``session/fork`` params: a new session holding ``session_id``'s conversation so far."""
+    require(features, "session/fork")
+    require_roots_and_servers(features, additional_directories, mcp_servers)
+    return wire.fork_params(features.protocol_version, session_id, cwd, additional_directories, mcp_servers)
+
+
+def delete_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:
+    """``session/delete`` params (v1 ``sessionCapabilities.delete``, v2 ``session.delete``)."""
+    require(features, "session/delete")
+    return wire.delete_params(session_id)
+
+
 def list_params(features: AgentFeatures, cwd: str | None = None, cursor: str | None = None) -> dict[str, Any]:
     """``session/list`` params."""
     require(features, "session/list")
@@ -203,7 +225,7 @@ def resolve(choice: Choice, text: str) -> str | bool:
             return True
         if word in _FALSE:
             return False
-        raise UsageError(f"{choice.key} is on or off, not {text!r}")
+        raise UsageError(f"{choice.key} is true or false (on or off), not {text!r}")
     if choice.kind not in ("select", "modes", "models"):
         raise UsageError(f"{choice.key} is a {choice.kind} option, which acpcli cannot set")
     folded = text.strip().casefold()

@@ -12,6 +12,11 @@ Invariants:
   stall the update stream). Unknown method → -32601; :class:`RpcError` → that error; any
   other exception → -32603 (and logged); ``$/cancel_request`` → the handler is cancelled and
   the reply is -32800.
+* A request of ours whose caller is cancelled (Ctrl-C during a slow setup step, a step
+  timeout) is abandoned: ``$/cancel_request`` names it to the agent, its method is appended to
+  ``cancelled`` (so the command can say what it gave up), and its late answer is dropped.
+  Support needs no capability: ``$/cancel_request`` is protocol-level, which every ACP v1 and
+  v2 implementation must accept (and may ignore); it is a notification, so nothing waits on it.
 * Bad input (non-JSON, invalid UTF-8, JSON nested too deep for the parser, non-object) is
   skipped with a warning (:mod:`acpcli.notices`: stderr in the CLI), never fatal.
 * A line the transport discarded as too long (``set_oversized_handler``) is read for its
@@ -134,8 +139,11 @@ class Connection:
         on_notification: NotificationCallback | None = None,
         tap: Tap | None = None,
         step_timeout: float | None = None,
+        cancelled: list[str] | None = None,
     ) -> None:
         self._transport = transport
+        #: The methods of our requests abandoned with ``$/cancel_request``, in order.
+        self.cancelled: list[str] = cancelled if cancelled is not None else []
         #: How long a bounded request (every one but a turn or a login) may wait for its
         #: answer; None or 0: for ever. See :meth:`request`.
         self.step_timeout = step_timeout
@@ -234,6 +242,7 @@ class Connection:
         except anyio.get_cancelled_exc_class():
             if self._pending.pop(request_id, None) is not None:
                 self._abandoned.add(request_id)
+                self.cancelled.append(method)
                 await self._send_cancel_quietly(request_id)
             raise
         except BaseException:
@@ -290,6 +299,7 @@ class Connection:
         dispatch = self._dispatch
         # frames the transport already holds, popped without awaiting (AgentProcess has them)
         buffered: deque[bytes] | None = getattr(transport, "buffered", None)
+        cancelled = False
         try:
             while True:
                 frame = buffered.popleft() if buffered else None
@@ -325,8 +335,15 @@ class Connection:
                         self._bad_frame(frame, "not a JSON-RPC message")
                 except RecursionError:  # parsed, but too deep to log, copy or answer (an id of [[[…]]])
                     self._bad_frame(frame, "JSON nested too deeply")
+        except anyio.get_cancelled_exc_class():
+            # Cancelled with the requests it serves (Ctrl-C): they are abandoned first, each
+            # with its ``$/cancel_request``, as they unwind; the connection's exit marks it
+            # closed after them. Failing them here would race their own cancellation.
+            cancelled = True
+            raise
         finally:
-            self._mark_closed()
+            if not cancelled:
+                self._mark_closed()
             assert self._reader_done is not None
             self._reader_done.set()
 

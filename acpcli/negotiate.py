@@ -99,6 +99,7 @@ class AgentFeatures:
     close: bool = False
     list: bool = False
     delete: bool = False
+    fork: bool = False  # unstable upstream (session/fork, acp-v2-draft.schema.unstable.json)
     additional_directories: bool = False
     mcp_stdio: bool = True
     mcp_http: bool = False
@@ -144,6 +145,7 @@ class AgentFeatures:
             "close": self.close,
             "list": self.list,
             "delete": self.delete,
+            "fork": self.fork,
             "additionalDirectories": self.additional_directories,
             "mcp": [t for t in ("stdio", "http", "sse") if self.supports_mcp_transport(t)],
             "prompt": [
@@ -284,6 +286,7 @@ def _features_v1(result: dict[str, Any], offer: ClientOffer) -> AgentFeatures:
         close=_flag(session, "close"),
         list=_flag(session, "list"),
         delete=_flag(session, "delete"),
+        fork=_flag(session, "fork"),
         additional_directories=_flag(session, "additionalDirectories"),
         mcp_stdio=True,  # v1: every agent must support stdio MCP servers
         mcp_http=_flag(mcp, "http"),
@@ -317,6 +320,7 @@ def _features_v2(result: dict[str, Any], v2_reading: V2Reading) -> AgentFeatures
         "agent_title": title,
         "agent_version": version,
         "delete": _marker(session, "delete"),
+        "fork": _marker(session, "fork"),
         "additional_directories": _marker(session, "additionalDirectories"),
         "mcp_stdio": _marker(mcp, "stdio"),
         "mcp_http": _marker(mcp, "http"),

@@ -147,6 +147,11 @@ def _search_index(conn: sqlite3.Connection) -> None:
     search.create(conn)
 
 
+def _reserved(conn: sqlite3.Connection) -> None:
+    """Migration 10 is reserved for work merged from another branch (the transcripts work):
+    a no-op here, to be replaced by that migration when the branches meet."""
+
+
 # Append-only. Entry i migrates user_version i -> i + 1: an SQL script, or a function of the
 # connection for what SQL cannot do. Never edit a shipped entry.
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
@@ -222,6 +227,13 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         SELECT RAISE(ABORT, 'a recorded session keeps its agent and cwd');
     END;
     """,
+    # 10: reserved (see _reserved)
+    _reserved,
+    # 11: the session a fork was made from (`acpcli fork`, /fork); no foreign key: deleting
+    # the parent leaves its forks, which still name it
+    """
+    ALTER TABLE sessions ADD COLUMN parent_id TEXT;
+    """,
 )
 
 
@@ -273,6 +285,8 @@ class SessionRecord:
     prompt_title: str | None = None
     #: The user gave :attr:`title` (``--title``): the agent's titles do not replace it.
     titled_by_user: bool = False
+    #: The session this one was forked from (``acpcli fork``), if any (set by :meth:`Index.set_parent`).
+    parent_id: str | None = None
 
     @property
     def shown_title(self) -> str | None:
@@ -306,7 +320,8 @@ _COLUMNS = (
 #: Read after ``_COLUMNS``, in this order, from the schema that added each (an older file
 #: read as it is lacks them); written by their own setters, not by ``upsert_session``'s insert.
 _EXTRA_COLUMNS = (
-    (3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"), (8, "title_source")
+    (3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"), (8, "title_source"),
+    (11, "parent_id"),
 )
 _PROTOCOL_COLUMN = "protocol"
 
@@ -334,6 +349,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         protocol=protocol if isinstance(protocol, str) else None,
         prompt_title=extra.get("prompt_title"),
         titled_by_user=extra.get("title_source") == "user",
+        parent_id=extra.get("parent_id"),
     )
 
 
@@ -653,6 +669,10 @@ class Index:
         """Record the agent's id for a session (``None``, or the session's own id: the same)."""
         value = None if agent_session_id == session_id else agent_session_id
         self._update(session_id, "UPDATE sessions SET agent_session_id = ? WHERE id = ?", (value,))
+
+    def set_parent(self, session_id: str, parent_id: str) -> None:
+        """Record that ``session_id`` was forked from ``parent_id``."""
+        self._update(session_id, "UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id,))
 
     def set_mcp_refs(self, session_id: str, refs: Mapping[str, Any] | None) -> None:
         """Record where a session's MCP servers come from: ``{"config": PATH or None,

@@ -48,6 +48,8 @@ class Supervisor:
         self.signum: int | None = None
         self.failure: AcpcliError | None = None
         self._failed = anyio.Event()
+        #: The methods of the requests given up with ``$/cancel_request`` (the connection's).
+        self.cancelled: list[str] = []
 
     def fail(self, error: AcpcliError) -> None:
         """Stop the command with ``error`` (callable from synchronous code)."""

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.persistence import Index, SessionRecord
     from acpcli.search import Hit
+    from acpcli.session.inputs import Options
 
 
 T = TypeVar("T")
@@ -145,6 +146,7 @@ def sessions(
                         "lastUsed": rec.last_used_at,
                         "state": rec.state,
                         **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
+                        **({"parent": rec.parent_id} if rec.parent_id else {}),  # forked from it
                     }
                 )
                 + "\n"
@@ -158,10 +160,10 @@ def sessions(
         return int(ExitCode.OK)
     if not env.stdout_is_terminal:
         # Pipes get one tab-separated line per session: no wrapping, easy to cut/awk.
-        env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\n")
+        env.stdout.write("ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\tPARENT\n")
         for rec in rows:
             fields = (rec.id, rec.agent, rec.shown_title or "", rec.cwd, str(rec.protocol_version or ""),
-                      _when(rec.created_at), _when(rec.last_used_at), rec.state)
+                      _when(rec.created_at), _when(rec.last_used_at), rec.state, rec.parent_id or "")
             env.stdout.write("\t".join(safe_line(f.replace("\t", " ").replace("\n", " ")) for f in fields) + "\n")
         return int(ExitCode.OK)
     _session_lines(env, rows, shortest, live, wide=wide)
@@ -216,6 +218,11 @@ def _session_lines(
             return path
         return "~" + path[len(home) :]
 
+    def parent_shown(parent: str | None) -> str:
+        if not parent:
+            return "-"
+        return parent if wide else shortest.get(parent) or shown_id(parent)
+
     def state(rec: SessionRecord) -> str:
         return rec.state + (" · live" if rec.id in live else "")
 
@@ -229,6 +236,7 @@ def _session_lines(
             "CREATED": _when(rec.created_at),
             "LAST USED": _when(rec.last_used_at) if wide else ago(rec.last_used_at),
             "STATE": safe_line(state(rec)),
+            "PARENT": safe_line(parent_shown(rec.parent_id)),
         }
         for rec in rows
     ]
@@ -236,6 +244,8 @@ def _session_lines(
     columns += ["V", "CREATED", "LAST USED", "STATE"] if wide else ["LAST USED"]
     if not wide and any(row["STATE"] != "active" for row in table):
         columns.append("STATE")
+    if any(rec.parent_id for rec in rows):  # the parent of a fork (acpcli fork), when one is listed
+        columns.append("PARENT")
     widths = {c: max([cells(c)] + [cells(row[c]) for row in table]) for c in columns}
     if wide:
         widths["TITLE"] = min(widths["TITLE"], 80)  # a title the agent made a page long
@@ -283,17 +293,31 @@ def _migrate_quietly(index: Index) -> None:
         pass  # the read-only index reads the older schema as it is
 
 
-def remove(ids: list[str], *, yes: bool) -> int:
+def remove(
+    ids: list[str],
+    *,
+    yes: bool,
+    remote: bool = False,
+    agent: str | None = None,
+    cmd: str | None = None,
+    protocol: str | None = None,
+    timeout: str | None = None,
+) -> int:
     """``sessions rm``: delete sessions' local records (index rows and events, the demo
-    agent's state of demo sessions); never anything on the agent's side. Every id is
-    resolved (exact, or a unique prefix) before anything is deleted. On a terminal the
-    sessions are listed and the person asked first, unless ``yes``."""
+    agent's state of demo sessions); with ``remote``, first on the agent's side too
+    (``session/delete``, :func:`_delete_remote`). Every id is resolved (exact, or a unique
+    prefix) before anything is deleted. On a terminal the sessions are listed and the person
+    asked first, unless ``yes``."""
+    from acpcli.config import parse_timeout
     from acpcli.errors import SessionNotFound
     from acpcli.paths import db_path
     from acpcli.persistence import Index
 
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
+    seconds = parse_timeout(timeout)
+    if not remote and (seconds is not None or protocol is not None or cmd is not None):
+        raise UsageError("--timeout, --protocol and --cmd go with `sessions rm ID --remote`: they are about the agent")
     if not db_path().exists():
         raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
     with Index.open() as index:
@@ -301,6 +325,11 @@ def remove(ids: list[str], *, yes: bool) -> int:
         for given in ids:
             rec = index.get(given)
             records[rec.id] = rec
+        if remote:
+            from acpcli.session.inputs import Options
+
+            options = Options(agent=agent, cmd=cmd, protocol=protocol)
+            return _delete_remote(index, list(records.values()), options, yes=yes, timeout=seconds)
         return _delete(index, list(records.values()), yes=yes)
 
 
@@ -375,6 +404,59 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy:
     env.note(f"deleted {_count(deleted)}")
     if len(deleted) < len(records):
         env.note(f"kept {_count(records[len(deleted):])} with a turn running in another acpcli")
+    return int(ExitCode.OK)
+
+
+def _delete_remote(
+    index: Index, records: list[SessionRecord], options: Options, *, yes: bool, timeout: float | None
+) -> int:
+    """``sessions rm ID… --remote``: each session deleted on the agent's side
+    (``session/delete``, to the agent that runs it), then its local record; one line for each
+    side. Refused before anything is deleted when a turn runs on one in another acpcli
+    (SessionBusy). An agent that does not advertise the method, or fails, stops the command
+    there (CapabilityMissing, exit 6, or its error): that session's local record is kept (the
+    user asked for both; `sessions rm ID` alone deletes it), while those already deleted on
+    their agent's side are deleted here too."""
+    from acpcli.cli.streams import environment
+    from acpcli.errors import AcpcliError, Interrupted, SessionBusy
+    from acpcli.session.housekeeping import delete_local
+    from acpcli.session.remote import delete_remote
+    from acpcli.session_lock import SessionLock, holder_text
+
+    env = environment()
+    if env.interactive and not yes:
+        for rec in records:
+            env.note(_line(rec))
+        these = "this session" if len(records) == 1 else f"these {_count(records)}"
+        answer = env.err.input(f"Delete {these} on the agent's side and here? [y/N] ", markup=False, emoji=False)
+        if answer.strip().lower() not in ("y", "yes"):
+            env.note("nothing deleted")
+            return int(ExitCode.OK)
+    _stop_idle_hosts(env, records)
+    for rec in records:  # nothing is sent while a turn runs on one of them
+        lock = SessionLock(rec.id)
+        if not lock.try_acquire():
+            raise SessionBusy(f"session {rec.id} was not deleted: {holder_text(lock.holder())} is running a turn on it")
+        lock.release()
+    done: list[SessionRecord] = []
+    try:
+        for rec in records:
+            try:
+                name = delete_remote(rec, options, timeout=timeout)
+            except AcpcliError as err:  # CapabilityMissing (exit 6), the agent's error, ...
+                if not isinstance(err, Interrupted):
+                    err.message += f" (the local record of {shown_id(rec.id)} is kept)"
+                raise
+            env.note(f"agent side: {safe_line(name)} deleted {shown_id(rec.id)} (session/delete)")
+            done.append(rec)
+    finally:
+        if done:
+            deleted = repaired_search(
+                env, index, lambda: delete_local(index, done),
+                then="dropped (derived data: the next `acpcli search` makes it again)",
+            )
+            for rec in deleted:
+                env.note(f"local record: deleted {shown_id(rec.id)}")
     return int(ExitCode.OK)
 
 
@@ -479,6 +561,8 @@ def show(session_id: str, grep: str | None = None) -> int:
     env = environment()
     words = search_terms(grep) if grep is not None else None
     record, store = stored(session_id)
+    if record.parent_id:
+        env.note(f"{shown_id(record.id)} is a fork of {shown_id(record.parent_id)}: its transcript starts with the parent's")
     if grep is not None and words is not None:
         from acpcli.search import documents, matches
 

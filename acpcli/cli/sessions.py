@@ -1,6 +1,6 @@
-"""The session commands: new, load, resume, close, sessions, show, export.
+"""The session commands: new, load, fork, resume, close, sessions, show, export.
 
-new/load/resume/close run in :mod:`acpcli.session.run`; sessions/show/export in
+new/load/fork/resume/close run in :mod:`acpcli.session.run`; sessions/show/export in
 :mod:`acpcli.cli.history`.
 
 Each command parses its arguments and calls one function, imported inside the command so
@@ -188,6 +188,53 @@ def load(
 
 
 @app.command()
+def fork(
+    session_id: SessionId,
+    agent: Agent = None,
+    cmd: Cmd = None,
+    cwd: Cwd = None,
+    add_dir: AddDir = None,
+    no_add_dirs: NoAddDirs = False,
+    mcp_config: McpConfig = None,
+    mcp: Mcp = None,
+    no_mcp: NoMcp = False,
+    protocol: Protocol = None,
+    title: Title = None,
+    no_repl: NoRepl = False,
+    permissions: Permissions = None,
+    no_fs: NoFs = False,
+    no_terminal: NoTerminal = False,
+    log_file: LogFile = None,
+    timeout: Timeout = None,
+) -> None:
+    """Fork a session: a new session on the same agent that starts with the conversation so
+    far (session/fork), while the original stays as it is.
+
+    Needs an agent that advertises session forking (sessionCapabilities.fork; the method is
+    still unstable upstream: claude-agent-acp has it). The fork is recorded with its parent
+    (`acpcli sessions` and `show` name it), and its local transcript starts with a copy of the
+    parent's. On a terminal the prompt opens on the fork, the conversation so far drawn first;
+    otherwise (or with --no-repl) the new id is printed alone on stdout, as `new` does.
+    The stored cwd, extra roots and MCP servers of the parent are used unless given.
+
+    Examples:
+
+      acpcli fork claude-5c1d…
+
+      FORK=$(acpcli fork "$ID" --no-repl) && acpcli prompt --session "$FORK" 'try the other way'
+    """
+    from acpcli.session import run
+    from acpcli.session.inputs import Options
+
+    options = Options(
+        agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
+        no_mcp=no_mcp, protocol=protocol, log_file=log_file,
+    )
+    the_run = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
+    raise typer.Exit(run.fork(session_id, options, the_run))
+
+
+@app.command()
 def resume(
     session_id: SessionId,
     agent: Agent = None,
@@ -324,7 +371,7 @@ def sessions(
     # a str, parsed by history.sessions: acpcli's own coercer (no pydantic) takes str, Path, bool
     limit: Annotated[str | None, typer.Option("--limit", "-n", metavar="N", help="Show the N most recent (default 20; 0: no limit). A note on stderr says how many more there are.", show_default=False)] = None,
     all_sessions: Annotated[bool, typer.Option("--all", help="Every session: closed ones too, and no limit (an explicit --state or --limit still applies).")] = False,
-    remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd.")] = False,
+    remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd. With rm: delete on the agent's side too (session/delete), then locally.")] = False,
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
     wide: Annotated[bool, typer.Option("--wide", "-w", help="On a terminal: whole ids and working directories, the protocol version and both dates, however wide the lines get.")] = False,
@@ -343,7 +390,10 @@ def sessions(
 
     `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
     stored events (and the demo agent's state for demo sessions); nothing on the agent's
-    side. On a terminal it lists them and asks first (--yes skips that); without one it acts.
+    side. `acpcli sessions rm ID --remote` first asks the agent that runs it to delete it too
+    (session/delete, so its own list drops it), then deletes the local record, one line for
+    each side; an agent without that capability is refused (exit 6) and the local record kept.
+    On a terminal it lists them and asks first (--yes skips that); without one it acts.
     `acpcli sessions prune --older-than 30d` does the same for every session (active or
     closed) last used longer ago than that; --dry-run only lists them. While another process
     holds the index's write lock, both wait up to ACPCLI_LOCK_WAIT seconds (default 15),
@@ -357,6 +407,8 @@ def sessions(
 
       acpcli sessions rm demo-1f2e… demo-9a8b… --yes
 
+      acpcli sessions rm claude-5c1d… --remote
+
       acpcli sessions prune --older-than 30d --dry-run
     """
     from acpcli.cli import history
@@ -365,7 +417,10 @@ def sessions(
         from acpcli.errors import UsageError
 
         if action[0] == "rm":
-            raise typer.Exit(history.remove(action[1:], yes=yes))
+            raise typer.Exit(history.remove(
+                action[1:], yes=yes, remote=remote, agent=agent if remote else None, cmd=cmd, protocol=protocol,
+                timeout=timeout,
+            ))
         if action[0] == "prune":
             if action[1:]:
                 raise UsageError("sessions prune takes no session ids: it picks by --older-than AGE")

@@ -30,6 +30,8 @@ from typing import Any
 
 #: ``/mode`` and ``/model`` look for the config option of this category first.
 MODE, MODEL = "mode", "model"
+#: Model-related parameters (context size, speed): shown with the model (the spec's advice).
+MODEL_CONFIG = "model_config"
 
 
 def option_id(option: dict[str, Any]) -> str | None:

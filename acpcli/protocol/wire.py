@@ -81,6 +81,25 @@ def close_params(session_id: str) -> dict[str, Any]:
     return {"sessionId": session_id}
 
 
+def fork_params(
+    version: int,
+    session_id: str,
+    cwd: str,
+    additional_directories: Sequence[str] | None = None,
+    mcp_servers: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """``session/fork`` params (unstable upstream: ``ForkSessionRequest`` of the v2 draft's
+    unstable schema; claude-agent-acp 0.23.1 takes the same over v1): the session to fork and
+    the new session's roots and MCP servers, as for ``session/new``."""
+    params: dict[str, Any] = {"sessionId": session_id, "cwd": cwd}
+    return _roots_and_servers(version, params, additional_directories, mcp_servers)
+
+
+def delete_params(session_id: str) -> dict[str, Any]:
+    """``session/delete`` params."""
+    return {"sessionId": session_id}
+
+
 def list_params(cwd: str | None = None, cursor: str | None = None) -> dict[str, Any]:
     """``session/list`` params."""
     params: dict[str, Any] = {}

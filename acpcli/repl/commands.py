@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
 from acpcli.repl.queue import PromptQueue, one_line
-from acpcli.safe_text import safe_line, safe_text
+from acpcli.safe_text import safe_line, safe_text, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -164,21 +164,21 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
     return None
 
 
-def _come_back_hint(features: AgentFeatures) -> str:
-    """How to reopen a listed session, naming only what this agent supports."""
+def _come_back_hint(features: AgentFeatures, sid: str = "ID", lead: str = "come back to one with") -> str:
+    """How to reopen a listed session (``sid``), naming only what this agent supports."""
     if features.resume and features.load:
-        return "come back to one with: acpcli resume ID (or acpcli load ID to see it replayed)"
+        return f"{lead}: acpcli resume {sid} (or acpcli load {sid} to see it replayed)"
     if features.resume:
-        return "come back to one with: acpcli resume ID"
+        return f"{lead}: acpcli resume {sid}"
     if features.load:
-        return "come back to one with: acpcli load ID"
+        return f"{lead}: acpcli load {sid}"
     return f"{features.display_name} can neither resume nor load a session"
 
 
 def _show_setting(ctx: Context, choice: settings.Choice) -> None:
     ctx.say(f"{choice.name} ({choice.key}): {choice.current}")
     if choice.kind == "boolean":
-        ctx.say(f"  /config {choice.key} on|off")
+        ctx.say(f"  /config {choice.key} true|false (or on|off)")
         return
     from acpcli.render.fit import cells, pad
 
@@ -197,8 +197,13 @@ async def _set(ctx: Context, key: str, value_text: str) -> None:
     if value_text:
         now = await ctx.link.set_by_name(ctx.live, key, value_text)
         ctx.say(f"{now.name}: {now.current}")
-    else:
-        _show_setting(ctx, ctx.link.find_setting(ctx.live, key))
+        return
+    shown = ctx.link.find_setting(ctx.live, key)
+    _show_setting(ctx, shown)
+    if shown.category == settings.MODEL:  # the spec: model_config options belong near the model
+        for related in ctx.choices():
+            if related.category == settings.MODEL_CONFIG:
+                ctx.say(f"  {related.name} ({related.key}): {related.current} — /config {related.key} VALUE")
 
 
 async def _mode(ctx: Context, arg: str) -> int | None:
@@ -213,6 +218,8 @@ async def _model(ctx: Context, arg: str) -> int | None:
 
 async def _config(ctx: Context, arg: str) -> int | None:
     key, _, value = arg.strip().partition(" ")
+    if "=" in key and not value.strip():  # NAME=VALUE, as --set takes it on the command line
+        key, _, value = key.partition("=")
     if key:
         await _set(ctx, key, value.strip())
         return None
@@ -221,17 +228,40 @@ async def _config(ctx: Context, arg: str) -> int | None:
         ctx.say("the agent offers no settings for this session")
     from acpcli.render.fit import cells, pad, shorten
 
-    # Three columns as wide as their longest cell (the first two at most a third of the
-    # line each, cut at a word), the names wrapped under their column.
+    # Columns as wide as their longest cell (name and value at most a third of the line
+    # each, cut at a word), then the category, the names wrapped under their column.
     third = max(12, ctx.env.err.width // 3)
     keys = [shorten(safe_line(c.key), third) for c in found]
     values = [shorten(safe_line(str(c.current)), third) for c in found]
+    categories = [safe_line(_category(c)) for c in found]
     key_width = max((cells(k) for k in keys), default=0)
     value_width = max((cells(v) for v in values), default=0)
-    for choice, key, value in zip(found, keys, values, strict=True):
-        ctx.say(f"  {pad(key, key_width)}  {pad(value, value_width)}  {choice.name}", hang=2 + key_width + 2 + value_width + 2)
+    category_width = max((cells(c) for c in categories), default=0)
+    for choice, key, value, category in zip(found, keys, values, categories, strict=True):
+        head = f"  {pad(key, key_width)}  {pad(value, value_width)}  {pad(category, category_width)}  "
+        ctx.say(head + choice.name, hang=cells(head))
     if found:
-        ctx.say("  /config NAME shows the values; /config NAME VALUE sets one")
+        ctx.say("  /config NAME shows the values; /config NAME VALUE (or NAME=VALUE) sets one")
+    return None
+
+
+def _category(choice: settings.Choice) -> str:
+    """An option's category (``-`` without one); the older v1 ``modes``/``models`` states say so."""
+    if choice.kind in ("modes", "models"):
+        return f"{choice.category} (v1 {choice.kind})"
+    return choice.category or "-"
+
+
+async def _fork(ctx: Context, arg: str) -> int | None:
+    from acpcli import capabilities
+    from acpcli.session.attach import fork_recorded
+    from acpcli.session.context import Run
+
+    capabilities.require(ctx.link.features, "session/fork")  # the capability message, nothing sent
+    ctx.writer.flush()  # the transcript so far, whole, before it is copied
+    forked = await fork_recorded(ctx.link, ctx.live.session_id, Run(env=ctx.env), ctx.index, ctx.writer)
+    ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")
+    ctx.say("  " + _come_back_hint(ctx.link.features, shown_id(forked.session_id), lead="continue the fork with"))
     return None
 
 
@@ -302,6 +332,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("thoughts", "toggle showing thoughts in full", _thoughts),
     SlashCommand("export", "write this session's transcript to a file", _export, "FILE"),
     SlashCommand("sessions", "list this agent's sessions here", _sessions),
+    SlashCommand("fork", "fork this session: a new one with the conversation so far", _fork),
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),
     SlashCommand("logout", "log out of the agent", _logout),
     SlashCommand("cancel", "cancel the running turn (as Ctrl-C does)", _cancel),

@@ -1,4 +1,4 @@
-"""Setting a session up over a link (new, load, resume) with the local index kept in step.
+"""Setting a session up over a link (new, fork, load, resume) with the local index kept in step.
 
 Recorded before a replay arrives, rolled back if the agent refuses, the replay bracketed in
 the event log, a forgotten never-prompted session replaced, "not found" made an exit-8 error.
@@ -14,7 +14,14 @@ from acpcli.errors import AuthRequired, RpcError, SessionNotFound, UnknownSessio
 from acpcli.safe_text import shown_id
 from acpcli.session import forgotten
 from acpcli.session.agent import agent_label
-from acpcli.session.records import REPLAY_ABORT, REPLAY_END, REPLAY_START, had_turns, rebuild
+from acpcli.session.records import (
+    FORKED,
+    REPLAY_ABORT,
+    REPLAY_END,
+    REPLAY_START,
+    had_turns,
+    rebuild,
+)
 
 if TYPE_CHECKING:
     from acpcli.negotiate import AgentFeatures
@@ -41,11 +48,26 @@ async def attach(
     A session the index did not know is recorded before its replay arrives and removed
     again if the agent refuses it, so a failed command leaves nothing behind.
     """
-    if command == "new":
-        live = await logged_in(
-            link, run, lambda: link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
-        )
+    if command in ("new", "fork"):
+        if command == "fork":
+            assert session_id is not None
+            parent = index.get(session_id)
+            try:
+                live = await logged_in(
+                    link, run, lambda: link.fork(
+                        parent.wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view
+                    ),
+                )
+            except BaseException as err:
+                raise_if_unknown(err, parent.id, parent, link.features.display_name)
+                raise
+        else:
+            live = await logged_in(
+                link, run, lambda: link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
+            )
         _record_new(live, inputs, link.features, run, index)
+        if command == "fork":
+            _copy_transcript(index, writer, parent, live.session_id)
         if run.title:
             index.set_title(live.session_id, run.title, by_user=True)
         if inputs.mcp_refs:
@@ -113,6 +135,34 @@ async def attach(
     if run.title:
         index.set_title(sid, run.title, by_user=True)
     return live
+
+
+async def fork_recorded(link: AgentLink, session_id: str, run: Run, index: Index, writer: EventWriter) -> LiveSession:
+    """Fork the recorded session ``session_id`` over an open ``link`` (``/fork`` in the REPL):
+    the new session recorded with its parent and a copy of its transcript, as ``acpcli fork``
+    does; its writer lock is let go at once (nothing runs on it here)."""
+    from acpcli.session.inputs import Options
+
+    parent = index.get(session_id)
+    live = await attach(link, "fork", Options().inputs(parent), run, index, writer, None, parent.id)
+    if live.lock is not None:
+        live.lock.release()
+    return live
+
+
+def _copy_transcript(index: Index, writer: EventWriter, parent: SessionRecord, session_id: str) -> None:
+    """A fork's local record: its parent named, and its event log starting with a copy of the
+    parent's events, as stored (so ``show``, ``export`` and ``search`` have the conversation so
+    far); its title is the parent's until the agent or a prompt gives it one."""
+    index.set_parent(session_id, parent.id)
+    if parent.prompt_title:
+        index.set_prompt_title(session_id, parent.prompt_title)
+    import json
+
+    for _seq, kind, payload in index.events_raw(parent.id):
+        writer.append(session_id, kind, payload)
+    writer.append(session_id, FORKED, json.dumps({"parent": parent.id}))
+    writer.flush()
 
 
 #: How many ``ID.N`` local ids a new session whose agent id is taken tries before a random one.

@@ -6,7 +6,9 @@ No real agent keeps a session it has not been prompted in (REAL-AGENTS.md): afte
 identifier", or "No previous sessions found" when the project has none). Such a session holds nothing to lose, so the id ``new`` printed keeps working:
 a fresh ``session/new`` with the recorded setup (cwd, extra roots, MCP servers, the settings
 changed since) stands in for it, and the index maps the user's id to the agent's new one
-(``agent_session_id``). A session that had a turn is not replaced: the error says so.
+(``agent_session_id``). A fork (``acpcli fork``) that never had a turn of its own is
+forked from its parent again instead, so it keeps the conversation it was made with. A
+session that had a turn is not replaced: the error says so.
 """
 
 from __future__ import annotations
@@ -55,18 +57,33 @@ async def stand_in(
     writer: EventWriter,
     view: View | None,
 ) -> LiveSession:
-    """A fresh agent session for the never-prompted ``known``, recorded under its id."""
-    from acpcli.errors import AcpcliError
+    """A fresh agent session for the never-prompted ``known``, recorded under its id: for a
+    fork whose parent is recorded and an agent that forks, a fork of the parent again."""
+    from acpcli.errors import AcpcliError, SessionNotFound
 
-    live = await link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
+    parent = None
+    if known.parent_id and link.features.fork:
+        try:
+            parent = index.get(known.parent_id)
+        except SessionNotFound:
+            parent = None  # deleted since: a fresh session is what is left
+    if parent is not None:
+        live = await link.fork(parent.wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
+    else:
+        live = await link.new(inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view)
     agent_id = live.session_id
     live.session_id, live.wire_id = known.id, (agent_id if agent_id != known.id else None)
     live.recorder = writer
     index.set_agent_session_id(known.id, agent_id)
     sid = shown_id(known.id)
+    how = (
+        f"forked {shown_id(parent.id)} again ({shown_id(agent_id)})"
+        if parent is not None
+        else f"started a fresh agent session with the same setup ({shown_id(agent_id)})"
+    )
     run.env.err.print(
         f"acpcli: {link.features.display_name} no longer knows session {sid} ({sid} never had a turn): "
-        f"started a fresh agent session with the same setup ({shown_id(agent_id)}); {sid} keeps working",
+        f"{how}; {sid} keeps working",
         markup=False,
         highlight=False,
     )

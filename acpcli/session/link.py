@@ -365,6 +365,38 @@ class AgentLink:
         seed_settings(live, result)
         return live
 
+    async def fork(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: Sequence[str] = (),
+        mcp_servers: Sequence[dict[str, Any]] = (),
+        *,
+        sink: Sink | None = None,
+        recorder: Recorder | None = None,
+    ) -> LiveSession:
+        """``session/fork`` of the agent's session ``session_id``: a new session (its id in the
+        answer, like ``session/new``'s) that starts with that conversation so far.
+
+        An agent forks only a session it holds (claude-agent-acp answers -32002 for one of an
+        earlier process), so one not held over this link is resumed first (else loaded, its
+        replay neither shown nor stored: the parent's record is acpcli's already)."""
+        params = capabilities.fork_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        if session_id not in self.sessions:
+            if self.features.resume:
+                await self.resume(session_id, cwd, additional_directories, mcp_servers)
+            elif self.features.load:
+                await self.load(session_id, cwd, additional_directories, mcp_servers)
+        result = self._read("session/fork", await self.conn.request("session/fork", params))
+        new_id = result.get("sessionId")
+        if not isinstance(new_id, str) or not new_id:
+            raise RpcError(RpcError.INTERNAL_ERROR, "session/fork answered without a sessionId", method="session/fork")
+        live = self._attach(new_id, sink, recorder)
+        live.cwd, live.additional_directories = cwd, list(additional_directories)
+        live.response = result
+        seed_settings(live, result)
+        return live
+
     async def load(
         self,
         session_id: str,
@@ -478,6 +510,12 @@ class AgentLink:
         if terminals is not None:
             await terminals.release_session(session_id)  # what the closed session left running
         return result
+
+    async def delete(self, session_id: str) -> dict[str, Any]:
+        """``session/delete`` of the agent's id ``session_id`` (the agent then no longer
+        lists it); returns what the agent answered (``{}`` by the spec)."""
+        result = await self.conn.request("session/delete", capabilities.delete_params(self.features, session_id))
+        return self._read("session/delete", result)
 
     async def list_remote(self, cwd: str | None = None) -> AsyncIterator[dict[str, Any]]:
         """``session/list``, following ``nextCursor`` until the agent says there is no more."""
@@ -691,6 +729,7 @@ async def open_link(
     policy: str | None = None,
     refusals: Refusals | None = None,
     step_timeout: float | None = None,
+    cancelled: list[str] | None = None,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 
@@ -700,6 +739,7 @@ async def open_link(
     resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.client_side.ClientServices`:
     ``deny`` and ``read-only`` refuse file writes and terminals. ``step_timeout`` bounds every
     request but a turn and a login (:meth:`~acpcli.connection.Connection.request`).
+    ``cancelled`` collects the methods of requests given up with ``$/cancel_request``.
     """
     from acpcli.client_side import ClientServices
     from acpcli.connection import Connection
@@ -724,7 +764,8 @@ async def open_link(
         handlers["elicitation/create"] = dispatcher.on_elicitation
     async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
         async with Connection(
-            proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout
+            proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout,
+            cancelled=cancelled,
         ) as conn:
             features = await initialize(conn, choice=choice, offer=offer)
             services.restrict(features)

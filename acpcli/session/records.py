@@ -27,6 +27,9 @@ SETTING = "acpcli/setting"
 REPLAY_START = "acpcli/replay-start"
 REPLAY_END = "acpcli/replay-end"
 REPLAY_ABORT = "acpcli/replay-abort"
+#: The end of a fork's copy of its parent's events (``acpcli fork``): what follows is the
+#: fork's own; payload ``{"parent": ID}``.
+FORKED = "acpcli/forked"
 #: An update acpcli made itself (a tool call first seen in a permission request, tool calls
 #: marked cancelled): its payload is the update, applied on rebuild like the agent's.
 LOCAL = "acpcli/local"
@@ -55,7 +58,7 @@ def rebuild(index: Index, session_id: str, *, upto: int | None = None) -> Store:
             pending = None
         elif kind == TURN_START:
             (pending or store).turn_boundary()  # each prompt acpcli sent is its own message
-        elif kind == SETTING:
+        elif kind in (SETTING, FORKED):
             continue
         elif isinstance(event, dict):  # anything else is junk: skipped
             update: Any = event
@@ -82,8 +85,15 @@ def _events_upto(index: Index, session_id: str, upto: int) -> Iterator[tuple[str
 
 
 def had_turns(index: Index, session_id: str) -> bool:
-    """Whether acpcli ever sent a prompt in this session (or saw a user message in it)."""
-    return any(kind in _TURN_KINDS for kind, _ in index.events(session_id))
+    """Whether acpcli ever sent a prompt in this session (or saw a user message in it); for a
+    fork, in the fork itself (the parent's turns copied before :data:`FORKED` do not count)."""
+    had = False
+    for kind, _ in index.events(session_id):
+        if kind == FORKED:
+            had = False
+        elif kind in _TURN_KINDS:
+            had = True
+    return had
 
 
 def recorded_settings(index: Index, session_id: str) -> list[tuple[str, str]]:

@@ -1,6 +1,6 @@
-"""What the agent itself lists (``session/list``).
+"""What the agent itself keeps: its list (``session/list``) and deleting from it (``session/delete``).
 
-The titles it gives are saved to the sessions recorded here.
+The titles it lists are saved to the sessions recorded here.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from acpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from acpcli.persistence import Index
+    from acpcli.persistence import Index, SessionRecord
+    from acpcli.session.inputs import Options
 
 
 def list_remote(
@@ -39,6 +40,26 @@ def list_remote(
     infos = anyio.run(Supervisor().run, main)
     _save_titles(infos, choice.argv)
     return infos
+
+
+def delete_remote(record: SessionRecord, options: Options, *, timeout: float | None = None) -> str:
+    """``session/delete`` of a recorded session, sent to the agent that runs it (the recorded
+    one unless ``options`` name another), under a supervisor; the agent's display name.
+    :class:`~acpcli.errors.CapabilityMissing` (exit 6) when it does not advertise
+    ``sessionCapabilities.delete`` (v2 ``session.delete``): then nothing else is sent."""
+    import anyio
+
+    from acpcli.session.run import link_for
+    from acpcli.supervise import Supervisor
+
+    inputs = options.inputs(record)
+
+    async def main() -> str:
+        async with link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, timeout=timeout) as link:
+            await link.delete(record.wire_id)
+            return link.features.display_name
+
+    return anyio.run(Supervisor().run, main)
 
 
 def _save_titles(infos: list[dict[str, Any]], argv: list[str]) -> None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from acpcli.session.link import AgentLink, Elicitor
     from acpcli.session_lock import SessionLock
     from acpcli.store import Store
+    from acpcli.supervise import Supervisor
     from acpcli.wiretap import Tap, WireTap
 
 
@@ -51,6 +52,22 @@ def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
         if isinstance(leaf, AuthRequired) and not leaf.hint:
             leaf.hint = f"log in with `acpcli auth {agent_arg(agent)}`, then run this again"
         raise
+
+
+@contextmanager
+def _given_up(supervisor: Supervisor) -> Iterator[None]:
+    """Ctrl-C while the agent had not answered a setup step (``initialize``, ``session/new``,
+    a slow ``session/load``): that request was abandoned with ``$/cancel_request`` (see
+    :mod:`acpcli.connection`), the agent stopped; one line says so (exit 130)."""
+    from acpcli.errors import Interrupted
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        if not supervisor.cancelled:
+            raise
+        what = ", ".join(dict.fromkeys(supervisor.cancelled))
+        raise Interrupted(f"interrupted: gave up waiting for {what} (the agent was asked to cancel it)") from None
 
 
 def link_for(
@@ -100,6 +117,7 @@ def link_for(
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
         step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
+        cancelled=run.supervisor.cancelled if run is not None and run.supervisor is not None else None,
     )
     return link if wire_log is None else _logged(link, wire_log)
 
@@ -201,10 +219,10 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
 
 
 def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
-    """``new``, ``load`` or ``resume``: start the agent, set the session up, record it,
-    then hand over to the person or print what a script needs (``new``: the id; ``load``:
-    the session's transcript as ``show`` has it, the record merged with the replay;
-    ``resume``: nothing)."""
+    """``new``, ``fork``, ``load`` or ``resume``: start the agent, set the session up, record
+    it, then hand over to the person or print what a script needs (``new`` and ``fork``: the
+    new id; ``load``: the session's transcript as ``show`` has it, the record merged with the
+    replay; ``resume``: nothing). ``session_id``: the session loaded, resumed or forked."""
     import anyio
 
     from acpcli.errors import ExitCode
@@ -225,7 +243,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
         index = open_index(on_failure=storage_failed)
         writer = supervisor.writer = index.writer()
-        reattaching = person is not None and command in ("load", "resume")  # the replay is drawn whole
+        reattaching = person is not None and command in ("load", "resume", "fork")  # the replay is drawn whole
         view: View | None
         if reattaching:
             assert person is not None
@@ -242,8 +260,9 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                     # Refused before anything is shown, and before it waits for anyone; then
                     # the replay is written by one writer (another acpcli's turn ends first).
                     capabilities.require(link.features, f"session/{command}")
-                    lock = await _claimed(session_id, run)
-                if reattaching:
+                    if command != "fork":  # a fork writes only its own, new session
+                        lock = await _claimed(session_id, run)
+                if reattaching and command != "fork":
                     assert session_id is not None and person is not None
                     local = _local_store(index, session_id) if command == "resume" else None
                     person.banner(session_id, link.features)
@@ -259,12 +278,16 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                         view.print_store(local)
                 else:
                     live = await attach(link, command, inputs, run, index, writer, view, session_id)
+                if command == "fork" and person is not None:
+                    person.banner(live.session_id, link.features)  # the new session's id
+                    local = _local_store(index, live.session_id)  # the conversation so far, copied
                 lock = live.lock = lock or live.lock  # load/resume: ours; new: taken as it was recorded
                 live.lock_wait = run.wait
                 if person is not None:
                     if reattaching:
                         assert view is not None
-                        view = await person.show_replay(link, live, command, view, local)
+                        shown = "load" if command == "fork" else command  # drawn as a load's record
+                        view = await person.show_replay(link, live, shown, view, local)
                     writer.flush()
                     if lock is not None:
                         lock.release()  # between turns nobody writes: each turn takes it again
@@ -275,7 +298,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 if view is not None:
                     view.close()
                     view = None
-                if command == "new":
+                if command in ("new", "fork"):
                     from acpcli.safe_text import safe_line
 
                     run.env.stdout.write(safe_line(live.session_id) + "\n")  # the agent chose it
@@ -292,7 +315,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 _put_away(writer, index)
 
     try:
-        with _auth_hinted(inputs.agent):
+        with _auth_hinted(inputs.agent), _given_up(supervisor):
             return anyio.run(supervisor.run, main)
     finally:
         if lock is not None:
@@ -314,6 +337,15 @@ async def _claimed(session_id: str, run: Run) -> SessionLock:
 def new(options: Options, run: Run) -> int:
     """``acpcli new``: the inputs checked, then :func:`lifecycle`."""
     return lifecycle("new", options.inputs(), run)
+
+
+def fork(session_id: str, options: Options, run: Run) -> int:
+    """``acpcli fork ID``: the recorded session (exit 8 when it is not) forked on its agent
+    (``session/fork``, refused with exit 6 when not advertised), then :func:`lifecycle`."""
+    from acpcli.session.inputs import lookup
+
+    record = lookup(session_id)
+    return lifecycle("fork", options.inputs(record), run, session_id=record.id)
 
 
 def reattach(command: str, session_id: str, options: Options, run: Run, *, new_if_missing: bool = False) -> int:
@@ -538,7 +570,7 @@ def prompt(
                 _put_away(writer, index)
 
     try:
-        with _auth_hinted(inputs.agent):
+        with _auth_hinted(inputs.agent), _given_up(supervisor):
             return anyio.run(supervisor.run, main)
     finally:
         if lock is not None:

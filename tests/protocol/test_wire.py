@@ -17,7 +17,9 @@ V1_ALL = features_from_result(
         "agentCapabilities": {
             "loadSession": True,
             "mcpCapabilities": {"http": True},
-            "sessionCapabilities": {"resume": {}, "close": {}, "list": {}, "additionalDirectories": {}},
+            "sessionCapabilities": {
+                "resume": {}, "close": {}, "list": {}, "delete": {}, "additionalDirectories": {},
+            },
         },
     }
 )
@@ -30,6 +32,7 @@ V2_ALL = features_from_result(
                 "resume": {},
                 "close": {},
                 "list": {},
+                "delete": {},
                 "additionalDirectories": {},
                 "mcp": {"stdio": {}, "http": {}},
             }
@@ -58,6 +61,7 @@ def test_builders_match_the_models(features) -> None:
     roundtrip(v, "session/resume", capabilities.resume_params(features, "s1", "/w", [], [HTTP]))
     roundtrip(v, "session/close", capabilities.close_params(features, "s1"))
     roundtrip(v, "session/list", capabilities.list_params(features, "/w", "c2"))
+    roundtrip(v, "session/delete", capabilities.delete_params(features, "s1"))
     roundtrip(v, "session/prompt", wire.prompt_params("s1", [wire.text_block("hi")]))
 
 
@@ -81,6 +85,8 @@ def test_nothing_unadvertised_is_built(features) -> None:
         capabilities.close_params(features, "s")
     with pytest.raises(CapabilityMissing, match="session/list"):
         capabilities.list_params(features)
+    with pytest.raises(CapabilityMissing, match="session/delete"):
+        capabilities.delete_params(features, "s")
     with pytest.raises(CapabilityMissing, match="additional directories"):
         capabilities.new_params(features, "/w", ["/x"])
     with pytest.raises(CapabilityMissing, match="http MCP"):
