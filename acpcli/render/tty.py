@@ -341,7 +341,7 @@ class _LiveArea:
         # taller than the terminal (a long code block streaming): show its newest lines,
         # under a note (rich would keep the top and hide what is arriving); the whole
         # block goes to the scrollback when it is finished
-        room = max(2, options.size.height - 1)
+        room = max(2, options.size.height - 1 - view._reserve)
         if len(lines) + (1 if hidden else 0) > room:
             cut = len(lines) - room + 1  # a row is left for the note
             lines = lines[cut:]
@@ -800,9 +800,11 @@ class TtyView:
         clock: Callable[[], float] = time.monotonic,
         store: Store | None = None,
         final_only: bool = False,
+        notes: bool = False,
     ) -> None:
         self.console = console
         self._final_only = final_only
+        self._notes = notes and not final_only
         self._closed = False
         self._show_thoughts = show_thoughts
         self._quiet = quiet
@@ -823,6 +825,11 @@ class TtyView:
         self._stale: dict[int, _ToolBlock | _PlanBlock] = {}
         self._turn_started: float | None = None  # a turn runs: the live region shows a status line
         self._paused = False  # flushed mid-turn (a question is on screen): no status until a change
+        self._noted = False  # the last piece for the scrollback is a note: the next note needs no gap
+        # held (a question is drawn below the live area's last frame): nothing is drawn until
+        # release(); the number of rows that frame left on the screen
+        self._held: int | None = None
+        self._reserve = 0  # rows the held frame leaves free below it (for the question)
 
     @property
     def show_thoughts(self) -> bool:
@@ -889,6 +896,7 @@ class TtyView:
     def flush(self) -> None:
         """Commit the live block to the scrollback and stop the live region (mid-turn: until
         the next change, so a question drawn below is left alone)."""
+        self._held = None  # (a frame held for a question stays where it is)
         self._commit()
         self._drain()
         self._due = False
@@ -896,6 +904,69 @@ class TtyView:
         if self._live is not None:
             live, self._live = self._live, None
             live.stop()
+
+    def note(self, text: str | Text, style: str | None = None) -> bool:
+        """Show one line that is not the session's (a refusal, ``cancelling…``, a slash
+        command's answer) in the scrollback, in order: above the live area, which stays live
+        (a line written beside the live region would be wiped by its next redraw, and would
+        leave part of its last frame behind). False when this view takes no notes (built
+        without ``notes``: stderr is not this terminal): the caller writes the line itself."""
+        if not self._notes or self._closed:
+            return False
+        line = text if isinstance(text, Text) else Text(safe_text(text), style=style or "")
+        self._queue.append(_Piece(line, self._printed and not self._noted))
+        self._printed = True
+        self._noted = True
+        if self._held is None:
+            self._refresh()
+        return True
+
+    def hold(self, reserve: int = 0) -> bool:
+        """Stop drawing, leaving the live area's last frame (the tool call being asked about)
+        on the screen without committing it, so that a question of ``reserve`` rows can be
+        drawn below it (the frame is cut to leave them: a frame pushed off the top of the
+        screen could not be taken off it again). Until :meth:`release` changes are recorded
+        and not drawn. False (and nothing done) when this view takes no notes: the caller
+        then :meth:`flush`es it."""
+        if not self._notes or self._closed:
+            return False
+        if self._held is not None:
+            return True
+        self._drain()
+        self._paused = self._turn_started is not None  # the frame left behind has no status line
+        rows = 0
+        live = self._live
+        if live is not None:
+            self._live = None
+            self._reserve = reserve
+            try:
+                live.refresh()  # the frame without the status line, cut to leave the rows
+                shape = getattr(live._live_render, "_shape", None)  # (width, height) of that frame
+                rows = shape[1] if shape else 0
+                live.stop()  # (draws it again, and moves below it)
+            finally:
+                self._reserve = 0
+        self._held = rows
+        return True
+
+    def release(self, rows_below: int = 0) -> None:
+        """The question is answered and erased: take the held frame (and ``rows_below`` rows
+        printed under it since, the question's own line) off the screen; the live block is
+        drawn again, as it is now, by the next refresh."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        rows = held + rows_below
+        if rows and self.console.is_terminal:
+            from rich.control import Control, ControlType
+
+            self.console.control(
+                Control(ControlType.CARRIAGE_RETURN, (ControlType.ERASE_IN_LINE, 2),
+                        *(((ControlType.CURSOR_UP, 1), (ControlType.ERASE_IN_LINE, 2)) * rows))
+            )
+        self._paused = False
+        if self._live_block is not None or self._queue or self._turn_started is not None:
+            self._refresh()
 
     def print_store(self, store: Store) -> None:
         """Print every entry of ``store`` in its final state (``show``)."""
@@ -924,10 +995,11 @@ class TtyView:
         """Queue a piece for the scrollback; it is printed at the next refresh (or flush)."""
         self._queue.append(_Piece(renderable, self._printed))
         self._printed = True
+        self._noted = False
 
     def _drain(self) -> None:
         """Print the queued pieces, in one ``console.print`` (which also redraws the live region)."""
-        if self._queue:
+        if self._queue and self._held is None:
             pieces, self._queue = self._queue, []
             self.console.print(pieces[0] if len(pieces) == 1 else Group(*pieces))
 
@@ -990,6 +1062,9 @@ class TtyView:
 
     def _refresh(self) -> None:
         """Print the queued pieces and redraw the live region (printing redraws it too)."""
+        if self._held is not None:  # a question is on the screen: drawn after it
+            self._due = True
+            return
         self._due = False
         self._last_refresh = self._clock()
         if self._turn_started is not None and not self._paused:

@@ -40,7 +40,12 @@ class Context:
 
     def say(self, text: str, style: str | None = None) -> None:
         # Lines quote the agent (titles, setting names, command names): shown, never obeyed.
-        self.env.err.print(safe_text(text), style=style, markup=False, highlight=False)
+        # Drawn by the session's view when it takes notes: the agent may be streaming meanwhile
+        # (gemini answers /mode with a message), and a line beside its live region is wiped.
+        from acpcli.client_side import note_on_screen
+
+        if not note_on_screen(self.live.sink, safe_text(text), style):
+            self.env.err.print(safe_text(text), style=style, markup=False, highlight=False)
 
     def choices(self) -> list[settings.Choice]:
         return self.live.settings()

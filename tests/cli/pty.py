@@ -43,7 +43,11 @@ def _env() -> dict[str, str]:
 class Pty:
     """One acpcli process on a pseudo-terminal, answering cursor-position requests."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], cwd: Path, *, true_cpr: bool = False) -> None:
+        #: Answer cursor-position requests with where the emulated screen's cursor is (a
+        #: terminal's answer), rather than always row 1: prompt-toolkit then scrolls the screen
+        #: as a terminal would (what was drawn above a question stays on the visible screen).
+        self.true_cpr = true_cpr
         self.child = pexpect.spawn(
             argv[0], argv[1:], env=_env(), cwd=str(cwd), dimensions=(30, 100),
             encoding="utf-8", codec_errors="replace", timeout=TIMEOUT,
@@ -62,9 +66,17 @@ class Pty:
                 raise AssertionError(f"acpcli ended while waiting for {wanted!r}:\n{self._tail()}") from None
             self.seen += (self.child.before or "") + (self.child.after if isinstance(self.child.after, str) else "")
             if i == 0:
-                self.child.send("\x1b[1;1R")  # a terminal's answer: row 1, column 1
+                self.child.send(self._cursor_position())
                 continue
             return i - 1
+
+    def _cursor_position(self) -> str:
+        if not self.true_cpr:
+            return "\x1b[1;1R"  # a terminal's answer: row 1, column 1
+        from .screen import Screen
+
+        screen = Screen(100, 30).feed(self.seen)
+        return f"\x1b[{screen.row - screen.top + 1};{min(screen.col, 99) + 1}R"
 
     def prompt(self) -> None:
         """Wait until the input prompt is drawn and reading keys."""
@@ -103,13 +115,13 @@ def spawn(workdir: Path):  # type: ignore[no-untyped-def]
     """``spawn(*acpcli_args, cwd=workdir)`` -> :class:`Pty`; every pty is killed at teardown."""
     started: list[Pty] = []
 
-    def start(*args: str, cwd: Path | None = None, shell_after: bool = False) -> Pty:
+    def start(*args: str, cwd: Path | None = None, shell_after: bool = False, true_cpr: bool = False) -> Pty:
         argv = [sys.executable, "-m", "acpcli", *args]
         if shell_after:
             # Run stty in the same pty once acpcli is gone, to see the state it left behind.
             script = '"$@"; echo "ACPCLI-EXIT=$?"; stty -a'
             argv = ["bash", "-c", script, "bash", *argv]
-        pty = Pty(argv, cwd or workdir)
+        pty = Pty(argv, cwd or workdir, true_cpr=true_cpr)
         started.append(pty)
         return pty
 
