@@ -60,9 +60,11 @@ from acpcli.render.transcript import (
     block_label,
     content_item_lines,
     diff_lines,
+    is_markdown_output,
     location_line,
     plan_entry_text,
     stop_reason_text,
+    tool_text_parts,
 )
 from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import (
@@ -388,17 +390,57 @@ def diff_text(item: dict[str, Any], max_lines: int = MAX_DIFF_LINES) -> Text:
     return text
 
 
-def _content_item(item: dict[str, Any]) -> Text:
+def _content_item(item: dict[str, Any]) -> Text | list[Text | MarkdownLines]:
     itype = item.get("type")
     if itype == "diff":
         return diff_text(item)
     if itype == "terminal":
         return Text(f"▸ terminal {safe_line(str(item.get('terminalId', '?')))} (its output is shown by the agent)", style="dim")
+    block = item.get("content") if itype == "content" else None
+    raw = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+    if isinstance(raw, str) and ("<system-reminder>" in raw or is_markdown_output(raw)):
+        return _text_pieces(raw)
     lines, more = _clip(content_item_lines(item), MAX_TEXT_LINES)
     text = Text(safe_text("\n".join(lines)))
     if more:
         text.append(f"\n… {more} more lines", style="dim")
     return text
+
+
+def _text_pieces(raw: str) -> list[Text | MarkdownLines]:
+    """Tool output drawn as Markdown where it is (claude's fenced ```` ```console ```` blocks),
+    its ``<system-reminder>`` blocks folded to one dim line each; at most
+    :data:`MAX_TEXT_LINES` lines of it, as for plain output."""
+    pieces: list[Text | MarkdownLines] = []
+    room = MAX_TEXT_LINES
+    more = 0
+    for folded, part in tool_text_parts(raw):
+        if folded:
+            if room > 0:
+                pieces.append(Text(safe_line(part), style="dim"))
+                room -= 1
+            else:
+                more += 1
+            continue
+        lines = part.strip("\n").split("\n")
+        if not part.strip():
+            continue
+        shown, cut = lines[:max(0, room)], max(0, len(lines) - max(0, room))
+        more += cut
+        room -= len(shown)
+        if shown:
+            text = safe_text("\n".join(shown))
+            pieces.append(MarkdownLines(text) if is_markdown_output(part) else Text(text))
+    if more:
+        pieces.append(Text(f"… {more} more lines", style="dim"))
+    return pieces
+
+
+def _drawn_lines(drawn: Text | list[Text | MarkdownLines]) -> int:
+    """About how many lines an item takes (a Markdown piece: its source lines)."""
+    if isinstance(drawn, Text):
+        return drawn.plain.count("\n") + 1
+    return sum((p.plain if isinstance(p, Text) else p.text).count("\n") + 1 for p in drawn)
 
 
 #: The most characters of a tool call's title a header shows (the agent's text: a 1 MB title
@@ -424,21 +466,21 @@ class _ItemCache:
     __slots__ = ("_items", "_totals", "_totals_of")
 
     def __init__(self) -> None:
-        self._items: dict[int, tuple[dict[str, Any], Text, int]] = {}
+        self._items: dict[int, tuple[dict[str, Any], Text | list[Text | MarkdownLines], int]] = {}
         # running line totals of the content list last asked about (a tool call's content
         # only grows by appends, or is replaced by a new list)
         self._totals_of: list[dict[str, Any]] | None = None
         self._totals: list[int] = [0]
 
-    def _entry(self, item: dict[str, Any]) -> tuple[dict[str, Any], Text, int]:
+    def _entry(self, item: dict[str, Any]) -> tuple[dict[str, Any], Text | list[Text | MarkdownLines], int]:
         hit = self._items.get(id(item))
         if hit is not None and hit[0] is item:
             return hit
-        text = _content_item(item)
-        hit = self._items[id(item)] = (item, text, text.plain.count("\n") + 1)
+        drawn = _content_item(item)
+        hit = self._items[id(item)] = (item, drawn, _drawn_lines(drawn))
         return hit
 
-    def get(self, item: dict[str, Any]) -> Text:
+    def get(self, item: dict[str, Any]) -> Text | list[Text | MarkdownLines]:
         return self._entry(item)[1]
 
     def newest(self, items: list[dict[str, Any]], room: int, first: int = 0) -> tuple[list[dict[str, Any]], int]:
@@ -480,9 +522,19 @@ def tool_renderable(
     if skipped:
         parts.append(Text(f"  ⋮ {skipped} earlier lines", style="dim"))
     get = cache.get if cache is not None else _content_item
-    items = [get(item) for item in (call.content if content is None else content)]
-    if items:  # one text: rich lays out each renderable of a group at a cost of its own
-        parts.append(Padding(Text("\n").join(items), (0, 0, 0, 2)))
+    run: list[Text] = []  # texts in a row: one text, as rich lays out each renderable of a group at a cost of its own
+    for item in call.content if content is None else content:
+        drawn = get(item)
+        for piece in [drawn] if isinstance(drawn, Text) else drawn:
+            if isinstance(piece, Text):
+                run.append(piece)
+                continue
+            if run:
+                parts.append(Padding(Text("\n").join(run), (0, 0, 0, 2)))
+                run = []
+            parts.append(Padding(piece, (0, 0, 0, 2)))
+    if run:
+        parts.append(Padding(Text("\n").join(run), (0, 0, 0, 2)))
     return Group(*parts)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from acpcli.errors import ExitCode
 
+from .conftest import Cli
 from .pty import CHOICE, CTRL_C, Pty
 from .screen import screen_text
 
@@ -108,3 +109,30 @@ def test_a_slash_commands_answer_stays_when_the_agent_streams_meanwhile(spawn) -
     assert len(_lines(screen, "[MODE_UPDATE] yolo")) == 1, screen  # the agent's message, once
     assert _lines(screen, "Mode: YOLO") == ["Mode: YOLO"], screen  # acpcli's confirmation stayed
     assert pty.leave()[0] == ExitCode.OK
+
+
+def test_markdown_tool_output_is_drawn_as_markdown_and_reminders_are_folded(
+    spawn, cli: Cli
+) -> None:  # type: ignore[no-untyped-def]
+    pty = _start(spawn)
+    pty.say("console")
+    pty.expect("CONSOLE-DONE")
+    pty.prompt()
+    status, sid = pty.leave()
+    assert status == ExitCode.OK
+    screen = screen_text(pty.seen)
+    assert "$ ls -la" in screen and "README.md" in screen, screen
+    assert "```" not in screen, screen  # a code block, not literal fences
+    assert len(_lines(screen, "system reminder, 3 lines")) == 1, screen
+    assert "REMINDER-LAST-LINE" not in screen and "malware" not in screen, screen
+
+    shown = cli.ok("show", sid).stdout
+    assert "[system reminder, 3 lines]" in shown and "REMINDER-LAST-LINE" not in shown, shown
+    markdown = cli.ok("export", sid, "--format", "markdown").stdout
+    # not fenced twice
+    assert markdown.count("```console") == 1 and "```text" not in markdown, markdown
+    assert "````" not in markdown, markdown
+    assert "[system reminder, 3 lines]" in markdown, markdown
+    assert "REMINDER-LAST-LINE" not in markdown, markdown
+    jsonl = cli.ok("export", sid, "--format", "jsonl").stdout
+    assert "REMINDER-LAST-LINE" in jsonl  # the record keeps it whole
