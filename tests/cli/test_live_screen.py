@@ -136,3 +136,16 @@ def test_markdown_tool_output_is_drawn_as_markdown_and_reminders_are_folded(
     assert "REMINDER-LAST-LINE" not in markdown, markdown
     jsonl = cli.ok("export", sid, "--format", "jsonl").stdout
     assert "REMINDER-LAST-LINE" in jsonl  # the record keeps it whole
+
+
+def test_cancelling_a_prompt_on_a_terminal_keeps_the_notice(spawn, cli: Cli) -> None:  # type: ignore[no-untyped-def]
+    # without a host, and through one (--keep-alive): the line is drawn by the view either way
+    for keep in ("0", "30"):
+        pty: Pty = spawn("prompt", "--cmd", CMD, "--keep-alive", keep, "cancel", true_cpr=True)
+        pty.expect("value_20 ")
+        pty.child.send(CTRL_C)
+        assert pty.wait() == ExitCode.INTERRUPTED
+        screen = screen_text(pty.seen)
+        assert len(_lines(screen, "cancelling…")) == 1, (keep, screen)
+        assert "lines above" not in screen, (keep, screen)
+    cli.ok("stop", "--all")
