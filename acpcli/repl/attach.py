@@ -67,6 +67,7 @@ async def attach(env: Environment, channel: Channel, session_id: str, decider: A
     from prompt_toolkit.key_binding import KeyBindings
     from rich.markup import escape
 
+    from acpcli.client_side import note_on_screen
     from acpcli.host.client import apply_event
     from acpcli.render import make_view
     from acpcli.repl.above import AboveInput
@@ -136,7 +137,8 @@ async def attach(env: Environment, channel: Channel, session_id: str, decider: A
                 if ahead:
                     _above(env, f"queued behind {ahead} turn{'s' if ahead != 1 else ''}")
             elif kind == "note":
-                _above(env, safe_line(str(message.get("text"))))
+                if not note_on_screen(live.sink, safe_line(str(message.get("text"))), "dim"):  # mid-turn: the view
+                    _above(env, safe_line(str(message.get("text"))))
             elif kind == "ask":
                 params = message.get("params")
                 result = await decider(live, params) if isinstance(params, dict) else None
@@ -155,11 +157,15 @@ async def attach(env: Environment, channel: Channel, session_id: str, decider: A
 
                 async def interrupts() -> None:
                     async for _ in signals:
+                        # drawn by the view, in order (a line beside its live region is wiped)
                         if turns.ours:
-                            env.err.print("[yellow]cancelling…[/]")
+                            if not note_on_screen(view, "cancelling…", "yellow"):
+                                env.err.print("[yellow]cancelling…[/]")
                             await channel.send({"t": "cancel"})
                         else:
-                            env.err.print("[dim]this turn is another terminal's: Ctrl-C there cancels it[/]")
+                            line = "this turn is another terminal's: Ctrl-C there cancels it"
+                            if not note_on_screen(view, line, "dim"):
+                                env.err.print(f"[dim]{line}[/]")
 
                 tg.start_soon(interrupts)
                 tick = getattr(view, "tick", None)

@@ -149,3 +149,22 @@ def test_cancelling_a_prompt_on_a_terminal_keeps_the_notice(spawn, cli: Cli) -> 
         assert len(_lines(screen, "cancelling…")) == 1, (keep, screen)
         assert "lines above" not in screen, (keep, screen)
     cli.ok("stop", "--all")
+
+
+def test_cancelling_in_an_attached_terminal_keeps_the_notice(spawn, cli: Cli) -> None:  # type: ignore[no-untyped-def]
+    live = {"ACPCLI_KEEP_ALIVE": "300"}
+    sid = cli.ok("new", "--no-repl", "--cmd", CMD, env=live).stdout.strip()
+    try:
+        pty: Pty = spawn("attach", sid, true_cpr=True)
+        pty.expect("attached to")
+        pty.prompt()
+        pty.say("cancel")
+        pty.expect("value_20 ")
+        pty.child.send(CTRL_C)
+        pty.expect("Turn ended")
+        pty.prompt()
+        screen = screen_text(pty.seen)
+        assert len(_lines(screen, "cancelling…")) == 1, screen
+        assert "lines above" not in screen, screen
+    finally:
+        cli.run("stop", "--all")
