@@ -323,6 +323,11 @@ class _LiveArea:
         view = self.view
         pieces: list[_Piece] = []
         gap = view._printed
+        for earlier in view._group:  # tool calls still running, started before the live block
+            renderable = earlier.live()
+            if renderable is not None:
+                pieces.append(_Piece(renderable, gap))
+                gap = True
         block = view._live_block
         hidden = 0
         if block is not None:
@@ -875,6 +880,10 @@ class TtyView:
         # tool calls and plans already printed that changed while a message streams: shown
         # below it in the live region and printed after it, so the message is not cut
         self._stale: dict[int, _ToolBlock | _PlanBlock] = {}
+        # tool calls started in a row before the live block (itself a tool call), kept live
+        # until they finish, so that each goes to the scrollback once, in its final state, in
+        # the order they started (parallel calls; one finished early waits for those before it)
+        self._group: list[_ToolBlock] = []
         self._turn_started: float | None = None  # a turn runs: the live region shows a status line
         self._paused = False  # flushed mid-turn (a question is on screen): no status until a change
         self._noted = False  # the last piece for the scrollback is a note: the next note needs no gap
@@ -1057,6 +1066,10 @@ class TtyView:
 
     def _commit(self) -> None:
         """The live block is finished: print it for good (it leaves the live region first)."""
+        group, self._group = self._group, []
+        for earlier in group:
+            for piece in earlier.finish():
+                self._print(piece)
         block = self._live_block
         self._live_block = None
         if block is not None:
@@ -1145,11 +1158,38 @@ class TtyView:
             return _PlanBlock(entry)
         return None
 
+    def _settle(self) -> None:
+        """Print the tool calls of the live group that have finished, oldest first, up to the
+        first still running (which keeps the later ones live: the scrollback keeps the order
+        in which they started)."""
+        live = self._live_block
+        blocks: list[_ToolBlock] = [*self._group, *([live] if isinstance(live, _ToolBlock) else [])]
+        done = 0
+        while done < len(blocks) and not blocks[done].unfinished():
+            done += 1
+        if not done:
+            return
+        for block in blocks[:done]:
+            for piece in block.finish():
+                self._print(piece)
+        if done > len(self._group):
+            self._group = []
+            self._live_block = None
+        else:
+            self._group = self._group[done:]
+
     def _new(self, index: int, entry: Any) -> None:
         block = self._block_for(entry)
         if block is None:
             return
         self._blocks[index] = block
+        live = self._live_block
+        if isinstance(block, _ToolBlock) and isinstance(live, _ToolBlock) and (live.unfinished() or self._group):
+            # another tool call while one runs: both stay live, each printed once finished
+            self._group.append(live)
+            self._set_live(block)
+            self._settle()
+            return
         self._commit()
         if isinstance(block, _ToolBlock) and not block.unfinished():
             for piece in block.finish():
@@ -1166,9 +1206,9 @@ class TtyView:
             return
         if isinstance(block, _MessageBlock):
             self._message_updated(block, change)
-        elif block is self._live_block:  # a live tool call or plan is redrawn by the refresh
+        elif block is self._live_block or block in self._group:  # redrawn by the refresh
             if isinstance(block, _ToolBlock) and not block.unfinished():
-                self._commit()
+                self._settle()
         elif isinstance(block, (_ToolBlock, _PlanBlock)):
             if isinstance(self._live_block, _MessageBlock):
                 self._stale[change.index] = block

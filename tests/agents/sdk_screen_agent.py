@@ -10,6 +10,8 @@ codex send around tool calls, for the tests of what the REPL's screen keeps
   content, ``completed`` (claude's sequence), then ``ASKED-DONE``; when the question is
   dismissed, the tool call ``cancelled`` twice, alike (as codex sends it), and the turn ends
   ``cancelled``.
+* ``parallel``: two tool calls started one after the other (``TOOL-FIRST``, ``TOOL-SECOND``),
+  the second finishing first (claude's parallel reads), then ``PARALLEL-DONE``.
 * ``cancel``: a 400-line fenced code block streamed a line at a time, slowly, until
   ``session/cancel``; the turn ends ``cancelled``.
 * ``session/set_mode`` is answered after a message ``[MODE_UPDATE] <mode>`` (as gemini does).
@@ -90,6 +92,8 @@ class ScreenAgent(BaseSdkAgent):
             return await self._think_write(session_id)
         if "asked" in text:
             return await self._asked(session_id)
+        if "parallel" in text:
+            return await self._parallel(session_id)
         if "cancel" in text:
             return await self._cancel(session_id)
         if "console" in text:
@@ -156,6 +160,20 @@ class ScreenAgent(BaseSdkAgent):
         await asyncio.sleep(0.2)
         await self._update(sid, acp.update_tool_call("a-1", status="completed"))
         await self.say(sid, f"ASKED-DONE CHOSEN={chosen}")
+        return PromptResponse(stop_reason="end_turn")
+
+    async def _parallel(self, sid: str) -> PromptResponse:
+        steps = [
+            acp.start_tool_call("p-1", "TOOL-FIRST", kind="read", status="pending"),
+            acp.start_tool_call("p-2", "TOOL-SECOND", kind="read", status="pending"),
+            acp.update_tool_call("p-1", status="in_progress"),
+            acp.update_tool_call("p-2", status="completed", content=[_text("second result")]),
+            acp.update_tool_call("p-1", status="completed", content=[_text("first result")]),
+        ]
+        for step in steps:
+            await self._update(sid, step)
+            await asyncio.sleep(0.2)  # each state is drawn
+        await self.say(sid, "PARALLEL-DONE")
         return PromptResponse(stop_reason="end_turn")
 
     async def _cancel(self, sid: str) -> PromptResponse:

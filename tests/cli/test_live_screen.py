@@ -168,3 +168,18 @@ def test_cancelling_in_an_attached_terminal_keeps_the_notice(spawn, cli: Cli) ->
         assert "lines above" not in screen, screen
     finally:
         cli.run("stop", "--all")
+
+
+def test_parallel_tool_calls_are_one_block_each_in_the_order_they_started(spawn) -> None:  # type: ignore[no-untyped-def]
+    pty = _start(spawn)
+    pty.say("parallel")
+    pty.expect("PARALLEL-DONE")
+    pty.prompt()
+    screen = screen_text(pty.seen)
+    assert _lines(screen, "TOOL-FIRST") == ["✓ TOOL-FIRST  read  completed"], screen
+    assert _lines(screen, "TOOL-SECOND") == ["✓ TOOL-SECOND  read  completed"], screen
+    assert (
+        screen.index("TOOL-FIRST") < screen.index("first result") < screen.index("TOOL-SECOND")
+    ), screen
+    assert screen.index("second result") < screen.index("PARALLEL-DONE"), screen
+    assert pty.leave()[0] == ExitCode.OK
