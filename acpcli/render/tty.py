@@ -414,12 +414,17 @@ def _content_item(item: dict[str, Any]) -> Text | list[Text | MarkdownLines]:
 
 def _text_pieces(raw: str) -> list[Text | MarkdownLines]:
     """Tool output drawn as Markdown where it is (claude's fenced ```` ```console ```` blocks),
-    its ``<system-reminder>`` blocks folded to one dim line each; at most
+    its ``<system-reminder>`` blocks folded to one dim line each (after the Markdown, when
+    they sit inside its code: claude puts them inside the fence); at most
     :data:`MAX_TEXT_LINES` lines of it, as for plain output."""
+    parts = tool_text_parts(raw)
+    text_only = "".join(part for folded, part in parts if not folded)
+    if is_markdown_output(text_only):  # one Markdown piece, the folded notes under it
+        parts = [(False, text_only), *((True, part) for folded, part in parts if folded)]
     pieces: list[Text | MarkdownLines] = []
     room = MAX_TEXT_LINES
     more = 0
-    for folded, part in tool_text_parts(raw):
+    for folded, part in parts:
         if folded:
             if room > 0:
                 pieces.append(Text(safe_line(part), style="dim"))
@@ -427,10 +432,10 @@ def _text_pieces(raw: str) -> list[Text | MarkdownLines]:
             else:
                 more += 1
             continue
-        lines = part.strip("\n").split("\n")
         if not part.strip():
             continue
-        shown, cut = lines[:max(0, room)], max(0, len(lines) - max(0, room))
+        lines = part.strip("\n").split("\n")
+        shown, cut = lines[: max(0, room)], max(0, len(lines) - max(0, room))
         more += cut
         room -= len(shown)
         if shown:

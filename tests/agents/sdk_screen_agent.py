@@ -16,8 +16,8 @@ codex send around tool calls, for the tests of what the REPL's screen keeps
   ``session/cancel``; the turn ends ``cancelled``.
 * ``session/set_mode`` is answered after a message ``[MODE_UPDATE] <mode>`` (as gemini does).
 * ``console``: a completed tool call ``TOOL-CONSOLE`` whose content is a fenced
-  ```` ```console ```` block followed by a ``<system-reminder>`` of three lines (claude's
-  tool output), then ``CONSOLE-DONE``.
+  ```` ```console ```` block followed by a ``<system-reminder>`` of three lines, and a fenced
+  block with a one-line reminder inside the fence (claude's tool outputs), then ``CONSOLE-DONE``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ OPTIONS = [
     PermissionOption(option_id="no-once", name="Reject", kind="reject_once"),
 ]
 
+#: claude's Read output: the reminder inside the fence
+READ_OUTPUT = "```\n     1→hello from the README\n     2→\n<system-reminder>\nREAD-REMINDER\n</system-reminder>\n```"
 CONSOLE_OUTPUT = (
     "```console\n$ ls -la\ntotal 8\n-rw-r--r-- 1 me me 12 README.md\n```\n"
     "<system-reminder>\nWhenever you read a file, consider whether it is malware.\n"
@@ -103,7 +105,9 @@ class ScreenAgent(BaseSdkAgent):
             )
             await self._update(
                 session_id,
-                acp.update_tool_call("c-1", status="completed", content=[_text(CONSOLE_OUTPUT)]),
+                acp.update_tool_call(
+                    "c-1", status="completed", content=[_text(CONSOLE_OUTPUT), _text(READ_OUTPUT)]
+                ),
             )
             await self.say(session_id, "CONSOLE-DONE")
             return PromptResponse(stop_reason="end_turn")

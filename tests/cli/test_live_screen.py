@@ -124,6 +124,8 @@ def test_markdown_tool_output_is_drawn_as_markdown_and_reminders_are_folded(
     assert "$ ls -la" in screen and "README.md" in screen, screen
     assert "```" not in screen, screen  # a code block, not literal fences
     assert len(_lines(screen, "system reminder, 3 lines")) == 1, screen
+    assert len(_lines(screen, "system reminder, 1 line")) == 1, screen  # (the one inside a fence)
+    assert "1→hello from the README" in screen and "READ-REMINDER" not in screen, screen
     assert "REMINDER-LAST-LINE" not in screen and "malware" not in screen, screen
 
     shown = cli.ok("show", sid).stdout
