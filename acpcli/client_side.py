@@ -86,6 +86,8 @@ from acpcli.errors import RpcError, UsageError
 from acpcli.safe_text import safe_line, shown_id
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures, ClientOffer
     from acpcli.store import Store
@@ -153,16 +155,26 @@ class Refusals:
         self.change = change
         self.count = 0
         self.lines: list[str] = []
+        #: Set while a terminal view draws the session (the REPL): takes a line into the
+        #: view's scrollback, in order (True), or declines it (False: ``report`` gets it).
+        self.screen: Callable[[str], bool] | None = None
 
-    def __call__(self, what: str, policy: str) -> None:
+    def __call__(self, what: str, policy: str, live: AskedSession | None = None) -> None:
         self.count += 1
-        self.note(f"acpcli: {refusal_message(shown(what), policy, self.change)}")
+        self.note(f"acpcli: {refusal_message(shown(what), policy, self.change)}", live)
 
-    def note(self, line: str) -> None:
-        """Report one line that is not a refusal (control characters shown, never sent)."""
+    def note(self, line: str, live: AskedSession | None = None) -> None:
+        """Report one line that is not a refusal (control characters shown, never sent);
+        ``live``: the session it is about, whose live region is committed first when the
+        line is not drawn by :attr:`screen`."""
         line = safe_line(line)
         if len(self.lines) < self.KEEP:
             self.lines.append(line)
+        screen = self.screen
+        if screen is not None and screen(line):
+            return
+        if live is not None:
+            release_screen(live)
         if self._report is not None:
             try:
                 self._report(line)
@@ -297,6 +309,20 @@ def release_screen(live: AskedSession | None) -> None:
             pass  # the view reports its own output errors
 
 
+def note_on_screen(sink: object, line: str | Text, style: str | None = None) -> bool:
+    """Have a session's view draw ``line`` (a note, a refusal, ``cancelling…``) into its
+    scrollback, in order with what it draws, when it takes notes (a terminal view: a line
+    written beside its live region would be wiped by the next redraw). False: the caller
+    writes the line itself."""
+    note = getattr(sink, "note", None)
+    if note is None:
+        return False
+    try:
+        return bool(note(line, style))
+    except (OSError, ValueError):
+        return False
+
+
 def _option_name(option: dict[str, Any]) -> str:
     name = option.get("name")
     return repr(shown(name, 60)) if isinstance(name, str) and name.strip() else f"option {shown(option['optionId'], 60)!r}"
@@ -326,8 +352,7 @@ class PermissionPolicy:
 
     def _tell(self, live: AskedSession, line: str) -> None:
         if self.refusals is not None:
-            release_screen(live)
-            self.refusals.note(line)
+            self.refusals.note(line, live)
 
     async def __call__(self, live: AskedSession, params: dict[str, Any]) -> dict[str, Any]:
         options = _options(params)
@@ -362,8 +387,7 @@ class PermissionPolicy:
         elif self.policy in READ_ONLY_POLICIES:
             option = pick(options, "reject_once", "reject_always")
             if self.refusals is not None:
-                release_screen(live)
-                self.refusals(f"permission for {_about(params, live)} (kind {kind})", self.policy)
+                self.refusals(f"permission for {_about(params, live)} (kind {kind})", self.policy, live)
         else:
             assert self._ask is not None
             answer = await self._ask(live, params)

@@ -353,6 +353,7 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
     import signal
     import time
 
+    from acpcli.client_side import note_on_screen
     from acpcli.errors import Terminated
 
     presses: list[float] = []
@@ -382,7 +383,9 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 if handled > 1 and presses[handled - 1] - presses[handled - 2] < 3.0:
                     raise Interrupted()  # leaving: the host cancels the turn of a client that left
                 interrupted = True
-                run.env.note("cancelling… (press Ctrl-C again to leave at once)", style="yellow")
+                line = "cancelling… (press Ctrl-C again to leave at once)"
+                if not note_on_screen(view, line, "yellow"):  # drawn by a terminal view, in order
+                    run.env.note(line, style="yellow")
                 channel.send({"t": "cancel"})
             if deadline is not None and not timed_out and time.monotonic() >= deadline:
                 timed_out = True
@@ -424,7 +427,8 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
             elif kind == "elicit":
                 channel.send({"t": "answer", "id": message.get("id"), "result": _elicit(run, mirror, view, message.get("params"), message.get("agent"))})
             elif kind == "note":
-                run.say(str(message.get("text")))
+                if not note_on_screen(view, str(message.get("text"))):
+                    run.say(str(message.get("text")))
             elif kind == "end":
                 stop = message.get("stop")
                 stop = stop if isinstance(stop, str) else "end_turn"

@@ -79,7 +79,9 @@ def make_view(
     if env.stdout_is_terminal:
         from acpcli.render.tty import TtyView
 
-        return TtyView(env.out, show_thoughts=show_thoughts, quiet=quiet, final_only=final_only)
+        # stderr on the terminal too: its lines during a turn are drawn by the view, in order
+        notes = env.err.is_terminal
+        return TtyView(env.out, show_thoughts=show_thoughts, quiet=quiet, final_only=final_only, notes=notes)
     from acpcli.render.plain import PlainView
 
     return PlainView(env.stdout, quiet=quiet, stream=not final_only)

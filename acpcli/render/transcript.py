@@ -31,6 +31,7 @@ read the same.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -232,8 +233,70 @@ def location_line(location: dict[str, Any]) -> str:
     return f"{path}:{line}" if isinstance(line, int) and not isinstance(line, bool) else path
 
 
+#: Claude's notes to its model inside tool output: shown folded, one line each (kept whole in
+#: the store and in jsonl).
+_REMINDER = re.compile(r"[ \t]*<system-reminder>(.*?)</system-reminder>[ \t]*(?:\n|$)", re.S)
+_FENCE_LINE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+
+
+def reminder_note(inner: str) -> str:
+    """What a folded ``<system-reminder>`` says: ``system reminder, N lines``."""
+    n = len(inner.strip("\n").split("\n")) if inner.strip() else 0
+    return f"system reminder, {n} line{'' if n == 1 else 's'}"
+
+
+def tool_text_parts(text: str) -> list[tuple[bool, str]]:
+    """Tool output cut around its ``<system-reminder>`` blocks: ``(False, text)`` pieces and
+    ``(True, note)`` for each reminder (:func:`reminder_note`), in order."""
+    if "<system-reminder>" not in text or "</system-reminder>" not in text:
+        return [(False, text)]
+    parts: list[tuple[bool, str]] = []
+    start = 0
+    for m in _REMINDER.finditer(text):
+        if m.start() > start:
+            parts.append((False, text[start : m.start()]))
+        parts.append((True, reminder_note(m.group(1))))
+        start = m.end()
+    if start < len(text):
+        parts.append((False, text[start:]))
+    return parts
+
+
+def folded_tool_text(text: str) -> str:
+    """Tool output with each ``<system-reminder>`` block folded to ``[system reminder, N
+    lines]`` on a line of its own."""
+    if "<system-reminder>" not in text:
+        return text
+    out: list[str] = []
+    for folded, piece in tool_text_parts(text):
+        if folded:
+            if out and not out[-1].endswith("\n"):
+                out.append("\n")
+            out.append(f"[{piece}]\n")
+        else:
+            out.append(piece)
+    return "".join(out)
+
+
+def is_markdown_output(text: str) -> bool:
+    """Tool output that is Markdown: it holds a fenced code block (claude's ```` ```console ````)."""
+    if "```" not in text and "~~~" not in text:
+        return False
+    opened: str | None = None
+    for line in text.split("\n"):  # one pass: hostile output full of fences costs O(n)
+        m = _FENCE_LINE.match(line)
+        if m is None:
+            continue
+        fence, rest = m.group(1), line[m.end() :]
+        if opened is None:
+            opened = fence
+        elif fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip():
+            return True
+    return False
+
+
 def content_item_lines(item: dict[str, Any]) -> list[str]:
-    """The lines of one tool call content item (unindented)."""
+    """The lines of one tool call content item (unindented; ``<system-reminder>`` blocks folded)."""
     itype = item.get("type")
     if itype == "diff":
         return diff_lines(item)
@@ -244,7 +307,7 @@ def content_item_lines(item: dict[str, Any]) -> list[str]:
         if not isinstance(block, dict):
             return ["[content]"]
         if block.get("type") == "text":
-            return _str(block.get("text")).rstrip("\n").split("\n")
+            return folded_tool_text(_str(block.get("text"))).rstrip("\n").split("\n")
         return [block_label(block)]
     return [f"[{_str(itype, '?')}]"]
 
@@ -348,7 +411,9 @@ def _tool_markdown(call: ToolCall) -> str:
         if itype == "diff":
             out.append(_fence("\n".join(diff_lines(item)), "diff"))
         elif itype == "content" and isinstance(item.get("content"), dict) and item["content"].get("type") == "text":
-            out.append(_fence(_str(item["content"].get("text")), "text"))
+            text = folded_tool_text(_str(item["content"].get("text")))
+            # Markdown output (claude's fenced ```console blocks) is Markdown here, not fenced again
+            out.append(text.strip("\n") if is_markdown_output(text) else _fence(text, "text"))
         else:
             out.append("*" + " ".join(content_item_lines(item)) + "*")
     return "\n\n".join(out)

@@ -60,9 +60,11 @@ from acpcli.render.transcript import (
     block_label,
     content_item_lines,
     diff_lines,
+    is_markdown_output,
     location_line,
     plan_entry_text,
     stop_reason_text,
+    tool_text_parts,
 )
 from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import (
@@ -321,6 +323,11 @@ class _LiveArea:
         view = self.view
         pieces: list[_Piece] = []
         gap = view._printed
+        for earlier in view._group:  # tool calls still running, started before the live block
+            renderable = earlier.live()
+            if renderable is not None:
+                pieces.append(_Piece(renderable, gap))
+                gap = True
         block = view._live_block
         hidden = 0
         if block is not None:
@@ -344,7 +351,7 @@ class _LiveArea:
         # taller than the terminal (a long code block streaming): show its newest lines,
         # under a note (rich would keep the top and hide what is arriving); the whole
         # block goes to the scrollback when it is finished
-        room = max(2, options.size.height - 1)
+        room = max(2, options.size.height - 1 - view._reserve)
         if len(lines) + (1 if hidden else 0) > room:
             cut = len(lines) - room + 1  # a row is left for the note
             lines = lines[cut:]
@@ -391,17 +398,62 @@ def diff_text(item: dict[str, Any], max_lines: int = MAX_DIFF_LINES) -> Text:
     return text
 
 
-def _content_item(item: dict[str, Any]) -> Text:
+def _content_item(item: dict[str, Any]) -> Text | list[Text | MarkdownLines]:
     itype = item.get("type")
     if itype == "diff":
         return diff_text(item)
     if itype == "terminal":
         return Text(f"▸ terminal {safe_line(str(item.get('terminalId', '?')))} (its output is shown by the agent)", style="dim")
+    block = item.get("content") if itype == "content" else None
+    raw = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+    if isinstance(raw, str) and ("<system-reminder>" in raw or is_markdown_output(raw)):
+        return _text_pieces(raw)
     lines, more = _clip(content_item_lines(item), MAX_TEXT_LINES)
     text = Text(safe_text("\n".join(lines)))
     if more:
         text.append(f"\n… {more} more lines", style="dim")
     return text
+
+
+def _text_pieces(raw: str) -> list[Text | MarkdownLines]:
+    """Tool output drawn as Markdown where it is (claude's fenced ```` ```console ```` blocks),
+    its ``<system-reminder>`` blocks folded to one dim line each (after the Markdown, when
+    they sit inside its code: claude puts them inside the fence); at most
+    :data:`MAX_TEXT_LINES` lines of it, as for plain output."""
+    parts = tool_text_parts(raw)
+    text_only = "".join(part for folded, part in parts if not folded)
+    if is_markdown_output(text_only):  # one Markdown piece, the folded notes under it
+        parts = [(False, text_only), *((True, part) for folded, part in parts if folded)]
+    pieces: list[Text | MarkdownLines] = []
+    room = MAX_TEXT_LINES
+    more = 0
+    for folded, part in parts:
+        if folded:
+            if room > 0:
+                pieces.append(Text(safe_line(part), style="dim"))
+                room -= 1
+            else:
+                more += 1
+            continue
+        if not part.strip():
+            continue
+        lines = part.strip("\n").split("\n")
+        shown, cut = lines[: max(0, room)], max(0, len(lines) - max(0, room))
+        more += cut
+        room -= len(shown)
+        if shown:
+            text = safe_text("\n".join(shown))
+            pieces.append(MarkdownLines(text) if is_markdown_output(part) else Text(text))
+    if more:
+        pieces.append(Text(f"… {more} more lines", style="dim"))
+    return pieces
+
+
+def _drawn_lines(drawn: Text | list[Text | MarkdownLines]) -> int:
+    """About how many lines an item takes (a Markdown piece: its source lines)."""
+    if isinstance(drawn, Text):
+        return drawn.plain.count("\n") + 1
+    return sum((p.plain if isinstance(p, Text) else p.text).count("\n") + 1 for p in drawn)
 
 
 #: The most characters of a tool call's title a header shows (the agent's text: a 1 MB title
@@ -427,21 +479,21 @@ class _ItemCache:
     __slots__ = ("_items", "_totals", "_totals_of")
 
     def __init__(self) -> None:
-        self._items: dict[int, tuple[dict[str, Any], Text, int]] = {}
+        self._items: dict[int, tuple[dict[str, Any], Text | list[Text | MarkdownLines], int]] = {}
         # running line totals of the content list last asked about (a tool call's content
         # only grows by appends, or is replaced by a new list)
         self._totals_of: list[dict[str, Any]] | None = None
         self._totals: list[int] = [0]
 
-    def _entry(self, item: dict[str, Any]) -> tuple[dict[str, Any], Text, int]:
+    def _entry(self, item: dict[str, Any]) -> tuple[dict[str, Any], Text | list[Text | MarkdownLines], int]:
         hit = self._items.get(id(item))
         if hit is not None and hit[0] is item:
             return hit
-        text = _content_item(item)
-        hit = self._items[id(item)] = (item, text, text.plain.count("\n") + 1)
+        drawn = _content_item(item)
+        hit = self._items[id(item)] = (item, drawn, _drawn_lines(drawn))
         return hit
 
-    def get(self, item: dict[str, Any]) -> Text:
+    def get(self, item: dict[str, Any]) -> Text | list[Text | MarkdownLines]:
         return self._entry(item)[1]
 
     def newest(self, items: list[dict[str, Any]], room: int, first: int = 0) -> tuple[list[dict[str, Any]], int]:
@@ -483,9 +535,19 @@ def tool_renderable(
     if skipped:
         parts.append(Text(f"  ⋮ {skipped} earlier lines", style="dim"))
     get = cache.get if cache is not None else _content_item
-    items = [get(item) for item in (call.content if content is None else content)]
-    if items:  # one text: rich lays out each renderable of a group at a cost of its own
-        parts.append(Padding(Text("\n").join(items), (0, 0, 0, 2)))
+    run: list[Text] = []  # texts in a row: one text, as rich lays out each renderable of a group at a cost of its own
+    for item in call.content if content is None else content:
+        drawn = get(item)
+        for piece in [drawn] if isinstance(drawn, Text) else drawn:
+            if isinstance(piece, Text):
+                run.append(piece)
+                continue
+            if run:
+                parts.append(Padding(Text("\n").join(run), (0, 0, 0, 2)))
+                run = []
+            parts.append(Padding(piece, (0, 0, 0, 2)))
+    if run:
+        parts.append(Padding(Text("\n").join(run), (0, 0, 0, 2)))
     return Group(*parts)
 
 
@@ -803,9 +865,11 @@ class TtyView:
         clock: Callable[[], float] = time.monotonic,
         store: Store | None = None,
         final_only: bool = False,
+        notes: bool = False,
     ) -> None:
         self.console = console
         self._final_only = final_only
+        self._notes = notes and not final_only
         self._closed = False
         self._show_thoughts = show_thoughts
         self._quiet = quiet
@@ -824,11 +888,20 @@ class TtyView:
         # tool calls and plans already printed that changed while a message streams: shown
         # below it in the live region and printed after it, so the message is not cut
         self._stale: dict[int, _ToolBlock | _PlanBlock] = {}
+        # tool calls started in a row before the live block (itself a tool call), kept live
+        # until they finish, so that each goes to the scrollback once, in its final state, in
+        # the order they started (parallel calls; one finished early waits for those before it)
+        self._group: list[_ToolBlock] = []
         self._turn_started: float | None = None  # a turn runs: the live region shows a status line
         self._paused = False  # flushed mid-turn (a question is on screen): no status until a change
         #: Lines drawn under the status line while a turn runs (the REPL's input line and
         #: queue, :mod:`acpcli.repl.typeahead`); never printed into the scrollback.
         self.footer: Callable[[], list[Text]] | None = None
+        self._noted = False  # the last piece for the scrollback is a note: the next note needs no gap
+        # held (a question is drawn below the live area's last frame): nothing is drawn until
+        # release(); the number of rows that frame left on the screen
+        self._held: int | None = None
+        self._reserve = 0  # rows the held frame leaves free below it (for the question)
 
     @property
     def show_thoughts(self) -> bool:
@@ -904,6 +977,7 @@ class TtyView:
     def flush(self) -> None:
         """Commit the live block to the scrollback and stop the live region (mid-turn: until
         the next change, so a question drawn below is left alone)."""
+        self._held = None  # (a frame held for a question stays where it is)
         self._commit()
         self._drain()
         self._due = False
@@ -911,6 +985,69 @@ class TtyView:
         if self._live is not None:
             live, self._live = self._live, None
             live.stop()
+
+    def note(self, text: str | Text, style: str | None = None) -> bool:
+        """Show one line that is not the session's (a refusal, ``cancelling…``, a slash
+        command's answer) in the scrollback, in order: above the live area, which stays live
+        (a line written beside the live region would be wiped by its next redraw, and would
+        leave part of its last frame behind). False when this view takes no notes (built
+        without ``notes``: stderr is not this terminal): the caller writes the line itself."""
+        if not self._notes or self._closed:
+            return False
+        line = text if isinstance(text, Text) else Text(safe_text(text), style=style or "")
+        self._queue.append(_Piece(line, self._printed and not self._noted))
+        self._printed = True
+        self._noted = True
+        if self._held is None:
+            self._refresh()
+        return True
+
+    def hold(self, reserve: int = 0) -> bool:
+        """Stop drawing, leaving the live area's last frame (the tool call being asked about)
+        on the screen without committing it, so that a question of ``reserve`` rows can be
+        drawn below it (the frame is cut to leave them: a frame pushed off the top of the
+        screen could not be taken off it again). Until :meth:`release` changes are recorded
+        and not drawn. False (and nothing done) when this view takes no notes: the caller
+        then :meth:`flush`es it."""
+        if not self._notes or self._closed:
+            return False
+        if self._held is not None:
+            return True
+        self._drain()
+        self._paused = self._turn_started is not None  # the frame left behind has no status line
+        rows = 0
+        live = self._live
+        if live is not None:
+            self._live = None
+            self._reserve = reserve
+            try:
+                live.refresh()  # the frame without the status line, cut to leave the rows
+                shape = getattr(live._live_render, "_shape", None)  # (width, height) of that frame
+                rows = shape[1] if shape else 0
+                live.stop()  # (draws it again, and moves below it)
+            finally:
+                self._reserve = 0
+        self._held = rows
+        return True
+
+    def release(self, rows_below: int = 0) -> None:
+        """The question is answered and erased: take the held frame (and ``rows_below`` rows
+        printed under it since, the question's own line) off the screen; the live block is
+        drawn again, as it is now, by the next refresh."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        rows = held + rows_below
+        if rows and self.console.is_terminal:
+            from rich.control import Control, ControlType
+
+            self.console.control(
+                Control(ControlType.CARRIAGE_RETURN, (ControlType.ERASE_IN_LINE, 2),
+                        *(((ControlType.CURSOR_UP, 1), (ControlType.ERASE_IN_LINE, 2)) * rows))
+            )
+        self._paused = False
+        if self._live_block is not None or self._queue or self._turn_started is not None:
+            self._refresh()
 
     def print_store(self, store: Store) -> None:
         """Print every entry of ``store`` in its final state (``show``)."""
@@ -939,15 +1076,20 @@ class TtyView:
         """Queue a piece for the scrollback; it is printed at the next refresh (or flush)."""
         self._queue.append(_Piece(renderable, self._printed))
         self._printed = True
+        self._noted = False
 
     def _drain(self) -> None:
         """Print the queued pieces, in one ``console.print`` (which also redraws the live region)."""
-        if self._queue:
+        if self._queue and self._held is None:
             pieces, self._queue = self._queue, []
             self.console.print(pieces[0] if len(pieces) == 1 else Group(*pieces))
 
     def _commit(self) -> None:
         """The live block is finished: print it for good (it leaves the live region first)."""
+        group, self._group = self._group, []
+        for earlier in group:
+            for piece in earlier.finish():
+                self._print(piece)
         block = self._live_block
         self._live_block = None
         if block is not None:
@@ -1005,6 +1147,9 @@ class TtyView:
 
     def _refresh(self) -> None:
         """Print the queued pieces and redraw the live region (printing redraws it too)."""
+        if self._held is not None:  # a question is on the screen: drawn after it
+            self._due = True
+            return
         self._due = False
         self._last_refresh = self._clock()
         if self._turn_started is not None and not self._paused:
@@ -1033,11 +1178,38 @@ class TtyView:
             return _PlanBlock(entry)
         return None
 
+    def _settle(self) -> None:
+        """Print the tool calls of the live group that have finished, oldest first, up to the
+        first still running (which keeps the later ones live: the scrollback keeps the order
+        in which they started)."""
+        live = self._live_block
+        blocks: list[_ToolBlock] = [*self._group, *([live] if isinstance(live, _ToolBlock) else [])]
+        done = 0
+        while done < len(blocks) and not blocks[done].unfinished():
+            done += 1
+        if not done:
+            return
+        for block in blocks[:done]:
+            for piece in block.finish():
+                self._print(piece)
+        if done > len(self._group):
+            self._group = []
+            self._live_block = None
+        else:
+            self._group = self._group[done:]
+
     def _new(self, index: int, entry: Any) -> None:
         block = self._block_for(entry)
         if block is None:
             return
         self._blocks[index] = block
+        live = self._live_block
+        if isinstance(block, _ToolBlock) and isinstance(live, _ToolBlock) and (live.unfinished() or self._group):
+            # another tool call while one runs: both stay live, each printed once finished
+            self._group.append(live)
+            self._set_live(block)
+            self._settle()
+            return
         self._commit()
         if isinstance(block, _ToolBlock) and not block.unfinished():
             for piece in block.finish():
@@ -1054,9 +1226,9 @@ class TtyView:
             return
         if isinstance(block, _MessageBlock):
             self._message_updated(block, change)
-        elif block is self._live_block:  # a live tool call or plan is redrawn by the refresh
+        elif block is self._live_block or block in self._group:  # redrawn by the refresh
             if isinstance(block, _ToolBlock) and not block.unfinished():
-                self._commit()
+                self._settle()
         elif isinstance(block, (_ToolBlock, _PlanBlock)):
             if isinstance(self._live_block, _MessageBlock):
                 self._stale[change.index] = block

@@ -167,36 +167,57 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
 
     What the agent wrote (the title, option names) is shown on one line each, cut to the
     terminal's width with "…": a 1 MB title is not echoed whole."""
-    from acpcli.client_side import release_screen, shown
+    from rich.text import Text
+
+    from acpcli.client_side import note_on_screen, release_screen, shown
     from acpcli.render.fit import shorten
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        # Commit the live region before drawing the question (a terminal view's only: `prompt
-        # --format jsonl` on a terminal asks too, and its stream must not be cut mid-message).
-        release_screen(live)
+        # A terminal view keeps the call asked about live, drawn above the question, and takes
+        # it off the screen afterwards: the call is printed once, in its final state. Other
+        # views commit what they show first (`prompt --format jsonl` on a terminal asks too,
+        # and its stream must not be cut mid-message).
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
+        sink = live.sink
+        hold = getattr(sink, "hold", None)
+        # (the question's line, the picker's, its options and the toolbar, with a row to spare)
+        held = bool(hold(min(len(options), 8) + 5)) if hold is not None else False
+        if not held:
+            release_screen(live)
         raw_call = params.get("toolCall")
         call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
         title = call.get("title") or call.get("toolCallId") or "a tool call"
         width = max(40, env.err.width)
         kind = shown(str(call.get("kind") or "other"), 30)
-        env.err.print(
-            f"[bold yellow]permission:[/] {escape(shorten(safe_line(str(title)), width - len(kind) - 16))} [dim]({escape(kind)})[/]"
+        question = Text.assemble(
+            ("permission:", "bold yellow"), " ", shorten(safe_line(str(title)), width - len(kind) - 16), " ", (f"({kind})", "dim")
         )
+        env.err.print(question)
         labels = [  # (the picker shortens them to its width, at a word)
             f"{shorten(safe_line(str(option.get('name'))), width - 30)}  ({shown(str(option.get('kind')), 20)})"
             for option in options
         ]
-        picked = await choose(
-            f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
-            toolbar=_TOOLBARS.get(live.session_id), erase=True,
-        )
+        try:
+            picked = await choose(
+                f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
+                toolbar=_TOOLBARS.get(live.session_id), erase=True,
+            )
+        finally:
+            if held:  # the question's line goes too: it is said again below, with the answer
+                sink.release(max(1, -(-question.cell_len // max(1, env.err.width))))  # type: ignore[union-attr]
+
+        def say(line: Text) -> None:
+            if not (held and note_on_screen(live.sink, line)):
+                env.err.print(line)
+
+        if held:
+            say(question)
         # The picker is erased when done: say what happened, so no option looks chosen
         # after a dismissal and the choice stays on record after a pick.
         if picked is None:
-            env.err.print("  [yellow]dismissed:[/] no option chosen; the turn is cancelled")
+            say(Text.assemble("  ", ("dismissed:", "yellow"), " no option chosen; the turn is cancelled"))
             return None
-        env.err.print(f"  [dim]chose:[/] {escape(labels[picked])}")
+        say(Text.assemble("  ", ("chose:", "dim"), " ", labels[picked]))
         return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
 
     return ask
@@ -298,7 +319,8 @@ async def run_repl(
     from prompt_toolkit.key_binding import KeyBindings
     from rich.text import Text
 
-    from acpcli import mentions
+    from acpcli import mentions, notices
+    from acpcli.client_side import note_on_screen
     from acpcli.errors import (
         AuthRequired,
         HostLost,
@@ -348,6 +370,14 @@ async def run_repl(
     services = getattr(link, "services", None)
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
     hosted = getattr(link, "hosted", False)
+    refusals = getattr(services, "refusals", None)
+    if refusals is not None:  # refusals and policy answers go into the view's scrollback, in order
+        refusals.screen = lambda line: note_on_screen(live.sink, line)
+
+    def notice(line: str) -> None:
+        """A line during a turn ("cancelling…"): drawn by the view, else on stderr."""
+        if not note_on_screen(live.sink, line, "yellow"):
+            env.err.print(line, style="yellow", markup=False)
 
     def toolbar() -> str:
         from prompt_toolkit.application.current import get_app
@@ -449,21 +479,19 @@ async def run_repl(
             typed = ""  # on the turn's input line now
         if view is not None:
             view.begin_turn(live.store)
+        shown_before = notices.set_sink(None)
+
+        def warning(line: str, previous: Callable[[str], None] | None = shown_before) -> None:
+            if not note_on_screen(live.sink, f"acpcli: warning: {line}", "yellow") and previous is not None:
+                previous(line)
+
+        notices.set_sink(warning)  # the agent's warnings during the turn go into the scrollback too
         try:
             with _typing_during(view, typing):
                 if hosted:
-                    stop = await link.turn(  # type: ignore[attr-defined]
-                        text, notice=lambda m: env.err.print(m, style="yellow", markup=False), tick=getattr(view, "tick", None)
-                    )
+                    stop = await link.turn(text, notice=notice, tick=getattr(view, "tick", None))  # type: ignore[attr-defined]
                 else:
-                    stop = await run_turn(
-                        link,
-                        live,
-                        blocks,
-                        notice=lambda m: env.err.print(m, style="yellow", markup=False),
-                        tick=getattr(view, "tick", None),
-                        sent=sent,
-                    )
+                    stop = await run_turn(link, live, blocks, notice=notice, tick=getattr(view, "tick", None), sent=sent)
         except BaseException as caught:  # run_turn's task group wraps what it raises
             failure = leaf_error(caught)
             if view is not None and live.sink is view:
@@ -492,6 +520,7 @@ async def run_repl(
                 env.err.print(Text.assemble(("the agent answered an error: ", "red"), failure.message))
             continue
         finally:
+            notices.set_sink(shown_before)
             writer.flush()
             if typing is not None:
                 typed = typing.text  # carried to the next line, whatever ended the turn

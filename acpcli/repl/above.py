@@ -83,6 +83,14 @@ class AboveInput:
         self.drain()
         self.view.flush()
 
+    def note(self, text: str, style: str | None = None) -> bool:
+        """The input line owns the bottom of the screen: the caller prints the line itself."""
+        return False
+
+    def hold(self) -> bool:
+        """(A question between turns: the view has nothing live to keep above it.)"""
+        return False
+
     def __getattr__(self, name: str) -> Any:  # tick, show_thoughts, print_store: the view's
         return getattr(self.view, name)
 

@@ -57,7 +57,13 @@ class Context:
         indent = len(text) - len(text.lstrip(" ")) + 2 if hang is None else hang
         lines = wrap(text, self.env.err.width, min(indent, self.env.err.width // 2))
         shown = "\n".join(lines)
-        self.env.err.print(shown.replace(keep, " ") if keep else shown, style=style, markup=False, highlight=False)
+        shown = shown.replace(keep, " ") if keep else shown
+        # Drawn by the session's view when it takes notes: the agent may be streaming meanwhile
+        # (gemini answers /mode with a message), and a line beside its live region is wiped.
+        from acpcli.client_side import note_on_screen
+
+        if not note_on_screen(self.live.sink, shown, style):
+            self.env.err.print(shown, style=style, markup=False, highlight=False)
 
     def choices(self) -> list[settings.Choice]:
         return self.live.settings()

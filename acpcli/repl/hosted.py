@@ -57,6 +57,12 @@ def _above(env: Environment, markup: str, sink: Any = None) -> None:
     def say() -> None:
         env.err.print(markup)
 
+    from rich.text import Text
+
+    from acpcli.client_side import note_on_screen
+
+    if note_on_screen(sink, Text.from_markup(markup)):  # mid-turn: the view draws it, in order
+        return
     line = getattr(sink, "line", None)
     if line is not None:
         line(say)

@@ -506,6 +506,7 @@ def prompt(
 
     async def main() -> int:
         nonlocal lock
+        from acpcli.client_side import note_on_screen
         from acpcli.mentions import build_prompt
         from acpcli.render import make_view
         from acpcli.safestore import open_index
@@ -540,12 +541,14 @@ def prompt(
                 for key, value in settings:  # before the turn, so the prompt runs with them
                     await link.set_by_name(live, key, value)
                 live.sink = view
+                if run.refusals is not None:  # drawn by a terminal view, in order (not wiped by it)
+                    run.refusals.screen = lambda line: note_on_screen(view, line)
                 view.begin_turn(live.store)
                 stop = await run_turn(
                     link,
                     live,
                     blocks,
-                    notice=lambda m: run.env.note(m, style="yellow"),
+                    notice=lambda m: None if note_on_screen(view, m, "yellow") else run.env.note(m, style="yellow"),
                     tick=getattr(view, "tick", None),
                     limit=run.timeout,
                 )

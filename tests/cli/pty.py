@@ -43,8 +43,14 @@ def _env(width: int = 100) -> dict[str, str]:
 class Pty:
     """One acpcli process on a pseudo-terminal, answering cursor-position requests."""
 
-    def __init__(self, argv: list[str], cwd: Path, width: int = 100, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], cwd: Path, width: int = 100, env: dict[str, str] | None = None, *, true_cpr: bool = False
+    ) -> None:
         self.width = width
+        #: Answer cursor-position requests with where the emulated screen's cursor is (a
+        #: terminal's answer), rather than always row 1: prompt-toolkit then scrolls the screen
+        #: as a terminal would (what was drawn above a question stays on the visible screen).
+        self.true_cpr = true_cpr
         self.child = pexpect.spawn(
             argv[0], argv[1:], env={**_env(width), **(env or {})}, cwd=str(cwd), dimensions=(30, width),
             encoding="utf-8", codec_errors="replace", timeout=TIMEOUT,
@@ -63,9 +69,17 @@ class Pty:
                 raise AssertionError(f"acpcli ended while waiting for {wanted!r}:\n{self._tail()}") from None
             self.seen += (self.child.before or "") + (self.child.after if isinstance(self.child.after, str) else "")
             if i == 0:
-                self.child.send("\x1b[1;1R")  # a terminal's answer: row 1, column 1
+                self.child.send(self._cursor_position())
                 continue
             return i - 1
+
+    def _cursor_position(self) -> str:
+        if not self.true_cpr:
+            return "\x1b[1;1R"  # a terminal's answer: row 1, column 1
+        from .screen import Screen
+
+        screen = Screen(self.width, 30).feed(self.seen)
+        return f"\x1b[{screen.row - screen.top + 1};{min(screen.col, 99) + 1}R"
 
     def prompt(self) -> None:
         """Wait until the input prompt is drawn and reading keys."""
@@ -106,14 +120,15 @@ def spawn(workdir: Path):  # type: ignore[no-untyped-def]
     started: list[Pty] = []
 
     def start(
-        *args: str, cwd: Path | None = None, shell_after: bool = False, width: int = 100, env: dict[str, str] | None = None
+        *args: str, cwd: Path | None = None, shell_after: bool = False, width: int = 100,
+        env: dict[str, str] | None = None, true_cpr: bool = False,
     ) -> Pty:
         argv = [sys.executable, "-m", "acpcli", *args]
         if shell_after:
             # Run stty in the same pty once acpcli is gone, to see the state it left behind.
             script = '"$@"; echo "ACPCLI-EXIT=$?"; stty -a'
             argv = ["bash", "-c", script, "bash", *argv]
-        pty = Pty(argv, cwd or workdir, width, env)
+        pty = Pty(argv, cwd or workdir, width, env, true_cpr=true_cpr)
         started.append(pty)
         return pty
 

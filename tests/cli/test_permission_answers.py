@@ -68,7 +68,7 @@ def test_always_for_one_command_approves_only_that_same_request(spawn) -> None: 
     pty.prompt()
     assert pty.leave()[0] == ExitCode.OK
 
-    screen = screen_text(pty.seen).replace("\n", "")  # (long lines wrap at 100 columns)
+    screen = screen_text(pty.seen).replace("\n", " ")  # (long lines wrap at words, at 100 columns)
     line = (
         "acpcli: allowed 'Run touch created-by-shell.txt' (kind execute) from memory: "
         "you chose 'Always allow' for this same request"

@@ -110,8 +110,8 @@ def test_sessions_wide_json_and_pipes_keep_whole_ids(cli: Cli) -> None:
     assert "CREATED" in wide  # (a terminal wraps the long lines)
     piped = cli.ok("sessions").stdout.splitlines()
     assert (
-        piped[0] == "ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE"
-    )  # the columns as before
+        piped[0] == "ID\tAGENT\tTITLE\tCWD\tPROTOCOL\tCREATED\tLAST_USED\tSTATE\tPARENT"
+    )  # the columns as before, and a fork's parent last
     assert [line.split("\t")[0] for line in piped[1:]] == [UUIDS[2], UUIDS[0], UUIDS[1]]
     assert piped[3].split("\t")[1] == CLAUDE["name"]  # the name --agent filters by
     assert [

@@ -185,3 +185,23 @@ def test_an_edit_scattered_over_a_large_file_is_diffed_in_linear_time() -> None:
     diff = diff_lines(item)
     assert diff[:3] == ["--- big.py", "+++ big.py", "@@ -1,20000 +1,20000 @@"]
     assert _patched(old, diff) == new
+
+
+def test_tool_output_with_a_fenced_block_is_markdown_and_reminders_fold() -> None:
+    output = "```console\n$ ls\nREADME.md\n```\n<system-reminder>\none\ntwo\n</system-reminder>\nafter"
+    assert transcript.is_markdown_output(output)
+    assert not transcript.is_markdown_output("```\nnever closed")
+    assert not transcript.is_markdown_output("plain text with ``` inline")
+    assert transcript.folded_tool_text(output) == "```console\n$ ls\nREADME.md\n```\n[system reminder, 2 lines]\nafter"
+    assert transcript.tool_text_parts("a <system-reminder>x</system-reminder>") == [
+        (False, "a"),
+        (True, "system reminder, 1 line"),
+    ]
+    unclosed = "<system-reminder>\n" * 3
+    assert transcript.folded_tool_text(unclosed) == unclosed  # nothing to fold: shown as it is
+
+
+def test_finding_a_fence_in_hostile_tool_output_is_linear() -> None:
+    hostile = "```a\n" * 200_000 + "<system-reminder>" * 100_000  # openings, never closed
+    assert not transcript.is_markdown_output(hostile)
+    assert transcript.tool_text_parts(hostile) == [(False, hostile)]

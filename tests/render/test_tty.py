@@ -552,3 +552,31 @@ def test_a_running_tool_call_shows_a_few_locations_and_all_once_finished() -> No
     run.feed({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"})
     run.view.close()
     assert all(f"/p/f{i}.py" in run.screen() for i in range(40))
+
+
+def test_a_note_lands_above_the_live_area_and_stays_there() -> None:
+    run = Run(clock=ticking(), notes=True)
+    run.view.begin_turn(run.session.store)
+    run.feed(chunk("agent_thought", "weighing the options"))
+    assert run.view.note("cancelling… (press Ctrl-C again to kill the agent)", "yellow")
+    run.feed(chunk("agent_message", "The answer."))
+    run.view.turn_ended("cancelled")
+    final = run.screen()
+    assert final.count("cancelling…") == 1, final
+    assert "Thinking" not in final and final.count("Thought · 3 words") == 1, final
+    assert final.index("cancelling…") < final.index("Thought") < final.index("The answer."), final
+    assert not Run().view.note("x")  # built without notes: the caller writes the line itself
+
+
+def test_a_held_frame_is_taken_off_and_the_call_drawn_once_when_it_finishes() -> None:
+    run = Run(clock=ticking(), notes=True)
+    run.view.begin_turn(run.session.store)
+    run.feed({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "TOOL", "kind": "edit", "status": "pending"})
+    assert run.view.hold(5)
+    run.console.print("the question")  # what the asker draws below the held frame
+    run.view.release(1)
+    run.feed({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"})
+    run.view.turn_ended("end_turn")
+    final = run.screen()
+    assert [line for line in final.splitlines() if "TOOL" in line] == ["✓ TOOL  edit  completed"], final
+    assert "the question" not in final, final
