@@ -469,6 +469,7 @@ class AgentLink:
         gone: list[Exception] = []
         failed: list[Exception] = []
         live.prompting = True
+        ended: tuple[str | None, str | None] = ("cancelled", None)  # left early: Ctrl-C twice, a timeout
         try:
             async with anyio.create_task_group() as tg:
 
@@ -492,16 +493,20 @@ class AgentLink:
 
                 tg.start_soon(turn)
                 tg.start_soon(cancel_when_wanted)
+            if failed:
+                ended = (None, str(failed[0]))
+                raise failed[0]
+            if gone and (idle is None or not idle.is_set()):
+                ended = (None, str(gone[0]))
+                raise gone[0]
+            stop = answer.get("stopReason") if v1 and isinstance(answer, dict) else live.store.stop_reason
+            stop = stop if isinstance(stop, str) else "end_turn"
+            ended = (stop, None)
+            return stop
         finally:
             live.turn_idle = None
             live.prompting = False
-        if failed:
-            raise failed[0]
-        if gone and (idle is None or not idle.is_set()):
-            raise gone[0]
-        live.store.turn_boundary()
-        stop = answer.get("stopReason") if v1 and isinstance(answer, dict) else live.store.stop_reason
-        return stop if isinstance(stop, str) else "end_turn"
+            live.end_turn(*ended)
 
     async def _until_idle(self, idle: anyio.Event, gone: list[Exception]) -> None:
         """Wait for a v2 turn's ``idle``, or for the connection to end (its error in ``gone``)."""

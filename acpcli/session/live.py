@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from acpcli.session.records import LOCAL, TURN_START
+from acpcli.session.records import LOCAL, TURN_END, TURN_START
 
 if TYPE_CHECKING:
     from acpcli.protocol.settings import Choice
@@ -217,6 +217,16 @@ class LiveSession:
         self.cancel_requested = self.interrupted = False
         self.cancel_wanted = anyio.Event()
         self.cancel_sent = anyio.Event()
+
+    def end_turn(self, stop_reason: str | None, error: str | None = None) -> None:
+        """A prompt turn ended (``stop_reason``), or failed (``error``): recorded, and what the
+        agent sends from now on starts messages of its own (a chunk without ``messageId`` does
+        not continue the turn's answer)."""
+        self.store.turn_boundary()
+        try:
+            self.mark(TURN_END, {"stopReason": stop_reason, "error": error})
+        except Exception:  # a failed store never hides how the turn ended: it is on its way out
+            log.exception("storing the end of a turn of %s failed", self.session_id)
 
     def want_cancel(self) -> None:
         """Ask the turn's owner to cancel the turn (see :attr:`cancel_wanted`)."""
