@@ -651,7 +651,7 @@ def export(session_id: str, output_format: str, output: Path | None) -> int:
     record, store = stored(session_id)  # an unknown id is refused before a file is created
     stream = open(output, "w", encoding="utf-8") if output is not None else env.stdout  # noqa: SIM115
     try:
-        write_transcript(store, output_format, stream, session_id=record.id, title=record.title)
+        write_transcript(store, output_format, stream, session_id=record.id, title=record.title, record=record)
     finally:
         if output is not None:
             stream.close()

@@ -36,7 +36,9 @@ entry's position in the transcript (stable: entries never move).
     (``title``, ``updatedAt``), ``usage`` (``usage``: ``used``, ``size``, ``cost``),
     ``state`` (``state``, ``stopReason``).
 ``turn_end``
-    ``{"type":"turn_end","sessionId","stopReason"}`` -- a prompt turn ended.
+    ``{"type":"turn_end","sessionId","stopReason"}`` -- a prompt turn ended. In an export
+    it is an entry (where the turn ended), with ``index`` and ``"error"``: what failed the
+    turn (``stopReason`` null), else null. What follows it came from the agent after the turn.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from acpcli.store import (
     SessionChanged,
     Store,
     ToolCall,
+    TurnEnd,
 )
 
 
@@ -233,7 +236,8 @@ class JsonlView:
         self._out.flush()
 
     def print_store(self, store: Store) -> None:
-        """One finished event per entry of ``store`` (``message``, ``tool_call``, ``plan``)."""
+        """One finished event per entry of ``store`` (``message``, ``tool_call``, ``plan``,
+        ``turn_end``)."""
         self._finish_messages()
         sid = self._session_id
         for index, entry in enumerate(store.entries):
@@ -243,6 +247,10 @@ class JsonlView:
                 self._emit(tool_event(index, entry, sid))
             elif isinstance(entry, Plan):
                 self._emit(plan_event(index, entry, sid))
+            elif isinstance(entry, TurnEnd):
+                self._emit(
+                    {"type": "turn_end", "sessionId": sid, "index": index, "stopReason": entry.stop_reason, "error": entry.error}
+                )
 
     def close(self) -> None:
         """Finish the streamed messages (``final_only``: write the store's entries)."""

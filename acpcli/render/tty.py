@@ -63,6 +63,7 @@ from acpcli.render.transcript import (
     location_line,
     plan_entry_text,
     stop_reason_text,
+    turn_end_text,
 )
 from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import (
@@ -76,6 +77,7 @@ from acpcli.store import (
     Plan,
     Store,
     ToolCall,
+    TurnEnd,
 )
 
 if TYPE_CHECKING:
@@ -901,6 +903,12 @@ class TtyView:
         """Print every entry of ``store`` in its final state (``show``)."""
         self.flush()
         for entry in store.entries:
+            if isinstance(entry, TurnEnd):
+                marker = turn_end_text(entry)  # a cancelled or failed turn says so
+                if marker is not None and not self._quiet:
+                    style = "bold red" if entry.error else _STOP_STYLE.get(entry.stop_reason or "", "bold yellow")
+                    self._print(Text(marker, style=style))
+                continue
             block = self._block_for(entry)
             if block is None:
                 continue

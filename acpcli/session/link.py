@@ -494,10 +494,10 @@ class AgentLink:
                 tg.start_soon(turn)
                 tg.start_soon(cancel_when_wanted)
             if failed:
-                ended = (None, str(failed[0]))
+                ended = (None, _failure(failed[0]))
                 raise failed[0]
             if gone and (idle is None or not idle.is_set()):
-                ended = (None, str(gone[0]))
+                ended = (None, _failure(gone[0]))
                 raise gone[0]
             stop = answer.get("stopReason") if v1 and isinstance(answer, dict) else live.store.stop_reason
             stop = stop if isinstance(stop, str) else "end_turn"
@@ -534,6 +534,20 @@ class AgentLink:
             await self.conn.notify("session/cancel", wire.cancel_params(live.agent_id))
         finally:
             live.cancel_sent.set()
+
+
+def _failure(err: Exception) -> str:
+    """What failed a turn, in one line for its transcript: an agent's error by its message and
+    what its ``data`` adds (codex puts the model provider's words there)."""
+    from acpcli.errors import AcpcliError
+    from acpcli.safe_text import clip, safe_line
+
+    if isinstance(err, RpcError):
+        detail = err.data_detail().split("\n")[0].strip()
+        text = f"{err.rpc_message} ({err.code})" + (f": {detail}" if detail else "")
+    else:
+        text = err.message if isinstance(err, AcpcliError) else str(err) or type(err).__name__
+    return clip(safe_line(text), 300)
 
 
 @asynccontextmanager

@@ -222,7 +222,7 @@ class LiveSession:
         """A prompt turn ended (``stop_reason``), or failed (``error``): recorded, and what the
         agent sends from now on starts messages of its own (a chunk without ``messageId`` does
         not continue the turn's answer)."""
-        self.store.turn_boundary()
+        self.store.end_turn(stop_reason, error)
         try:
             self.mark(TURN_END, {"stopReason": stop_reason, "error": error})
         except Exception:  # a failed store never hides how the turn ended: it is on its way out

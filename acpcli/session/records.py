@@ -59,7 +59,11 @@ def rebuild(index: Index, session_id: str, *, upto: int | None = None) -> Store:
         elif kind == TURN_START:
             (pending or store).turn_boundary()  # each prompt acpcli sent is its own message
         elif kind == TURN_END:
-            (pending or store).turn_boundary()  # what comes after a turn is not part of its answer
+            if isinstance(event, dict):  # what comes after a turn is not part of its answer
+                stop, error = event.get("stopReason"), event.get("error")
+                (pending or store).end_turn(
+                    stop if isinstance(stop, str) else None, error if isinstance(error, str) else None
+                )
         elif kind == SETTING:
             continue
         elif isinstance(event, dict):  # anything else is junk: skipped

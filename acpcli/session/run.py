@@ -173,7 +173,7 @@ def _exporter(session_id: str) -> Callable[[str, str], None]:
         record, store = stored(session_id)
         try:
             with open(path, "w", encoding="utf-8") as stream:
-                write_transcript(store, output_format, stream, session_id=record.id, title=record.title)
+                write_transcript(store, output_format, stream, session_id=record.id, title=record.title, record=record)
         except OSError as err:
             raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
 

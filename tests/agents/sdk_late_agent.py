@@ -13,7 +13,7 @@ transcript keeps: text between turns, updates after a turn's answer, turns that 
     ``completed`` with the text ``BG-DONE``, and ``LATE-TEXT`` in an id-less chunk (claude's
     background subagents report so);
   - ``cancel``: says ``PARTIAL``, then waits for ``session/cancel`` and ends ``cancelled``;
-  - ``fail``: says ``PARTIAL``, then fails the request (``-32603``, ``model exploded``);
+  - ``fail``: fails the request at once (``-32603``, ``model exploded``);
   - ``usage``: a ``usage_update`` of ``USED`` tokens (default 95000) of 100000 costing
     $0.12, then ``ANSWER``;
   - anything else: ``ANSWER to <prompt>``.
@@ -115,7 +115,6 @@ class LateAgent(BaseSdkAgent):
             await asyncio.wait_for(cancelled.wait(), 30)
             return PromptResponse(stop_reason="cancelled")
         if word == "fail":
-            await self.say(session_id, "PARTIAL")
             raise acp.RequestError.internal_error({"message": "model exploded"})
         if word == "usage":
             used = int(os.environ.get("USED", "95000"))
