@@ -471,7 +471,7 @@ def prompt(
         from acpcli.mentions import build_prompt
         from acpcli.render import make_view
         from acpcli.safestore import open_index
-        from acpcli.session.turn import after_turn, run_turn
+        from acpcli.session.turn import after_turn, collect_late, run_turn
 
         if session_id is not None:
             lock = await _claimed(session_id, run)
@@ -512,6 +512,7 @@ def prompt(
                     limit=run.timeout,
                 )
                 view.turn_ended(stop)
+                await collect_late(link, live, stop)  # what the agent still says of it is kept
                 writer.flush()
                 after_turn(index, live)
                 return turn_exit(

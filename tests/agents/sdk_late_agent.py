@@ -13,6 +13,7 @@ transcript keeps: text between turns, updates after a turn's answer, turns that 
     ``completed`` with the text ``BG-DONE``, and ``LATE-TEXT`` in an id-less chunk (claude's
     background subagents report so);
   - ``cancel``: says ``PARTIAL``, then waits for ``session/cancel`` and ends ``cancelled``;
+  - ``cancelled``: says ``PARTIAL`` and ends ``cancelled`` at once (as after a cancel);
   - ``fail``: fails the request at once (``-32603``, ``model exploded``);
   - ``usage``: a ``usage_update`` of ``USED`` tokens (default 95000) of 100000 costing
     $0.12, then ``ANSWER``;
@@ -109,10 +110,16 @@ class LateAgent(BaseSdkAgent):
             await client.session_update(session_id, acp.start_tool_call("bg-1", "background task", status="in_progress"))
             self._later(self._after(session_id), float(os.environ.get("LATE_DELAY", "0.1")))
             return PromptResponse(stop_reason="end_turn")
+        if word == "cancelled":
+            await self.say(session_id, "PARTIAL")
+            return PromptResponse(stop_reason="cancelled")
         if word == "cancel":
             cancelled = self._cancelled[session_id] = asyncio.Event()
             await self.say(session_id, "PARTIAL")
-            await asyncio.wait_for(cancelled.wait(), 30)
+            try:
+                await asyncio.wait_for(cancelled.wait(), 30)
+            except asyncio.CancelledError:  # the SDK cancels the request's task on session/cancel
+                pass
             return PromptResponse(stop_reason="cancelled")
         if word == "fail":
             raise acp.RequestError.internal_error({"message": "model exploded"})

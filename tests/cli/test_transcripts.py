@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from acpcli.errors import ExitCode
 from tests.cli.conftest import Cli
 
 LATE_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_late_agent.py"
@@ -48,13 +49,13 @@ def test_text_sent_between_turns_is_a_message_of_its_own(cli: Cli) -> None:
 
 def test_cancelled_and_failed_turns_are_marked_and_each_prompt_has_its_heading(cli: Cli) -> None:
     sid = _first(cli)
-    cancelled = cli.run("prompt", "--session", sid, "--timeout", "1", "cancel this")  # cancelled on time out
-    assert cancelled.returncode != 0 and "PARTIAL" in cancelled.stdout
+    cancelled = cli.run("prompt", "--session", sid, "cancelled this")  # the agent ends it "cancelled"
+    assert cancelled.returncode == ExitCode.CANCELLED and "PARTIAL" in cancelled.stdout
     failed = cli.run("prompt", "--session", sid, "fail now")
     assert failed.returncode != 0
     cli.ok("prompt", "--session", sid, "next one")
     shown = cli.show(sid)
-    assert "PARTIAL\n\n[turn cancelled]\n\n> fail now\n\n[turn failed: Internal error (-32603): model exploded]\n\n> next one" in shown, shown
+    assert "> cancelled this\n\nPARTIAL\n\n[turn cancelled]\n\n> fail now\n\n[turn failed: Internal error (-32603): model exploded]\n\n> next one" in shown, shown
     assert shown.count("[turn") == 2  # a turn that simply ended says nothing
     markdown = cli.ok("export", sid, "--format", "markdown").stdout
     # two prompts in a row (the first failed before the agent said anything): two headings
@@ -78,3 +79,68 @@ def test_markdown_export_starts_with_what_the_session_is(cli: Cli, workdir: Path
     assert "sdk-late" in agent and agent.endswith(" 0.1")  # agentInfo's name and version
     assert any(line.startswith("- **Started:** 20") for line in lines)
     assert any(line.startswith("- **Last used:** 20") for line in lines)
+
+
+# -- updates after the turn -------------------------------------------------------------------
+
+
+def _late_parts(text: str) -> None:
+    """The turn's answer completed by messageId, the tool call by toolCallId (each where it
+    started), and the id-less text after the turn as a message of its own."""
+    assert text.index("ANSWER +MORE") < text.index("BG-DONE") < text.index("LATE-TEXT"), text
+    assert "ANSWER +MORE" in text and "ANSWERLATE" not in text
+
+
+def test_prompt_waits_for_updates_after_the_turn_and_keeps_them(cli: Cli) -> None:
+    proc = cli.ok("prompt", "--cmd", late_cmd(), "late please")
+    assert "LATE-TEXT" in proc.stdout and "BG-DONE" in proc.stdout, proc.stdout  # shown ...
+    sid = proc.stderr.split()[1]
+    shown = cli.show(sid)  # ... and stored
+    _late_parts(shown)
+    assert "background task (other): completed" in shown and "in_progress" not in shown
+    assert shown.index("> late please") < shown.index("ANSWER +MORE"), shown
+
+
+def test_jsonl_output_has_the_updates_after_turn_end(cli: Cli) -> None:
+    proc = cli.ok("prompt", "--cmd", late_cmd(), "--format", "jsonl", "late please")
+    events = _events(proc.stdout)
+    end = next(i for i, e in enumerate(events) if e["type"] == "turn_end")
+    after = events[end + 1 :]
+    finished = {e["index"]: e["text"] for e in after if e["type"] == "message"}
+    assert finished[1] == "ANSWER +MORE"  # the answer, completed in place by its messageId
+    assert "LATE-TEXT" in finished.values()
+    tools = [e for e in after if e["type"] == "tool_call"]
+    assert tools and tools[-1]["index"] == 2 and tools[-1]["status"] == "completed"
+
+
+def test_prompt_through_a_live_session_waits_for_them_too(cli: Cli) -> None:
+    sid = _first(cli)
+    proc = cli.ok("prompt", "--session", sid, "--keep-alive", "30", "late please")
+    try:
+        assert "LATE-TEXT" in proc.stdout and "BG-DONE" in proc.stdout, proc.stdout
+        _late_parts(cli.show(sid))
+    finally:
+        cli.ok("stop", sid)
+
+
+def test_the_repl_draws_updates_after_the_turn_above_the_input_line(spawn, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tests.cli.pty import CTRL_D
+    from tests.cli.screen import screen_text
+
+    monkeypatch.setenv("LATE_DELAY", "1.0")  # well after the input line is back
+    pty = spawn("new", "--cmd", late_cmd())
+    pty.prompt()
+    pty.say("late please")
+    pty.prompt()
+    assert "LATE-TEXT" not in pty.seen
+    pty.child.send("typed")
+    pty.expect("typed")
+    pty.expect("LATE-TEXT")  # drawn above the waiting line, no key pressed
+    pty.child.send(" more\r")
+    pty.expect("ANSWER to typed more")  # what was typed survived
+    pty.prompt()
+    screen = screen_text(pty.seen)
+    assert screen.index("› late please") < screen.index("LATE-TEXT") < screen.index("› typed more"), screen
+    assert "BG-DONE" in screen
+    pty.child.send(CTRL_D)
+    assert pty.wait() == 0
