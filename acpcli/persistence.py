@@ -222,6 +222,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         SELECT RAISE(ABORT, 'a recorded session keeps its agent and cwd');
     END;
     """,
+    # 10: the session's token usage and cost as its agent last reported them (usage_update:
+    # the context used and its size, the session's running cost)
+    """
+    ALTER TABLE sessions ADD COLUMN usage TEXT;   -- JSON {"used", "size", "cost"} or NULL
+    """,
 )
 
 
@@ -273,6 +278,10 @@ class SessionRecord:
     prompt_title: str | None = None
     #: The user gave :attr:`title` (``--title``): the agent's titles do not replace it.
     titled_by_user: bool = False
+    #: Token usage and cost as the agent last reported them (``usage_update``: ``used``,
+    #: ``size``, ``cost``, the cost being the agent's running total for the session); None:
+    #: never reported (set by :meth:`Index.set_usage`).
+    usage: dict[str, Any] | None = None
 
     @property
     def shown_title(self) -> str | None:
@@ -306,7 +315,8 @@ _COLUMNS = (
 #: Read after ``_COLUMNS``, in this order, from the schema that added each (an older file
 #: read as it is lacks them); written by their own setters, not by ``upsert_session``'s insert.
 _EXTRA_COLUMNS = (
-    (3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"), (8, "title_source")
+    (3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"), (8, "title_source"),
+    (10, "usage"),
 )
 _PROTOCOL_COLUMN = "protocol"
 
@@ -316,6 +326,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
     extra = dict(zip((name for _, name in _EXTRA_COLUMNS), row[at:], strict=False))  # an older file has fewer
     refs = extra.get("mcp_refs")
     protocol = extra.get("protocol")
+    usage = extra.get("usage")
     return SessionRecord(
         id=row[0],
         agent=row[1],
@@ -334,6 +345,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         protocol=protocol if isinstance(protocol, str) else None,
         prompt_title=extra.get("prompt_title"),
         titled_by_user=extra.get("title_source") == "user",
+        usage=json.loads(usage) if isinstance(usage, str) else None,
     )
 
 
@@ -675,6 +687,10 @@ class Index:
             self.conn.execute(
                 "UPDATE sessions SET prompt_title = ? WHERE id = ? AND prompt_title IS NULL", (title, session_id)
             )
+
+    def set_usage(self, session_id: str, usage: dict[str, Any]) -> None:
+        """Record the session's usage as its agent last reported it (:attr:`SessionRecord.usage`)."""
+        self.conn.execute("UPDATE sessions SET usage = ? WHERE id = ?", (json.dumps(usage), session_id))
 
     def mark_closed(self, session_id: str) -> None:
         """Record that the session was closed (``state = 'closed'``)."""

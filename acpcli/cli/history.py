@@ -140,6 +140,7 @@ def sessions(
                         "created": rec.created_at,
                         "lastUsed": rec.last_used_at,
                         "state": rec.state,
+                        "usage": rec.usage,  # {"used", "size", "cost"} as the agent last reported, or null
                         **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
                     }
                 )

@@ -517,6 +517,8 @@ class Host:
                 live.turn_active = False
             live.recorder.flush() if live.recorder is not None else None
             after_turn(index, live)
+            for warning in live.take_warnings():  # the context nearly full: the client says it
+                client.post({"t": "note", "text": f"acpcli: warning: {warning}"})
             # "late": the agent may still say something of this turn (a one-shot client waits a moment)
             late = client.lingering = late_updates_possible(link, live, stop)
             client.post({"t": "end", "stop": stop, "interrupted": live.interrupted, "late": late})

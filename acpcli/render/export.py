@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from acpcli.errors import UsageError
 
@@ -36,16 +36,17 @@ def write_transcript(
         from acpcli.render.transcript import to_markdown, to_text
 
         if output_format == "markdown":
-            about = about_session(record) if record is not None else [("Session", session_id)]
+            about = about_session(record, store.usage) if record is not None else [("Session", session_id)]
             stream.write(to_markdown(store, title=title or (record.shown_title if record else None), about=about))
         else:
             stream.write(to_text(store))
     stream.flush()
 
 
-def about_session(record: SessionRecord) -> list[tuple[str, str]]:
+def about_session(record: SessionRecord, usage: dict[str, Any] | None = None) -> list[tuple[str, str]]:
     """The header of a Markdown export: the session id, the agent (name and version, as its
-    ``initialize`` answer gave them), the working directory, when it started and was last used."""
+    ``initialize`` answer gave them), the working directory, when it started and was last
+    used, and its usage as the agent last reported it."""
     from datetime import datetime
 
     def when(ts: float) -> str:
@@ -57,10 +58,16 @@ def about_session(record: SessionRecord) -> list[tuple[str, str]]:
     version = info.get("version")
     if isinstance(version, str) and version:
         agent += f" {version}"
-    return [
+    about = [
         ("Session", record.id),
         ("Agent", agent),
         ("Directory", record.cwd),
         ("Started", when(record.created_at)),
         ("Last used", when(record.last_used_at)),
     ]
+    from acpcli.render.usage import usage_text
+
+    shown = usage_text(usage or record.usage)
+    if shown is not None:
+        about.append(("Usage", shown))
+    return about

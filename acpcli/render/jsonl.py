@@ -237,7 +237,7 @@ class JsonlView:
 
     def print_store(self, store: Store) -> None:
         """One finished event per entry of ``store`` (``message``, ``tool_call``, ``plan``,
-        ``turn_end``)."""
+        ``turn_end``), then its usage (a ``session`` event) when the agent reported one."""
         self._finish_messages()
         sid = self._session_id
         for index, entry in enumerate(store.entries):
@@ -251,6 +251,8 @@ class JsonlView:
                 self._emit(
                     {"type": "turn_end", "sessionId": sid, "index": index, "stopReason": entry.stop_reason, "error": entry.error}
                 )
+        if getattr(store, "usage", None) is not None:  # as the agent last reported it
+            self._emit({"type": "session", "sessionId": sid, **_session_fields(store, st.USAGE)})
 
     def close(self) -> None:
         """Finish the streamed messages (``final_only``: write the store's entries)."""

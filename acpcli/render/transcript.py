@@ -19,6 +19,7 @@ The plain layout, one block per entry, blocks separated by one blank line::
     [plan] [x] done step           plans: [ ] pending, [~] in progress, [x] completed, [?] other
     [turn ended: ...]              a stop reason other than end_turn
     [turn cancelled]               a cancelled turn ([turn failed: ...]: one that failed)
+    [usage] 12k/200k tokens (6%)   the session's usage, at the end of a finished transcript
 
 Control characters in agent text (escape sequences, carriage returns) are never written
 as they are: :func:`to_text` and :func:`to_markdown` pass their result through
@@ -324,9 +325,23 @@ def _entries(store: Store | Iterable[Any]) -> Iterable[Any]:
     return store.entries if isinstance(store, Store) else store
 
 
+def usage_line(store: Any) -> str | None:
+    """``[usage] 95k/100k tokens (95%) · $0.12``: a store's usage as its agent last reported
+    it (None when it reported none)."""
+    from acpcli.render.usage import usage_text
+
+    text = usage_text(getattr(store, "usage", None))
+    return None if text is None else f"[usage] {text}"
+
+
 def to_text(store: Store | Iterable[Any]) -> str:
-    """The whole transcript in the plain layout (see the module docstring)."""
-    return safe_text("\n".join(text for text in map(entry_text, _entries(store)) if text))
+    """The whole transcript in the plain layout (see the module docstring), and a store's
+    last reported usage (:func:`usage_line`) at the end."""
+    texts = [text for text in map(entry_text, _entries(store)) if text]
+    usage = usage_line(store) if isinstance(store, Store) else None
+    if usage is not None:
+        texts.append(usage + "\n")
+    return safe_text("\n".join(texts))
 
 
 def _fence(text: str, info: str = "") -> str:

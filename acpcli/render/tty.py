@@ -64,6 +64,7 @@ from acpcli.render.transcript import (
     plan_entry_text,
     stop_reason_text,
     turn_end_text,
+    usage_line,
 )
 from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import (
@@ -916,6 +917,9 @@ class TtyView:
                 block.feed(entry.content)  # type: ignore[union-attr]
             for piece in block.finish():
                 self._print(piece)
+        usage = None if self._quiet else usage_line(store)
+        if usage is not None:
+            self._print(Text(safe_line(usage), style="dim"))  # a cost's currency is the agent's text
         self._drain()
 
     def close(self) -> None:

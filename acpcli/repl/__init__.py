@@ -365,5 +365,7 @@ async def run_repl(
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
         after_turn(index, live)
+        for warning in live.take_warnings():  # the context nearly full: one line, once
+            env.err.print(f"warning: {warning}", style="yellow", markup=False, highlight=False)
     env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, live.session_id))}")
     return code

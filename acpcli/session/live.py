@@ -100,6 +100,10 @@ class LiveSession:
     #: turn on a busy session raises SessionBusy instead of waiting.
     lock: SessionLock | None = field(default=None, repr=False)
     lock_wait: bool = True
+    #: One-line warnings for the person, to be shown by the command when the turn ends
+    #: (:meth:`take_warnings`): the context window passing 90 % (once per session here).
+    warnings: list[str] = field(default_factory=list)
+    context_warned: bool = False
 
     @property
     def agent_id(self) -> str:
@@ -157,6 +161,22 @@ class LiveSession:
                     self._output_failed(err)
         if kind == "state_update" and self.turn_idle is not None and store.state == "idle":
             self.turn_idle.set()
+        elif kind == "usage_update" and not self.context_warned:
+            self._check_context()
+
+    def _check_context(self) -> None:
+        """The context window has just passed 90 %: say so, once."""
+        from acpcli.render.usage import context_warning
+
+        text = context_warning(self.store.usage)
+        if text is not None:
+            self.context_warned = True
+            self.warnings.append(text)
+
+    def take_warnings(self) -> list[str]:
+        """The warnings not shown yet (see :attr:`warnings`); the caller shows them."""
+        taken, self.warnings = self.warnings, []
+        return taken
 
     def _output_failed(self, err: OSError) -> None:
         """The view could not write: stop rendering, let the turn's owner end the command."""

@@ -513,6 +513,8 @@ def prompt(
                 )
                 view.turn_ended(stop)
                 await collect_late(link, live, stop)  # what the agent still says of it is kept
+                for warning in live.take_warnings():  # the context nearly full: one line on stderr
+                    run.env.note(f"acpcli: warning: {warning}", style="yellow")
                 writer.flush()
                 after_turn(index, live)
                 return turn_exit(

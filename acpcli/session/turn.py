@@ -232,7 +232,8 @@ async def collect_late(
 
 def after_turn(index: Index, live: LiveSession) -> None:
     """What the index learns from a finished turn, whatever ended it: the session was used
-    now, and its title if the agent gave one, else (once) the first line of its first prompt.
+    now, its usage as the agent last reported it, and its title if the agent gave one, else
+    (once) the first line of its first prompt.
     (The event log is flushed by the caller, which owns the writer, before this.)"""
     index.touch(live.session_id)
     if live.first_prompt:
@@ -240,4 +241,6 @@ def after_turn(index: Index, live: LiveSession) -> None:
         live.first_prompt = ""  # one UPDATE per session and process, not per turn
     if live.store.title:
         index.set_title(live.session_id, live.store.title)
+    if live.store.usage is not None:
+        index.set_usage(live.session_id, live.store.usage)  # sessions --json shows it
     turn_indexed(index, live)  # what the turn said becomes searchable

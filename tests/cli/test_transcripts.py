@@ -144,3 +144,61 @@ def test_the_repl_draws_updates_after_the_turn_above_the_input_line(spawn, monke
     assert "BG-DONE" in screen
     pty.child.send(CTRL_D)
     assert pty.wait() == 0
+
+
+# -- usage -------------------------------------------------------------------------------------
+
+WARNING = "acpcli: warning: the context window is 95% full (95k of 100k tokens)"
+
+
+def test_prompt_warns_once_on_stderr_when_the_context_passes_90_percent(cli: Cli) -> None:
+    proc = cli.ok("prompt", "--cmd", late_cmd(), "usage please")
+    assert proc.stderr.splitlines().count(WARNING) == 1, proc.stderr
+    assert WARNING not in proc.stdout
+    calm = cli.ok("prompt", "--cmd", late_cmd(), "usage please", env={"USED": "89000"})
+    assert "warning" not in calm.stderr, calm.stderr
+
+
+def test_usage_is_in_jsonl_show_export_and_the_index(cli: Cli) -> None:
+    proc = cli.ok("prompt", "--cmd", late_cmd(), "--format", "jsonl", "usage please")
+    usage = {"used": 95000, "size": 100000, "cost": {"amount": 0.12, "currency": "USD"}}
+    assert {"type": "session", "sessionId": _events(proc.stdout)[0]["sessionId"], "field": "usage", "usage": usage} in _events(proc.stdout)
+    sid = proc.stderr.split()[1]
+    assert cli.show(sid).endswith("[usage] 95k/100k tokens (95%) · $0.12\n")
+    assert "- **Usage:** 95k/100k tokens (95%) · $0.12" in cli.ok("export", sid, "--format", "markdown").stdout
+    exported = _events(cli.ok("export", sid, "--format", "jsonl").stdout)
+    assert exported[-1]["field"] == "usage" and exported[-1]["usage"] == usage
+    (row,) = [r for r in cli.index() if r["id"] == sid]
+    assert row["usage"] == usage  # sessions --json
+    other = _first(cli)  # a session whose agent never reported usage
+    assert [r["usage"] for r in cli.index() if r["id"] == other] == [None]
+
+
+def test_the_repl_warns_once_about_a_nearly_full_context(spawn) -> None:  # type: ignore[no-untyped-def]
+    from tests.cli.pty import CTRL_D
+    from tests.cli.screen import screen_text
+
+    pty = spawn("new", "--cmd", late_cmd())
+    pty.prompt()
+    pty.say("usage please")
+    pty.expect("95% full")
+    pty.prompt()
+    pty.say("usage again")  # still past 90 %: not said again
+    pty.expect("ANSWER")
+    pty.prompt()
+    pty.child.send(CTRL_D)
+    assert pty.wait() == 0
+    screen = screen_text(pty.seen)
+    assert screen.count("warning: the context window is 95% full (95k of 100k tokens)") == 1, screen
+    assert screen.index("› usage please") < screen.index("95% full") < screen.index("› usage again"), screen
+
+
+def test_a_live_session_warns_through_its_client(cli: Cli) -> None:
+    sid = _first(cli)
+    proc = cli.ok("prompt", "--session", sid, "--keep-alive", "30", "usage please")
+    try:
+        assert proc.stderr.splitlines().count(WARNING) == 1, proc.stderr
+        (row,) = [r for r in cli.index() if r["id"] == sid]
+        assert row["usage"]["used"] == 95000
+    finally:
+        cli.ok("stop", sid)
