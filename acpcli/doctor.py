@@ -350,7 +350,7 @@ def _session_row_ok(values: dict[str, Any]) -> bool:
                 return False
         except (TypeError, ValueError, RecursionError):
             return False
-    for key in ("agent_info", "mcp_refs"):
+    for key in ("agent_info", "mcp_refs", "usage"):
         text = values.get(key)
         if text is not None:
             try:

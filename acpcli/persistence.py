@@ -147,11 +147,6 @@ def _search_index(conn: sqlite3.Connection) -> None:
     search.create(conn)
 
 
-def _reserved(conn: sqlite3.Connection) -> None:
-    """Migration 10 is reserved for work merged from another branch (the transcripts work):
-    a no-op here, to be replaced by that migration when the branches meet."""
-
-
 # Append-only. Entry i migrates user_version i -> i + 1: an SQL script, or a function of the
 # connection for what SQL cannot do. Never edit a shipped entry.
 MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
@@ -227,8 +222,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         SELECT RAISE(ABORT, 'a recorded session keeps its agent and cwd');
     END;
     """,
-    # 10: reserved (see _reserved)
-    _reserved,
+    # 10: the session's token usage and cost as its agent last reported them (usage_update:
+    # the context used and its size, the session's running cost)
+    """
+    ALTER TABLE sessions ADD COLUMN usage TEXT;   -- JSON {"used", "size", "cost"} or NULL
+    """,
     # 11: the session a fork was made from (`acpcli fork`, /fork); no foreign key: deleting
     # the parent leaves its forks, which still name it
     """
@@ -285,6 +283,10 @@ class SessionRecord:
     prompt_title: str | None = None
     #: The user gave :attr:`title` (``--title``): the agent's titles do not replace it.
     titled_by_user: bool = False
+    #: Token usage and cost as the agent last reported them (``usage_update``: ``used``,
+    #: ``size``, ``cost``, the cost being the agent's running total for the session); None:
+    #: never reported (set by :meth:`Index.set_usage`).
+    usage: dict[str, Any] | None = None
     #: The session this one was forked from (``acpcli fork``), if any (set by :meth:`Index.set_parent`).
     parent_id: str | None = None
 
@@ -321,6 +323,7 @@ _COLUMNS = (
 #: read as it is lacks them); written by their own setters, not by ``upsert_session``'s insert.
 _EXTRA_COLUMNS = (
     (3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"), (8, "title_source"),
+    (10, "usage"),
     (11, "parent_id"),
 )
 _PROTOCOL_COLUMN = "protocol"
@@ -331,6 +334,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
     extra = dict(zip((name for _, name in _EXTRA_COLUMNS), row[at:], strict=False))  # an older file has fewer
     refs = extra.get("mcp_refs")
     protocol = extra.get("protocol")
+    usage = extra.get("usage")
     return SessionRecord(
         id=row[0],
         agent=row[1],
@@ -349,6 +353,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         protocol=protocol if isinstance(protocol, str) else None,
         prompt_title=extra.get("prompt_title"),
         titled_by_user=extra.get("title_source") == "user",
+        usage=json.loads(usage) if isinstance(usage, str) else None,
         parent_id=extra.get("parent_id"),
     )
 
@@ -719,6 +724,10 @@ class Index:
             self.conn.execute(
                 "UPDATE sessions SET prompt_title = ? WHERE id = ? AND prompt_title IS NULL", (title, session_id)
             )
+
+    def set_usage(self, session_id: str, usage: dict[str, Any]) -> None:
+        """Record the session's usage as its agent last reported it (:attr:`SessionRecord.usage`)."""
+        self.conn.execute("UPDATE sessions SET usage = ? WHERE id = ?", (json.dumps(usage), session_id))
 
     def mark_closed(self, session_id: str) -> None:
         """Record that the session was closed (``state = 'closed'``)."""

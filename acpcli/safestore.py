@@ -360,6 +360,9 @@ class SafeIndex(Index):
     def set_mcp_refs(self, session_id: str, refs: Any) -> None:
         self._guarded(partial(super().set_mcp_refs, session_id, refs))
 
+    def set_usage(self, session_id: str, usage: dict[str, Any]) -> None:
+        self._guarded(partial(super().set_usage, session_id, usage))
+
     def mark_closed(self, session_id: str) -> None:
         self._guarded(partial(super().mark_closed, session_id))
 

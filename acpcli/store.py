@@ -40,6 +40,8 @@ Invariants (the tests in ``tests/test_store*.py`` hold the store to them):
   message), else appends a new ``Plan`` entry -- so an earlier turn's plan stays where it
   was in the scrollback instead of being rewritten above the fold. v2 ``plan_update`` is
   keyed by ``plan.planId``.
+* **Turn ends** are entries too (:class:`TurnEnd`, from :meth:`Store.end_turn`: acpcli's
+  record of how each prompt turn ended), so what comes after a turn never continues it.
 * **Never raise on input.** Unknown ``sessionUpdate`` kinds, malformed updates and
   invalid fields are ignored (logged at debug on ``acpcli.store``); unknown enum values
   (tool kinds, statuses, block types) are kept as they came.
@@ -226,7 +228,22 @@ class Plan:
         return out
 
 
-Entry = Message | ToolCall | Plan
+@dataclass(slots=True, eq=False)
+class TurnEnd:
+    """Where a prompt turn ended: acpcli's own record (:meth:`Store.end_turn`), never an
+    agent's update. ``stop_reason`` as the agent gave it, or ``error`` when the turn failed;
+    ``stop_reason`` ``cancelled`` also stands for a turn acpcli abandoned (Ctrl-C twice, a
+    timeout). Views draw nothing for ``end_turn``."""
+
+    stop_reason: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data snapshot, camelCase like the wire."""
+        return {"type": "turn_end", "stopReason": self.stop_reason, "error": self.error}
+
+
+Entry = Message | ToolCall | Plan | TurnEnd
 
 
 # One change object is made per update. A frozen dataclass's generated __init__ sets each
@@ -382,6 +399,14 @@ class Store:
         ``plan`` starts a new plan entry."""
         self._boundary = True
         self._v1_plan = None
+
+    def end_turn(self, stop_reason: str | None, error: str | None = None) -> NewEntry:
+        """A prompt turn ended: a :class:`TurnEnd` entry, and a :meth:`turn_boundary` (what
+        the agent sends after the turn starts messages of its own)."""
+        entry = TurnEnd(stop_reason, error)
+        index = self._add(entry)
+        self.turn_boundary()
+        return NewEntry(index, entry)
 
     def asked_tool_call(self, tool_call: Any) -> dict[str, Any] | None:
         """The ``tool_call_update`` that records a permission request's ``toolCall``, or None

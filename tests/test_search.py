@@ -280,7 +280,8 @@ def test_migration_from_schema_6_indexes_old_sessions_on_the_first_search(tmp_pa
     conn = sqlite3.connect(path, isolation_level=None)
     for statement in (
         "DROP TABLE search_fts", "DROP TABLE search_docs", "ALTER TABLE sessions DROP COLUMN search_seq",
-        "ALTER TABLE sessions DROP COLUMN title_source", "PRAGMA user_version = 6",
+        "ALTER TABLE sessions DROP COLUMN title_source", "ALTER TABLE sessions DROP COLUMN usage", "ALTER TABLE sessions DROP COLUMN parent_id",
+        "PRAGMA user_version = 6",
     ):
         conn.execute(statement)
     conn.close()

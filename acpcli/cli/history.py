@@ -145,6 +145,7 @@ def sessions(
                         "created": rec.created_at,
                         "lastUsed": rec.last_used_at,
                         "state": rec.state,
+                        "usage": rec.usage,  # {"used", "size", "cost"} as the agent last reported, or null
                         **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
                         **({"parent": rec.parent_id} if rec.parent_id else {}),  # forked from it
                     }
@@ -817,7 +818,7 @@ def export(session_id: str, output_format: str, output: Path | None) -> int:
     record, store = stored(session_id)  # an unknown id is refused before a file is created
     stream = open(output, "w", encoding="utf-8") if output is not None else env.stdout  # noqa: SIM115
     try:
-        write_transcript(store, output_format, stream, session_id=record.id, title=record.title)
+        write_transcript(store, output_format, stream, session_id=record.id, title=record.title, record=record)
     finally:
         if output is not None:
             stream.close()

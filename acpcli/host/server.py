@@ -78,6 +78,7 @@ class Client:
     role: str = "prompt"
     outbox: Any = None  # the send side of its queue
     gone: anyio.Event = field(default_factory=anyio.Event)
+    lingering: bool = False  # its turn is over, and it still takes the updates after it
 
     def post(self, message: dict[str, Any]) -> None:
         """Queue ``message`` for this client without waiting (a client that falls too far
@@ -185,7 +186,8 @@ class Host:
         """An update: to the client whose turn it is and to every watcher."""
         current = self.current.client if self.current is not None else None
         for client in list(self.clients):
-            if client is current or client.role == "attach":
+            # (a client whose turn is over takes what comes after it, until the next turn starts)
+            if client is current or client.role == "attach" or (client.lingering and current is None):
                 client.post(message)
 
     def note(self, text: str) -> None:
@@ -670,10 +672,12 @@ class Host:
 
     async def _run_turn(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, turn: Turn) -> None:
         from acpcli.mentions import build_prompt
-        from acpcli.session.turn import after_turn
+        from acpcli.session.turn import after_turn, late_updates_possible
 
         self.current = turn
         client = turn.client
+        for other in self.clients:
+            other.lingering = False  # what comes from now on is this turn's
         try:
             lock = await self._claim(
                 self.session_id, wait=turn.wait, notice=lambda line: client.post({"t": "note", "text": line})
@@ -701,7 +705,11 @@ class Host:
                 live.turn_active = False
             live.recorder.flush() if live.recorder is not None else None
             after_turn(index, live)
-            client.post({"t": "end", "stop": stop, "interrupted": live.interrupted})
+            for warning in live.take_warnings():  # the context nearly full: the client says it
+                client.post({"t": "note", "text": f"acpcli: warning: {warning}"})
+            # "late": the agent may still say something of this turn (a one-shot client waits a moment)
+            late = client.lingering = late_updates_possible(link, live, stop)
+            client.post({"t": "end", "stop": stop, "interrupted": live.interrupted, "late": late})
             self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
             log.info("turn failed: %s", err)

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from acpcli.errors import UsageError
 
 if TYPE_CHECKING:
+    from acpcli.persistence import SessionRecord
     from acpcli.store import Store
 
 
-def write_transcript(store: Store, output_format: str, stream: TextIO, *, session_id: str, title: str | None) -> None:
-    """Write ``store`` to ``stream`` as ``output_format`` (one of :data:`acpcli.render.FORMATS`)."""
+def write_transcript(
+    store: Store,
+    output_format: str,
+    stream: TextIO,
+    *,
+    session_id: str,
+    title: str | None,
+    record: SessionRecord | None = None,
+) -> None:
+    """Write ``store`` to ``stream`` as ``output_format`` (one of :data:`acpcli.render.FORMATS`);
+    the Markdown document starts with what ``record`` says of the session."""
     from acpcli.render import FORMATS
 
     if output_format not in FORMATS:
@@ -25,5 +35,39 @@ def write_transcript(store: Store, output_format: str, stream: TextIO, *, sessio
     else:
         from acpcli.render.transcript import to_markdown, to_text
 
-        stream.write(to_markdown(store, title=title) if output_format == "markdown" else to_text(store))
+        if output_format == "markdown":
+            about = about_session(record, store.usage) if record is not None else [("Session", session_id)]
+            stream.write(to_markdown(store, title=title or (record.shown_title if record else None), about=about))
+        else:
+            stream.write(to_text(store))
     stream.flush()
+
+
+def about_session(record: SessionRecord, usage: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    """The header of a Markdown export: the session id, the agent (name and version, as its
+    ``initialize`` answer gave them), the working directory, when it started and was last
+    used, and its usage as the agent last reported it."""
+    from datetime import datetime
+
+    def when(ts: float) -> str:
+        return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+    info = record.agent_info or {}
+    name = info.get("title") or info.get("name")
+    agent = record.agent if not isinstance(name, str) or not name or name == record.agent else f"{record.agent} ({name})"
+    version = info.get("version")
+    if isinstance(version, str) and version:
+        agent += f" {version}"
+    about = [
+        ("Session", record.id),
+        ("Agent", agent),
+        ("Directory", record.cwd),
+        ("Started", when(record.created_at)),
+        ("Last used", when(record.last_used_at)),
+    ]
+    from acpcli.render.usage import usage_text
+
+    shown = usage_text(usage or record.usage)
+    if shown is not None:
+        about.append(("Usage", shown))
+    return about

@@ -36,7 +36,9 @@ entry's position in the transcript (stable: entries never move).
     (``title``, ``updatedAt``), ``usage`` (``usage``: ``used``, ``size``, ``cost``),
     ``state`` (``state``, ``stopReason``).
 ``turn_end``
-    ``{"type":"turn_end","sessionId","stopReason"}`` -- a prompt turn ended.
+    ``{"type":"turn_end","sessionId","stopReason"}`` -- a prompt turn ended. In an export
+    it is an entry (where the turn ended), with ``index`` and ``"error"``: what failed the
+    turn (``stopReason`` null), else null. What follows it came from the agent after the turn.
 ``elicitation``
     ``{"type":"elicitation","sessionId","mode","message","toolCallId", ...}`` -- the agent
     asked for input: ``mode`` ``"form"`` adds ``requestedSchema`` (as sent; the default of a
@@ -63,6 +65,7 @@ from acpcli.store import (
     SessionChanged,
     Store,
     ToolCall,
+    TurnEnd,
 )
 
 
@@ -265,7 +268,8 @@ class JsonlView:
         self._out.flush()
 
     def print_store(self, store: Store) -> None:
-        """One finished event per entry of ``store`` (``message``, ``tool_call``, ``plan``)."""
+        """One finished event per entry of ``store`` (``message``, ``tool_call``, ``plan``,
+        ``turn_end``), then its usage (a ``session`` event) when the agent reported one."""
         self._finish_messages()
         sid = self._session_id
         for index, entry in enumerate(store.entries):
@@ -275,6 +279,12 @@ class JsonlView:
                 self._emit(tool_event(index, entry, sid))
             elif isinstance(entry, Plan):
                 self._emit(plan_event(index, entry, sid))
+            elif isinstance(entry, TurnEnd):
+                self._emit(
+                    {"type": "turn_end", "sessionId": sid, "index": index, "stopReason": entry.stop_reason, "error": entry.error}
+                )
+        if getattr(store, "usage", None) is not None:  # as the agent last reported it
+            self._emit({"type": "session", "sessionId": sid, **_session_fields(store, st.USAGE)})
 
     def close(self) -> None:
         """Finish the streamed messages (``final_only``: write the store's entries)."""

@@ -42,6 +42,7 @@ from acpcli.render.transcript import (
     to_text,
     tool_detail_lines,
     tool_header,
+    usage_line,
 )
 from acpcli.safe_text import safe_text
 from acpcli.store import (
@@ -267,6 +268,9 @@ class PlainView:
         if self._quiet:
             entries = [e for e in entries if isinstance(e, Message) and e.kind == AGENT]
         text = to_text(entries)  # already through safe_text: written as it is
+        usage = None if self._quiet else usage_line(store)
+        if usage is not None:
+            text += ("\n" if text else "") + safe_text(usage) + "\n"
         if text:
             self._begin(None)
             self._write(text)

@@ -17,7 +17,9 @@ The plain layout, one block per entry, blocks separated by one blank line::
       +++ /abs/path.json
       [terminal term_1]            terminal refs as a note
     [plan] [x] done step           plans: [ ] pending, [~] in progress, [x] completed, [?] other
-    [turn ended: ...]              a stop reason other than end_turn (streaming views only)
+    [turn ended: ...]              a stop reason other than end_turn
+    [turn cancelled]               a cancelled turn ([turn failed: ...]: one that failed)
+    [usage] 12k/200k tokens (6%)   the session's usage, at the end of a finished transcript
 
 Control characters in agent text (escape sequences, carriage returns) are never written
 as they are: :func:`to_text` and :func:`to_markdown` pass their result through
@@ -32,11 +34,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from acpcli.safe_text import safe_line, safe_text
-from acpcli.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall
+from acpcli.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall, TurnEnd
 
 #: Line prefix per message kind in the plain layout.
 PREFIXES = {USER: "> ", AGENT: "", THOUGHT: "[thought] "}
@@ -57,6 +59,17 @@ def stop_reason_text(stop_reason: str | None) -> str | None:
     if stop_reason is None or stop_reason == "end_turn":
         return None
     return safe_line(_STOP_TEXT.get(stop_reason) or stop_reason.strip("_").replace("_", " ") or stop_reason)
+
+
+def turn_end_text(entry: TurnEnd) -> str | None:
+    """``[turn cancelled]``, ``[turn failed: …]`` or ``[turn ended: …]`` for a turn that did
+    not simply end (None for ``end_turn``)."""
+    if entry.error is not None:
+        return f"[turn failed: {safe_line(entry.error)}]"
+    if entry.stop_reason == "cancelled":
+        return "[turn cancelled]"
+    text = stop_reason_text(entry.stop_reason)
+    return None if text is None else f"[turn ended: {text}]"
 
 
 def _str(value: Any, default: str = "") -> str:
@@ -365,6 +378,9 @@ def entry_text(entry: Any) -> str:
         return tool_text(entry)
     if isinstance(entry, Plan):
         return plan_text(entry)
+    if isinstance(entry, TurnEnd):
+        marker = turn_end_text(entry)
+        return "" if marker is None else marker + "\n"
     return ""
 
 
@@ -372,9 +388,23 @@ def _entries(store: Store | Iterable[Any]) -> Iterable[Any]:
     return store.entries if isinstance(store, Store) else store
 
 
+def usage_line(store: Any) -> str | None:
+    """``[usage] 95k/100k tokens (95%) · $0.12``: a store's usage as its agent last reported
+    it (None when it reported none)."""
+    from acpcli.render.usage import usage_text
+
+    text = usage_text(getattr(store, "usage", None))
+    return None if text is None else f"[usage] {text}"
+
+
 def to_text(store: Store | Iterable[Any]) -> str:
-    """The whole transcript in the plain layout (see the module docstring)."""
-    return safe_text("\n".join(text for text in map(entry_text, _entries(store)) if text))
+    """The whole transcript in the plain layout (see the module docstring), and a store's
+    last reported usage (:func:`usage_line`) at the end."""
+    texts = [text for text in map(entry_text, _entries(store)) if text]
+    usage = usage_line(store) if isinstance(store, Store) else None
+    if usage is not None:
+        texts.append(usage + "\n")
+    return safe_text("\n".join(texts))
 
 
 def _fence(text: str, info: str = "") -> str:
@@ -446,26 +476,55 @@ def entry_markdown(entry: Any) -> str | None:
         return _tool_markdown(entry)
     if isinstance(entry, Plan):
         return _plan_markdown(entry)
+    if isinstance(entry, TurnEnd):
+        marker = turn_end_text(entry)
+        return None if marker is None else f"*{_md_escape(marker)}*"
     return None
 
 
-def to_markdown(store: Store | Iterable[Any], *, title: str | None = None) -> str:
+def _md_escape(text: str) -> str:
+    """``text`` shown as it is inside Markdown emphasis (its ``*``, ``_``, `````, ``<``... escaped)."""
+    return "".join("\\" + ch if ch in "\\`*_<>" else ch for ch in text)
+
+
+def _about_value(label: str, value: str) -> str:
+    """An ``about`` value on its line: ids and paths as code (as they are), the rest as text."""
+    value = safe_line(value)
+    if label in ("Session", "Directory"):
+        longest = 0
+        run = 0
+        for ch in value:
+            run = run + 1 if ch == "`" else 0
+            longest = max(longest, run)
+        ticks = "`" * (longest + 1)
+        pad = " " if value.startswith("`") or value.endswith("`") else ""
+        return f"{ticks}{pad}{value}{pad}{ticks}"
+    return _md_escape(value)
+
+
+def to_markdown(
+    store: Store | Iterable[Any], *, title: str | None = None, about: Sequence[tuple[str, str]] = ()
+) -> str:
     """The whole transcript as a Markdown document.
 
-    A ``## User`` / ``## Agent`` heading whenever the speaker changes; agent text as sent;
-    thoughts folded in ``<details>``; tool calls with their status, locations and diffs in
-    ```` ```diff ```` fences; plans as checklists.
+    The title, then ``about`` (label, value pairs: the session id, agent, cwd, dates) as a
+    list; a ``## User`` heading for each prompt and a ``## Agent`` heading when the agent
+    speaks after it; agent text as sent; thoughts folded in ``<details>``; tool calls with
+    their status, locations and diffs in ```` ```diff ```` fences; plans as checklists; a turn
+    that was cancelled or failed says so in italics.
     """
     heading = title or (store.title if isinstance(store, Store) else None) or "Transcript"
-    out = [f"# {heading}"]
+    out = [f"# {safe_line(heading)}"]
+    if about:
+        out.append("\n".join(f"- **{label}:** {_about_value(label, value)}" for label, value in about))
     speaker = None
     for entry in _entries(store):
         md = entry_markdown(entry)
         if md is None:
             continue
         who = "User" if isinstance(entry, Message) and entry.kind == USER else "Agent"
-        if who != speaker:
-            out.append(f"## {who}")
+        if who == "User" or (who != speaker and not isinstance(entry, TurnEnd)):
+            out.append(f"## {who}")  # every prompt under its own heading
             speaker = who
         out.append(md)
     return safe_text("\n\n".join(out) + "\n")

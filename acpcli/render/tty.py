@@ -65,6 +65,8 @@ from acpcli.render.transcript import (
     plan_entry_text,
     stop_reason_text,
     tool_text_parts,
+    turn_end_text,
+    usage_line,
 )
 from acpcli.safe_text import safe_line, safe_text
 from acpcli.store import (
@@ -78,6 +80,7 @@ from acpcli.store import (
     Plan,
     Store,
     ToolCall,
+    TurnEnd,
 )
 
 if TYPE_CHECKING:
@@ -1053,6 +1056,12 @@ class TtyView:
         """Print every entry of ``store`` in its final state (``show``)."""
         self.flush()
         for entry in store.entries:
+            if isinstance(entry, TurnEnd):
+                marker = turn_end_text(entry)  # a cancelled or failed turn says so
+                if marker is not None and not self._quiet:
+                    style = "bold red" if entry.error else _STOP_STYLE.get(entry.stop_reason or "", "bold yellow")
+                    self._print(Text(marker, style=style))
+                continue
             block = self._block_for(entry)
             if block is None:
                 continue
@@ -1060,6 +1069,9 @@ class TtyView:
                 block.feed(entry.content)  # type: ignore[union-attr]
             for piece in block.finish():
                 self._print(piece)
+        usage = None if self._quiet else usage_line(store)
+        if usage is not None:
+            self._print(Text(safe_line(usage), style="dim"))  # a cost's currency is the agent's text
         self._drain()
 
     def close(self) -> None:

@@ -28,3 +28,18 @@ def usage_text(usage: dict[str, Any] | None) -> str | None:
         amount = float(cost["amount"])
         parts.append(f"${amount:.2f}" if currency in (None, "USD") else f"{amount:.2f} {currency}")
     return " · ".join(parts) or None
+
+
+#: The share of the context window past which a session warns, once (``usage_update``).
+CONTEXT_WARN = 0.9
+
+
+def context_warning(usage: dict[str, Any] | None) -> str | None:
+    """``the context window is 95% full (95k of 100k tokens)`` once ``usage`` has passed
+    :data:`CONTEXT_WARN` of its size; None before (or when the size is unknown)."""
+    if not usage:
+        return None
+    used, size = usage.get("used"), usage.get("size")
+    if not isinstance(used, int) or not isinstance(size, int) or size <= 0 or used < CONTEXT_WARN * size:
+        return None
+    return f"the context window is {100 * used // size}% full ({_tokens(used)} of {_tokens(size)} tokens)"

@@ -533,6 +533,8 @@ async def run_repl(
             view.turn_ended(stop or "end_turn")
         if not hosted:  # the host does a hosted turn's bookkeeping
             after_turn(index, live)
+        for said in live.take_warnings():  # the context nearly full: one line, once
+            env.err.print(f"warning: {said}", style="yellow", markup=False, highlight=False)
     if queue:
         env.err.print(f"[yellow]{len(queue)} queued prompt{'s' if len(queue) != 1 else ''} not sent[/]")
     if hosted:

@@ -626,6 +626,7 @@ class AgentLink:
         gone: list[Exception] = []
         failed: list[Exception] = []
         live.prompting = True
+        ended: tuple[str | None, str | None] = ("cancelled", None)  # left early: Ctrl-C twice, a timeout
         try:
             async with anyio.create_task_group() as tg:
 
@@ -652,16 +653,20 @@ class AgentLink:
 
                 tg.start_soon(turn)
                 tg.start_soon(cancel_when_wanted)
+            if failed:
+                ended = (None, _failure(failed[0]))
+                raise failed[0]
+            if gone and (idle is None or not idle.is_set()):
+                ended = (None, _failure(gone[0]))
+                raise gone[0]
+            stop = answer.get("stopReason") if v1 and isinstance(answer, dict) else live.store.stop_reason
+            stop = stop if isinstance(stop, str) else "end_turn"
+            ended = (stop, None)
+            return stop
         finally:
             live.turn_idle = None
             live.prompting = False
-        if failed:
-            raise failed[0]
-        if gone and (idle is None or not idle.is_set()):
-            raise gone[0]
-        live.store.turn_boundary()
-        stop = answer.get("stopReason") if v1 and isinstance(answer, dict) else live.store.stop_reason
-        return stop if isinstance(stop, str) else "end_turn"
+            live.end_turn(*ended)
 
     async def send_during_turn(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> Any:
         """Send a prompt while a turn runs, to an agent that queues it into the turn
@@ -711,6 +716,20 @@ class AgentLink:
             await self.conn.notify("session/cancel", wire.cancel_params(live.agent_id))
         finally:
             live.cancel_sent.set()
+
+
+def _failure(err: Exception) -> str:
+    """What failed a turn, in one line for its transcript: an agent's error by its message and
+    what its ``data`` adds (codex puts the model provider's words there)."""
+    from acpcli.errors import AcpcliError
+    from acpcli.safe_text import clip, safe_line
+
+    if isinstance(err, RpcError):
+        detail = err.data_detail().split("\n")[0].strip()
+        text = f"{err.rpc_message} ({err.code})" + (f": {detail}" if detail else "")
+    else:
+        text = err.message if isinstance(err, AcpcliError) else str(err) or type(err).__name__
+    return clip(safe_line(text), 300)
 
 
 @asynccontextmanager

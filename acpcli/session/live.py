@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from acpcli.session.records import LOCAL, TURN_START
+from acpcli.session.records import LOCAL, TURN_END, TURN_START
 
 if TYPE_CHECKING:
     from acpcli.protocol.settings import Choice
@@ -100,6 +100,10 @@ class LiveSession:
     #: turn on a busy session raises SessionBusy instead of waiting.
     lock: SessionLock | None = field(default=None, repr=False)
     lock_wait: bool = True
+    #: One-line warnings for the person, to be shown by the command when the turn ends
+    #: (:meth:`take_warnings`): the context window passing 90 % (once per session here).
+    warnings: list[str] = field(default_factory=list)
+    context_warned: bool = False
 
     @property
     def agent_id(self) -> str:
@@ -157,6 +161,22 @@ class LiveSession:
                     self._output_failed(err)
         if kind == "state_update" and self.turn_idle is not None and store.state == "idle":
             self.turn_idle.set()
+        elif kind == "usage_update" and not self.context_warned:
+            self._check_context()
+
+    def _check_context(self) -> None:
+        """The context window has just passed 90 %: say so, once."""
+        from acpcli.render.usage import context_warning
+
+        text = context_warning(self.store.usage)
+        if text is not None:
+            self.context_warned = True
+            self.warnings.append(text)
+
+    def take_warnings(self) -> list[str]:
+        """The warnings not shown yet (see :attr:`warnings`); the caller shows them."""
+        taken, self.warnings = self.warnings, []
+        return taken
 
     def _output_failed(self, err: OSError) -> None:
         """The view could not write: stop rendering, let the turn's owner end the command."""
@@ -217,6 +237,16 @@ class LiveSession:
         self.cancel_requested = self.interrupted = False
         self.cancel_wanted = anyio.Event()
         self.cancel_sent = anyio.Event()
+
+    def end_turn(self, stop_reason: str | None, error: str | None = None) -> None:
+        """A prompt turn ended (``stop_reason``), or failed (``error``): recorded, and what the
+        agent sends from now on starts messages of its own (a chunk without ``messageId`` does
+        not continue the turn's answer)."""
+        self.store.end_turn(stop_reason, error)
+        try:
+            self.mark(TURN_END, {"stopReason": stop_reason, "error": error})
+        except Exception:  # a failed store never hides how the turn ended: it is on its way out
+            log.exception("storing the end of a turn of %s failed", self.session_id)
 
     def want_cancel(self) -> None:
         """Ask the turn's owner to cancel the turn (see :attr:`cancel_wanted`)."""

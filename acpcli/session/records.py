@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #: A prompt turn starts (so a rebuilt transcript splits user messages where acpcli sent
 #: separate prompts, whatever messageIds the agent uses).
 TURN_START = "acpcli/turn-start"
+#: A prompt turn ended: ``{"stopReason": ..., "error": ...}`` (one of them null). What the agent
+#: sends after it (a mode change's note, background work) starts messages of its own.
+TURN_END = "acpcli/turn-end"
 #: A session setting was changed (so a fresh agent session can be given the same settings).
 SETTING = "acpcli/setting"
 #: Brackets around a load's replay: a replay is the whole conversation, so a transcript rebuilt
@@ -58,6 +61,12 @@ def rebuild(index: Index, session_id: str, *, upto: int | None = None) -> Store:
             pending = None
         elif kind == TURN_START:
             (pending or store).turn_boundary()  # each prompt acpcli sent is its own message
+        elif kind == TURN_END:
+            if isinstance(event, dict):  # what comes after a turn is not part of its answer
+                stop, error = event.get("stopReason"), event.get("error")
+                (pending or store).end_turn(
+                    stop if isinstance(stop, str) else None, error if isinstance(error, str) else None
+                )
         elif kind in (SETTING, FORKED):
             continue
         elif isinstance(event, dict):  # anything else is junk: skipped

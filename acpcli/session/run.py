@@ -197,7 +197,7 @@ def _exporter(session_id: str) -> Callable[[str, str], None]:
         record, store = stored(session_id)
         try:
             with open(path, "w", encoding="utf-8") as stream:
-                write_transcript(store, output_format, stream, session_id=record.id, title=record.title)
+                write_transcript(store, output_format, stream, session_id=record.id, title=record.title, record=record)
         except OSError as err:
             raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
 
@@ -510,7 +510,7 @@ def prompt(
         from acpcli.mentions import build_prompt
         from acpcli.render import make_view
         from acpcli.safestore import open_index
-        from acpcli.session.turn import after_turn, run_turn
+        from acpcli.session.turn import after_turn, collect_late, run_turn
 
         if session_id is not None:
             lock = await _claimed(session_id, run)
@@ -553,6 +553,9 @@ def prompt(
                     limit=run.timeout,
                 )
                 view.turn_ended(stop)
+                await collect_late(link, live, stop)  # what the agent still says of it is kept
+                for warning in live.take_warnings():  # the context nearly full: one line on stderr
+                    run.env.note(f"acpcli: warning: {warning}", style="yellow")
                 writer.flush()
                 after_turn(index, live)
                 return turn_exit(

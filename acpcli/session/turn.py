@@ -193,9 +193,52 @@ async def _turn_tasks(
     return stop
 
 
+#: After a turn, a one-shot command waits until the agent has sent nothing for this many
+#: seconds (updates after the turn: claude's background subagents report so) ...
+LATE_QUIET = 0.3
+#: ... but no longer than this in all.
+LATE_LIMIT = 2.0
+
+
+def late_updates_possible(link: AgentLink, live: LiveSession, stop: str) -> bool:
+    """Whether the agent may still send updates for a turn that ended with ``stop``: a v1
+    turn that ended normally, on a connection still open, with the output still read. (A v2
+    turn ends when the agent says it is idle: nothing of it follows.)"""
+    return (
+        stop == "end_turn"
+        and link.features.protocol_version == 1
+        and not link.conn.closed
+        and not live.output_lost.is_set()
+    )
+
+
+async def collect_late(
+    link: AgentLink, live: LiveSession, stop: str, *, quiet: float = LATE_QUIET, limit: float = LATE_LIMIT
+) -> int:
+    """Updates after the turn: before a one-shot command lets the agent go, wait while they
+    come -- until ``quiet`` seconds pass without one, ``limit`` seconds at most -- so that
+    they are shown and stored like the turn's own (they arrive through ``live.feed`` as
+    usual). Skipped when nothing can follow (:func:`late_updates_possible`). Returns how
+    many came."""
+    import time
+
+    if not late_updates_possible(link, live, stop):
+        return 0
+    first = seen = live.updates_seen
+    start = last = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if now - last >= quiet or now - start >= limit or link.conn.closed or live.output_lost.is_set():
+            return live.updates_seen - first
+        await anyio.sleep(min(0.05, quiet - (now - last)))
+        if live.updates_seen != seen:
+            seen, last = live.updates_seen, time.monotonic()
+
+
 def after_turn(index: Index, live: LiveSession) -> None:
     """What the index learns from a finished turn, whatever ended it: the session was used
-    now, and its title if the agent gave one, else (once) the first line of its first prompt.
+    now, its usage as the agent last reported it, and its title if the agent gave one, else
+    (once) the first line of its first prompt.
     (The event log is flushed by the caller, which owns the writer, before this.)"""
     index.touch(live.session_id)
     if live.first_prompt:
@@ -203,4 +246,6 @@ def after_turn(index: Index, live: LiveSession) -> None:
         live.first_prompt = ""  # one UPDATE per session and process, not per turn
     if live.store.title:
         index.set_title(live.session_id, live.store.title)
+    if live.store.usage is not None:
+        index.set_usage(live.session_id, live.store.usage)  # sessions --json shows it
     turn_indexed(index, live)  # what the turn said becomes searchable

@@ -77,10 +77,12 @@ def test_export_jsonl_events_carry_the_documented_fields(cli: Cli, trace: AgentT
     sid = cli.new(trace.demo_cmd())
     cli.ok("prompt", "--session", sid, "hello")
     events = [json.loads(line) for line in cli.ok("export", sid, "--format", "jsonl").stdout.splitlines()]
-    assert [e["type"] for e in events] == ["message", "message", "plan", "tool_call", "message"]
-    assert [e["index"] for e in events] == list(range(5))
-    for event in events:
+    assert [e["type"] for e in events] == ["message", "message", "plan", "tool_call", "message", "turn_end", "session"]
+    assert [e["index"] for e in events[:-1]] == list(range(6))
+    for event in events[:-2]:
         assert {"type", "sessionId", "index", "id"} <= set(event)
+    assert events[-2] == {"type": "turn_end", "sessionId": sid, "index": 5, "stopReason": "end_turn", "error": None}
+    assert events[-1]["field"] == "usage" and events[-1]["usage"]["used"] > 0  # the demo agent's last usage_update
     assert [e["role"] for e in events if e["type"] == "message"] == ["user", "thought", "agent"]
     tool = events[3]
     assert tool["status"] == "failed" and tool["kind"] == "edit"

@@ -44,7 +44,9 @@ def test_a_failed_turn_and_the_next_prompt_stay_two_messages_across_a_load(cli: 
     assert len(users) == 2 and "fail" in texts[0] and "hello" in texts[1] and "failhello" not in before
     cli.ok("load", sid, "--no-repl", env=state)  # the agent replays "fail" and "hello" glued
     assert cli.ok("export", sid, "--format", "jsonl").stdout == before
-    assert cli.ok("export", sid, "--format", "markdown").stdout.count("fail") == 1
+    markdown = cli.ok("export", sid, "--format", "markdown").stdout
+    assert markdown.count("## User\n\nfail\n") == 1  # the prompt once (and its turn's failure marked)
+    assert markdown.count("[turn failed: ") == 1
 
 
 # -- what a load shows: the record, not the agent's raw replay --------------------------------

@@ -267,7 +267,8 @@ def test_listing_an_older_index_it_cannot_migrate_reads_it_as_it_is(cli: Cli, tr
     conn = sqlite3.connect(db, isolation_level=None)
     for statement in (  # as an acpcli at schema 6 left it
         "DROP TABLE search_fts", "DROP TABLE search_docs", "ALTER TABLE sessions DROP COLUMN search_seq",
-        "ALTER TABLE sessions DROP COLUMN title_source", "PRAGMA user_version = 6",
+        "ALTER TABLE sessions DROP COLUMN title_source", "ALTER TABLE sessions DROP COLUMN usage", "ALTER TABLE sessions DROP COLUMN parent_id",
+        "PRAGMA user_version = 6",
     ):
         conn.execute(statement)
     conn.close()

@@ -64,7 +64,7 @@ def test_listing_an_index_an_older_acpcli_wrote_migrates_it_first(cli: Cli, trac
     for statement in (  # as acpcli left it at schema 5: no prompt titles, no search
         "DROP TABLE search_fts", "DROP TABLE search_docs", "ALTER TABLE sessions DROP COLUMN search_seq",
         "ALTER TABLE sessions DROP COLUMN title_source", "ALTER TABLE sessions DROP COLUMN prompt_title",
-        "UPDATE sessions SET title = NULL", "PRAGMA user_version = 5",
+        "ALTER TABLE sessions DROP COLUMN usage", "ALTER TABLE sessions DROP COLUMN parent_id", "UPDATE sessions SET title = NULL", "PRAGMA user_version = 5",
     ):
         conn.execute(statement)
     conn.close()

@@ -137,9 +137,10 @@ def test_print_store_writes_one_finished_event_per_entry() -> None:
     out = io.StringIO()
     JsonlView(out, session_id="s").print_store(store)
     events = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [e["type"] for e in events] == ["message", "message", "tool_call", "plan", "message"]
-    assert [e["index"] for e in events] == list(range(5))
+    assert [e["type"] for e in events] == ["message", "message", "tool_call", "plan", "message", "session"]
+    assert [e["index"] for e in events[:-1]] == list(range(5))
     assert events[1]["text"] == "Hello" and events[2]["status"] == "completed"
+    assert events[-1]["field"] == "usage" and events[-1]["usage"] == store.usage  # as last reported
 
 
 def test_a_model_change_is_a_current_model_session_event() -> None:
