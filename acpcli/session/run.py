@@ -60,11 +60,15 @@ def link_for(
     log_file: Path | None = None,
     run: Run | None = None,
     timeout: float | None = None,
+    one_shot: bool = False,
 ) -> AbstractAsyncContextManager[AgentLink]:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
 
     ``timeout`` (``--timeout``; else the run's) bounds each setup step instead of
-    ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`).
+    ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`). ``one_shot``: the
+    command needs nothing of the agent after its body, which has stored what arrived, so an
+    agent that does not exit at the end of its input is stopped promptly
+    (:func:`~acpcli.session.link.open_link`).
 
     Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
     which runs them, and by sessions with a person at the keyboard, who can be sent there; a
@@ -94,6 +98,7 @@ def link_for(
         policy=decider.policy if decider is not None else None,
         refusals=decider.refusals if decider is not None else None,
         step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
+        one_shot=one_shot,
     )
     return link if wire_log is None else _logged(link, wire_log)
 
@@ -161,7 +166,9 @@ def _raw_tap(run: Run) -> Tap:
 
 
 def _link(inputs: SessionInputs, run: Run) -> AbstractAsyncContextManager[AgentLink]:
-    return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run)
+    """The link of a session command: one-shot (the agent stopped promptly once the command
+    is done) unless a person converses over it."""
+    return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run, one_shot=run.person is None)
 
 
 def _exporter(session_id: str) -> Callable[[str, str], None]:
