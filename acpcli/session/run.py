@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING
 
 from acpcli.errors import RpcError, SessionNotFound, UsageError
 from acpcli.safe_text import shown_id
-from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stderr_log, env_extra
+from acpcli.session.agent import (
+    AgentChoice,
+    agent_arg,
+    agent_label,
+    agent_stderr_log,
+    env_extra,
+    starting_name,
+)
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
 from acpcli.session.outcome import turn_exit
@@ -171,6 +178,23 @@ def _link(inputs: SessionInputs, run: Run) -> AbstractAsyncContextManager[AgentL
     return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run, one_shot=run.person is None)
 
 
+@asynccontextmanager
+async def _starting_link(inputs: SessionInputs, run: Run) -> AsyncIterator[AgentLink]:
+    """:func:`_link` for a person: the line saying the agent starts names it as it calls
+    itself once it has answered ``initialize``, and is gone before the agent is stopped
+    after an error (which can take seconds), not after."""
+    person = run.person
+    async with _link(inputs, run) as link:
+        if person is not None:
+            person.starting(link.features.display_name)
+        try:
+            yield link
+        except BaseException:
+            if person is not None:
+                person.starting(None)
+            raise
+
+
 def _exporter(session_id: str) -> Callable[[str, str], None]:
     """``/export``: the stored transcript of the REPL's session, like ``acpcli export``."""
 
@@ -217,6 +241,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
     async def main() -> int:
         nonlocal lock
+        if person is not None:  # at once: a slow agent's start is not a blank screen
+            person.starting(starting_name(inputs.agent))
         from acpcli.render import make_view
         from acpcli.safestore import open_index
 
@@ -234,7 +260,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
         else:
             view = make_view(run.env, final_only=person is None) if (command != "resume" or person) else None
         try:
-            async with _link(inputs, run) as link:
+            async with _starting_link(inputs, run) as link:
                 supervisor.link = link
                 local = None
                 if session_id is not None:
@@ -286,6 +312,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 return int(ExitCode.OK)
         finally:
             supervisor.link = None
+            if person is not None:
+                person.starting(None)  # gone before an error is reported
             try:
                 if view is not None:
                     view.close()
@@ -296,6 +324,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
         with _auth_hinted(inputs.agent):
             return anyio.run(supervisor.run, main)
     finally:
+        if person is not None:
+            person.starting(None)  # main may not have run its finally (a start failure)
         if lock is not None:
             lock.release()  # after _put_away: what the command wrote is in
 
