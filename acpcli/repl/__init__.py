@@ -26,7 +26,7 @@ from acpcli.safe_text import safe_line, shown_id
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index
+    from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
 
@@ -52,6 +52,16 @@ _TOOLBARS: dict[str, Callable[[], str]] = {}
 def print_banner(env: Environment, session_id: str, display_name: str) -> None:
     """The line the REPL starts with: which session, which agent, where help is."""
     env.err.print(f"[dim]session {escape(shown_id(session_id))} with {escape(display_name)} — /help for commands[/]")
+
+
+def _record(index: Index, session_id: str) -> SessionRecord | None:
+    """The session's index record, for its titles (None when it cannot be read)."""
+    from acpcli.errors import AcpcliError
+
+    try:
+        return index.get(session_id)
+    except AcpcliError:
+        return None
 
 
 def come_back(features: AgentFeatures, session_id: str) -> str:
@@ -233,8 +243,8 @@ async def run_repl(
     from acpcli.repl import commands
     from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
-    from acpcli.repl.status import status_line
-    from acpcli.session.turn import Withdrawn, after_turn, run_turn
+    from acpcli.repl.status import shown_title, status_line
+    from acpcli.session.turn import Withdrawn, after_turn, run_turn, title_from_prompt
 
     ctx = commands.Context(env, link, live, index, writer, agent, export)
     local = [(c.name, c.help) for c in commands.COMMANDS]
@@ -267,10 +277,12 @@ async def run_repl(
 
     services = getattr(link, "services", None)
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
+    record = [_record(index, live.session_id)]  # its titles, read again after each turn
 
     def toolbar() -> str:
+        title = shown_title(live.store.title, record[0], live.first_prompt)
         return safe_line(status_line(
-            agent, live.store.title, live.store.state, ctx.choices(), live.store.usage,
+            agent, title, live.store.state, ctx.choices(), live.store.usage,
             waiting=bool(live.pending_permissions), policy=policy,
         ))
 
@@ -337,6 +349,8 @@ async def run_repl(
             )
         except BaseException as caught:  # run_turn's task group wraps what it raises
             failure = leaf_error(caught)
+            title_from_prompt(index, live)  # a failed first prompt still titles the session
+            record[0] = _record(index, live.session_id)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
             if isinstance(failure, (SessionBusy, Withdrawn)):
@@ -365,5 +379,6 @@ async def run_repl(
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
         after_turn(index, live)
+        record[0] = _record(index, live.session_id)
     env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, live.session_id))}")
     return code

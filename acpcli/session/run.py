@@ -508,7 +508,7 @@ def prompt(
         from acpcli.mentions import build_prompt
         from acpcli.render import make_view
         from acpcli.safestore import open_index
-        from acpcli.session.turn import after_turn, run_turn
+        from acpcli.session.turn import after_turn, run_turn, title_from_prompt
 
         if session_id is not None:
             lock = await _claimed(session_id, run)
@@ -540,14 +540,18 @@ def prompt(
                     await link.set_by_name(live, key, value)
                 live.sink = view
                 view.begin_turn(live.store)
-                stop = await run_turn(
-                    link,
-                    live,
-                    blocks,
-                    notice=lambda m: run.env.note(m, style="yellow"),
-                    tick=getattr(view, "tick", None),
-                    limit=run.timeout,
-                )
+                try:
+                    stop = await run_turn(
+                        link,
+                        live,
+                        blocks,
+                        notice=lambda m: run.env.note(m, style="yellow"),
+                        tick=getattr(view, "tick", None),
+                        limit=run.timeout,
+                    )
+                except BaseException:
+                    title_from_prompt(index, live)  # a failed first prompt still titles the session
+                    raise
                 view.turn_ended(stop)
                 writer.flush()
                 after_turn(index, live)

@@ -4,7 +4,8 @@ A prompt is answered with "you said: TEXT" and ``end_turn``, except:
 
 * a prompt containing "nothing" is answered ``end_turn`` at once, with no update at all
   (claude, after a cancelled turn, answers its next prompt so and puts the work into the
-  following turn).
+  following turn);
+* a prompt containing "fail" is answered with an internal error (a model API that failed).
 
 At the end of its input (stdin closed), as ``--at-eof`` says:
 
@@ -41,6 +42,8 @@ class QuirksAgent(BaseSdkAgent):
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         text = prompt_text(prompt)
+        if "fail" in text:
+            raise acp.RequestError.internal_error({"details": "the model API answered 500"})
         if "nothing" not in text:
             await self.say(session_id, f"you said: {text}")
         return PromptResponse(stop_reason="end_turn")
