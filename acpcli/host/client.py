@@ -274,9 +274,12 @@ def prompt(
             view.close()
         finally:
             channel.close()  # a turn still running is cancelled by the host: its client left
-    from acpcli.session.outcome import turn_exit
+    from acpcli.session.outcome import said_anything, turn_exit
 
-    return turn_exit(stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled")
+    return turn_exit(
+        stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
+        said=said_anything(mirror.store.entries),  # the mirror holds this turn only
+    )
 
 
 #: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.

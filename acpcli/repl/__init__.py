@@ -226,6 +226,8 @@ async def run_repl(
     ``banner``: start with the session line (an interactive load/resume has printed it
     already, before its replay). While the input line waits, the session's changes are
     drawn above it as they arrive (:class:`acpcli.repl.above.AboveInput`)."""
+    from itertools import islice
+
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.key_binding import KeyBindings
@@ -244,6 +246,7 @@ async def run_repl(
     from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
     from acpcli.repl.status import shown_title, status_line
+    from acpcli.session.outcome import NO_ANSWER, said_anything
     from acpcli.session.turn import Withdrawn, after_turn, run_turn, title_from_prompt
 
     ctx = commands.Context(env, link, live, index, writer, agent, export)
@@ -378,6 +381,8 @@ async def run_repl(
             writer.flush()
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
+        if (stop or "end_turn") == "end_turn" and not said_anything(islice(live.store.entries, live.turn_first_entry, None)):
+            env.err.print(NO_ANSWER, style="dim", markup=False)
         after_turn(index, live)
         record[0] = _record(index, live.session_id)
     env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, live.session_id))}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +30,7 @@ from acpcli.session.agent import (
 )
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
-from acpcli.session.outcome import turn_exit
+from acpcli.session.outcome import said_anything, turn_exit
 from acpcli.session.policy import decider_for
 
 if TYPE_CHECKING:
@@ -558,6 +559,7 @@ def prompt(
                 return turn_exit(
                     stop, run, live.session_id, interrupted=live.interrupted,
                     timed_out=bool(live.timed_out), answered=live.timed_out == "cancelled",
+                    said=said_anything(islice(live.store.entries, live.turn_first_entry, None)),
                 )
         finally:
             supervisor.link = None
