@@ -252,6 +252,10 @@ def prompt(
 
     session_id = record.id
     decider = decider_for(run, AgentChoice(record.agent, list(record.argv)))
+    if record.state == "closed":  # the host that is started for it reopens it (its attach)
+        from acpcli.session.outcome import reopened_line
+
+        run.say(reopened_line(session_id))
 
     def make_spec() -> dict[str, Any]:
         from acpcli.session.inputs import for_prompt

@@ -296,6 +296,8 @@ async def run_repl(
         key_bindings=keys,
         bottom_toolbar=toolbar,
         multiline=False,
+        # the lines after the first (Alt-Enter) start under the first one's text, not under "›"
+        prompt_continuation=lambda width, line_number, is_soft_wrap: " " * width,
         # The sent prompt is rendered from the session itself (the v2 echo, or the local
         # record of a v1 prompt), so the input line is erased rather than shown twice.
         erase_when_done=True,

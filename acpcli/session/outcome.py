@@ -32,6 +32,14 @@ def said_anything(entries: Iterable[object]) -> bool:
     return False
 
 
+def reopened_line(session_id: str) -> str:
+    """What continuing a closed session (``prompt --session``, ``load``, ``resume``) says: it
+    is marked active again."""
+    from acpcli.safe_text import shown_id
+
+    return f"acpcli: {shown_id(session_id)} was closed: reopened"
+
+
 def turn_exit(
     stop: str,
     run: Run,

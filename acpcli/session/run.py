@@ -401,7 +401,19 @@ def close(session_id: str, options: Options, run: Run) -> int:
     from acpcli.session.inputs import lookup
 
     record = lookup(session_id)
+    if record.state == "closed":  # nothing to do, and no agent to start for it
+        run.env.err.print(f"{shown_id(record.id)} is already closed", markup=False, highlight=False)
+        return 0
     return _close(record, options.inputs(record), run)
+
+
+def closed_line(session_id: str, answer: object) -> str:
+    """What ``close`` and ``/close`` say: ``closed ID``, with the agent's answer when it said
+    more than ``{}``."""
+    import json
+
+    said = f" (the agent answered {json.dumps(answer)})" if answer else ""
+    return f"closed {shown_id(session_id)}{said}"
 
 
 def _mark_closed(session_id: str) -> None:
@@ -430,8 +442,6 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     from acpcli.errors import CapabilityMissing, ExitCode
 
     async def main() -> int:
-        import json
-
         from acpcli import capabilities
         from acpcli.persistence import Index
         from acpcli.session import forgotten
@@ -465,8 +475,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
                     return int(ExitCode.OK)
             finally:
                 _mark_closed(record.id)
-        said = f" (the agent answered {json.dumps(answer)})" if answer else ""  # {} says nothing
-        run.env.err.print(f"closed {shown_id(record.id)}{said}", markup=False, highlight=False)
+        run.env.err.print(closed_line(record.id, answer), markup=False, highlight=False)
         return int(ExitCode.OK)
 
     from acpcli.supervise import Supervisor
