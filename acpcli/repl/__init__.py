@@ -55,12 +55,15 @@ def print_banner(env: Environment, session_id: str, display_name: str) -> None:
 
 
 def _record(index: Index, session_id: str) -> SessionRecord | None:
-    """The session's index record, for its titles (None when it cannot be read)."""
+    """The session's index record, for its titles (None when it cannot be read: a busy or
+    failing disk must not stop the conversation)."""
+    import sqlite3
+
     from acpcli.errors import AcpcliError
 
     try:
         return index.get(session_id)
-    except AcpcliError:
+    except (AcpcliError, sqlite3.Error, OSError):
         return None
 
 
