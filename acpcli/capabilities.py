@@ -38,7 +38,7 @@ _METHOD_CAPABILITY = {
 _ALTERNATIVE = {
     "load": "use `acpcli resume` instead (no replay; the local transcript is shown)",
     "resume": "use `acpcli load` instead (the agent replays the conversation)",
-    "close": "acpcli marks it closed locally all the same; the agent keeps it until it exits",
+    "close": "the agent keeps the session until it exits",
     "list": "use `acpcli sessions` to list the sessions recorded locally",
     "delete": "`acpcli sessions rm ID` without --remote deletes the local record only",
 }
@@ -237,6 +237,9 @@ def resolve(choice: Choice, text: str) -> str | bool:
     partial = {value for value, name, _ in choice.values if folded and folded in _words(value) | _words(name)}
     if len(partial) == 1:
         return partial.pop()
+    if partial:
+        several = ", ".join(v for v, _, _ in choice.values if v in partial)
+        raise UsageError(f"{text!r} matches several values of {choice.key}: {several} (name one of them)")
     valid = ", ".join(v for v, _, _ in choice.values) or "none"
     raise UsageError(f"{text!r} is not a value of {choice.key} (choose from: {valid})")
 

@@ -177,7 +177,7 @@ def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
     spec = agents.get(name)
     if spec is None:
         raise UsageError(
-            f"unknown agent {name!r}; known agents: {', '.join(sorted(agents))}",
+            f"unknown agent {name!r}{did_you_mean(name, agents)}; known agents: {', '.join(sorted(agents))}",
             hint="to run any other ACP agent, pass its command line with --cmd",
         )
     return spec
@@ -368,8 +368,32 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             for name, entry in value.items():
                 where = _where(path, text, "mcp_servers", name)
                 config.mcp_servers[name] = validate_mcp_entry(name, entry, where)
-        # Any other top-level key is ignored (a newer acpcli's setting read by an older one).
+        else:  # ignored (a newer acpcli's setting read by an older one), but said: a typo?
+            _unknown_key(path, key, _TOP_KEYS)
     return config
+
+
+#: The top-level keys of the config file.
+_TOP_KEYS = ("agents", "default_agent", "permissions", "timeout", "keep_alive", "registry_url", "mcp_servers")
+_warned_keys: set[tuple[str, str]] = set()
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the known word nearest to ``word``, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _unknown_key(path: Path, key: str, known: Iterable[str]) -> None:
+    """A warning, once per file and key in a process, for a key acpcli does not know."""
+    if (str(path), key) in _warned_keys:
+        return
+    _warned_keys.add((str(path), key))
+    from acpcli import notices
+
+    notices.warn("config-key", f"{path}: unknown key {key!r}{did_you_mean(key, known)} is ignored")
 
 
 def _string_list(value: Any, what: str, where: str) -> list[str]:

@@ -733,6 +733,10 @@ class Index:
         """Record that the session was closed (``state = 'closed'``)."""
         self._update(session_id, "UPDATE sessions SET state = 'closed' WHERE id = ?", ())
 
+    def reopen(self, session_id: str) -> None:
+        """Record that a closed session is in use again (``state = 'active'``)."""
+        self._update(session_id, "UPDATE sessions SET state = 'active' WHERE id = ?", ())
+
     def delete(self, session_id: str) -> None:
         """Forget a session, its events and its search documents (one transaction)."""
         from acpcli import search

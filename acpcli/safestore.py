@@ -366,6 +366,9 @@ class SafeIndex(Index):
     def mark_closed(self, session_id: str) -> None:
         self._guarded(partial(super().mark_closed, session_id))
 
+    def reopen(self, session_id: str) -> None:
+        self._guarded(partial(super().reopen, session_id))
+
     def delete(self, session_id: str) -> None:
         self._guarded(partial(super().delete, session_id))
 

@@ -66,6 +66,14 @@ _STDERR_SETTLE = 0.5
 # the pipe) before what it left is killed, and then before stdout is no longer read.
 _OUTPUT_SETTLE = 1.0
 _LEFTOVER_SETTLE = 0.5
+#: How long an agent may take to exit on its own once its stdin is closed (end of input)
+#: before it is sent SIGTERM: the default, for an agent that may still have work to save.
+STDIN_GRACE = 2.0
+#: The same for a one-shot command (``prompt``; ``new``, ``load``, ``resume`` without a
+#: REPL; ``close``) once what it needed is stored: agents that exit at end of input do so
+#: well within it (gemini in about 0.1 s, writing its chat file first); the ones that do not
+#: (codex, claude) only keep the command waiting until SIGTERM.
+ONE_SHOT_STDIN_GRACE = 0.5
 #: The most one stderr log file holds; one older file (``NAME.1``) is kept besides.
 STDERR_LOG_MAX_BYTES = 4 * 1024 * 1024
 # A stderr "line" without a newline is cut to this many bytes in the tail.
@@ -228,6 +236,9 @@ class AgentProcess:
         self._abandoned = False  # stdout is no longer read (held by a leftover)
         self._close_started = False
         self._closed = anyio.Event()
+        #: How long :meth:`aclose` waits for the agent to exit on its own once its stdin is
+        #: closed, before SIGTERM (see :data:`STDIN_GRACE` and :data:`ONE_SHOT_STDIN_GRACE`).
+        self.stdin_grace = STDIN_GRACE
 
     # -- starting ---------------------------------------------------------------------------
 
@@ -392,10 +403,10 @@ class AgentProcess:
         it was."""
         self._framer.on_oversized = handler
 
-    async def aclose(self, *, stdin_grace: float = 2.0, term_grace: float = 2.0) -> int | None:
+    async def aclose(self, *, stdin_grace: float | None = None, term_grace: float = 2.0) -> int | None:
         """Shut the agent down, escalating; return its exit status. Idempotent.
 
-        Close stdin and wait ``stdin_grace`` seconds; then SIGTERM the process group and wait
+        Close stdin and wait ``stdin_grace`` seconds (None: :attr:`stdin_grace`); then SIGTERM the process group and wait
         ``term_grace``; then SIGKILL the group. Whatever is left of the group once the agent
         is gone (grandchildren it did not clean up) is killed too. The agent is always
         reaped. Shielded from cancellation, so it completes even when its caller is cancelled.
@@ -406,7 +417,7 @@ class AgentProcess:
                 return self.returncode
             self._close_started = True
             try:
-                await self._shut_down(stdin_grace, term_grace)
+                await self._shut_down(self.stdin_grace if stdin_grace is None else stdin_grace, term_grace)
             finally:
                 self._closed.set()
         return self.returncode
@@ -423,9 +434,12 @@ class AgentProcess:
             with suppress(Exception):
                 await process.stdin.aclose()
         if process.returncode is None:
+            closed_at = anyio.current_time()
             await self._wait_exit(stdin_grace)
+            if process.returncode is not None:
+                logger.debug("agent %d exited %.3f s after its stdin closed", self.pid, anyio.current_time() - closed_at)
         if process.returncode is None:
-            logger.debug("agent %d did not exit on stdin close: SIGTERM", self.pid)
+            logger.debug("agent %d did not exit within %g s of its stdin closing: SIGTERM", self.pid, stdin_grace)
             self._signal_all(signal.SIGTERM, early)
             await self._wait_exit(term_grace)
         if process.returncode is None:

@@ -302,6 +302,10 @@ def prompt(
 
     session_id = record.id
     decider = decider_for(run, AgentChoice(record.agent, list(record.argv)))
+    if record.state == "closed":  # the host that is started for it reopens it (its attach)
+        from acpcli.session.outcome import reopened_line
+
+        run.say(reopened_line(session_id))
 
     def make_spec() -> dict[str, Any]:
         from acpcli.session.inputs import for_prompt
@@ -333,9 +337,12 @@ def prompt(
             view.close()
         finally:
             channel.close()  # a turn still running is cancelled by the host: its client left
-    from acpcli.session.outcome import turn_exit
+    from acpcli.session.outcome import said_anything, turn_exit
 
-    return turn_exit(stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled")
+    return turn_exit(
+        stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
+        said=said_anything(mirror.store.entries),  # the mirror holds this turn only
+    )
 
 
 #: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.

@@ -672,7 +672,7 @@ class Host:
 
     async def _run_turn(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, turn: Turn) -> None:
         from acpcli.mentions import build_prompt
-        from acpcli.session.turn import after_turn, late_updates_possible
+        from acpcli.session.turn import after_turn, late_updates_possible, title_from_prompt
 
         self.current = turn
         client = turn.client
@@ -713,6 +713,7 @@ class Host:
             self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
             log.info("turn failed: %s", err)
+            title_from_prompt(index, live)  # a failed first prompt still titles the session
             client.post(_error(err))
             self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
             if live.recorder is not None:

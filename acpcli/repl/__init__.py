@@ -30,7 +30,7 @@ from acpcli.safe_text import safe_line, shown_id
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index
+    from acpcli.persistence import EventWriter, Index, SessionRecord
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
 
@@ -61,6 +61,19 @@ def print_banner(env: Environment, session_id: str, display_name: str) -> None:
 
     line = f"session {shown_id(session_id)} with {safe_line(display_name)} — /help for commands"
     env.err.print("\n".join(wrap(line, env.err.width, 2)), style="dim", markup=False, highlight=False)
+
+
+def _record(index: Index, session_id: str) -> SessionRecord | None:
+    """The session's index record, for its titles (None when it cannot be read: a busy or
+    failing disk must not stop the conversation)."""
+    import sqlite3
+
+    from acpcli.errors import AcpcliError
+
+    try:
+        return index.get(session_id)
+    except (AcpcliError, sqlite3.Error, OSError):
+        return None
 
 
 def come_back(features: AgentFeatures, session_id: str) -> str:
@@ -314,6 +327,8 @@ async def run_repl(
     :class:`~acpcli.host.remote.HostedLink` (``link.hosted``) when the session lives in a host:
     then each turn goes through the host's queue (:meth:`~acpcli.host.remote.HostedLink.turn`),
     the host does the bookkeeping, and other terminals' turns are drawn as they come."""
+    from itertools import islice
+
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
     from prompt_toolkit.key_binding import KeyBindings
@@ -335,8 +350,9 @@ async def run_repl(
     from acpcli.repl.completion import Inputs, complete
     from acpcli.repl.queue import queue_lines
     from acpcli.repl.sendnow import SendNow
-    from acpcli.repl.status import status_line
-    from acpcli.session.turn import Withdrawn, after_turn, run_turn
+    from acpcli.repl.status import shown_title, status_line
+    from acpcli.session.outcome import NO_ANSWER, said_anything
+    from acpcli.session.turn import Withdrawn, after_turn, run_turn, title_from_prompt
 
     ctx = commands.Context(env, link, live, index, writer, agent, export)
     local = [(c.name, c.help) for c in commands.COMMANDS]
@@ -379,13 +395,16 @@ async def run_repl(
         if not note_on_screen(live.sink, line, "yellow"):
             env.err.print(line, style="yellow", markup=False)
 
+    record = [_record(index, live.session_id)]  # its titles, read again after each turn
+
     def toolbar() -> str:
         from prompt_toolkit.application.current import get_app
 
         from acpcli.render.fit import shorten
 
+        title = shown_title(live.store.title, record[0], live.first_prompt)
         line = safe_line(status_line(
-            agent, live.store.title, live.store.state, ctx.choices(), live.store.usage,
+            agent, title, live.store.state, ctx.choices(), live.store.usage,
             waiting=bool(live.pending_permissions), policy=policy,
         ))
         # One row, cut at a word (never inside a number like 23.7k/200k), not at the edge.
@@ -398,6 +417,8 @@ async def run_repl(
         key_bindings=keys,
         bottom_toolbar=toolbar,
         multiline=False,
+        # the lines after the first (Alt-Enter) start under the first one's text, not under "›"
+        prompt_continuation=lambda width, line_number, is_soft_wrap: " " * width,
         # The sent prompt is rendered from the session itself (the v2 echo, or the local
         # record of a v1 prompt), so the input line is erased rather than shown twice.
         erase_when_done=True,
@@ -494,6 +515,8 @@ async def run_repl(
                     stop = await run_turn(link, live, blocks, notice=notice, tick=getattr(view, "tick", None), sent=sent)
         except BaseException as caught:  # run_turn's task group wraps what it raises
             failure = leaf_error(caught)
+            title_from_prompt(index, live)  # a failed first prompt still titles the session
+            record[0] = _record(index, live.session_id)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
             if isinstance(failure, (SessionBusy, Withdrawn)):
@@ -531,8 +554,11 @@ async def run_repl(
                 queue.hold()  # cancelled: what is queued waits for the person
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
+        if (stop or "end_turn") == "end_turn" and not said_anything(islice(live.store.entries, live.turn_first_entry, None)):
+            env.err.print(NO_ANSWER, style="dim", markup=False)
         if not hosted:  # the host does a hosted turn's bookkeeping
             after_turn(index, live)
+        record[0] = _record(index, live.session_id)
         for said in live.take_warnings():  # the context nearly full: one line, once
             env.err.print(f"warning: {said}", style="yellow", markup=False, highlight=False)
     if queue:

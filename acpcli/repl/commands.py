@@ -140,11 +140,11 @@ async def _close(ctx: Context, arg: str) -> int | None:
     if not ctx.link.features.close:
         ctx.say("this agent does not support session/close")
         return None
-    import json
+    from acpcli.session.run import closed_line
 
     answer = await ctx.link.close(ctx.live.session_id)
     ctx.index.mark_closed(ctx.live.session_id)
-    ctx.say(f"closed: the agent answered {json.dumps(answer)}")
+    ctx.say(closed_line(ctx.live.session_id, answer))
     return int(ExitCode.OK)
 
 

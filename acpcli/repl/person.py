@@ -25,10 +25,23 @@ class AtTerminal:
 
     def __init__(self, env: Environment) -> None:
         self.env = env
+        self._starting: Any = None  # the acpcli.repl.starting.Starting line, once shown
+
+    def starting(self, name: str | None) -> None:
+        if name is None:
+            if self._starting is not None:
+                self._starting.stop()
+            return
+        if self._starting is None:
+            from acpcli.repl.starting import Starting
+
+            self._starting = Starting(self.env)
+        self._starting.show(name)
 
     async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         from acpcli.repl import permission_asker
 
+        self.starting(None)
         return await permission_asker(self.env)(live, params)
 
     async def elicit(self, live: LiveSession | None, request: Request) -> dict[str, Any] | None:
@@ -43,11 +56,13 @@ class AtTerminal:
     async def offer_login(self, link: AgentLink, err: BaseException) -> bool:
         from acpcli.repl import offer_login
 
+        self.starting(None)
         return await offer_login(self.env, link, err)
 
     def banner(self, session_id: str, features: AgentFeatures) -> None:
         from acpcli.repl import print_banner
 
+        self.starting(None)
         print_banner(self.env, session_id, features.display_name)
 
     def held_view(self) -> View:
@@ -60,6 +75,7 @@ class AtTerminal:
     ) -> View:
         from acpcli.repl.reattach import show_replay
 
+        self.starting(None)
         return await show_replay(self.env, link, live, command, held, local)
 
     async def converse(
@@ -75,6 +91,7 @@ class AtTerminal:
     ) -> int:
         from acpcli.repl import run_repl
 
+        self.starting(None)
         return await run_repl(
             self.env, link, live, index=index, writer=writer, agent=agent, export=export, banner=banner
         )

@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acpcli.protocol.settings import MODE, MODEL, Choice
 from acpcli.render.fit import shorten
 from acpcli.render.usage import usage_text
 
+if TYPE_CHECKING:
+    from acpcli.persistence import SessionRecord
+
 #: The most characters of the agent's session title the toolbar shows (one line, cut with "…").
 TITLE_CHARS = 60
+
+
+def shown_title(agent_title: str | None, record: SessionRecord | None, first_prompt: str | None) -> str | None:
+    """The session's title as ``acpcli sessions`` shows it: a ``--title`` of the user's, else
+    the agent's (``agent_title``, the live one, first), else the first line of its first
+    prompt (``first_prompt``, sent but not stored yet, or the one ``record`` holds)."""
+    if record is not None and record.titled_by_user and record.title:
+        return record.title
+    if agent_title:
+        return agent_title
+    if record is not None and record.shown_title:
+        return record.shown_title
+    if first_prompt:
+        from acpcli.persistence import prompt_title
+
+        return prompt_title(first_prompt)
+    return None
 
 
 def status_line(

@@ -152,6 +152,31 @@ def agent_label(agent: AgentChoice, features: AgentFeatures) -> str:
     return features.agent_name or (Path(agent.argv[0]).name if agent.argv else "cmd")
 
 
+#: Programs that run an agent rather than being one: its name is in the words after them.
+_RUNNERS = frozenset({"env", "sh", "bash", "node", "npx", "uvx", "uv", "bun", "bunx", "deno", "pnpm", "yarn", "exec"})
+
+
+def starting_name(agent: AgentChoice) -> str:
+    """What to call ``agent`` while it starts (its ``agentInfo`` is not known yet): the
+    configured name, else the program of its ``--cmd`` line with the words after it
+    (``python3 …/launch.py claude`` -> ``launch.py claude``; ``npx -y @scope/agent`` -> ``@scope/agent``)."""
+    if agent.name != "cmd":
+        return agent.name
+    words = list(agent.argv)
+    while words and (
+        Path(words[0]).name in _RUNNERS
+        or Path(words[0]).name.startswith("python")
+        or words[0].startswith("-")
+        or "=" in words[0]
+    ):
+        words.pop(0)
+    if not words or " " in words[0]:  # nothing left, or a shell's script (`sh -c '…'`)
+        return "the agent"
+    shown = [Path(words[0]).name if "/" in words[0] and not words[0].startswith("@") else words[0]]
+    shown += [word for word in words[1:3] if not word.startswith("-")]
+    return " ".join(shown)
+
+
 def env_extra(agent: AgentChoice) -> dict[str, str]:
     from acpcli.config import expand_vars
 

@@ -14,6 +14,7 @@ from acpcli.errors import AuthRequired, RpcError, SessionNotFound, UnknownSessio
 from acpcli.safe_text import shown_id
 from acpcli.session import forgotten
 from acpcli.session.agent import agent_label
+from acpcli.session.outcome import reopened_line
 from acpcli.session.records import (
     FORKED,
     REPLAY_ABORT,
@@ -132,6 +133,11 @@ async def attach(
         index.upsert_session(known)
     _record_protocol(index, known, link.features)
     index.touch(sid)
+    if known is not None and known.state == "closed":
+        # Continuing a closed session (load, resume, prompt --session) reopens it.
+        index.reopen(sid)
+        known.state = "active"
+        run.say(reopened_line(sid))
     if run.title:
         index.set_title(sid, run.title, by_user=True)
     return live

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 class Person(Protocol):
     """A person at the keyboard: what the session layer may ask of them and show them."""
 
+    def starting(self, name: str | None) -> None:
+        """Say that the agent ``name`` is starting, until whatever is shown next (None: stop
+        saying it now)."""
+        ...
+
     async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         """Show a permission request and let them pick an option (None: dismissed)."""
         ...
@@ -101,5 +106,7 @@ class Run:
 
     def say(self, line: str) -> None:
         """One line on stderr, as is (no markup): notes and refusals."""
+        if self.person is not None:
+            self.person.starting(None)  # the line saying the agent starts gives way
         self.env.stderr.write(line + "\n")
         self.env.stderr.flush()

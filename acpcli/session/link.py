@@ -749,6 +749,7 @@ async def open_link(
     refusals: Refusals | None = None,
     step_timeout: float | None = None,
     cancelled: list[str] | None = None,
+    one_shot: bool = False,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 
@@ -759,12 +760,17 @@ async def open_link(
     ``deny`` and ``read-only`` refuse file writes and terminals. ``step_timeout`` bounds every
     request but a turn and a login (:meth:`~acpcli.connection.Connection.request`).
     ``cancelled`` collects the methods of requests given up with ``$/cancel_request``.
+
+    ``one_shot``: the link serves one command that asks nothing more of the agent once the
+    body is done (and has stored what arrived): when it closes, an agent that does not exit
+    at the end of its input is stopped after
+    :data:`~acpcli.transport.ONE_SHOT_STDIN_GRACE` instead of two seconds.
     """
     from acpcli.client_side import ClientServices
     from acpcli.connection import Connection
     from acpcli.negotiate import ClientOffer, initialize
     from acpcli.store import Store
-    from acpcli.transport import AgentProcess
+    from acpcli.transport import ONE_SHOT_STDIN_GRACE, AgentProcess
     from acpcli.wiretap import WireTap
 
     offer = offer or ClientOffer()
@@ -782,6 +788,8 @@ async def open_link(
     if offer.elicitation:
         handlers["elicitation/create"] = dispatcher.on_elicitation
     async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
+        if one_shot:
+            proc.stdin_grace = ONE_SHOT_STDIN_GRACE
         async with Connection(
             proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout,
             cancelled=cancelled,

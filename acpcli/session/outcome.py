@@ -5,6 +5,7 @@ clients import no event loop)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -13,13 +14,47 @@ if TYPE_CHECKING:
     from acpcli.session.context import Run
 
 
+#: What is said of a turn the agent ended (``end_turn``) having said and done nothing: claude,
+#: after a cancelled turn, may answer the next prompt so and put the work into the turn after.
+NO_ANSWER = "the agent ended the turn without an answer"
+
+
+def said_anything(entries: Iterable[object]) -> bool:
+    """Whether a turn's transcript entries hold anything of the agent's: a message or thought
+    that is not blank, a tool call, a plan (the user's prompt does not count)."""
+    from acpcli.store import USER, Message
+
+    for entry in entries:
+        if not isinstance(entry, Message):
+            return True
+        if entry.kind != USER and (entry.text.strip() or any(b.get("type") != "text" for b in entry.content)):
+            return True
+    return False
+
+
+def reopened_line(session_id: str) -> str:
+    """What continuing a closed session (``prompt --session``, ``load``, ``resume``) says: it
+    is marked active again."""
+    from acpcli.safe_text import shown_id
+
+    return f"acpcli: {shown_id(session_id)} was closed: reopened"
+
+
 def turn_exit(
-    stop: str, run: Run, session_id: str, *, interrupted: bool, timed_out: bool = False, answered: bool = False
+    stop: str,
+    run: Run,
+    session_id: str,
+    *,
+    interrupted: bool,
+    timed_out: bool = False,
+    answered: bool = False,
+    said: bool = True,
 ) -> int:
     """The exit of a one-turn command from how its turn ended: 0 for ``end_turn``; else the
     error it ends with (``--timeout``: exit 15, ``answered`` if the agent ended the cancelled
     turn itself; our own Ctrl-C: 130; another stop reason: its code, with a hint when the
-    policy refused something in a cancelled turn)."""
+    policy refused something in a cancelled turn). An ``end_turn`` in which the agent ``said``
+    nothing is still 0, with one line on stderr saying so (:data:`NO_ANSWER`)."""
     from acpcli.errors import ExitCode, Interrupted, TurnEnded
 
     if timed_out:
@@ -31,6 +66,8 @@ def turn_exit(
         if stop == "cancelled" and run.refusals is not None and run.refusals.count:
             ended.hint = refused_hint(run.refusals)
         raise ended
+    if not said:
+        run.say(f"acpcli: {NO_ANSWER}")
     return int(ExitCode.OK)
 
 

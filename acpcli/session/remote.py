@@ -34,7 +34,7 @@ def list_remote(
     choice = pick_agent(agent, cmd)
 
     async def main() -> list[dict[str, Any]]:
-        async with link_for(choice, protocol=protocol, timeout=timeout) as link:
+        async with link_for(choice, protocol=protocol, timeout=timeout, one_shot=True) as link:
             return [info async for info in link.list_remote(cwd)]
 
     infos = anyio.run(Supervisor().run, main)

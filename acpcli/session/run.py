@@ -14,15 +14,23 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acpcli.errors import RpcError, SessionNotFound, UsageError
 from acpcli.safe_text import shown_id
-from acpcli.session.agent import AgentChoice, agent_arg, agent_label, agent_stderr_log, env_extra
+from acpcli.session.agent import (
+    AgentChoice,
+    agent_arg,
+    agent_label,
+    agent_stderr_log,
+    env_extra,
+    starting_name,
+)
 from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
-from acpcli.session.outcome import turn_exit
+from acpcli.session.outcome import said_anything, turn_exit
 from acpcli.session.policy import decider_for, elicitor_for
 
 if TYPE_CHECKING:
@@ -78,6 +86,7 @@ def link_for(
     run: Run | None = None,
     timeout: float | None = None,
     elicit: Elicitor | None = None,
+    one_shot: bool = False,
 ) -> AbstractAsyncContextManager[AgentLink]:
     """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
 
@@ -85,7 +94,10 @@ def link_for(
     (a login's link); else the run's :func:`~acpcli.session.policy.elicitor_for` does.
 
     ``timeout`` (``--timeout``; else the run's) bounds each setup step instead of
-    ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`).
+    ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`). ``one_shot``: the
+    command needs nothing of the agent after its body, which has stored what arrived, so an
+    agent that does not exit at the end of its input is stopped promptly
+    (:func:`~acpcli.session.link.open_link`).
 
     Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
     which runs them, and by sessions with a person at the keyboard, who can be sent there; a
@@ -118,6 +130,7 @@ def link_for(
         refusals=decider.refusals if decider is not None else None,
         step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
         cancelled=run.supervisor.cancelled if run is not None and run.supervisor is not None else None,
+        one_shot=one_shot,
     )
     return link if wire_log is None else _logged(link, wire_log)
 
@@ -185,7 +198,26 @@ def _raw_tap(run: Run) -> Tap:
 
 
 def _link(inputs: SessionInputs, run: Run) -> AbstractAsyncContextManager[AgentLink]:
-    return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run)
+    """The link of a session command: one-shot (the agent stopped promptly once the command
+    is done) unless a person converses over it."""
+    return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run, one_shot=run.person is None)
+
+
+@asynccontextmanager
+async def _starting_link(inputs: SessionInputs, run: Run) -> AsyncIterator[AgentLink]:
+    """:func:`_link` for a person: the line saying the agent starts names it as it calls
+    itself once it has answered ``initialize``, and is gone before the agent is stopped
+    after an error (which can take seconds), not after."""
+    person = run.person
+    async with _link(inputs, run) as link:
+        if person is not None:
+            person.starting(link.features.display_name)
+        try:
+            yield link
+        except BaseException:
+            if person is not None:
+                person.starting(None)
+            raise
 
 
 def _exporter(session_id: str) -> Callable[[str, str], None]:
@@ -234,6 +266,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
     async def main() -> int:
         nonlocal lock
+        if person is not None:  # at once: a slow agent's start is not a blank screen
+            person.starting(starting_name(inputs.agent))
         from acpcli.render import make_view
         from acpcli.safestore import open_index
 
@@ -251,7 +285,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
         else:
             view = make_view(run.env, final_only=person is None) if (command != "resume" or person) else None
         try:
-            async with _link(inputs, run) as link:
+            async with _starting_link(inputs, run) as link:
                 supervisor.link = link
                 local = None
                 if session_id is not None:
@@ -308,6 +342,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 return int(ExitCode.OK)
         finally:
             supervisor.link = None
+            if person is not None:
+                person.starting(None)  # gone before an error is reported
             try:
                 if view is not None:
                     view.close()
@@ -318,6 +354,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
         with _auth_hinted(inputs.agent), _given_up(supervisor):
             return anyio.run(supervisor.run, main)
     finally:
+        if person is not None:
+            person.starting(None)  # main may not have run its finally (a start failure)
         if lock is not None:
             lock.release()  # after _put_away: what the command wrote is in
 
@@ -401,7 +439,19 @@ def close(session_id: str, options: Options, run: Run) -> int:
     from acpcli.session.inputs import lookup
 
     record = lookup(session_id)
+    if record.state == "closed":  # nothing to do, and no agent to start for it
+        run.env.err.print(f"{shown_id(record.id)} is already closed", markup=False, highlight=False)
+        return 0
     return _close(record, options.inputs(record), run)
+
+
+def closed_line(session_id: str, answer: object) -> str:
+    """What ``close`` and ``/close`` say: ``closed ID``, with the agent's answer when it said
+    more than ``{}``."""
+    import json
+
+    said = f" (the agent answered {json.dumps(answer)})" if answer else ""
+    return f"closed {shown_id(session_id)}{said}"
 
 
 def _mark_closed(session_id: str) -> None:
@@ -430,8 +480,6 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     from acpcli.errors import CapabilityMissing, ExitCode
 
     async def main() -> int:
-        import json
-
         from acpcli import capabilities
         from acpcli.persistence import Index
         from acpcli.session import forgotten
@@ -465,8 +513,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
                     return int(ExitCode.OK)
             finally:
                 _mark_closed(record.id)
-        said = f" (the agent answered {json.dumps(answer)})" if answer else ""  # {} says nothing
-        run.env.err.print(f"closed {shown_id(record.id)}{said}", markup=False, highlight=False)
+        run.env.err.print(closed_line(record.id, answer), markup=False, highlight=False)
         return int(ExitCode.OK)
 
     from acpcli.supervise import Supervisor
@@ -510,7 +557,7 @@ def prompt(
         from acpcli.mentions import build_prompt
         from acpcli.render import make_view
         from acpcli.safestore import open_index
-        from acpcli.session.turn import after_turn, collect_late, run_turn
+        from acpcli.session.turn import after_turn, collect_late, run_turn, title_from_prompt
 
         if session_id is not None:
             lock = await _claimed(session_id, run)
@@ -544,14 +591,18 @@ def prompt(
                 if run.refusals is not None:  # drawn by a terminal view, in order (not wiped by it)
                     run.refusals.screen = lambda line: note_on_screen(view, line)
                 view.begin_turn(live.store)
-                stop = await run_turn(
-                    link,
-                    live,
-                    blocks,
-                    notice=lambda m: None if note_on_screen(view, m, "yellow") else run.env.note(m, style="yellow"),
-                    tick=getattr(view, "tick", None),
-                    limit=run.timeout,
-                )
+                try:
+                    stop = await run_turn(
+                        link,
+                        live,
+                        blocks,
+                        notice=lambda m: None if note_on_screen(view, m, "yellow") else run.env.note(m, style="yellow"),
+                        tick=getattr(view, "tick", None),
+                        limit=run.timeout,
+                    )
+                except BaseException:
+                    title_from_prompt(index, live)  # a failed first prompt still titles the session
+                    raise
                 view.turn_ended(stop)
                 await collect_late(link, live, stop)  # what the agent still says of it is kept
                 for warning in live.take_warnings():  # the context nearly full: one line on stderr
@@ -561,6 +612,7 @@ def prompt(
                 return turn_exit(
                     stop, run, live.session_id, interrupted=live.interrupted,
                     timed_out=bool(live.timed_out), answered=live.timed_out == "cancelled",
+                    said=said_anything(islice(live.store.entries, live.turn_first_entry, None)),
                 )
         finally:
             supervisor.link = None

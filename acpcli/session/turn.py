@@ -241,11 +241,17 @@ def after_turn(index: Index, live: LiveSession) -> None:
     (once) the first line of its first prompt.
     (The event log is flushed by the caller, which owns the writer, before this.)"""
     index.touch(live.session_id)
-    if live.first_prompt:
-        index.set_prompt_title(live.session_id, live.first_prompt)  # a no-op once it is set
-        live.first_prompt = ""  # one UPDATE per session and process, not per turn
+    title_from_prompt(index, live)
     if live.store.title:
         index.set_title(live.session_id, live.store.title)
     if live.store.usage is not None:
         index.set_usage(live.session_id, live.store.usage)  # sessions --json shows it
     turn_indexed(index, live)  # what the turn said becomes searchable
+
+
+def title_from_prompt(index: Index, live: LiveSession) -> None:
+    """Title the session after the first line of its first prompt, as ``sessions`` shows an
+    untitled one -- once the prompt was sent, whether its turn went well or failed."""
+    if live.first_prompt:
+        index.set_prompt_title(live.session_id, live.first_prompt)  # a no-op once it is set
+        live.first_prompt = ""  # one UPDATE per session and process, not per turn

@@ -4,10 +4,15 @@ its first prompt (``"titleSource": "prompt"`` in --json), stored on the first tu
 from __future__ import annotations
 
 import json
+import shlex
+import sys
+from pathlib import Path
 
+from acpcli.errors import ExitCode
 from acpcli.persistence import Index
 
 from .conftest import AgentTrace, Cli
+from .pty import CTRL_C, Pty
 
 
 def _listed(cli: Cli, sid: str) -> dict[str, object]:
@@ -74,3 +79,52 @@ def test_listing_an_index_an_older_acpcli_wrote_migrates_it_first(cli: Cli, trac
     assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     conn.close()
     assert cli.ok("search", "changelog").stdout.splitlines()[1].startswith(sid)
+
+
+QUIRKS = Path(__file__).resolve().parent.parent / "agents" / "sdk_quirks_agent.py"
+QUIRKS_CMD = shlex.join([sys.executable, str(QUIRKS)])  # an agent that never titles a session
+
+
+def test_a_session_whose_first_prompt_failed_is_titled_by_it(cli: Cli) -> None:
+    proc = cli.run("prompt", "--cmd", QUIRKS_CMD, "please fail now\nsecond line")
+    assert proc.returncode == ExitCode.AGENT_ERROR, proc.stderr
+    (row,) = [
+        json.loads(line) for line in cli.ok("sessions", "--json", "--all").stdout.splitlines()
+    ]
+    assert (row["title"], row["titleSource"]) == ("please fail now", "prompt")
+
+
+def test_the_toolbar_shows_the_title_sessions_shows(spawn, cli: Cli) -> None:  # type: ignore[no-untyped-def]
+    pty: Pty = spawn("new", "--cmd", QUIRKS_CMD)
+    pty.prompt()
+    pty.expect("untitled")  # nothing said yet
+    pty.say("Fix the login bug")
+    pty.expect("you said: Fix the login bug")
+    pty.prompt()
+    pty.expect(r"sdk-quirks · Fix the login bug · idle")  # the toolbar, as `sessions` has it
+    pty.say(
+        "please fail this one"
+    )  # the agent answers an error: the title stays the first prompt's
+    pty.expect("the agent answered an error")
+    pty.prompt()
+    pty.expect(r"sdk-quirks · Fix the login bug · idle")
+    pty.child.send(CTRL_C)  # the line that failed came back for editing: clear it
+    status, sid = pty.leave()
+    assert status == ExitCode.OK
+    assert _listed(cli, sid)["title"] == "Fix the login bug"
+
+
+def test_the_toolbar_titles_a_session_whose_first_prompt_failed(spawn, cli: Cli) -> None:  # type: ignore[no-untyped-def]
+    pty: Pty = spawn("new", "--cmd", QUIRKS_CMD)
+    pty.prompt()
+    pty.say("please fail at once")
+    pty.expect("the agent answered an error")
+    pty.prompt()
+    pty.expect(r"sdk-quirks · please fail at once · idle")
+    pty.child.send(CTRL_C)  # the line that failed came back for editing: clear it
+    status, sid = pty.leave()
+    assert status == ExitCode.OK
+    assert (_listed(cli, sid)["title"], _listed(cli, sid)["titleSource"]) == (
+        "please fail at once",
+        "prompt",
+    )

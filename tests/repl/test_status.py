@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from acpcli.protocol import settings
 from acpcli.render.usage import usage_text
-from acpcli.repl.status import status_line
+from acpcli.repl.status import shown_title, status_line
 
 CHOICES = settings.choices(
     [
@@ -36,3 +36,19 @@ def test_usage_shapes() -> None:
     assert usage_text({"used": 2_500_000, "size": 0}) == "2.5M tokens"
     assert usage_text({"used": 10, "size": 100, "cost": {"amount": 3, "currency": "EUR"}}) == "10/100 tokens (10%) · 3.00 EUR"
     assert usage_text({"cost": "free"}) is None
+
+
+def test_the_title_is_the_one_sessions_shows() -> None:
+    from acpcli.persistence import SessionRecord
+
+    def record(title: str | None = None, prompt_title: str | None = None, by_user: bool = False) -> SessionRecord:
+        return SessionRecord(
+            id="s1", agent="demo", argv=["demo"], cwd="/", title=title, prompt_title=prompt_title, titled_by_user=by_user
+        )
+
+    assert shown_title(None, None, None) is None
+    assert shown_title(None, None, "  Fix   the bug\nin login") == "Fix the bug"  # sent, not stored yet
+    assert shown_title(None, record(prompt_title="Fix the bug"), "") == "Fix the bug"
+    assert shown_title("Agent's title", record(prompt_title="Fix the bug"), "") == "Agent's title"
+    assert shown_title(None, record(title="Stored agent title", prompt_title="Fix the bug"), "") == "Stored agent title"
+    assert shown_title("Agent's title", record(title="Mine", by_user=True), "") == "Mine"  # --title wins
