@@ -75,6 +75,7 @@ if TYPE_CHECKING:
         UnknownSession,
         UsageError,
     )
+    from acpcli.transport import Transport, memory_pair
 
 #: The public API (a literal, sorted list, for the tools that read it): what is not here is
 #: private. The errors are acpcli.errors' (AcpcliError is the root of every one).
@@ -120,6 +121,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolCallUpdated",
     "Transcript",
+    "Transport",
     "TurnEnded",
     "TurnResult",
     "UnknownSession",
@@ -128,6 +130,7 @@ __all__ = [
     "UserText",
     "__version__",
     "connect",
+    "memory_pair",
     "run",
 ]
 
@@ -135,6 +138,7 @@ __all__ = [
 _WHERE = {
     **dict.fromkeys(("connect", "Agent", "Session", "SessionInfo"), "acpcli.api.client"),
     "run": "acpcli.api.sync",
+    **dict.fromkeys(("Transport", "memory_pair"), "acpcli.transport"),
     **dict.fromkeys(
         (
             "AcpcliError", "AgentStartError", "AuthRequired", "CapabilityMissing", "ConfigError", "ConnectionClosed",

@@ -75,6 +75,8 @@ if TYPE_CHECKING:
 
 #: Policy names ``permissions=`` takes (or an async callback, :data:`PermissionCallback`).
 POLICIES = ("ask", "allow", "deny", "read-only")
+#: How to change the policy, as a refusal says it.
+CHANGE_POLICY = 'pass permissions="allow" or a callback to acpcli.connect'
 #: The most notices kept on :attr:`Agent.notices` (every one still reaches a running turn).
 _NOTICES_KEPT = 200
 
@@ -244,7 +246,7 @@ async def _open(
 ) -> AsyncIterator[Agent]:
     import anyio
 
-    from acpcli.client_side import CHANGE_POLICY_UNATTENDED, PermissionPolicy, Refusals
+    from acpcli.client_side import PermissionPolicy, Refusals
     from acpcli.config import step_timeout
     from acpcli.negotiate import ClientOffer
     from acpcli.safestore import open_index, verdict
@@ -260,7 +262,7 @@ async def _open(
     )
     policy_name, ask = _policy(permissions, choice)
     owner = Agent.__new__(Agent)  # the refusals and answers need somewhere to go first
-    refusals = Refusals(owner._notice, change=CHANGE_POLICY_UNATTENDED)
+    refusals = Refusals(owner._notice, change=CHANGE_POLICY)
     decider: Any = None
     if ask is not None or policy_name != "ask":
         decider = PermissionPolicy(policy_name, _asker(ask) if ask is not None else None, refusals)
