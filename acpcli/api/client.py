@@ -391,7 +391,15 @@ def _elicitor(callback: InputCallback | None, refusals: Refusals) -> Any:
     from acpcli import elicitation
 
     if callback is None:
-        return elicitation.scripted(None, refusals.note)
+
+        async def decline(live: Any, request: el.Request) -> dict[str, Any]:
+            refusals.note(
+                f"acpcli: declined the agent's {elicitation.described(request)}: "
+                "no on_input callback was given to acpcli.connect"
+            )
+            return elicitation.answer(elicitation.DECLINE)
+
+        return decline
 
     async def elicit(live: Any, request: el.Request) -> dict[str, Any] | None:
         answered = await callback(input_request(request))
@@ -426,7 +434,12 @@ def _tool(entry: Any) -> ToolCall:
 
 
 def _setting(choice: Choice) -> Setting:
-    return Setting(choice.key, choice.name, choice.current, tuple((v, n) for v, n, _ in choice.values), choice.category)
+    values = tuple((v, n) for v, n, _ in choice.values)
+    # A Choice carries its current value as shown (a name): the value it names, when it names one.
+    current = next((v for v, n in values if v == choice.current), None) or next(
+        (v for v, n in values if n == choice.current), choice.current
+    )
+    return Setting(choice.key, choice.name, current, choice.current, values, choice.category)
 
 
 def _event(live: LiveSession, change: Change) -> Event | None:

@@ -237,12 +237,13 @@ class UsageUpdated:
 @dataclass(frozen=True)
 class Setting:
     """One of the session's settings (a mode, a model, a config option): ``key`` is what
-    :meth:`~acpcli.api.client.Session.set` takes; ``values`` are ``(value, name)`` pairs
-    (empty for a boolean)."""
+    :meth:`~acpcli.api.client.Session.set` takes, ``current`` its value now (``current_name``
+    as shown), ``values`` the ``(value, name)`` pairs it may take (empty for a boolean)."""
 
     key: str
     name: str
     current: str
+    current_name: str
     values: tuple[tuple[str, str], ...] = ()
     category: str | None = None
 
