@@ -18,11 +18,11 @@ neither rich.markdown nor prompt_toolkit nor anyio. The API's names are imported
 (the module ``__getattr__`` below); heavy modules are imported where they are used.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
 from acpcli._version import __version__
+
+#: True for type checkers only (``typing`` is not imported: it would cost ``import acpcli``
+#: a few milliseconds, and type checkers read the name itself).
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from acpcli.api.client import Agent, Session, SessionInfo, connect
