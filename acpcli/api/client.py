@@ -223,6 +223,15 @@ def _choose(agent: str | None, argv: Sequence[str] | None, transport: Transport 
         return AgentChoice("cmd", [str(a) for a in argv])
     if agent is None and transport is not None:
         return AgentChoice("cmd", [])
+    if agent is None:
+        from acpcli import config
+
+        agent = getattr(config.load_config(), "default_agent", None)
+        if not agent:
+            raise UsageError(
+                "no agent chosen: give acpcli.connect an agent name or argv=[...]",
+                hint="or set default_agent in the config; the built-in demo agent is \"demo\"",
+            )
     return pick_agent(agent, None)
 
 
@@ -265,7 +274,7 @@ async def _open(
     refusals = Refusals(owner._notice, change=CHANGE_POLICY)
     decider: Any = None
     if ask is not None or policy_name != "ask":
-        decider = PermissionPolicy(policy_name, _asker(ask) if ask is not None else None, refusals)
+        decider = PermissionPolicy(policy_name, _asker(ask, owner) if ask is not None else None, refusals)
     services_policy = decider.policy if decider is not None else "deny"  # "ask", nobody: no writes
     index = open_index()
     writer = index.writer()
@@ -279,7 +288,7 @@ async def _open(
             log_file=inputs.log_file,
             stderr_log=agent_stderr_log(inputs.agent) if transport is None else None,
             decide_permission=_observed(owner, decider),
-            elicit=_elicitor(on_input, refusals),
+            elicit=_elicitor(on_input, refusals, owner),
             policy=services_policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=timeout),
@@ -316,17 +325,21 @@ def _policy(permissions: str | PermissionCallback | None, choice: Any) -> tuple[
     return policy, None
 
 
-def _asker(callback: PermissionCallback) -> Any:
-    """The callback as the permission policy's asker (``(live, params) -> answer | None``)."""
+def _asker(callback: PermissionCallback, owner: Agent) -> Any:
+    """The callback as the permission policy's asker (``(live, params) -> answer | None``).
+    An error of the callback's own leaves the turn's ``async for`` as itself (the question is
+    dismissed, so the agent is told ``cancelled`` and the turn is cancelled)."""
     from acpcli.client_side import selected
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        chosen = await callback(permission_request(live, params))
-        if chosen is None:
+        try:
+            chosen = await callback(permission_request(live, params))
+            if chosen is not None and not isinstance(chosen, PermissionOption):
+                raise UsageError(f"the permission callback must return a PermissionOption or None (got {chosen!r})")
+        except Exception as err:  # noqa: BLE001 - the caller's error, raised where the caller reads
+            owner._emit(live, _Failed(err))
             return None
-        if not isinstance(chosen, PermissionOption):
-            raise UsageError(f"the permission callback must return a PermissionOption or None (got {chosen!r})")
-        return selected({"optionId": chosen.option_id})
+        return selected({"optionId": chosen.option_id}) if chosen is not None else None
 
     return ask
 
@@ -386,8 +399,9 @@ def _paths(locations: Any) -> tuple[str, ...]:
     ) if isinstance(locations, list) else ()
 
 
-def _elicitor(callback: InputCallback | None, refusals: Refusals) -> Any:
-    """Who answers ``elicitation/create``: the callback, else nobody (declined, one notice)."""
+def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) -> Any:
+    """Who answers ``elicitation/create``: the callback (its own error leaves the turn's
+    ``async for`` as itself; the request is cancelled), else nobody (declined, one notice)."""
     from acpcli import elicitation
 
     if callback is None:
@@ -402,11 +416,15 @@ def _elicitor(callback: InputCallback | None, refusals: Refusals) -> Any:
         return decline
 
     async def elicit(live: Any, request: el.Request) -> dict[str, Any] | None:
-        answered = await callback(input_request(request))
+        try:
+            answered = await callback(input_request(request))
+            if answered is not None and not isinstance(answered, InputAnswer):
+                raise UsageError(f"the input callback must return an InputAnswer or None (got {answered!r})")
+        except Exception as err:  # noqa: BLE001 - the caller's error, raised where the caller reads
+            owner._emit(live, _Failed(err))
+            return None
         if answered is None:
             return None
-        if not isinstance(answered, InputAnswer):
-            raise UsageError(f"the input callback must return an InputAnswer or None (got {answered!r})")
         content = dict(answered.content) if answered.content is not None else None
         return elicitation.answer(answered.action, content)
 
@@ -585,8 +603,8 @@ class Agent:
             notices.append(line)
             del notices[:-_NOTICES_KEPT]
 
-    def _emit(self, live: LiveSession, event: Event) -> None:
-        for session in self._sessions:
+    def _emit(self, live: LiveSession | None, event: Event | _Failed) -> None:
+        for session in getattr(self, "_sessions", ()):
             if session._live is live:
                 session._emit(event)
 
@@ -615,7 +633,8 @@ class Agent:
 
     async def load(self, session_id: str) -> Session:
         """``session/load``: the session (an id or a unique prefix of one recorded here, or an
-        id the agent knows) with its history replayed into :attr:`Session.transcript`."""
+        id the agent knows) with its history replayed into :attr:`Session.transcript`. While
+        another acpcli runs a turn on it, this waits for that turn to end."""
         return await self._reattach("load", session_id)
 
     async def resume(self, session_id: str) -> Session:

@@ -256,3 +256,29 @@ def test_one_turn_at_a_time(tmp_path: Path) -> None:
         return ended.result
 
     assert drive(MemoryAgent(turn), body, cwd=tmp_path).stop_reason == "cancelled"
+
+
+def test_the_callbacks_own_error_leaves_the_turn_as_itself(tmp_path: Path) -> None:
+    async def broken(request: acpcli.PermissionRequest) -> acpcli.PermissionOption | None:
+        raise KeyError("a bug in the caller's callback")
+
+    async def turn(agent: MemoryAgent, prompt: str) -> str:
+        await agent.ask()
+        await agent.cancelled.wait()
+        return "cancelled"
+
+    async def body(agent: acpcli.Agent) -> None:
+        session = await agent.new_session()
+        await session.ask("hi")
+
+    with pytest.raises(KeyError, match="a bug in the caller's callback"):
+        drive(MemoryAgent(turn), body, cwd=tmp_path, permissions=broken)
+
+
+def test_no_agent_named_is_a_usage_error_naming_the_arguments() -> None:
+    async def main() -> None:
+        async with acpcli.connect():
+            pass
+
+    with pytest.raises(acpcli.UsageError, match=r"give acpcli.connect an agent name or argv=\[...\]"):
+        anyio.run(main)
