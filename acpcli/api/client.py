@@ -24,36 +24,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from acpcli.api.convert import event_of, input_request, permission_request, setting
 from acpcli.api.types import (
-    AgentText,
     Event,
-    FormField,
-    FormRequest,
     InputAnswer,
     InputAnswered,
     InputCallback,
-    InputRequest,
-    LinkRequest,
     Notice,
     PermissionAnswered,
     PermissionAsked,
     PermissionCallback,
     PermissionOption,
-    PermissionRequest,
-    PlanEntry,
-    PlanUpdated,
     Setting,
-    SettingsChanged,
-    ThoughtText,
-    TitleChanged,
-    ToolCall,
-    ToolCallStarted,
-    ToolCallUpdated,
     Transcript,
     TurnEnded,
     TurnResult,
-    UsageUpdated,
-    UserText,
 )
 from acpcli.errors import AcpcliError, UsageError
 
@@ -64,7 +49,6 @@ if TYPE_CHECKING:
     from acpcli import elicitation as el
     from acpcli.client_side import Refusals
     from acpcli.persistence import EventWriter
-    from acpcli.protocol.settings import Choice
     from acpcli.safestore import SafeIndex
     from acpcli.session.context import Run
     from acpcli.session.inputs import SessionInputs
@@ -73,8 +57,6 @@ if TYPE_CHECKING:
     from acpcli.store import Change, Store
     from acpcli.transport import Transport
 
-#: Policy names ``permissions=`` takes (or an async callback, :data:`PermissionCallback`).
-POLICIES = ("ask", "allow", "deny", "read-only")
 #: How to change the policy, as a refusal says it.
 CHANGE_POLICY = 'pass permissions="allow" or a callback to acpcli.connect'
 #: The most notices kept on :attr:`Agent.notices` (every one still reaches a running turn).
@@ -310,6 +292,10 @@ async def _open(
 
 
 def _policy(permissions: str | PermissionCallback | None, choice: Any) -> tuple[str, PermissionCallback | None]:
+    """The policy name and the callback, if any: a callback is ``ask`` with someone to ask;
+    no policy: the config's ``permissions`` key, else ``deny``."""
+    from acpcli.client_side import POLICIES
+
     if callable(permissions):
         return "ask", permissions
     if permissions is None:
@@ -366,39 +352,6 @@ def _observed(owner: Agent, decider: Any) -> Any:
     return decide
 
 
-def permission_request(live: LiveSession, params: dict[str, Any]) -> PermissionRequest:
-    """A ``session/request_permission``'s params (checked already) as a typed request."""
-    from acpcli.client_side import tool_kind
-
-    call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
-    assert isinstance(call, dict)
-    tool_id = call.get("toolCallId") if isinstance(call.get("toolCallId"), str) else None
-    known = live.store.tool_call(tool_id) if tool_id is not None else None
-    title = call.get("title") if isinstance(call.get("title"), str) else known.title if known is not None else None
-    options = tuple(
-        PermissionOption(str(o["optionId"]), str(o.get("name") or o["optionId"]), str(o.get("kind") or ""))
-        for o in params.get("options") or ()
-        if isinstance(o, dict) and isinstance(o.get("optionId"), str)
-    )
-    raw_input = call.get("rawInput", known.raw_input if known is not None else None)
-    locations = call.get("locations", known.locations if known is not None else [])
-    return PermissionRequest(
-        session_id=live.session_id,
-        tool_call_id=tool_id,
-        title=title,
-        kind=tool_kind(params, live),
-        options=options,
-        raw_input=raw_input,
-        locations=_paths(locations),
-    )
-
-
-def _paths(locations: Any) -> tuple[str, ...]:
-    return tuple(
-        loc["path"] for loc in locations if isinstance(loc, dict) and isinstance(loc.get("path"), str)
-    ) if isinstance(locations, list) else ()
-
-
 def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) -> Any:
     """Who answers ``elicitation/create``: the callback (its own error leaves the turn's
     ``async for`` as itself; the request is cancelled), else nobody (declined, one notice)."""
@@ -431,77 +384,6 @@ def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) 
     return elicit
 
 
-def input_request(request: el.Request) -> InputRequest:
-    """:mod:`acpcli.elicitation`'s request, as the API's frozen one."""
-    from acpcli.elicitation import UrlPage
-
-    if isinstance(request, UrlPage):
-        return LinkRequest(request.message, request.url, request.host, tuple(request.warnings), request.session_id)
-    fields = tuple(
-        FormField(f.name, f.kind, f.title, f.description, f.required, f.default, tuple(f.options), f.sensitive)
-        for f in request.fields
-    )
-    return FormRequest(request.message, fields, request.session_id, request.title)
-
-
-def _tool(entry: Any) -> ToolCall:
-    return ToolCall(
-        entry.tool_call_id, entry.title, entry.kind, entry.status, tuple(entry.content), _paths(entry.locations),
-        entry.raw_input, entry.raw_output,
-    )
-
-
-def _setting(choice: Choice) -> Setting:
-    values = tuple((v, n) for v, n, _ in choice.values)
-    # A Choice carries its current value as shown (a name): the value it names, when it names one.
-    current = next((v for v, n in values if v == choice.current), None) or next(
-        (v for v, n in values if n == choice.current), choice.current
-    )
-    return Setting(choice.key, choice.name, current, choice.current, values, choice.category)
-
-
-def _event(live: LiveSession, change: Change) -> Event | None:
-    """The API's event for one change of the store (None: nothing a caller follows)."""
-    from acpcli import store as st
-
-    if isinstance(change, st.SessionChanged):
-        what = change.field
-        if what == st.USAGE and live.store.usage is not None:
-            usage = live.store.usage
-            return UsageUpdated(usage.get("used"), usage.get("size"), usage.get("cost"))
-        if what in (st.CURRENT_MODE, st.CONFIG_OPTIONS, st.CURRENT_MODEL):
-            return SettingsChanged(tuple(_setting(c) for c in live.settings()))
-        if what == st.SESSION_INFO:
-            return TitleChanged(live.store.title)
-        return None
-    entry = change.entry
-    new = isinstance(change, st.NewEntry)
-    if isinstance(entry, st.Message):
-        if new:
-            text = entry.text
-        else:
-            appended = change.appended if isinstance(change, st.EntryUpdated) else None
-            text = appended.get("text", "") if appended is not None and appended.get("type") == "text" else ""
-        if not text:
-            return None
-        if entry.kind == st.AGENT:
-            return AgentText(text, entry.message_id)
-        if entry.kind == st.THOUGHT:
-            return ThoughtText(text, entry.message_id)
-        return UserText(text, entry.message_id)
-    if isinstance(entry, st.ToolCall):
-        return ToolCallStarted(_tool(entry)) if new else ToolCallUpdated(_tool(entry))
-    if isinstance(entry, st.Plan):
-        return PlanUpdated(
-            tuple(
-                PlanEntry(str(e.get("content", "")), str(e.get("status", "pending")), str(e.get("priority", "medium")))
-                for e in entry.entries
-                if isinstance(e, dict)
-            )
-        )
-    return None
-
-
 class _Feed:
     """The sink of an API session (:class:`~acpcli.session.live.Sink`): each change of its
     store becomes an event of the running turn."""
@@ -510,7 +392,7 @@ class _Feed:
         self._session = session
 
     def on_change(self, session: LiveSession, change: Change) -> None:
-        event = _event(session, change)
+        event = event_of(session, change)
         if event is not None:
             self._session._emit(event)
 
@@ -766,7 +648,7 @@ class Session:
     @property
     def settings(self) -> tuple[Setting, ...]:
         """The settings the session offers now (modes, models, config options)."""
-        return tuple(_setting(c) for c in self._live.settings())
+        return tuple(setting(c) for c in self._live.settings())
 
     @property
     def running(self) -> bool:
@@ -858,7 +740,7 @@ class Session:
         self._agent._check()
         choice = await self._agent._link.set_by_name(self._live, key, value)
         self._agent._writer.flush()
-        return _setting(choice)
+        return setting(choice)
 
     async def close(self) -> None:
         """``session/close`` (the agent forgets it; it stays in the local index, marked
