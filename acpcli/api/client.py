@@ -16,6 +16,7 @@ events; failures are the :mod:`acpcli.errors` exception tree.
 from __future__ import annotations
 
 import io
+import logging
 import math
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -56,6 +57,10 @@ if TYPE_CHECKING:
     from acpcli.session.live import LiveSession
     from acpcli.store import Change, Store
     from acpcli.transport import Transport
+
+# A library's logs are its program's to show: without this, Python's last-resort handler would
+# print acpcli's warnings (an agent's bad line, a failed write) on stderr.
+logging.getLogger("acpcli").addHandler(logging.NullHandler())
 
 #: How to change the policy, as a refusal says it.
 CHANGE_POLICY = 'pass permissions="allow" or a callback to acpcli.connect'

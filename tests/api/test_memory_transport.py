@@ -282,3 +282,36 @@ def test_no_agent_named_is_a_usage_error_naming_the_arguments() -> None:
 
     with pytest.raises(acpcli.UsageError, match=r"give acpcli.connect an agent name or argv=\[...\]"):
         anyio.run(main)
+
+
+def test_the_library_prints_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    # A turn with a policy refusal and an agent line that is not JSON: what the CLI would say
+    # on stderr arrives as notices and logs, never on the process's own streams.
+    async def turn(agent: MemoryAgent, prompt: str) -> str:
+        assert agent.conn is not None
+        await agent.conn._transport.send(b"this is not json")
+        await full_turn(agent, prompt)
+        return "end_turn"
+
+    async def body(agent: acpcli.Agent) -> list[acpcli.Event]:
+        session = await agent.new_session()
+        return [event async for event in session.prompt("hi")]
+
+    events = drive(MemoryAgent(turn), body, cwd=tmp_path, permissions="deny")
+    assert any(isinstance(e, acpcli.Notice) for e in events)
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
+def test_acpcli_warnings_are_not_printed_by_pythons_last_resort_handler() -> None:
+    # (pytest's own log capture hides the last-resort handler: ask a fresh interpreter)
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, acpcli\n"
+        "acpcli.connect\n"  # the API in use
+        "logging.getLogger('acpcli.notices').warning('skipped a bad line from the agent')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
