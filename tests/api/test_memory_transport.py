@@ -315,3 +315,16 @@ def test_acpcli_warnings_are_not_printed_by_pythons_last_resort_handler() -> Non
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+def test_what_is_said_between_turns_is_kept_on_the_agent(tmp_path: Path) -> None:
+    # The agent gives two sessions the same id: the second is recorded under an id of its own,
+    # and the line the CLI would print says so (agent.notices, no turn being run).
+    async def body(agent: acpcli.Agent) -> tuple[str, str, list[str]]:
+        first = await agent.new_session()
+        second = await agent.new_session()
+        return first.id, second.id, list(agent.notices)
+
+    first, second, notices = drive(MemoryAgent(full_turn), body, cwd=tmp_path)
+    assert (first, second) == (SID, f"{SID}.2")
+    assert len(notices) == 1 and f"this one is recorded as {SID}.2" in notices[0], notices
