@@ -40,7 +40,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from acpcli import __version__, protocol
+from acpcli import protocol
+from acpcli._version import __version__
 from acpcli.errors import AuthRequired, HandshakeError, ProtocolError, RpcError, UsageError
 
 log = logging.getLogger("acpcli.negotiate")

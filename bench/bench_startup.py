@@ -4,6 +4,8 @@ Both run on every keystroke a user waits for, so both are compared with the fram
 floor, ``python -c "import typer"``, measured in the same run:
 
 * ``--help``: ``acpcli --help`` (target: at most 2.0 x the floor);
+* ``import acpcli``: what a script using the Python API pays before it uses it (the API's
+  names are imported on first use; target: at most 0.5 x the floor);
 * completion: what one TAB costs, i.e. ``acpcli`` with ``_ACPCLI_COMPLETE=complete_bash``,
   ``COMP_WORDS`` and ``COMP_CWORD`` set, for ``acpcli load <TAB>`` against an index of 50
   sessions (sqlite3 is read), ``acpcli lo<TAB>`` (command names) and
@@ -36,6 +38,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 HELP_BUDGET = 2.0
+IMPORT_BUDGET = 0.5
 COMPLETION_BUDGET = 1.3
 SESSIONS = 50
 
@@ -91,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         cases = [
             ('python -c "import typer"', [python, "-c", "import typer"], env, None, ""),
             ("acpcli --help", [*acpcli, "--help"], env, HELP_BUDGET, "Usage:"),
+            ('python -c "import acpcli"', [python, "-c", "import acpcli; print(acpcli.__version__)"], env, IMPORT_BUDGET, "."),
             ("complete 'acpcli load '", acpcli, completing("acpcli load "), COMPLETION_BUDGET, "sess-0049-"),
             ("complete 'acpcli lo'", acpcli, completing("acpcli lo"), COMPLETION_BUDGET, "load"),
             ("complete 'acpcli new --agent '", acpcli, completing("acpcli new --agent "), COMPLETION_BUDGET, "demo"),

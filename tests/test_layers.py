@@ -1,5 +1,6 @@
-"""The house's floors: imports go down (cli -> session layer -> connection -> transport; store,
-render and the rest below), never up, and no module takes part in an import cycle.
+"""The house's floors: imports go down (cli -> the Python API -> session layer -> connection ->
+transport; store, render and the rest below), never up, and no module takes part in an import
+cycle.
 
 Every import counts: at module level, inside functions, and under ``TYPE_CHECKING`` (a reader
 following the types walks those too).
@@ -15,13 +16,16 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "acpcli"
 
 #: The session layer and what sits above it; everything else under acpcli/ is below them.
-UPPER = ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.session")
+UPPER = ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.session")
 #: Who may import what of the upper floors (a prefix imports a prefix). The live-session host
-#: sits between the commands and the session layer: the CLI and the REPL are its clients.
+#: sits between the commands and the session layer: the CLI and the REPL are its clients. The
+#: Python API (acpcli.api, exported by the package's door ``acpcli/__init__.py``) is a client
+#: of the session layer, below the commands, which may use it.
 ALLOWED_UP = {
-    "acpcli.cli": ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.session"),
-    "acpcli.repl": ("acpcli.repl", "acpcli.host", "acpcli.session"),
+    "acpcli.cli": ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.session"),
+    "acpcli.repl": ("acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.session"),
     "acpcli.host": ("acpcli.host", "acpcli.session"),
+    "acpcli.api": ("acpcli.api", "acpcli.session"),
     "acpcli.session": ("acpcli.session",),
 }
 
@@ -73,6 +77,8 @@ def _graph() -> dict[str, set[str]]:
 def _floor(name: str) -> str | None:
     if name == "acpcli.__main__":  # ``python -m acpcli``: the command tree's own door
         return "acpcli.cli"
+    if name == "acpcli":  # ``import acpcli``: the Python API's door (its exports are the API)
+        return "acpcli.api"
     return next((upper for upper in UPPER if name == upper or name.startswith(upper + ".")), None)
 
 
@@ -127,7 +133,19 @@ def test_no_import_cycles() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
-@pytest.mark.parametrize("module", ["acpcli.session.run", "acpcli.session.link", "acpcli.cli.sessions"])
+def test_the_door_exports_the_api_and_lower_floors_do_not_import_it() -> None:
+    # The package's __init__ imports the façade (for type checkers; lazily at run time), so
+    # a lower module reading acpcli's version from the door would close a cycle through it.
+    graph = _graph()
+    assert "acpcli.api.client" in graph["acpcli"]
+    assert "acpcli" in graph["acpcli.cli"]  # the command tree may (it sits above the API)
+    below = [name for name, targets in graph.items() if "acpcli" in targets and _floor(name) is None]
+    assert not below, below
+
+
+@pytest.mark.parametrize(
+    "module", ["acpcli.session.run", "acpcli.session.link", "acpcli.cli.sessions", "acpcli.api.client"]
+)
 def test_the_walk_modules_exist(module: str) -> None:
     # The layer test reads files: make sure it reads the modules the README's walks name.
     assert module in _modules()

@@ -43,6 +43,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = dist.glob("acpcli-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "acpcli/demo_agent/__main__.py" in names
+    assert "acpcli/py.typed" in names  # PEP 561: the Python API is typed
     assert not any(n.startswith(("tests/", "bench/", "tools/")) for n in names), names
 
     venv = root / "venv"

@@ -61,6 +61,15 @@ def test_start_up_imports_nothing_heavy(action: str) -> None:
     assert offending(action) == []
 
 
+def test_the_python_api_is_imported_on_first_use() -> None:
+    # `import acpcli` (and its version, its __all__, dir()) loads none of the API's machinery;
+    # the first use of a public name does.
+    lazy = (*FORBIDDEN, "anyio", "typing", "acpcli.api", "acpcli.api.client", "acpcli.session", "acpcli.errors")
+    touch = "import acpcli\nacpcli.__version__, acpcli.__all__, dir(acpcli)"
+    assert offending(touch, forbidden=lazy) == []
+    assert "acpcli.api.client" in offending(touch + "\nacpcli.connect", forbidden=lazy)
+
+
 def test_the_probe_sees_a_heavy_import() -> None:
     # the check above can fail: a module that pulls pydantic in is reported
     assert offending(IMPORTS, setup="import acpcli.protocol.v2") == ["acpcli.protocol.v2", "pydantic"]

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from acpcli.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
     from acpcli.protocol.settings import Choice
     from acpcli.store import Store
-    from acpcli.transport import AgentProcess
+    from acpcli.transport import AgentProcess, Transport
     from acpcli.wiretap import Tap
 
 log = logging.getLogger("acpcli.session")
@@ -750,8 +750,12 @@ async def open_link(
     step_timeout: float | None = None,
     cancelled: list[str] | None = None,
     one_shot: bool = False,
+    transport: Transport | None = None,
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
+
+    ``transport``: carry the frames over this :class:`~acpcli.transport.Transport` instead of
+    spawning ``argv`` (the Python API's seam: a memory pair in tests); closed at the end.
 
     The client services (file system inside each session's root set, terminals) are served
     as the ``offer`` advertises, and only on v1 connections (v2 has no such methods).
@@ -787,8 +791,11 @@ async def open_link(
     }
     if offer.elicitation:
         handlers["elicitation/create"] = dispatcher.on_elicitation
-    async with services, AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) as proc:
-        if one_shot:
+    carrier = (
+        AgentProcess.spawn(argv, env_extra=env_extra, stderr_log=stderr_log) if transport is None else _given(transport)
+    )
+    async with services, carrier as proc:
+        if one_shot and isinstance(proc, AgentProcess):
             proc.stdin_grace = ONE_SHOT_STDIN_GRACE
         async with Connection(
             proc, handlers=handlers, on_notification=dispatcher.on_notification, tap=tap, step_timeout=step_timeout,
@@ -799,4 +806,12 @@ async def open_link(
             dispatcher.agent_name = features.display_name
             if not (features.client_elicitation and features.protocol_version == 1):
                 dispatcher.elicitation_modes = ()
-            yield AgentLink(conn, features, dispatcher, store_factory=Store, process=proc, services=services)
+            process = proc if isinstance(proc, AgentProcess) else None
+            yield AgentLink(conn, features, dispatcher, store_factory=Store, process=process, services=services)
+
+
+@asynccontextmanager
+async def _given(transport: Transport) -> AsyncIterator[Transport]:
+    """A transport handed in, as :func:`open_link` uses a spawned process (the connection
+    closes it)."""
+    yield transport

@@ -31,6 +31,7 @@ async def run_turn(
     double_interrupt_seconds: float = 3.0,
     limit: float | None = None,
     sent: Any = None,
+    interrupts: bool = True,
 ) -> str:
     """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
     waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
@@ -53,16 +54,24 @@ async def run_turn(
 
     ``sent``: the answer of a prompt sent during the previous turn, which this turn waits
     for instead of sending ``blocks`` (:meth:`~acpcli.session.link.AgentLink.prompt`).
+
+    ``interrupts=False`` (the Python API: a library leaves SIGINT to its program): no Ctrl-C
+    handling at all, here or while waiting for the lock.
     """
     lock = live.lock
     took = lock is not None and not lock.held
     if lock is not None and took:
-        await claim(lock, wait=live.lock_wait, notice=notice)
+        if interrupts:
+            await claim(lock, wait=live.lock_wait, notice=notice)
+        else:
+            from acpcli.session_lock import waiting_line
+
+            await lock.acquire(wait=live.lock_wait, on_wait=lambda pid: notice(waiting_line(lock.session_id, pid)))
     try:
         live.turn_active = True
         live.timed_out = None
         try:
-            return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit, sent)
+            return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit, sent, interrupts)
         finally:
             live.turn_active = False
     finally:
@@ -127,6 +136,7 @@ async def _turn_tasks(
     double_interrupt_seconds: float,
     limit: float | None = None,
     sent: Any = None,
+    interrupts: bool = True,
 ) -> str:
     import signal
     import time
@@ -184,7 +194,8 @@ async def _turn_tasks(
             link.kill()
 
         tg.start_soon(run)
-        tg.start_soon(watch)
+        if interrupts:
+            tg.start_soon(watch)
         tg.start_soon(watch_output)
         if tick is not None:
             tg.start_soon(ticker)

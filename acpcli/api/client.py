@@ -1,0 +1,764 @@
+"""The Python API's client: :func:`connect` an agent, open sessions on it, run turns.
+
+Built on the session layer, the way the CLI's commands are: the agent is resolved as
+``--agent``/``--cmd`` resolve it (:mod:`acpcli.session.agent`), one link carries every
+session (:func:`acpcli.session.link.open_link`), sessions are set up and recorded by
+:func:`acpcli.session.attach.attach` (so they are in ``acpcli sessions`` and ``show`` like the
+CLI's), a turn is :func:`acpcli.session.turn.run_turn` without the Ctrl-C handling (a library
+leaves signals to its program), and every update reaches the caller through the same
+:meth:`~acpcli.session.live.LiveSession.feed` that draws the CLI's screen: a :class:`_Feed` sink
+turns the store's changes into :mod:`acpcli.api.types` events.
+
+Never prints, never exits: what the CLI says on stderr arrives as :class:`~acpcli.api.types.Notice`
+events; failures are the :mod:`acpcli.errors` exception tree.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from acpcli.api.convert import event_of, input_request, permission_request, setting
+from acpcli.api.types import (
+    Event,
+    InputAnswer,
+    InputAnswered,
+    InputCallback,
+    Notice,
+    PermissionAnswered,
+    PermissionAsked,
+    PermissionCallback,
+    PermissionOption,
+    Setting,
+    Transcript,
+    TurnEnded,
+    TurnResult,
+)
+from acpcli.errors import AcpcliError, UsageError
+
+if TYPE_CHECKING:
+    import anyio.abc
+    from anyio.streams.memory import MemoryObjectSendStream
+
+    from acpcli import elicitation as el
+    from acpcli.client_side import Refusals
+    from acpcli.persistence import EventWriter
+    from acpcli.safestore import SafeIndex
+    from acpcli.session.context import Run
+    from acpcli.session.inputs import SessionInputs
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+    from acpcli.store import Change, Store
+    from acpcli.transport import Transport
+
+# A library's logs are its program's to show: without this, Python's last-resort handler would
+# print acpcli's warnings (an agent's bad line, a failed write) on stderr.
+logging.getLogger("acpcli").addHandler(logging.NullHandler())
+
+#: How to change the policy, as a refusal says it.
+CHANGE_POLICY = 'pass permissions="allow" or a callback to acpcli.connect'
+#: The most notices kept on :attr:`Agent.notices` (every one still reaches a running turn).
+_NOTICES_KEPT = 200
+
+
+def connect(
+    agent: str | None = None,
+    *,
+    argv: Sequence[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    permissions: str | PermissionCallback | None = None,
+    on_input: InputCallback | None = None,
+    add_dirs: Sequence[str | os.PathLike[str]] = (),
+    mcp: Sequence[str] = (),
+    mcp_config: str | os.PathLike[str] | None = None,
+    protocol: str | None = None,
+    fs: bool = True,
+    terminal: bool = True,
+    timeout: float | None = None,
+    home: str | os.PathLike[str] | None = None,
+    log_file: str | os.PathLike[str] | None = None,
+    transport: Transport | None = None,
+) -> AbstractAsyncContextManager[Agent]:
+    """Start an agent and connect to it: ``async with acpcli.connect("claude") as agent:``.
+
+    ``agent`` names a configured, built-in (``demo``) or ACP-registry agent, as ``--agent``
+    does; ``argv`` runs a command line instead (as ``--cmd``); neither: the config's
+    ``default_agent``. ``transport`` carries the frames over any
+    :class:`~acpcli.transport.Transport` instead of a process (a memory pair in tests).
+
+    ``cwd`` and ``add_dirs`` are the sessions' roots (default: the current directory);
+    ``mcp`` names configured MCP servers and ``mcp_config`` is an MCP config file (as
+    ``--mcp``/``--mcp-config``); ``protocol`` is ``auto``, ``1`` or ``2``; ``fs`` and ``terminal``
+    offer the agent file access inside the roots and terminals.
+
+    ``permissions``: ``"allow"``, ``"deny"``, ``"read-only"``, ``"ask"`` (with nobody to ask:
+    every request is answered ``cancelled``, which cancels the turn), or an async callback
+    that receives a :class:`~acpcli.api.types.PermissionRequest` and returns the
+    :class:`~acpcli.api.types.PermissionOption` chosen (None dismisses it). Default: the config's
+    ``permissions`` key, else ``deny``. ``on_input`` answers the agent's forms and links
+    (default: declined).
+
+    ``timeout`` (seconds) bounds every setup step and each turn (a turn that outlasts it is
+    cancelled and :class:`~acpcli.errors.StepTimeout` raised); default as the CLI's. ``home``
+    is the state directory (default ``$ACPCLI_HOME``, else the platform's): sessions made here
+    are listed by ``acpcli sessions`` with that home. ``log_file`` logs the wire frames.
+    """
+    return _connected(
+        agent, argv=argv, cwd=cwd, permissions=permissions, on_input=on_input, add_dirs=add_dirs, mcp=mcp,
+        mcp_config=mcp_config, protocol=protocol, fs=fs, terminal=terminal, timeout=timeout, home=home,
+        log_file=log_file, transport=transport,
+    )
+
+
+@asynccontextmanager
+async def _connected(
+    agent: str | None,
+    *,
+    argv: Sequence[str] | None,
+    cwd: str | os.PathLike[str] | None,
+    permissions: str | PermissionCallback | None,
+    on_input: InputCallback | None,
+    add_dirs: Sequence[str | os.PathLike[str]],
+    mcp: Sequence[str],
+    mcp_config: str | os.PathLike[str] | None,
+    protocol: str | None,
+    fs: bool,
+    terminal: bool,
+    timeout: float | None,  # noqa: ASYNC109 - bounds each step and turn, not this call
+    home: str | os.PathLike[str] | None,
+    log_file: str | os.PathLike[str] | None,
+    transport: Transport | None,
+) -> AsyncIterator[Agent]:
+    with _home(home):
+        try:
+            async with _open(
+                agent, argv=argv, cwd=cwd, permissions=permissions, on_input=on_input, add_dirs=add_dirs, mcp=mcp,
+                mcp_config=mcp_config, protocol=protocol, fs=fs, terminal=terminal, timeout=timeout,
+                log_file=log_file, transport=transport,
+            ) as opened:
+                yield opened
+        except BaseException as err:
+            leaf = _unwrapped(err)
+            if leaf is err:
+                raise
+            raise leaf from None
+
+
+def _unwrapped(err: BaseException) -> BaseException:
+    """The error itself rather than the exception group a task group wraps it in: the one
+    exception inside, else the acpcli error (:func:`~acpcli.errors.leaf_error`)."""
+    inner = getattr(err, "exceptions", None)
+    if not inner:
+        return err
+    if len(inner) == 1:
+        return _unwrapped(inner[0])
+    from acpcli.errors import leaf_error
+
+    return leaf_error(err)
+
+
+class _home:
+    """``home=``: ``ACPCLI_HOME`` for the time of the connection (every path derives from
+    it, the agent's own state too); two connections at once must agree on it."""
+
+    _active: ClassVar[dict[str, int]] = {}
+
+    def __init__(self, home: str | os.PathLike[str] | None) -> None:
+        self.home = os.path.abspath(os.path.expanduser(os.fspath(home))) if home is not None else None
+        self._before: str | None = None
+
+    def __enter__(self) -> None:
+        if self.home is None:
+            return
+        others = [h for h, n in self._active.items() if n and h != self.home]
+        if others:
+            raise UsageError(f"another acpcli connection in this process uses home {others[0]}")
+        self._before = os.environ.get("ACPCLI_HOME")
+        os.environ["ACPCLI_HOME"] = self.home
+        self._active[self.home] = self._active.get(self.home, 0) + 1
+
+    def __exit__(self, *exc: object) -> None:
+        if self.home is None:
+            return
+        self._active[self.home] -= 1
+        if self._active[self.home]:
+            return
+        del self._active[self.home]
+        if self._before is None:
+            os.environ.pop("ACPCLI_HOME", None)
+        else:
+            os.environ["ACPCLI_HOME"] = self._before
+
+
+def _choose(agent: str | None, argv: Sequence[str] | None, transport: Transport | None) -> Any:
+    """The :class:`~acpcli.session.agent.AgentChoice` for ``agent`` / ``argv`` (a transport
+    needs neither)."""
+    from acpcli.session.agent import AgentChoice, pick_agent
+
+    if agent is not None and argv is not None:
+        raise UsageError("give either an agent name or argv, not both")
+    if argv is not None:
+        if isinstance(argv, str) or not argv:
+            raise UsageError("argv must be a non-empty list of strings (the agent's command line)")
+        return AgentChoice("cmd", [str(a) for a in argv])
+    if agent is None and transport is not None:
+        return AgentChoice("cmd", [])
+    if agent is None:
+        from acpcli import config
+
+        agent = getattr(config.load_config(), "default_agent", None)
+        if not agent:
+            raise UsageError(
+                "no agent chosen: give acpcli.connect an agent name or argv=[...]",
+                hint="or set default_agent in the config; the built-in demo agent is \"demo\"",
+            )
+    return pick_agent(agent, None)
+
+
+@asynccontextmanager
+async def _open(
+    agent: str | None,
+    *,
+    argv: Sequence[str] | None,
+    cwd: str | os.PathLike[str] | None,
+    permissions: str | PermissionCallback | None,
+    on_input: InputCallback | None,
+    add_dirs: Sequence[str | os.PathLike[str]],
+    mcp: Sequence[str],
+    mcp_config: str | os.PathLike[str] | None,
+    protocol: str | None,
+    fs: bool,
+    terminal: bool,
+    timeout: float | None,  # noqa: ASYNC109 - bounds each step and turn, not this call
+    log_file: str | os.PathLike[str] | None,
+    transport: Transport | None,
+) -> AsyncIterator[Agent]:
+    import anyio
+
+    from acpcli.client_side import PermissionPolicy, Refusals
+    from acpcli.config import step_timeout
+    from acpcli.negotiate import ClientOffer
+    from acpcli.safestore import open_index, verdict
+    from acpcli.session.agent import agent_stderr_log, env_extra
+    from acpcli.session.inputs import session_inputs
+    from acpcli.session.link import open_link
+
+    choice = _choose(agent, argv, transport)
+    inputs = session_inputs(
+        agent=None, cmd=None, cwd=Path(cwd) if cwd is not None else None, add_dir=[Path(d) for d in add_dirs] or None,
+        mcp_config=Path(mcp_config) if mcp_config is not None else None, mcp=list(mcp) or None, protocol=protocol,
+        log_file=Path(log_file) if log_file is not None else None, default_agent=choice,
+    )
+    policy_name, ask = _policy(permissions, choice)
+    owner = Agent.__new__(Agent)  # the refusals and answers need somewhere to go first
+    refusals = Refusals(owner._notice, change=CHANGE_POLICY)
+    decider: Any = None
+    if ask is not None or policy_name != "ask":
+        decider = PermissionPolicy(policy_name, _asker(ask, owner) if ask is not None else None, refusals)
+    services_policy = decider.policy if decider is not None else "deny"  # "ask", nobody: no writes
+    index = open_index()
+    writer = index.writer()
+    failed = True
+    try:
+        link_cm = open_link(
+            inputs.agent.argv,
+            env_extra=env_extra(inputs.agent) if transport is None else None,
+            choice=inputs.protocol,  # type: ignore[arg-type]  # checked by session_inputs
+            offer=ClientOffer(read_text_file=fs, write_text_file=fs, terminal=terminal, auth_terminal=False),
+            log_file=inputs.log_file,
+            stderr_log=agent_stderr_log(inputs.agent) if transport is None else None,
+            decide_permission=_observed(owner, decider),
+            elicit=_elicitor(on_input, refusals, owner),
+            policy=services_policy,
+            refusals=refusals,
+            step_timeout=step_timeout(flag=timeout),
+            transport=transport,
+        )
+        async with link_cm as link, anyio.create_task_group() as tg:
+            owner._setup(link, inputs, index, writer, tg, refusals, timeout)
+            try:
+                yield owner
+            finally:
+                tg.cancel_scope.cancel()  # turns still running end with the connection
+                owner._closed = True
+        failed = False
+    finally:
+        writer.close()
+        index.close()
+        if not failed:
+            verdict(index)  # a storage failure met on the way: StorageError
+
+
+def _policy(permissions: str | PermissionCallback | None, choice: Any) -> tuple[str, PermissionCallback | None]:
+    """The policy name and the callback, if any: a callback is ``ask`` with someone to ask;
+    no policy: the config's ``permissions`` key, else ``deny``."""
+    from acpcli.client_side import POLICIES
+
+    if callable(permissions):
+        return "ask", permissions
+    if permissions is None:
+        from acpcli.config import configured_permissions
+
+        try:
+            permissions = configured_permissions(choice.name if choice.name != "cmd" else None, choice.argv)
+        except AcpcliError:
+            permissions = None
+    policy = permissions or "deny"
+    if policy not in POLICIES:
+        raise UsageError(f"permissions must be one of {', '.join(POLICIES)} or a callback (got {policy!r})")
+    return policy, None
+
+
+def _asker(callback: PermissionCallback, owner: Agent) -> Any:
+    """The callback as the permission policy's asker (``(live, params) -> answer | None``).
+    An error of the callback's own leaves the turn's ``async for`` as itself (the question is
+    dismissed, so the agent is told ``cancelled`` and the turn is cancelled)."""
+    from acpcli.client_side import selected
+
+    async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+        try:
+            chosen = await callback(permission_request(live, params))
+            if chosen is not None and not isinstance(chosen, PermissionOption):
+                raise UsageError(f"the permission callback must return a PermissionOption or None (got {chosen!r})")
+        except Exception as err:  # noqa: BLE001 - the caller's error, raised where the caller reads
+            owner._emit(live, _Failed(err))
+            return None
+        return selected({"optionId": chosen.option_id}) if chosen is not None else None
+
+    return ask
+
+
+def _observed(owner: Agent, decider: Any) -> Any:
+    """The dispatcher's decider: the policy (or ``cancelled``), with the turn told of the
+    question and of its answer (:class:`PermissionAsked`, :class:`PermissionAnswered`)."""
+    from acpcli.client_side import CANCELLED
+
+    async def decide(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+        request = permission_request(live, params)
+        owner._emit(live, PermissionAsked(request))
+        answer: dict[str, Any] = CANCELLED
+        try:
+            if decider is not None:
+                answer = await decider(live, params)
+            return answer
+        finally:
+            outcome = answer.get("outcome") if isinstance(answer, dict) else None
+            chosen = outcome.get("optionId") if isinstance(outcome, dict) else None
+            option = next((o for o in request.options if o.option_id == chosen), None)
+            owner._emit(live, PermissionAnswered(request, option))
+
+    return decide
+
+
+def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) -> Any:
+    """Who answers ``elicitation/create``: the callback (its own error leaves the turn's
+    ``async for`` as itself; the request is cancelled), else nobody (declined, one notice)."""
+    from acpcli import elicitation
+
+    if callback is None:
+
+        async def decline(live: Any, request: el.Request) -> dict[str, Any]:
+            refusals.note(
+                f"acpcli: declined the agent's {elicitation.described(request)}: "
+                "no on_input callback was given to acpcli.connect"
+            )
+            return elicitation.answer(elicitation.DECLINE)
+
+        return decline
+
+    async def elicit(live: Any, request: el.Request) -> dict[str, Any] | None:
+        try:
+            answered = await callback(input_request(request))
+            if answered is not None and not isinstance(answered, InputAnswer):
+                raise UsageError(f"the input callback must return an InputAnswer or None (got {answered!r})")
+        except Exception as err:  # noqa: BLE001 - the caller's error, raised where the caller reads
+            owner._emit(live, _Failed(err))
+            return None
+        if answered is None:
+            return None
+        content = dict(answered.content) if answered.content is not None else None
+        return elicitation.answer(answered.action, content)
+
+    return elicit
+
+
+class _Feed:
+    """The sink of an API session (:class:`~acpcli.session.live.Sink`): each change of its
+    store becomes an event of the running turn."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def on_change(self, session: LiveSession, change: Change) -> None:
+        event = event_of(session, change)
+        if event is not None:
+            self._session._emit(event)
+
+    def begin_turn(self, store: Store | None = None) -> None:
+        pass
+
+    def turn_ended(self, stop_reason: str | None) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def elicitation(self, request: el.Request, result: dict[str, Any]) -> None:
+        """What :meth:`~acpcli.session.link.Dispatcher.on_elicitation` shows a view."""
+        from acpcli.elicitation import action_of
+
+        self._session._emit(InputAnswered(input_request(request), action_of(result)))
+
+
+class _Failed:
+    """A turn's error, carried to the caller's ``async for``."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class Agent:
+    """A connected agent (from :func:`connect`): opens, loads, resumes and lists sessions."""
+
+    _link: AgentLink
+    _inputs: SessionInputs
+    _index: SafeIndex
+    _writer: EventWriter
+    _tg: anyio.abc.TaskGroup
+    _refusals: Refusals
+    _timeout: float | None
+    _sessions: list[Session]
+    _closed: bool
+    #: The notices (what the CLI would say on stderr) that came while no turn was running.
+    notices: list[str]
+
+    def __init__(self) -> None:
+        raise TypeError("use acpcli.connect(...) to connect an agent")
+
+    def _setup(
+        self,
+        link: AgentLink,
+        inputs: SessionInputs,
+        index: SafeIndex,
+        writer: EventWriter,
+        tg: anyio.abc.TaskGroup,
+        refusals: Refusals,
+        timeout: float | None,
+    ) -> None:
+        self._link, self._inputs, self._index, self._writer, self._tg = link, inputs, index, writer, tg
+        self._refusals, self._timeout = refusals, timeout
+        self._sessions = []
+        self._closed = False
+        if not hasattr(self, "notices"):
+            self.notices = []
+
+    @property
+    def name(self) -> str:
+        """The name sessions are recorded under (the configured name, else the agent's own)."""
+        from acpcli.session.agent import agent_label
+
+        return agent_label(self._inputs.agent, self._link.features)
+
+    @property
+    def protocol_version(self) -> int:
+        """The ACP version spoken (1 or 2)."""
+        return self._link.features.protocol_version
+
+    @property
+    def can_load(self) -> bool:
+        """The agent can load a session (``session/load``)."""
+        return bool(self._link.features.load)
+
+    @property
+    def can_resume(self) -> bool:
+        """The agent can resume a session without replaying it (``session/resume``)."""
+        return bool(self._link.features.resume)
+
+    def _notice(self, line: str) -> None:
+        running = [s for s in getattr(self, "_sessions", ()) if s._send is not None]
+        for session in running:
+            session._emit(Notice(line))
+        if not running:
+            notices = self.__dict__.setdefault("notices", [])
+            notices.append(line)
+            del notices[:-_NOTICES_KEPT]
+
+    def _emit(self, live: LiveSession | None, event: Event | _Failed) -> None:
+        for session in getattr(self, "_sessions", ()):
+            if session._live is live:
+                session._emit(event)
+
+    def _run(self) -> Run:
+        """The session layer's :class:`~acpcli.session.context.Run` of this connection: no
+        person, no streams of its own (what it would say goes to :meth:`_notice`)."""
+        from acpcli.env import Environment
+        from acpcli.session.context import Run
+
+        return Run(env=Environment(stdin=io.StringIO(), stdout=_Lines(self._notice), stderr=_Lines(self._notice)))
+
+    def _check(self) -> None:
+        if self._closed:
+            raise UsageError("this agent's connection is closed")
+
+    async def new_session(self, *, title: str | None = None) -> Session:
+        """``session/new`` in the connection's ``cwd``, recorded in the index (``acpcli
+        sessions`` lists it); ``title`` names it there."""
+        from acpcli.session.attach import attach
+
+        self._check()
+        run = self._run()
+        run.title = title
+        live = await attach(self._link, "new", self._inputs, run, self._index, self._writer, None, None)
+        return self._opened(live)
+
+    async def load(self, session_id: str) -> Session:
+        """``session/load``: the session (an id or a unique prefix of one recorded here, or an
+        id the agent knows) with its history replayed into :attr:`Session.transcript`. While
+        another acpcli runs a turn on it, this waits for that turn to end."""
+        return await self._reattach("load", session_id)
+
+    async def resume(self, session_id: str) -> Session:
+        """``session/resume``: the session continued without a replay (its transcript is what
+        acpcli recorded of it)."""
+        return await self._reattach("resume", session_id)
+
+    async def _reattach(self, command: str, session_id: str) -> Session:
+        from acpcli import capabilities
+        from acpcli.session.attach import attach
+        from acpcli.session.inputs import lookup_or_none, recorded_mcp
+        from acpcli.session_lock import SessionLock
+
+        self._check()
+        capabilities.require(self._link.features, f"session/{command}")
+        record = lookup_or_none(session_id)
+        inputs = self._inputs
+        if record is not None:
+            inputs = replace(inputs, cwd=record.cwd, additional_directories=list(record.additional_dirs))
+            recorded_mcp(inputs, record)
+        sid = record.id if record is not None else session_id
+        lock = SessionLock(sid)
+        await lock.acquire()  # one writer per session: another acpcli's turn ends first
+        try:
+            live = await attach(self._link, command, inputs, self._run(), self._index, self._writer, None, sid)
+        except BaseException:
+            lock.release()
+            raise
+        live.lock = lock
+        if command == "resume" and record is not None and not live.store.entries:
+            from acpcli.session.live import seed_settings
+            from acpcli.session.records import rebuild
+
+            # No replay (as resume promises): the transcript is what acpcli recorded, and the
+            # session goes on in it, as `show` will read it.
+            live.store = rebuild(self._index, sid)
+            seed_settings(live, live.response)
+        return self._opened(live)
+
+    def _opened(self, live: LiveSession) -> Session:
+        if live.store.title:
+            self._index.set_title(live.session_id, live.store.title)
+        self._writer.flush()
+        if live.lock is not None:
+            live.lock.release()  # between turns nobody writes: each turn takes it again
+        session = Session(self, live)
+        self._sessions.append(session)
+        return session
+
+    async def sessions(self) -> list[SessionInfo]:
+        """The sessions the agent lists (``session/list``) in the connection's ``cwd``."""
+        from acpcli import capabilities
+
+        self._check()
+        capabilities.require(self._link.features, "session/list")
+        found = []
+        async for info in self._link.list_remote(self._inputs.cwd):
+            sid = info.get("sessionId")
+            if isinstance(sid, str):
+                title = info.get("title")
+                updated = info.get("updatedAt")
+                found.append(
+                    SessionInfo(
+                        sid, str(info.get("cwd") or ""), title if isinstance(title, str) else None,
+                        updated if isinstance(updated, str) else None,
+                    )
+                )
+        return found
+
+
+class _Lines(io.StringIO):
+    """A text stream whose lines become notices (the session layer's stderr, in the API)."""
+
+    def __init__(self, notice: Any) -> None:
+        super().__init__()
+        self._notice = notice
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            if line.strip():
+                self._notice(line)
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+class SessionInfo:
+    """A session as the agent lists it."""
+
+    __slots__ = ("cwd", "session_id", "title", "updated_at")
+
+    def __init__(self, session_id: str, cwd: str, title: str | None, updated_at: str | None) -> None:
+        self.session_id, self.cwd, self.title, self.updated_at = session_id, cwd, title, updated_at
+
+    def __repr__(self) -> str:
+        return f"SessionInfo({self.session_id!r}, cwd={self.cwd!r}, title={self.title!r})"
+
+
+class Session:
+    """One session over a connected :class:`Agent`: prompt it, cancel a turn, change a setting,
+    read its transcript, close it."""
+
+    def __init__(self, agent: Agent, live: LiveSession) -> None:
+        self._agent = agent
+        self._live = live
+        self._send: MemoryObjectSendStream[Event | _Failed] | None = None
+        live.sink = _Feed(self)
+        live.lock_wait = True
+
+    @property
+    def id(self) -> str:
+        """The session's id as recorded (``acpcli show ID``)."""
+        return self._live.session_id
+
+    @property
+    def cwd(self) -> str | None:
+        return self._live.cwd
+
+    @property
+    def transcript(self) -> Transcript:
+        """The transcript so far (``.markdown()``, ``.text()``, ``.jsonl()``), read from the
+        store every update went into: what ``acpcli show`` prints of it."""
+        return Transcript(self._live.store, self._live.session_id)
+
+    @property
+    def settings(self) -> tuple[Setting, ...]:
+        """The settings the session offers now (modes, models, config options)."""
+        return tuple(setting(c) for c in self._live.settings())
+
+    @property
+    def running(self) -> bool:
+        """A turn is running."""
+        return self._send is not None
+
+    def _emit(self, event: Event | _Failed) -> None:
+        send = self._send
+        if send is None:
+            return
+        try:
+            send.send_nowait(event)
+        except Exception:  # noqa: BLE001 - the caller stopped reading: the turn goes on unread
+            pass
+
+    async def prompt(self, text: str) -> AsyncIterator[Event]:
+        """Send ``text`` (``@path`` mentions resolved as the CLI does) and yield the turn's
+        events as they come; the last is :class:`~acpcli.api.types.TurnEnded` with the
+        :class:`~acpcli.api.types.TurnResult`. One turn at a time per session. Leaving the loop
+        early leaves the turn running: :meth:`cancel` ends it."""
+        import anyio
+
+        from acpcli.mentions import build_prompt
+
+        agent = self._agent
+        agent._check()
+        if self._send is not None:
+            raise UsageError(f"a turn is running on session {self.id}: one turn at a time")
+        live = self._live
+        roots = [live.cwd or agent._inputs.cwd, *live.additional_directories]
+        blocks = build_prompt(text, roots[0], roots, agent._link.features, strict=False)
+        send, receive = anyio.create_memory_object_stream[Event | _Failed](math.inf)
+        self._send = send
+        agent._tg.start_soon(self._turn, blocks, send)
+        async with receive:
+            async for item in receive:
+                if isinstance(item, _Failed):
+                    raise item.error
+                yield item
+                if isinstance(item, TurnEnded):
+                    return
+
+    async def ask(self, text: str) -> TurnResult:
+        """:meth:`prompt`, its events left unread: the turn's result."""
+        result: TurnResult | None = None
+        async for event in self.prompt(text):
+            if isinstance(event, TurnEnded):
+                result = event.result
+        assert result is not None  # prompt ends with TurnEnded or raises
+        return result
+
+    async def _turn(self, blocks: list[dict[str, Any]], send: MemoryObjectSendStream[Event | _Failed]) -> None:
+        from acpcli.session.outcome import turn_timed_out
+        from acpcli.session.turn import after_turn, run_turn
+        from acpcli.store import AGENT, Message
+
+        agent, live = self._agent, self._live
+        try:
+            try:
+                stop = await run_turn(
+                    agent._link, live, blocks, notice=agent._notice, limit=agent._timeout, interrupts=False
+                )
+            finally:
+                agent._writer.flush()
+                after_turn(agent._index, live)
+            if live.timed_out:
+                raise turn_timed_out(agent._timeout, live.session_id, answered=live.timed_out == "cancelled")
+            said = "".join(
+                e.text for e in live.store.entries[live.turn_first_entry :] if isinstance(e, Message) and e.kind == AGENT
+            )
+            self._emit(TurnEnded(TurnResult(stop, live.session_id, said)))
+        except Exception as err:  # noqa: BLE001 - carried to the caller, who raises it
+            leaf = _unwrapped(err)
+            self._emit(_Failed(leaf if isinstance(leaf, Exception) else err))
+        finally:
+            self._send = None
+            send.close()
+
+    async def cancel(self) -> None:
+        """``session/cancel`` the running turn (it ends with stop reason ``cancelled``);
+        nothing when no turn is running."""
+        if self._send is not None and not self._live.cancel_requested:
+            await self._agent._link.cancel(self._live)
+
+    async def set(self, key: str, value: str) -> Setting:
+        """Set one of the session's settings (``"mode"``, ``"model"``, a config option's id or
+        name) to ``value``; returns it as it now is. :class:`~acpcli.errors.UsageError` names
+        what is offered when there is no such setting or value."""
+        self._agent._check()
+        choice = await self._agent._link.set_by_name(self._live, key, value)
+        self._agent._writer.flush()
+        return setting(choice)
+
+    async def close(self) -> None:
+        """``session/close`` (the agent forgets it; it stays in the local index, marked
+        closed). :class:`~acpcli.errors.CapabilityMissing` when the agent cannot close one."""
+        from acpcli import capabilities
+
+        agent = self._agent
+        agent._check()
+        if self._send is not None:
+            await self.cancel()
+        capabilities.require(agent._link.features, "session/close")
+        await agent._link.close(self._live.session_id)
+        agent._writer.flush()
+        agent._index.mark_closed(self._live.session_id)
+        if self in agent._sessions:
+            agent._sessions.remove(self)

@@ -1,0 +1,376 @@
+"""The typed objects of the Python API: what a turn yields, what a permission or input
+request carries, what a turn and a script return.
+
+Frozen dataclasses made from the session layer's own objects (the store's entries and
+changes, the permission request's params, :mod:`acpcli.elicitation`'s requests): a caller
+never reads a protocol dict to follow a turn. Importing this module is cheap (no pydantic,
+no rich, no anyio), and building an event copies only what it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from acpcli.store import Store
+
+#: The stop reasons ACP names (an agent may send another string: it is kept as sent).
+END_TURN = "end_turn"
+MAX_TOKENS = "max_tokens"
+MAX_TURN_REQUESTS = "max_turn_requests"
+REFUSAL = "refusal"
+CANCELLED = "cancelled"
+
+
+# -- what a turn yields -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentText:
+    """A piece of the agent's answer, as it streams (the text of one chunk)."""
+
+    text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ThoughtText:
+    """A piece of the agent's reasoning, as it streams."""
+
+    text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class UserText:
+    """The prompt as recorded in the transcript (or a user message the agent sends)."""
+
+    text: str
+    message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call as last reported: ``kind`` (``read``, ``edit``, ``execute``…) and ``status``
+    (``pending``, ``in_progress``, ``completed``, ``failed``, ``cancelled``) are kept as the
+    agent sent them, unknown values included."""
+
+    tool_call_id: str
+    title: str | None
+    kind: str
+    status: str
+    content: tuple[Mapping[str, Any], ...] = ()
+    locations: tuple[str, ...] = ()
+    raw_input: Any = None
+    raw_output: Any = None
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    """The agent announced a tool call (or asked permission for one it had not announced)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolCallUpdated:
+    """A tool call changed (status, title, content, …): ``call`` is how it stands now."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One step of the agent's plan."""
+
+    content: str
+    status: str = "pending"
+    priority: str = "medium"
+
+
+@dataclass(frozen=True)
+class PlanUpdated:
+    """The agent's plan, whole, as it stands now."""
+
+    entries: tuple[PlanEntry, ...]
+
+
+@dataclass(frozen=True)
+class PermissionOption:
+    """One answer the agent offers to a permission request; ``kind`` is ``allow_once``,
+    ``allow_always``, ``reject_once`` or ``reject_always`` (or an unknown string, kept)."""
+
+    option_id: str
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    """The agent asks before a tool call: which call (``tool_call_id``, ``title``, ``kind``,
+    ``raw_input``, ``locations``) and the answers it offers (``options``)."""
+
+    session_id: str
+    tool_call_id: str | None
+    title: str | None
+    kind: str
+    options: tuple[PermissionOption, ...]
+    raw_input: Any = None
+    locations: tuple[str, ...] = ()
+
+    def option(self, *kinds: str) -> PermissionOption | None:
+        """The first offered option of the first of ``kinds`` that has one."""
+        for kind in kinds:
+            for option in self.options:
+                if option.kind == kind:
+                    return option
+        return None
+
+    def allow(self) -> PermissionOption | None:
+        """The option that allows this call once (else always), if offered."""
+        return self.option("allow_once", "allow_always")
+
+    def reject(self) -> PermissionOption | None:
+        """The option that rejects this call once (else always), if offered."""
+        return self.option("reject_once", "reject_always")
+
+
+@dataclass(frozen=True)
+class PermissionAsked:
+    """A permission request reached the policy or the callback."""
+
+    request: PermissionRequest
+
+
+@dataclass(frozen=True)
+class PermissionAnswered:
+    """What was answered: the option chosen, or None (``cancelled``: dismissed, withdrawn
+    because the turn was cancelled, or nobody could answer)."""
+
+    request: PermissionRequest
+    option: PermissionOption | None
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One field of a form the agent asks the user to fill in (``kind``: ``text``,
+    ``number``, ``integer``, ``boolean``, ``choice`` or ``multi``)."""
+
+    name: str
+    kind: str
+    title: str
+    description: str = ""
+    required: bool = False
+    default: Any = None
+    #: ``(value, title)`` of each choice (``choice`` and ``multi`` fields).
+    options: tuple[tuple[str, str], ...] = ()
+    sensitive: bool = False
+
+
+@dataclass(frozen=True)
+class FormRequest:
+    """The agent asks for input through a form (ACP ``elicitation/create``, mode ``form``)."""
+
+    message: str
+    fields: tuple[FormField, ...]
+    session_id: str | None = None
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class LinkRequest:
+    """The agent asks the user to open a link (``elicitation/create``, mode ``url``);
+    ``warnings`` say what about the URL deserves caution."""
+
+    message: str
+    url: str
+    host: str
+    warnings: tuple[str, ...] = ()
+    session_id: str | None = None
+
+
+InputRequest = FormRequest | LinkRequest
+
+
+@dataclass(frozen=True)
+class InputAnswer:
+    """An answer to an :data:`InputRequest`: ``accept`` (with the form's values), ``decline``
+    or ``cancel``. Accepted values are checked against the form (one that fails it is sent as
+    ``decline``)."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: Mapping[str, Any] | None = None
+
+    @classmethod
+    def accept(cls, values: Mapping[str, Any] | None = None) -> InputAnswer:
+        return cls("accept", dict(values or {}))
+
+    @classmethod
+    def decline(cls) -> InputAnswer:
+        return cls("decline")
+
+    @classmethod
+    def cancel(cls) -> InputAnswer:
+        return cls("cancel")
+
+
+@dataclass(frozen=True)
+class InputAnswered:
+    """The agent asked for input; ``action`` is what was sent (``accept``, ``decline`` or
+    ``cancel``)."""
+
+    request: InputRequest
+    action: str
+
+
+@dataclass(frozen=True)
+class UsageUpdated:
+    """The context window (``used`` of ``size`` tokens) and the cost so far, as reported."""
+
+    used: int | None
+    size: int | None
+    cost: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One of the session's settings (a mode, a model, a config option): ``key`` is what
+    :meth:`~acpcli.api.client.Session.set` takes, ``current`` its value now (``current_name``
+    as shown), ``values`` the ``(value, name)`` pairs it may take (empty for a boolean)."""
+
+    key: str
+    name: str
+    current: str
+    current_name: str
+    values: tuple[tuple[str, str], ...] = ()
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class SettingsChanged:
+    """The session's mode, model or config options changed: all its settings as they are now."""
+
+    settings: tuple[Setting, ...]
+
+
+@dataclass(frozen=True)
+class TitleChanged:
+    """The agent gave the session a title."""
+
+    title: str | None
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A line acpcli would have said on stderr: an answer given by the policy, a refusal, a
+    declined request for input. Agent text in it is made safe (no control characters)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a turn ended: its stop reason (``end_turn``, ``cancelled``, ``refusal``,
+    ``max_tokens``, ``max_turn_requests`` or a string the agent chose), the session, and the
+    agent's text of this turn."""
+
+    stop_reason: str
+    session_id: str
+    text: str
+
+    @property
+    def ok(self) -> bool:
+        """The agent ended the turn normally (``end_turn``)."""
+        return self.stop_reason == END_TURN
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """The last event of every turn."""
+
+    result: TurnResult
+
+
+Event = (
+    AgentText
+    | ThoughtText
+    | UserText
+    | ToolCallStarted
+    | ToolCallUpdated
+    | PlanUpdated
+    | PermissionAsked
+    | PermissionAnswered
+    | InputAnswered
+    | UsageUpdated
+    | SettingsChanged
+    | TitleChanged
+    | Notice
+    | TurnEnded
+)
+
+#: Answers a permission request: the option chosen, or None to dismiss it (``cancelled``,
+#: and the turn is cancelled).
+PermissionCallback = Callable[[PermissionRequest], Awaitable["PermissionOption | None"]]
+#: Answers a request for input: an :class:`InputAnswer`, or None (``cancel``).
+InputCallback = Callable[[InputRequest], Awaitable["InputAnswer | None"]]
+
+
+# -- transcripts and results -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Transcript:
+    """A session's transcript (the store every update went into), rendered as ``acpcli show``
+    and ``acpcli export`` render it."""
+
+    _store: Store = field(repr=False)
+    session_id: str
+    title: str | None = None
+
+    def markdown(self) -> str:
+        """The transcript as Markdown (``acpcli export --format markdown``)."""
+        return self._written("markdown")
+
+    def text(self) -> str:
+        """The transcript as plain text (``acpcli show`` in a pipe)."""
+        return self._written("text")
+
+    def jsonl(self) -> str:
+        """One JSON object per entry (``acpcli export --format jsonl``)."""
+        return self._written("jsonl")
+
+    def agent_text(self) -> str:
+        """The agent's messages' text, joined by blank lines."""
+        from acpcli.store import AGENT, Message
+
+        return "\n\n".join(e.text for e in self._store.entries if isinstance(e, Message) and e.kind == AGENT)
+
+    def __len__(self) -> int:
+        return len(self._store.entries)
+
+    def _written(self, output_format: str) -> str:
+        import io
+
+        from acpcli.render.export import write_transcript
+
+        stream = io.StringIO()
+        title = self.title if self.title is not None else self._store.title
+        write_transcript(self._store, output_format, stream, session_id=self.session_id, title=title)
+        return stream.getvalue()
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What :func:`acpcli.run` returns: the turn's result and the session's transcript."""
+
+    session_id: str
+    stop_reason: str
+    text: str
+    markdown: str
+    transcript_text: str
+
+    @property
+    def ok(self) -> bool:
+        return self.stop_reason == END_TURN
