@@ -569,6 +569,7 @@ def show(session_id: str, grep: str | None = None) -> int:
 
         total = len(store.entries)
         store.entries = [e for e in store.entries if any(matches(text, words) for _, text in documents([e]))]
+        store.usage = None  # the matches alone: the session's usage line is not one of them
         shown = len(store.entries)
         env.note(
             f"{shown} of {total} entries of {shown_id(record.id)} match {clip(grep, 80)!r}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from acpcli.cli import completers
 
@@ -67,6 +66,8 @@ def attach_to(session_id: str, permissions: str | None) -> int:
         f"{safe_line(sid)} is not live: no host runs it",
         hint=f"start one with `acpcli load {safe_line(sid)}` or `acpcli prompt --session {safe_line(sid)} …`",
     )
+    from rich.markup import escape  # (here: `sessions` in a pipe imports this module, not rich)
+
     joined = f"[dim]attached to {escape(safe_line(sid))} with {{agent}} (host pid {{pid}}) — Ctrl-D leaves, the session stays live[/]"
     run = Run(env=env, person=AtTerminal(env), permissions=permissions)
     return run_hosted(env, run, sid, None, transcript=True, joined=joined, not_live=not_live)

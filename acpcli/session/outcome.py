@@ -21,10 +21,13 @@ NO_ANSWER = "the agent ended the turn without an answer"
 
 def said_anything(entries: Iterable[object]) -> bool:
     """Whether a turn's transcript entries hold anything of the agent's: a message or thought
-    that is not blank, a tool call, a plan (the user's prompt does not count)."""
-    from acpcli.store import USER, Message
+    that is not blank, a tool call, a plan (the user's prompt and acpcli's own record of where
+    the turn ended do not count)."""
+    from acpcli.store import USER, Message, TurnEnd
 
     for entry in entries:
+        if isinstance(entry, TurnEnd):
+            continue
         if not isinstance(entry, Message):
             return True
         if entry.kind != USER and (entry.text.strip() or any(b.get("type") != "text" for b in entry.content)):

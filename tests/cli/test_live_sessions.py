@@ -583,7 +583,9 @@ def test_mode_and_close_in_a_repl_over_a_host_go_through_it_and_close_leaves_not
     watcher.expect("attached to")
     watcher.prompt()
     repl.say("/close")
-    repl.expect("closed: the agent answered")
+    from acpcli.safe_text import shown_id
+
+    repl.expect(re.escape(f"closed {shown_id(str(row['id']))}"))  # (the line `close` prints)
     assert repl.wait() == 0
     watcher.expect("the session was closed from another terminal")  # not an error: exit 0
     assert watcher.wait() == 0

@@ -86,8 +86,8 @@ def test_resolve_values_by_id_or_name() -> None:
     assert capabilities.resolve(model, "SMART") == "m-smart"  # a whole word of exactly one value
     with pytest.raises(UsageError, match="choose from: m-fast, m-smart"):
         capabilities.resolve(model, "slow")
-    with pytest.raises(UsageError, match="choose from"):
-        capabilities.resolve(model, "m")  # a word of both: ambiguous
+    with pytest.raises(UsageError, match="'m' matches several values of model: m-fast, m-smart"):
+        capabilities.resolve(model, "m")  # a word of both: ambiguous, and both are named
     with pytest.raises(UsageError, match="choose from"):
         capabilities.resolve(model, "sma")  # not a whole word: no guessing
     brave = settings.choices([BRAVE], None, None)[0]
