@@ -23,9 +23,10 @@ demo: $(STAMP)
 		$(BIN)/acpcli prompt --agent demo --permissions allow "Show me what a session looks like"; \
 	fi
 
-# The one test command (CI runs it too): lint, type check, then the whole suite.
+# The one test command (CI runs it too): lint, type check, then the whole suite, spread over
+# the machine's cores (pytest-xdist; `.venv/bin/python -m pytest -q` runs it in one process).
 test: check
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 check: lint typecheck
 
