@@ -471,7 +471,7 @@ async def run_repl(
         kind, said = ("agent", text) if sent is not None else commands.classify(text, commands.agent_command_names(ctx))
         if kind == "unknown":
             _echo(env, text)
-            env.err.print(said, style="yellow", markup=False, highlight=False)
+            ctx.say(said, style="yellow")  # wrapped at words, as every line of ours
             keep = text  # back on the line for fixing: a typo is not sent, nor lost
             continue
         text = said  # `//word` is sent as `/word`

@@ -293,6 +293,24 @@ def test_cancel_at_idle_is_a_command_not_a_prompt(spawn, trace: AgentTrace) -> N
     assert pty.leave()[0] == ExitCode.OK
 
 
+def test_the_unknown_command_line_wraps_at_words_on_a_narrow_terminal(spawn, trace: AgentTrace) -> None:
+    pty = spawn(*new_args(trace), width=60)
+    pty.prompt()
+    pty.say("/modle plan")
+    pty.expect(r"typed\)")
+    pty.prompt()
+    rows = screen_text(pty.seen, width=60).splitlines()
+    start = next(i for i, row in enumerate(rows) if row.startswith("unknown command /modle"))
+    said = rows[start : start + 3]
+    line = "unknown command /modle: did you mean /mode? (//modle sends it to the agent as typed)"
+    words = line.split(" ")
+    shown = " ".join(said).split()
+    assert shown[: len(words)] == words, said  # every word whole: the line broke between words
+    assert all(len(row) <= 60 for row in said), said
+    pty.child.send(CTRL_C)  # the line came back for fixing: cleared, then Ctrl-D leaves
+    assert pty.leave()[0] == ExitCode.OK
+
+
 def test_an_unknown_slash_word_is_not_sent_and_the_nearest_command_is_named(spawn, trace: AgentTrace) -> None:
     pty = spawn(*new_args(trace))
     pty.prompt()
