@@ -30,7 +30,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -66,6 +66,8 @@ _DRAIN_TURNS = 3
 
 #: How long a dismissed permission's answer waits for the turn's session/cancel to go out.
 _CANCEL_FIRST = 5.0
+
+T = TypeVar("T")
 
 PermissionDecider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
@@ -163,35 +165,17 @@ class Dispatcher:
         decide = self._decide_permission
         if live.cancel_requested or decide is None:
             return CANCELLED_OUTCOME
-        withdrawn = anyio.Event()
-        live.pending_permissions.add(withdrawn)
-        try:
-            result: dict[str, Any] | None = None
-            async with anyio.create_task_group() as tg:
-
-                async def ask() -> None:
-                    nonlocal result
-                    result = await decide(live, params)
-                    tg.cancel_scope.cancel()
-
-                async def watch() -> None:
-                    await withdrawn.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(ask)
-                tg.start_soon(watch)
-            if result is None or is_cancelled(result):
-                if not live.cancel_requested:
-                    live.want_cancel()  # dismissed (Ctrl-C) or nothing could be chosen
-                    if live.prompting:
-                        # The turn's owner sends session/cancel: let it go out before this
-                        # answer, so the agent learns of the cancel first (as it would of ours).
-                        with anyio.move_on_after(_CANCEL_FIRST):
-                            await live.cancel_sent.wait()
-                return CANCELLED_OUTCOME
-            return result
-        finally:
-            live.pending_permissions.discard(withdrawn)
+        result = await _unless_withdrawn(live, lambda: decide(live, params))
+        if result is None or is_cancelled(result):
+            if not live.cancel_requested:
+                live.want_cancel()  # dismissed (Ctrl-C) or nothing could be chosen
+                if live.prompting:
+                    # The turn's owner sends session/cancel: let it go out before this
+                    # answer, so the agent learns of the cancel first (as it would of ours).
+                    with anyio.move_on_after(_CANCEL_FIRST):
+                        await live.cancel_sent.wait()
+            return CANCELLED_OUTCOME
+        return result
 
     def _tell(self, live: LiveSession | None, line: str) -> None:
         from acpcli.client_side import release_screen
@@ -254,25 +238,7 @@ class Dispatcher:
             return answered if isinstance(answered, dict) else el.answer(el.CANCEL)
         if live.cancel_requested:
             return el.answer(el.CANCEL)
-        withdrawn = anyio.Event()
-        live.pending_permissions.add(withdrawn)
-        result: dict[str, Any] | None = None
-        try:
-            async with anyio.create_task_group() as tg:
-
-                async def ask() -> None:
-                    nonlocal result
-                    result = await elicit(live, request)
-                    tg.cancel_scope.cancel()
-
-                async def watch() -> None:
-                    await withdrawn.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(ask)
-                tg.start_soon(watch)
-        finally:
-            live.pending_permissions.discard(withdrawn)
+        result = await _unless_withdrawn(live, lambda: elicit(live, request))
         return result if isinstance(result, dict) else el.answer(el.CANCEL)
 
     def _page_done(self, params: Any) -> None:
@@ -283,6 +249,31 @@ class Dispatcher:
         if host is not None:
             self._tell(None, f"acpcli: the agent says the interaction at {safe_line(host)} is complete")
 
+
+
+async def _unless_withdrawn(live: LiveSession, ask: Callable[[], Awaitable[T]]) -> T | None:
+    """``ask()`` (a question of the person's: a permission, a form), unless the turn withdraws
+    its open questions first (``live.pending_permissions``: a cancel, the turn's end); None
+    then, as for a question nobody answered."""
+    withdrawn = anyio.Event()
+    live.pending_permissions.add(withdrawn)
+    answered: list[T] = []
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                answered.append(await ask())
+                tg.cancel_scope.cancel()
+
+            async def watch() -> None:
+                await withdrawn.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(run)
+            tg.start_soon(watch)
+    finally:
+        live.pending_permissions.discard(withdrawn)
+    return answered[0] if answered else None
 
 
 async def _drained(live: LiveSession, seen: int) -> bool:
