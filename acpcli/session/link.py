@@ -346,10 +346,18 @@ class AgentLink:
     ) -> LiveSession:
         """``session/new``."""
         params = capabilities.new_params(self.features, cwd, additional_directories, mcp_servers)
-        result = self._read("session/new", await self.conn.request("session/new", params))
+        return await self._created("session/new", params, cwd, additional_directories, sink, recorder)
+
+    async def _created(
+        self, method: str, params: dict[str, Any], cwd: str, additional_directories: Sequence[str],
+        sink: Sink | None, recorder: Recorder | None,
+    ) -> LiveSession:
+        """Send ``method`` (``session/new`` or ``session/fork``), whose answer names a new
+        session as ``sessionId``, and attach that session."""
+        result = self._read(method, await self.conn.request(method, params))
         session_id = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(session_id, str) or not session_id:
-            raise RpcError(RpcError.INTERNAL_ERROR, "session/new answered without a sessionId", method="session/new")
+            raise RpcError(RpcError.INTERNAL_ERROR, f"{method} answered without a sessionId", method=method)
         live = self._attach(session_id, sink, recorder)
         live.cwd, live.additional_directories = cwd, list(additional_directories)
         live.response = result
@@ -378,15 +386,7 @@ class AgentLink:
                 await self.resume(session_id, cwd, additional_directories, mcp_servers)
             elif self.features.load:
                 await self.load(session_id, cwd, additional_directories, mcp_servers)
-        result = self._read("session/fork", await self.conn.request("session/fork", params))
-        new_id = result.get("sessionId")
-        if not isinstance(new_id, str) or not new_id:
-            raise RpcError(RpcError.INTERNAL_ERROR, "session/fork answered without a sessionId", method="session/fork")
-        live = self._attach(new_id, sink, recorder)
-        live.cwd, live.additional_directories = cwd, list(additional_directories)
-        live.response = result
-        seed_settings(live, result)
-        return live
+        return await self._created("session/fork", params, cwd, additional_directories, sink, recorder)
 
     async def load(
         self,
