@@ -75,7 +75,7 @@ if TYPE_CHECKING:
         UnknownSession,
         UsageError,
     )
-    from acpcli.transport import Transport, memory_pair
+    from acpcli.wire.transport import Transport, memory_pair
 
 #: The public API (a literal, sorted list, for the tools that read it): what is not here is
 #: private. The errors are acpcli.errors' (AcpcliError is the root of every one).
@@ -138,7 +138,7 @@ __all__ = [
 _WHERE = {
     **dict.fromkeys(("connect", "Agent", "Session", "SessionInfo"), "acpcli.api.client"),
     "run": "acpcli.api.sync",
-    **dict.fromkeys(("Transport", "memory_pair"), "acpcli.transport"),
+    **dict.fromkeys(("Transport", "memory_pair"), "acpcli.wire.transport"),
     **dict.fromkeys(
         (
             "AcpcliError", "AgentStartError", "AuthRequired", "CapabilityMissing", "ConfigError", "ConnectionClosed",

@@ -47,7 +47,7 @@ MCP files (``load_mcp_file``) use the JSON shape shared by other MCP clients::
 (:func:`acpcli.protocol.wire.server_for_version` fits them to the negotiated version when a
 request is built). Secrets stay out of the
 session index (it stores names only) and out of the wire log and ``--raw``
-(:func:`acpcli.redact.redact_frame`, applied by :mod:`acpcli.wiretap`).
+(:func:`acpcli.wire.redact.redact_frame`, applied by :mod:`acpcli.wire.wiretap`).
 """
 
 from __future__ import annotations
@@ -122,7 +122,9 @@ class AgentSpec:
 def builtin_agents() -> dict[str, AgentSpec]:
     """The agents known without any configuration, by name (fresh objects on each call)."""
 
-    from acpcli.procs import python_module_argv  # never `python -m` from the cwd: see there
+    from acpcli.processes.children import (
+        python_module_argv,  # never `python -m` from the cwd: see there
+    )
 
     def spec(name: str, argv: list[str], description: str) -> AgentSpec:
         return AgentSpec(name=name, argv=argv, description=description, builtin=True)
@@ -258,9 +260,9 @@ def expand_vars(value: str, environ: Mapping[str, str], where: str) -> str:
 # --------------------------------------------------------------------------------------
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
-_PROTOCOLS = ("auto", "1", "2", "2-latest")  # as acpcli.negotiate.PROTOCOL_CHOICES (not imported: start-up path)
+_PROTOCOLS = ("auto", "1", "2", "2-latest")  # as acpcli.wire.negotiate.PROTOCOL_CHOICES (not imported: start-up path)
 _AGENT_KEYS = {"command", "args", "env", "cwd", "description", "protocol", "permissions"}
-POLICY_NAMES = ("ask", "allow", "deny", "read-only")  # acpcli.client_side.POLICIES, kept cheap here
+POLICY_NAMES = ("ask", "allow", "deny", "read-only")  # acpcli.services.permissions.POLICIES, kept cheap here
 
 
 def _policy(value: Any, where: str) -> str:
@@ -676,7 +678,7 @@ def to_acp_servers(
 
     Every server is tagged (the version is not negotiated yet): the v1 shape (untagged
     stdio) and the check that the agent supports each transport (``sse`` exists in v1 only)
-    are made once, where requests are built (:mod:`acpcli.capabilities`). Read the
+    are made once, where requests are built (:mod:`acpcli.wire.capabilities`). Read the
     transport of any returned server with :func:`mcp_transport`.
     """
     environ = os.environ if environ is None else environ

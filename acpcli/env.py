@@ -61,7 +61,7 @@ class Environment:
     def out(self) -> Console:
         """The console for the transcript (stdout)."""
         if self._out is None:
-            from acpcli.safe_console import SafeConsole
+            from acpcli.text.console import SafeConsole
 
             self._out = SafeConsole(file=self.stdout, highlight=False, soft_wrap=False)
         return self._out
@@ -70,7 +70,7 @@ class Environment:
     def err(self) -> Console:
         """The console for everything that is not the transcript (stderr)."""
         if self._err is None:
-            from acpcli.safe_console import SafeConsole
+            from acpcli.text.console import SafeConsole
 
             self._err = SafeConsole(file=self.stderr, highlight=False, soft_wrap=True)
         return self._err

@@ -40,7 +40,7 @@ from __future__ import annotations
 import enum
 from typing import Any, ClassVar
 
-from acpcli.safe_text import clip_lines, safe_text
+from acpcli.text.safe import clip_lines, safe_text
 
 
 class ExitCode(enum.IntEnum):
@@ -108,7 +108,7 @@ class ConfigError(AcpcliError):
 
 class RegistryError(ConfigError):
     """The ACP agent registry could not be fetched (and no copy is cached), or is not JSON
-    or not the documented shape (``acpcli.registry``)."""
+    or not the documented shape (``acpcli.agents.registry``)."""
 
 
 class AgentStartError(AcpcliError):
@@ -117,7 +117,7 @@ class AgentStartError(AcpcliError):
 
 class UnsafeArchive(AgentStartError):
     """A registry agent's archive that would write outside its folder (absolute paths, ``..``,
-    escaping links) or holds device files (``acpcli.agent_install``)."""
+    escaping links) or holds device files (``acpcli.agents.install``)."""
 
 
 class ConnectionClosed(AcpcliError):
@@ -221,7 +221,7 @@ DETAIL_WIDTH = 300
 
 def _clean(text: str) -> str:
     """Text from the agent made safe for a terminal: control characters shown, not obeyed
-    (:func:`~acpcli.safe_text.safe_text`, as for every agent string); tabs as spaces,
+    (:func:`~acpcli.text.safe.safe_text`, as for every agent string); tabs as spaces,
     newlines kept (they split the detail into lines)."""
     return safe_text(text.replace("\r\n", "\n").replace("\t", " "))
 

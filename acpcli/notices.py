@@ -5,7 +5,7 @@ The layers below the CLI never print. They call :func:`warn` with a *kind* (``"b
 (:func:`set_sink`) that writes ``acpcli: warning: <text>`` on stderr. Every warning is
 logged; the sink sees at most :data:`SHOWN_PER_KIND` of each kind per process (an agent
 that floods garbage must not flood the terminal), the last of them saying so. The text is
-passed through :func:`~acpcli.safe_text.safe_line`: it may quote the agent.
+passed through :func:`~acpcli.text.safe.safe_line`: it may quote the agent.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import TextIO
 
-from acpcli.safe_text import safe_line
+from acpcli.text.safe import safe_line
 
 logger = logging.getLogger("acpcli.notices")
 

@@ -67,7 +67,7 @@ def best_of(runs: int, fn: Callable[[], float | None]) -> float:
 
 def build_index(path: Path, sessions: int) -> None:
     """An index of ``sessions`` sessions (a third closed, four agents, ten cwds, titles)."""
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
 
     now = time.time()
     with Index(path) as index:
@@ -168,7 +168,7 @@ def bench_replay(n: int) -> float:
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ACPCLI_HOME"] = str(Path(tmp) / "home")
-        from acpcli.persistence import Index, SessionRecord
+        from acpcli.history.index import Index, SessionRecord
 
         counter = iter(range(1_000_000))
 

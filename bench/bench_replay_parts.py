@@ -43,13 +43,13 @@ sys.path.insert(0, str(BENCH_DIR))
 import anyio  # noqa: E402
 import replay_agent  # noqa: E402
 
-from acpcli.connection import Connection  # noqa: E402
-from acpcli.persistence import SessionRecord  # noqa: E402
+from acpcli.history.guarded import SafeIndex  # noqa: E402
+from acpcli.history.index import SessionRecord  # noqa: E402
+from acpcli.history.store import Store  # noqa: E402
 from acpcli.render.plain import PlainView  # noqa: E402
-from acpcli.safestore import SafeIndex  # noqa: E402
 from acpcli.session.link import Dispatcher  # noqa: E402
 from acpcli.session.live import LiveSession  # noqa: E402
-from acpcli.store import Store  # noqa: E402
+from acpcli.wire.connection import Connection  # noqa: E402
 
 SESSION_ID = "3f2b8c1e-6a4d-4e9b-9c1a-2d7e8f0a1b2c"
 PARTS = ("reader", "+ store", "+ view", "+ event log", "+ transcript")

@@ -63,8 +63,8 @@ def _chunk(kind: str, text: str) -> str:
 
 def build(home: Path, sessions: int, messages: int, seed: int = 7) -> tuple[dict[str, set[str]], str]:
     """Write the index; return each planted word's sessions, and the common word."""
-    from acpcli.persistence import Index, SessionRecord
-    from acpcli.session.records import TURN_START
+    from acpcli.history.index import Index, SessionRecord
+    from acpcli.history.records import TURN_START
 
     rng = random.Random(seed)
     words = vocabulary(rng)
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         planted, common = build(home, args.sessions, args.messages)
         built = time.perf_counter() - start
-        from acpcli.persistence import Index
+        from acpcli.history.index import Index
         from acpcli.session import indexing
 
         with Index() as index:

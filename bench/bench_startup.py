@@ -53,7 +53,7 @@ def populate(home: Path) -> None:
     """An index of SESSIONS sessions under ``home`` (done in this process, before timing)."""
     sys.path.insert(0, str(REPO))
     os.environ["ACPCLI_HOME"] = str(home)
-    from acpcli.persistence import Index, SessionRecord
+    from acpcli.history.index import Index, SessionRecord
 
     with Index.open() as index:
         for i in range(SESSIONS):

@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from acpcli.store import Store
+from acpcli.history.store import Store
 
 TARGET_RATIO = 2.2
 TARGET_TTY_US = 50.0  # CPU per chunk of the terminal view, long message (issue 15)
@@ -166,7 +166,7 @@ def run(make_view: Callable[[NullFile, Callable[[], float]], Any], updates: list
 
 def tty_view(out: NullFile, clock: Callable[[], float]) -> Any:
     try:  # the console acpcli uses (builds before it had one: plain rich)
-        from acpcli.safe_console import SafeConsole as Console
+        from acpcli.text.console import SafeConsole as Console
     except ImportError:
         from rich.console import Console
 

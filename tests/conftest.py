@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,7 +51,7 @@ def python_exe() -> str:
 @pytest.fixture
 def index() -> Iterator[Index]:
     """A session index in the test's own ACPCLI_HOME, closed after the test."""
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
 
     idx = Index()
     yield idx

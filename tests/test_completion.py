@@ -23,7 +23,7 @@ import pytest
 
 from acpcli.cli.completion import COMPLETE_VAR, SHELLS, script
 from acpcli.errors import ExitCode
-from acpcli.persistence import Index, SessionRecord
+from acpcli.history.index import Index, SessionRecord
 
 REPO = Path(__file__).resolve().parent.parent
 COMPLETIONS = REPO / "completions"

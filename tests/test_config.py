@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acpcli import capabilities, protocol
+from acpcli import protocol
 from acpcli.config import (
     AgentSpec,
     Config,
@@ -25,10 +25,11 @@ from acpcli.config import (
     to_acp_servers,
 )
 from acpcli.errors import CapabilityMissing, ConfigError, ExitCode, UsageError
-from acpcli.negotiate import features_from_result
 from acpcli.paths import config_path
 from acpcli.protocol import wire
-from acpcli.redact import redact_frame
+from acpcli.wire import capabilities
+from acpcli.wire.negotiate import features_from_result
+from acpcli.wire.redact import redact_frame
 
 
 def write_config(text: str) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents import agent_argv
+from tests.peers import agent_argv
 from tests.test_demo_agent import Agent, _update, stop_all, updates
 
 V1_BOOLEAN = {"session": {"configOptions": {"boolean": {}}}}

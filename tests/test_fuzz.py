@@ -29,18 +29,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acpcli.connection import Connection, encode
-from acpcli.persistence import Index
+from acpcli.history.index import Index
+from acpcli.history.records import rebuild as store_from_events
+from acpcli.history.store import Store
 from acpcli.render import FinalView
 from acpcli.render.jsonl import JsonlView
 from acpcli.render.plain import PlainView
 from acpcli.render.transcript import to_markdown, to_text
 from acpcli.render.tty import TtyView
-from acpcli.safe_console import SafeConsole
 from acpcli.session.live import LiveSession
-from acpcli.session.records import rebuild as store_from_events
-from acpcli.store import Store
-from acpcli.transport import LineFramer, memory_pair
+from acpcli.text.console import SafeConsole
+from acpcli.wire.connection import Connection, encode
+from acpcli.wire.transport import LineFramer, memory_pair
 from tests.helpers.records import rec
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

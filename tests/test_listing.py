@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from acpcli import persistence
 from acpcli.cli.history import parse_since
 from acpcli.errors import SessionNotFound, UsageError
-from acpcli.persistence import MIGRATIONS, Index
+from acpcli.history import index as index_db
+from acpcli.history.index import MIGRATIONS, Index
 from tests.helpers.records import rec
 
 
-def ids(records: list[persistence.SessionRecord]) -> list[str]:
+def ids(records: list[index_db.SessionRecord]) -> list[str]:
     return [r.id for r in records]
 
 
@@ -50,7 +50,7 @@ def test_each_filter_reads_its_index(index: Index, where: str, index_name: str) 
 def _old_database(monkeypatch: pytest.MonkeyPatch) -> None:
     """A database made by an acpcli before the listing indexes (schema 4), with a session."""
     with monkeypatch.context() as m:
-        m.setattr(persistence, "MIGRATIONS", MIGRATIONS[:4])
+        m.setattr(index_db, "MIGRATIONS", MIGRATIONS[:4])
         with Index() as old:
             fill(old)
 
@@ -88,10 +88,10 @@ def test_parse_since() -> None:
 
 
 def test_prompt_title_is_the_first_nonblank_line_trimmed() -> None:
-    assert persistence.prompt_title("\n   \n  Fix\tthe  bug \nmore") == "Fix the bug"
-    assert persistence.prompt_title(" \n ") is None
-    long = persistence.prompt_title("word " * 40)
-    assert long is not None and len(long) == persistence.PROMPT_TITLE_CHARS and long.endswith("…")
+    assert index_db.prompt_title("\n   \n  Fix\tthe  bug \nmore") == "Fix the bug"
+    assert index_db.prompt_title(" \n ") is None
+    long = index_db.prompt_title("word " * 40)
+    assert long is not None and len(long) == index_db.PROMPT_TITLE_CHARS and long.endswith("…")
 
 
 def test_the_first_prompt_title_stays_and_the_agents_title_wins(index: Index) -> None:
@@ -115,7 +115,7 @@ def test_the_titles_migration_fills_in_untitled_sessions_from_their_events(monke
     frame = {"jsonrpc": "2.0", "method": "session/update",
              "params": {"sessionId": "x", "update": {**chunk, "content": {"type": "text", "text": "In a frame"}}}}
     with monkeypatch.context() as m:
-        m.setattr(persistence, "MIGRATIONS", MIGRATIONS[:5])
+        m.setattr(index_db, "MIGRATIONS", MIGRATIONS[:5])
         with Index() as old:
             for sid, title in (("plain", None), ("framed", None), ("titled", "Agent's"), ("silent", None)):
                 old.upsert_session(rec(sid, title=title))

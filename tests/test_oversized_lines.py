@@ -16,10 +16,10 @@ import anyio
 import pytest
 
 from acpcli import notices
-from acpcli.connection import _UNREAD, Connection, _head_fields
 from acpcli.errors import AnswerTooLarge, ExitCode, RpcError
-from acpcli.transport import OVERSIZED_HEAD_BYTES, LineFramer, MemoryTransport, memory_pair
-from acpcli.wiretap import StreamTap
+from acpcli.wire.connection import _UNREAD, Connection, _head_fields
+from acpcli.wire.transport import OVERSIZED_HEAD_BYTES, LineFramer, MemoryTransport, memory_pair
+from acpcli.wire.wiretap import StreamTap
 
 
 @pytest.fixture

@@ -107,7 +107,7 @@ def test_cli_leaves_only_private_files(tmp_path: Path, umask: int) -> None:
 
 
 def test_index_and_its_wal_files_are_0600_under_umask_0(tmp_path: Path, loose_umask: None) -> None:
-    from acpcli.persistence import Index, SessionRecord
+    from acpcli.history.index import Index, SessionRecord
 
     path = tmp_path / "state" / "acpcli.db"
     with Index.open(path) as index:
@@ -122,7 +122,7 @@ def test_index_and_its_wal_files_are_0600_under_umask_0(tmp_path: Path, loose_um
 
 
 def test_an_older_loose_index_is_tightened(tmp_path: Path) -> None:
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
 
     path = tmp_path / "acpcli.db"
     with Index.open(path) as index:

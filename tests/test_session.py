@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from acpcli.errors import CapabilityMissing
+from acpcli.history.store import Message
 from acpcli.protocol import wire
 from acpcli.session.link import open_link
 from acpcli.session.live import LiveSession
-from acpcli.store import Message
-from tests.agents import agent_argv
+from tests.peers import agent_argv
 
 DEMO = [sys.executable, "-m", "acpcli.demo_agent", "--delay", "0"]
 
@@ -158,9 +158,9 @@ def test_updates_acpcli_makes_go_the_agents_way_store_log_view() -> None:
     # A tool call first seen in a permission request, and tool calls marked cancelled when the
     # turn is cancelled, are fed like the agent's updates: the view shows them, the event log
     # records them (as acpcli's own), and the transcript rebuilt from the log is what was shown.
-    from acpcli.persistence import Index
-    from acpcli.session.records import LOCAL, rebuild
-    from acpcli.store import CANCELLED, Store, ToolCall
+    from acpcli.history.index import Index
+    from acpcli.history.records import LOCAL, rebuild
+    from acpcli.history.store import CANCELLED, Store, ToolCall
     from tests.helpers.records import rec
 
     with Index.open() as index:

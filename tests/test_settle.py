@@ -15,10 +15,10 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from acpcli.negotiate import AgentFeatures
+from acpcli.history.store import Store
 from acpcli.session.link import AgentLink, Dispatcher
 from acpcli.session.live import LiveSession
-from acpcli.store import Store
+from acpcli.wire.negotiate import AgentFeatures
 
 
 class _Conn:

@@ -78,7 +78,7 @@ def test_the_probe_sees_a_heavy_import() -> None:
 # What a TAB may not load: the --help list, all of rich, the agent plumbing, and (except
 # for session ids) sqlite3.
 COMPLETION_FORBIDDEN = (
-    *FORBIDDEN, "rich", "anyio", "acpcli.transport", "acpcli.connection", "acpcli.session",
+    *FORBIDDEN, "rich", "anyio", "acpcli.wire.transport", "acpcli.wire.connection", "acpcli.session",
     "acpcli.session.run", "typer._adapters", "sqlite3",
 )
 COMPLETE = (
@@ -108,7 +108,7 @@ def test_completion_imports_nothing_heavy(
     shell: str, words: str, cword: int, allowed: tuple[str, ...], acpcli_home
 ) -> None:
     # an index to read, so that the session-id case really opens it
-    from acpcli.persistence import Index, SessionRecord
+    from acpcli.history.index import Index, SessionRecord
 
     with Index.open() as index:
         index.upsert_session(SessionRecord(id="s-1", agent="demo", cwd="/"))
@@ -119,7 +119,7 @@ def test_completion_imports_nothing_heavy(
 
 def test_the_completion_probe_sees_sqlite3(acpcli_home) -> None:
     # the guard above can fail: listing session ids does load sqlite3
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
 
     Index.open().close()
     action = COMPLETE.format(shell="bash", words="acpcli load ", cword=2)
@@ -147,7 +147,7 @@ def test_prompt_in_a_pipe_imports_no_pydantic_nor_rich(python_exe: str, acpcli_h
 
 
 def test_sessions_in_a_pipe_imports_no_rich(acpcli_home) -> None:
-    from acpcli.persistence import Index, SessionRecord
+    from acpcli.history.index import Index, SessionRecord
 
     with Index.open() as index:
         index.upsert_session(SessionRecord(id="s-1", agent="demo", cwd="/"))
@@ -261,7 +261,7 @@ def test_a_warm_prompt_imports_no_event_loop(python_exe: str, acpcli_home) -> No
     session = made.stdout.strip()
     try:
         action = RUN_COMMAND.format(argv=["prompt", "--session", session, "--keep-alive", "60", "status"])
-        heavy = (*COMMAND_FORBIDDEN, "rich", "asyncio", "anyio", "acpcli.connection", "acpcli.session.link")
+        heavy = (*COMMAND_FORBIDDEN, "rich", "asyncio", "anyio", "acpcli.wire.connection", "acpcli.session.link")
         assert offending(action, forbidden=heavy) == []
     finally:
         subprocess.run([python_exe, "-m", "acpcli", "stop", "--all"], env=env, capture_output=True, timeout=60, check=False)

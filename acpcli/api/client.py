@@ -47,16 +47,16 @@ if TYPE_CHECKING:
     import anyio.abc
     from anyio.streams.memory import MemoryObjectSendStream
 
-    from acpcli import elicitation as el
-    from acpcli.client_side import Refusals
-    from acpcli.persistence import EventWriter
-    from acpcli.safestore import SafeIndex
+    from acpcli.history.guarded import SafeIndex
+    from acpcli.history.index import EventWriter
+    from acpcli.history.store import Change, Store
+    from acpcli.services import elicitation as el
+    from acpcli.services.permissions import Refusals
     from acpcli.session.context import Run
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
-    from acpcli.store import Change, Store
-    from acpcli.transport import Transport
+    from acpcli.wire.transport import Transport
 
 # A library's logs are its program's to show: without this, Python's last-resort handler would
 # print acpcli's warnings (an agent's bad line, a failed write) on stderr.
@@ -91,7 +91,7 @@ def connect(
     ``agent`` names a configured, built-in (``demo``) or ACP-registry agent, as ``--agent``
     does; ``argv`` runs a command line instead (as ``--cmd``); neither: the config's
     ``default_agent``. ``transport`` carries the frames over any
-    :class:`~acpcli.transport.Transport` instead of a process (a memory pair in tests).
+    :class:`~acpcli.wire.transport.Transport` instead of a process (a memory pair in tests).
 
     ``cwd`` and ``add_dirs`` are the sessions' roots (default: the current directory);
     ``mcp`` names configured MCP servers and ``mcp_config`` is an MCP config file (as
@@ -242,13 +242,13 @@ async def _open(
 ) -> AsyncIterator[Agent]:
     import anyio
 
-    from acpcli.client_side import PermissionPolicy, Refusals
     from acpcli.config import step_timeout
-    from acpcli.negotiate import ClientOffer
-    from acpcli.safestore import open_index, verdict
+    from acpcli.history.guarded import open_index, verdict
+    from acpcli.services.permissions import PermissionPolicy, Refusals
     from acpcli.session.agent import agent_stderr_log, env_extra
     from acpcli.session.inputs import session_inputs
     from acpcli.session.link import open_link
+    from acpcli.wire.negotiate import ClientOffer
 
     choice = _choose(agent, argv, transport)
     inputs = session_inputs(
@@ -299,7 +299,7 @@ async def _open(
 def _policy(permissions: str | PermissionCallback | None, choice: Any) -> tuple[str, PermissionCallback | None]:
     """The policy name and the callback, if any: a callback is ``ask`` with someone to ask;
     no policy: the config's ``permissions`` key, else ``deny``."""
-    from acpcli.client_side import POLICIES
+    from acpcli.services.permissions import POLICIES
 
     if callable(permissions):
         return "ask", permissions
@@ -320,7 +320,7 @@ def _asker(callback: PermissionCallback, owner: Agent) -> Any:
     """The callback as the permission policy's asker (``(live, params) -> answer | None``).
     An error of the callback's own leaves the turn's ``async for`` as itself (the question is
     dismissed, so the agent is told ``cancelled`` and the turn is cancelled)."""
-    from acpcli.client_side import selected
+    from acpcli.services.permissions import selected
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
@@ -338,7 +338,7 @@ def _asker(callback: PermissionCallback, owner: Agent) -> Any:
 def _observed(owner: Agent, decider: Any) -> Any:
     """The dispatcher's decider: the policy (or ``cancelled``), with the turn told of the
     question and of its answer (:class:`PermissionAsked`, :class:`PermissionAnswered`)."""
-    from acpcli.client_side import CANCELLED
+    from acpcli.services.permissions import CANCELLED
 
     async def decide(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
         request = permission_request(live, params)
@@ -360,7 +360,7 @@ def _observed(owner: Agent, decider: Any) -> Any:
 def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) -> Any:
     """Who answers ``elicitation/create``: the callback (its own error leaves the turn's
     ``async for`` as itself; the request is cancelled), else nobody (declined, one notice)."""
-    from acpcli import elicitation
+    from acpcli.services import elicitation
 
     if callback is None:
 
@@ -412,7 +412,7 @@ class _Feed:
 
     def elicitation(self, request: el.Request, result: dict[str, Any]) -> None:
         """What :meth:`~acpcli.session.link.Dispatcher.on_elicitation` shows a view."""
-        from acpcli.elicitation import action_of
+        from acpcli.services.elicitation import action_of
 
         self._session._emit(InputAnswered(input_request(request), action_of(result)))
 
@@ -530,10 +530,10 @@ class Agent:
         return await self._reattach("resume", session_id)
 
     async def _reattach(self, command: str, session_id: str) -> Session:
-        from acpcli import capabilities
+        from acpcli.history.lock import SessionLock
         from acpcli.session.attach import attach
         from acpcli.session.inputs import lookup_or_none, recorded_mcp
-        from acpcli.session_lock import SessionLock
+        from acpcli.wire import capabilities
 
         self._check()
         capabilities.require(self._link.features, f"session/{command}")
@@ -552,8 +552,8 @@ class Agent:
             raise
         live.lock = lock
         if command == "resume" and record is not None and not live.store.entries:
+            from acpcli.history.records import rebuild
             from acpcli.session.live import seed_settings
-            from acpcli.session.records import rebuild
 
             # No replay (as resume promises): the transcript is what acpcli recorded, and the
             # session goes on in it, as `show` will read it.
@@ -573,7 +573,7 @@ class Agent:
 
     async def sessions(self) -> list[SessionInfo]:
         """The sessions the agent lists (``session/list``) in the connection's ``cwd``."""
-        from acpcli import capabilities
+        from acpcli.wire import capabilities
 
         self._check()
         capabilities.require(self._link.features, "session/list")
@@ -676,7 +676,7 @@ class Session:
         early leaves the turn running: :meth:`cancel` ends it."""
         import anyio
 
-        from acpcli.mentions import build_prompt
+        from acpcli.services.mentions import build_prompt
 
         agent = self._agent
         agent._check()
@@ -706,9 +706,9 @@ class Session:
         return result
 
     async def _turn(self, blocks: list[dict[str, Any]], send: MemoryObjectSendStream[Event | _Failed]) -> None:
+        from acpcli.history.store import AGENT, Message
         from acpcli.session.outcome import turn_timed_out
         from acpcli.session.turn import after_turn, run_turn
-        from acpcli.store import AGENT, Message
 
         agent, live = self._agent, self._live
         try:
@@ -750,7 +750,7 @@ class Session:
     async def close(self) -> None:
         """``session/close`` (the agent forgets it; it stays in the local index, marked
         closed). :class:`~acpcli.errors.CapabilityMissing` when the agent cannot close one."""
-        from acpcli import capabilities
+        from acpcli.wire import capabilities
 
         agent = self._agent
         agent._check()

@@ -29,15 +29,15 @@ from acpcli.api.types import (
 )
 
 if TYPE_CHECKING:
-    from acpcli import elicitation as el
+    from acpcli.history.store import Change
     from acpcli.protocol.settings import Choice
+    from acpcli.services import elicitation as el
     from acpcli.session.live import LiveSession
-    from acpcli.store import Change
 
 
 def permission_request(live: LiveSession, params: dict[str, Any]) -> PermissionRequest:
     """A ``session/request_permission``'s params (checked already) as a typed request."""
-    from acpcli.client_side import tool_kind
+    from acpcli.services.permissions import tool_kind
 
     call = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
     assert isinstance(call, dict)
@@ -69,8 +69,8 @@ def paths(locations: Any) -> tuple[str, ...]:
 
 
 def input_request(request: el.Request) -> InputRequest:
-    """:mod:`acpcli.elicitation`'s request, as the API's frozen one."""
-    from acpcli.elicitation import UrlPage
+    """:mod:`acpcli.services.elicitation`'s request, as the API's frozen one."""
+    from acpcli.services.elicitation import UrlPage
 
     if isinstance(request, UrlPage):
         return LinkRequest(request.message, request.url, request.host, tuple(request.warnings), request.session_id)
@@ -99,7 +99,7 @@ def setting(choice: Choice) -> Setting:
 
 def event_of(live: LiveSession, change: Change) -> Event | None:
     """The API's event for one change of the store (None: nothing a caller follows)."""
-    from acpcli import store as st
+    from acpcli.history import store as st
 
     if isinstance(change, st.SessionChanged):
         what = change.field

@@ -2,7 +2,7 @@
 request carries, what a turn and a script return.
 
 Frozen dataclasses made from the session layer's own objects (the store's entries and
-changes, the permission request's params, :mod:`acpcli.elicitation`'s requests): a caller
+changes, the permission request's params, :mod:`acpcli.services.elicitation`'s requests): a caller
 never reads a protocol dict to follow a turn. Importing this module is cheap (no pydantic,
 no rich, no anyio), and building an event copies only what it names.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from acpcli.store import Store
+    from acpcli.history.store import Store
 
 #: The stop reasons ACP names (an agent may send another string: it is kept as sent).
 END_TURN = "end_turn"
@@ -343,7 +343,7 @@ class Transcript:
 
     def agent_text(self) -> str:
         """The agent's messages' text, joined by blank lines."""
-        from acpcli.store import AGENT, Message
+        from acpcli.history.store import AGENT, Message
 
         return "\n\n".join(e.text for e in self._store.entries if isinstance(e, Message) and e.kind == AGENT)
 

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
         if type(err).__module__ == "sqlite3":
             # The index failed where no command expected it (a damaged page, say): one line
             # naming the file and what to do, never a traceback.
-            from acpcli.persistence import storage_error
+            from acpcli.history.index import storage_error
 
             err = storage_error(err)
         if isinstance(err, OSError) and err.errno in _FULL_ERRNOS:

@@ -14,8 +14,8 @@ from acpcli.cli import completers
 from acpcli.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
+    from acpcli.agents.registry import Registry, RegistryAgent
     from acpcli.env import Environment
-    from acpcli.registry import Registry, RegistryAgent
 
 app = typer.Typer()
 
@@ -92,7 +92,7 @@ def _progress() -> Iterator[Callable[[int, int | None], None] | None]:
 
 
 def _install_entry(entry: RegistryAgent) -> str:
-    from acpcli import agent_install, registry
+    from acpcli.agents import install, registry
 
     target = entry.binary.get(registry.platform_key())
     if target is None:
@@ -103,16 +103,16 @@ def _install_entry(entry: RegistryAgent) -> str:
         )
     from acpcli.cli.streams import environment
 
-    agent_install.installable(entry)  # a version that cannot be a folder: refused before any download
+    install.installable(entry)  # a version that cannot be a folder: refused before any download
     environment().stderr.write(f"acpcli: downloading {target.archive}\n")
     with _progress() as progress:
-        done = agent_install.install(entry, progress=progress)
+        done = install.install(entry, progress=progress)
     return f"installed {entry.id} {done.version} in {done.folder} (sha256 {done.sha256})\n"
 
 
 def _install(agent_id: str, refresh: bool) -> int:
     """Install (again) the binary of registry agent ``agent_id``."""
-    from acpcli import registry
+    from acpcli.agents import registry
     from acpcli.cli.streams import environment
 
     entry = registry.load(refresh=True).agents.get(agent_id) if refresh else registry.find(agent_id)
@@ -125,20 +125,20 @@ def _install(agent_id: str, refresh: bool) -> int:
 def _update(agent_id: str | None) -> int:
     """Install the registry's version of ``agent_id`` (every installed agent when None) when
     it differs from the installed one."""
-    from acpcli import agent_install, registry
+    from acpcli.agents import install, registry
     from acpcli.cli.streams import environment
 
     env = environment()
     reg = registry.load(refresh=True)
     if agent_id is not None:
         ids = [agent_id]
-        if agent_install.installed(agent_id) is None:
+        if install.installed(agent_id) is None:
             raise UsageError(f"{agent_id!r} is not installed", hint=f"acpcli agents install {agent_id}")
     else:
-        folder = agent_install.agents_dir()
-        ids = sorted(p.name for p in folder.iterdir() if agent_install.installed(p.name)) if folder.is_dir() else []
+        folder = install.agents_dir()
+        ids = sorted(p.name for p in folder.iterdir() if install.installed(p.name)) if folder.is_dir() else []
     for one in ids:
-        have = agent_install.installed(one)
+        have = install.installed(one)
         entry = reg.agents.get(one)
         if have is None or entry is None:
             env.stdout.write(f"{one}: no longer in the registry; kept as it is\n")
@@ -151,10 +151,10 @@ def _update(agent_id: str | None) -> int:
 
 
 def _remove(agent_id: str) -> int:
-    from acpcli import agent_install
+    from acpcli.agents import install
     from acpcli.cli.streams import environment
 
-    if not agent_install.remove(agent_id):
+    if not install.remove(agent_id):
         raise UsageError(f"{agent_id!r} is not installed")
     environment().stdout.write(f"removed {agent_id}\n")
     return int(ExitCode.OK)
@@ -162,7 +162,8 @@ def _remove(agent_id: str) -> int:
 
 def _registry(refresh: bool, *, required: bool) -> Registry | None:
     """The registry; when it cannot be had and is not ``required``: a warning and None."""
-    from acpcli import notices, registry
+    from acpcli import notices
+    from acpcli.agents import registry
     from acpcli.errors import RegistryError
 
     try:
@@ -181,17 +182,17 @@ def _registry_rows(reg: Registry, local: dict[str, str]) -> Iterator[dict[str, A
     import functools
     import shutil
 
-    from acpcli import agent_install, registry
+    from acpcli.agents import install, registry
 
     which = functools.cache(shutil.which)
     try:
-        present = {p.name for p in agent_install.agents_dir().iterdir()}
+        present = {p.name for p in install.agents_dir().iterdir()}
     except OSError:
         present = set()
     for agent_id in sorted(reg.agents):
         entry = reg.agents[agent_id]
         how = registry.launch(entry, which)
-        copy = agent_install.installed(entry.id) if entry.id in present else None
+        copy = install.installed(entry.id) if entry.id in present else None
         if copy is not None:
             how = registry.Launch("binary", copy.argv(), copy.env, str(copy.cmd))
         yield {
@@ -219,7 +220,7 @@ _FLEXIBLE = frozenset({"COMMAND", "FOUND", "SOURCE", "DESCRIPTION"})
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     """One table row: the cells, each on one line with its control characters shown."""
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     if row["found"]:
         found = row["found"]
@@ -342,10 +343,10 @@ def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:
 
 def _show(agent_id: str, as_json: bool, refresh: bool) -> int:
     """Everything about one agent: its whole registry entry, or the configured/built-in spec."""
-    from acpcli import registry
+    from acpcli.agents import registry
     from acpcli.cli.streams import environment
     from acpcli.config import find_executable, load_config
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     env = environment()
     spec = load_config().agents.get(agent_id)
@@ -409,10 +410,10 @@ def _show(agent_id: str, as_json: bool, refresh: bool) -> int:
                 lines.append(f"  {kind}: {' '.join([package.package, *package.args])}" + (f"  (env {env_text})" if env_text else ""))
         for plat, target in sorted(entry.binary.items()):
             lines.append(f"  binary {plat}: {target.archive} → {' '.join([target.cmd, *target.args])}")
-        from acpcli import agent_install
+        from acpcli.agents import install
 
         how = registry.launch(entry)
-        have = agent_install.installed(entry.id)
+        have = install.installed(entry.id)
         if have is not None:
             lines.append(f"installed: {have.version} in {have.folder} (sha256 {have.sha256})")
             how = registry.Launch("binary", have.argv(), have.env, str(have.cmd))

@@ -74,7 +74,7 @@ def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
         agents = {}
     found = {name: spec.description or " ".join(spec.argv) for name, spec in agents.items()}
     try:
-        from acpcli.registry import cached, registry_url
+        from acpcli.agents.registry import cached, registry_url
 
         copy = cached(registry_url(configured_url))
     except Exception:  # noqa: BLE001 - nor an unreadable cache
@@ -115,8 +115,8 @@ def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
     """Locally recorded session ids, most recently used first; the description is the
     title and the agent (and "closed" for a closed session)."""
     try:
+        from acpcli.history.index import Index
         from acpcli.paths import db_path
-        from acpcli.persistence import Index
 
         if not db_path().is_file():  # no index yet: do not let anything create one
             return iter(())

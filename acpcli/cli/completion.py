@@ -340,7 +340,7 @@ def _rejoin_equals(words: list[str], cword: int) -> tuple[list[str], int]:
 
 
 def _lines(items: Iterable[tuple[str, str, str]]) -> Iterator[str]:
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     for kind, value, help_text in items:
         if safe_line(value) != value:

@@ -1,6 +1,6 @@
 """``acpcli doctor``: check the local index for damage; ``--repair`` salvages what is readable.
 
-The checking and salvaging are :mod:`acpcli.doctor`'s; this module prints what they found
+The checking and salvaging are :mod:`acpcli.history.doctor`'s; this module prints what they found
 (on stdout: it is the command's output) and maps the verdict to an exit code: 0 healthy (or
 repaired), 19 (:class:`~acpcli.errors.DamagedState`) damaged.
 """
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from acpcli.doctor import Report, Salvage
     from acpcli.env import Environment
+    from acpcli.history.doctor import Report, Salvage
 
 app = typer.Typer()
 
@@ -49,10 +49,10 @@ def doctor(
 
 
 def run(*, repair: bool) -> int:
-    from acpcli import doctor as checks
     from acpcli.cli.streams import environment
-    from acpcli.damage import DOCTOR_HINT
     from acpcli.errors import DamagedState, ExitCode
+    from acpcli.history import doctor as checks
+    from acpcli.history.damage import DOCTOR_HINT
     from acpcli.paths import db_path
 
     env = environment()
@@ -95,7 +95,7 @@ def _healthy(env: Environment, report: Report) -> None:
 
 
 def _findings(env: Environment, report: Report) -> None:
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     env.stdout.write(f"{report.path}: damaged\n")
     for finding in report.findings:
@@ -103,7 +103,7 @@ def _findings(env: Environment, report: Report) -> None:
 
 
 def _salvaged(env: Environment, salvage: Salvage, path: object) -> None:
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     out = env.stdout
     if salvage.not_a_database:
@@ -125,8 +125,8 @@ def _salvaged(env: Environment, salvage: Salvage, path: object) -> None:
 
 def _rebuild_search(env: Environment) -> None:
     """Make the search index again from the event log (it is derived data)."""
-    from acpcli import search
-    from acpcli.persistence import Index
+    from acpcli.history import search
+    from acpcli.history.index import Index
     from acpcli.session.indexing import catch_up
 
     with Index.open() as index:

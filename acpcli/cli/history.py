@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from acpcli.errors import ExitCode, UsageError
-from acpcli.safe_text import clip, safe_line, shown_id
+from acpcli.text.safe import clip, safe_line, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.persistence import Index, SessionRecord
-    from acpcli.search import Hit
+    from acpcli.history.index import Index, SessionRecord
+    from acpcli.history.search import Hit
     from acpcli.session.inputs import Options
 
 
@@ -101,8 +101,8 @@ def sessions(
         return _remote_sessions(
             env, agent, cmd, the_cwd, as_json, protocol, limit=limit_remote, since=since_ts, timeout=seconds
         )
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     wanted_state = state or ("any" if all_sessions else "active")
     only_state = None if wanted_state == "any" else wanted_state
@@ -285,7 +285,7 @@ def _migrate_quietly(index: Index) -> None:
     import sqlite3
 
     from acpcli.errors import ConfigError
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
 
     index.close()
     try:
@@ -311,8 +311,8 @@ def remove(
     asked first, unless ``yes``."""
     from acpcli.config import parse_timeout
     from acpcli.errors import SessionNotFound
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
@@ -339,8 +339,8 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
     or closed) last used longer ago than ``AGE``; ``dry_run`` lists them and deletes nothing."""
     import time
 
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     if older_than is None:
         raise UsageError("sessions prune needs --older-than AGE (e.g. 30d, 12h, 2w, or a date)")
@@ -381,10 +381,10 @@ def _line(rec: SessionRecord) -> str:
 
 
 def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy: bool = False) -> int:
-    """Ask first on a terminal (unless ``yes``), then delete (:mod:`acpcli.session.housekeeping`;
+    """Ask first on a terminal (unless ``yes``), then delete (:mod:`acpcli.history.housekeeping`;
     a session with a turn running in another acpcli: SessionBusy, or with ``skip_busy`` kept)."""
     from acpcli.cli.streams import environment
-    from acpcli.session.housekeeping import delete_local
+    from acpcli.history.housekeeping import delete_local
 
     env = environment()
     if env.interactive and not yes:
@@ -420,9 +420,9 @@ def _delete_remote(
     their agent's side are deleted here too."""
     from acpcli.cli.streams import environment
     from acpcli.errors import AcpcliError, Interrupted, SessionBusy
-    from acpcli.session.housekeeping import delete_local
+    from acpcli.history.housekeeping import delete_local
+    from acpcli.history.lock import SessionLock, holder_text
     from acpcli.session.remote import delete_remote
-    from acpcli.session_lock import SessionLock, holder_text
 
     env = environment()
     if env.interactive and not yes:
@@ -487,8 +487,8 @@ def repaired_search(
     line, and ``action()`` runs again. Damage elsewhere is raised (the CLI says it in one line)."""
     import sqlite3
 
-    from acpcli import search
-    from acpcli.damage import is_damage
+    from acpcli.history import search
+    from acpcli.history.damage import is_damage
 
     try:
         return action()
@@ -565,7 +565,7 @@ def show(session_id: str, grep: str | None = None) -> int:
     if record.parent_id:
         env.note(f"{shown_id(record.id)} is a fork of {shown_id(record.parent_id)}: its transcript starts with the parent's")
     if grep is not None and words is not None:
-        from acpcli.search import documents, matches
+        from acpcli.history.search import documents, matches
 
         total = len(store.entries)
         store.entries = [e for e in store.entries if any(matches(text, words) for _, text in documents([e]))]
@@ -585,7 +585,7 @@ def show(session_id: str, grep: str | None = None) -> int:
 
 
 def search_terms(text: str) -> list[str]:
-    from acpcli.search import terms
+    from acpcli.history.search import terms
 
     return terms(text)
 
@@ -631,9 +631,9 @@ def search(
 ) -> int:
     """``acpcli search TEXT``: the sessions whose messages hold every word, best match first."""
     from acpcli.cli.streams import environment
+    from acpcli.history.index import Index
+    from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO, has_fts
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
-    from acpcli.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO, has_fts
     from acpcli.session.inputs import resolve_dir
 
     words = search_terms(text)
@@ -688,8 +688,8 @@ def _catch_up(env: Environment, index: Index) -> str | None:
     so is one whose event log is damaged: the warning to say after the search is returned."""
     import sqlite3
 
-    from acpcli.safestore import storage_reason
-    from acpcli.search import stale
+    from acpcli.history.guarded import storage_reason
+    from acpcli.history.search import stale
     from acpcli.session.indexing import catch_up
 
     todo = 0
@@ -711,8 +711,8 @@ def _catch_up(env: Environment, index: Index) -> str | None:
             task = bar.add_task("index", total=todo)
             catch_up(index, lambda done, _total: bar.update(task, completed=done))
     except sqlite3.Error as exc:
-        from acpcli.damage import is_damage
-        from acpcli.search import broken
+        from acpcli.history.damage import is_damage
+        from acpcli.history.search import broken
 
         if is_damage(exc):
             if broken(index.conn) is not None:
@@ -738,7 +738,7 @@ _SPACES = re.compile(r"\s+")
 
 def _snippet_parts(snippet: str) -> list[tuple[str, bool]]:
     """A snippet cut at its match marks: ``(text, is_match)`` pieces, each one line and safe."""
-    from acpcli.search import HIT_END, HIT_START
+    from acpcli.history.search import HIT_END, HIT_START
 
     parts: list[tuple[str, bool]] = []
     for i, piece in enumerate(snippet.split(HIT_START)):

@@ -55,8 +55,8 @@ def attach_to(session_id: str, permissions: str | None) -> int:
     from acpcli.errors import HostLost, UsageError
     from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
-    from acpcli.safe_text import safe_line
     from acpcli.session.context import Run
+    from acpcli.text.safe import safe_line
 
     env = environment()
     if not env.interactive:
@@ -76,7 +76,7 @@ def attach_to(session_id: str, permissions: str | None) -> int:
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
     from acpcli.errors import ExitCode, UsageError
     from acpcli.host import address
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     if all_hosts and session_ids:
         raise UsageError("give session ids or --all, not both")
@@ -157,7 +157,7 @@ def list_live(*, as_json: bool) -> int:
     from acpcli.errors import ExitCode
     from acpcli.host import address
     from acpcli.host.client import status
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     rows = []
     for info in address.hosts():

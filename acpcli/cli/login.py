@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from acpcli.errors import CapabilityMissing, ExitCode, Interrupted, LoginFailed, UsageError
 from acpcli.protocol.wire import LoginMethod
-from acpcli.safe_text import safe_line
+from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -89,10 +89,10 @@ def run_auth(
 
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
-    from acpcli.negotiate import parse_protocol_choice
     from acpcli.protocol import wire
     from acpcli.session.agent import env_extra, pick_agent
     from acpcli.session.run import link_for
+    from acpcli.wire.negotiate import parse_protocol_choice
 
     if protocol is not None:
         parse_protocol_choice(protocol)

@@ -27,7 +27,7 @@ from acpcli.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from acpcli.persistence import SessionRecord
+    from acpcli.history.index import SessionRecord
     from acpcli.session.inputs import SessionInputs
 
 app = typer.Typer()
@@ -141,8 +141,8 @@ def prompt(
         if record is None and live_seconds and inputs is not None:
             # a new session with --keep-alive: made by a host, which keeps it for the next prompt
             from acpcli.host import client
-            from acpcli.safe_text import shown_id
             from acpcli.session.inputs import lookup
+            from acpcli.text.safe import shown_id
 
             made = client.hosted_session(options, run, agent=inputs.agent, keep_alive=live_seconds)
             run.env.note(f"session {shown_id(made)}", style="dim")
@@ -179,8 +179,8 @@ def _form_answers(pairs: list[str], path: Path | None) -> dict[str, Any] | None:
     """``--answers FILE`` and ``--answer FIELD=VALUE`` as one mapping (None: neither given);
     :class:`~acpcli.errors.UsageError` for a pair without ``=`` or a file that is not a JSON
     object of names to text, numbers, booleans or lists of text."""
-    from acpcli.elicitation import parse_answers
     from acpcli.errors import UsageError
+    from acpcli.services.elicitation import parse_answers
 
     if not pairs and path is None:
         return None

@@ -290,8 +290,8 @@ def _hosted_reattach(
     what the command prints (``load``: the transcript; ``resume``: nothing)."""
     from acpcli.errors import ExitCode, HostReported
     from acpcli.host import client
-    from acpcli.safe_text import shown_id
     from acpcli.session.inputs import for_reattach
+    from acpcli.text.safe import shown_id
 
     inputs, record = for_reattach(command, session_id, options)
     sid = record.id if record is not None else session_id

@@ -124,7 +124,7 @@ def close_output(stream: IO[str], name: str) -> None:
     :class:`~acpcli.errors.OutputError` unless another error is already on its way out."""
     import sys
 
-    from acpcli.supervise import output_error
+    from acpcli.processes.supervisor import output_error
 
     failing = sys.exc_info()[1]
     try:

@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import HostLost, HostReported, Interrupted
+from acpcli.history.records import LOCAL
 from acpcli.host import address
 from acpcli.host.messages import BlockingChannel, ChannelClosed, connect_blocking
-from acpcli.session.records import LOCAL
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from acpcli.persistence import SessionRecord
+    from acpcli.history.index import SessionRecord
+    from acpcli.history.store import Store
     from acpcli.session.context import Run
     from acpcli.session.inputs import Options
-    from acpcli.store import Store
 
 #: How long a started host may take to link the agent and attach the session, beyond the
 #: setup steps' own timeout (spawning, initialize, resume or load each get that timeout).
@@ -152,10 +152,10 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
 
 def _spare(pid: int) -> None:
     """The host outlives this command on purpose: the end-of-run sweep of what acpcli started
-    (:mod:`acpcli.procs`) must not take it for a leftover."""
-    from acpcli import procs
+    (:mod:`acpcli.processes.children`) must not take it for a leftover."""
+    from acpcli.processes import children
 
-    procs.manage(pid)
+    children.manage(pid)
 
 
 def _read_line(stream: Any, limit: float | None) -> str:
@@ -186,7 +186,7 @@ def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) ->
     """``acpcli new --no-repl`` with keep-alive on: a host makes the session and keeps its
     agent for the prompts that follow; its id is printed as without a host."""
     from acpcli.errors import ExitCode
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     session_id = hosted_session(options, run, agent=agent, keep_alive=keep_alive)
     run.env.stdout.write(safe_line(session_id) + "\n")
@@ -237,9 +237,9 @@ def _reachable(path: str) -> bool:
 def print_stored(session_id: str, run: Run) -> None:
     """What ``load --no-repl`` prints: the session's transcript as the store has it (the
     host stored the replay merged with the record, as ``show`` has it)."""
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
+    from acpcli.history.records import rebuild
     from acpcli.render import make_view
-    from acpcli.session.records import rebuild
 
     with Index.open(read_only=True) as index:
         store = rebuild(index, session_id)
@@ -313,8 +313,8 @@ def prompt(
         for_prompt(options, session_id, False)  # the options checked here, as without a host
         return spec_for(session_id, options, decider.policy, run, keep_alive)
 
+    from acpcli.history.store import Store
     from acpcli.render import make_view
-    from acpcli.store import Store
 
     channel = open_host(session_id, make_spec, say=run.say)
     view: Any
@@ -360,8 +360,8 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
     import signal
     import time
 
-    from acpcli.client_side import note_on_screen
     from acpcli.errors import Terminated
+    from acpcli.services.permissions import note_on_screen
 
     presses: list[float] = []
 
@@ -378,7 +378,7 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
     deadline: float | None = None
     frames = None
     if run.raw:
-        from acpcli.wiretap import StreamTap
+        from acpcli.wire.wiretap import StreamTap
 
         frames = StreamTap(run.env.stdout)
     handled = 0
@@ -503,7 +503,7 @@ def _elicit(run: Run, mirror: Mirror, view: Any, params: Any, agent: Any = None)
     without a host (:func:`~acpcli.session.policy.elicitor_for`): the script's ``--answer``s
     or a decline, or the form at this terminal (which needs an event loop for its time); the
     view shows it (jsonl) as it would without a host."""
-    from acpcli import elicitation as el
+    from acpcli.services import elicitation as el
     from acpcli.session.policy import elicitor_for
 
     try:

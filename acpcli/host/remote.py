@@ -27,10 +27,10 @@ from acpcli.host.channel import Channel, ChannelClosed
 from acpcli.host.client import apply_event
 
 if TYPE_CHECKING:
-    from acpcli.negotiate import AgentFeatures
+    from acpcli.history.store import Store
     from acpcli.protocol.settings import Choice
     from acpcli.session.live import LiveSession
-    from acpcli.store import Store
+    from acpcli.wire.negotiate import AgentFeatures
 
 #: A second Ctrl-C within so many seconds leaves the turn (the host cancels it; the session stays).
 _DOUBLE_INTERRUPT = 3.0
@@ -80,7 +80,7 @@ def features_of(state: dict[str, Any]) -> AgentFeatures:
     """The agent's features as the host negotiated them (fields it does not name: defaults)."""
     from dataclasses import fields
 
-    from acpcli.negotiate import AgentFeatures
+    from acpcli.wire.negotiate import AgentFeatures
 
     said = state.get("features")
     said = said if isinstance(said, dict) else {}
@@ -222,7 +222,7 @@ class HostedLink:
     async def _answer_form(self, message: dict[str, Any]) -> dict[str, Any]:
         """The agent's request for input (the host read it already), asked here (a decline
         when this terminal has nobody to ask)."""
-        from acpcli import elicitation as el
+        from acpcli.services import elicitation as el
 
         try:
             request = el.read_request(message.get("params"))
@@ -295,7 +295,7 @@ class HostedLink:
 
     def goodbye(self) -> str:
         """The line Ctrl-D leaves with: the session stays in its host, and how to come back."""
-        from acpcli.safe_text import shown_id
+        from acpcli.text.safe import shown_id
 
         if self.closed_elsewhere:
             return "the session was closed from another terminal; its host has ended"

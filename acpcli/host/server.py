@@ -59,7 +59,7 @@ from acpcli.host.channel import Channel, ChannelClosed, same_user
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
 
-    from acpcli.persistence import EventWriter
+    from acpcli.history.index import EventWriter
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
 
@@ -126,7 +126,7 @@ class Tee:
 class FrameTap:
     """The host's wire tap: every frame to the wire log (``--log-file``, ``ACPCLI_LOG_FILE``)
     when there is one, and the frames of a ``--raw`` client's turn to that client, redacted
-    as the log and ``--raw`` without a host have them (:func:`acpcli.redact.redact_frame`)."""
+    as the log and ``--raw`` without a host have them (:func:`acpcli.wire.redact.redact_frame`)."""
 
     def __init__(self, host: Host, log: Any) -> None:
         self.host = host
@@ -150,7 +150,7 @@ class FrameTap:
         turn = self.host.current
         if turn is None or not turn.raw:
             return
-        from acpcli.redact import redact_frame
+        from acpcli.wire.redact import redact_frame
 
         text = redact_frame(frame).decode("utf-8", "replace")
         turn.client.post({"t": "frame", "d": direction, "f": text})
@@ -463,11 +463,11 @@ class Host:
         return answer
 
     async def elicit(self, live: LiveSession | None, request: Any) -> dict[str, Any] | None:
-        """A request for input (:mod:`acpcli.elicitation`): asked of the client whose prompt
+        """A request for input (:mod:`acpcli.services.elicitation`): asked of the client whose prompt
         started the turn, which answers it as it would without a host (its form, its
         ``--answer``s, or a decline); None (``cancel``) when no turn's client is there. The
         answer is checked against the form again by the dispatcher."""
-        from acpcli.elicitation import described
+        from acpcli.services.elicitation import described
 
         turn = self.current
         if turn is None or turn.client.gone.is_set():
@@ -499,11 +499,11 @@ class Host:
 
     async def run(self, report: Any) -> int:
         """Link the agent, attach the session, report ready, serve until the end."""
-        from acpcli.safestore import open_index
+        from acpcli.history.guarded import open_index
+        from acpcli.processes.supervisor import Supervisor
         from acpcli.session.attach import attach
         from acpcli.session.inputs import Options, for_prompt
         from acpcli.session.run import continued_by
-        from acpcli.supervise import Supervisor
 
         options = Options(**_options(self.spec.get("options") or {}))
         making = self.spec.get("command") == "new"
@@ -529,7 +529,7 @@ class Host:
                     supervisor.link = link
                     self.link = link
                     if asked is not None:
-                        from acpcli import capabilities
+                        from acpcli.wire import capabilities
 
                         capabilities.require(link.features, f"session/{asked}")
                     command = "new" if making else asked or continued_by(
@@ -559,7 +559,7 @@ class Host:
                     self.agent_label = agent_label(inputs.agent, link.features)
                     return await self._serve(link, live, index, inputs, report)
             finally:
-                from acpcli.safestore import verdict
+                from acpcli.history.guarded import verdict
 
                 writer.close()
                 index.close()
@@ -571,12 +571,12 @@ class Host:
         return await supervisor.run(main)
 
     def _link(self, inputs: Any, run: Any) -> Any:
-        from acpcli.client_side import Refusals, permission_decider
         from acpcli.config import step_timeout
-        from acpcli.negotiate import ClientOffer
+        from acpcli.services.permissions import Refusals, permission_decider
         from acpcli.session.agent import agent_stderr_log, env_extra
         from acpcli.session.link import open_link
-        from acpcli.wiretap import WireTap
+        from acpcli.wire.negotiate import ClientOffer
+        from acpcli.wire.wiretap import WireTap
 
         refusals = Refusals(self.note)
         policy = permission_decider(run.env, run.permissions, None, refusals).policy
@@ -632,11 +632,11 @@ class Host:
 
     @staticmethod
     async def _claim(session_id: str, *, wait: bool, notice: Any) -> Any:
-        """The session's writer lock (:mod:`acpcli.session_lock`): a command without a host (a
+        """The session's writer lock (:mod:`acpcli.history.lock`): a command without a host (a
         `--keep-alive 0` prompt, a REPL) may be writing a turn of it; wait for it, or with
         ``wait`` False raise SessionBusy (exit 18 for the client)."""
+        from acpcli.history.lock import SessionLock
         from acpcli.session.turn import claim
-        from acpcli.session_lock import SessionLock
 
         lock = SessionLock(session_id)
         await claim(lock, wait=wait, notice=notice)
@@ -671,7 +671,7 @@ class Host:
                 await self.wakeup.wait()
 
     async def _run_turn(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, turn: Turn) -> None:
-        from acpcli.mentions import build_prompt
+        from acpcli.services.mentions import build_prompt
         from acpcli.session.turn import after_turn, late_updates_possible, title_from_prompt
 
         self.current = turn
@@ -744,20 +744,20 @@ def _name_log(path: Any, session_id: str) -> None:
 class Masking(logging.Formatter):
     """The host log's formatter: secrets never reach the log unmasked. Masked wherever they
     appear: the values of the environment variables whose names look secret
-    (:func:`acpcli.redact.secret_name`: the agent's API keys), and what
-    :func:`acpcli.redact.redact_server` masks of the session's MCP servers (env and header
+    (:func:`acpcli.wire.redact.secret_name`: the agent's API keys), and what
+    :func:`acpcli.wire.redact.redact_server` masks of the session's MCP servers (env and header
     values, secret arguments, URL credentials)."""
 
     def __init__(self, fmt: str) -> None:
         super().__init__(fmt)
-        from acpcli.redact import secret_name
+        from acpcli.wire.redact import secret_name
 
         self.secrets: set[str] = {
             value for name, value in os.environ.items() if secret_name(name) and len(value) >= 4
         }
 
     def learn_servers(self, servers: Any) -> None:
-        from acpcli.redact import redact_server
+        from acpcli.wire.redact import redact_server
 
         for server in servers or []:
             if isinstance(server, dict):
@@ -798,7 +798,7 @@ _MASK: Masking | None = None
 
 
 def _asked_title(params: dict[str, Any]) -> str:
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     call = params.get("toolCall")
     title = call.get("title") if isinstance(call, dict) else None
@@ -808,7 +808,7 @@ def _asked_title(params: dict[str, Any]) -> str:
 
 def _outcome(params: dict[str, Any], answer: dict[str, Any]) -> str:
     """What was chosen, in the words of the option (or "dismissed")."""
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     outcome = answer.get("outcome")
     chosen = outcome.get("optionId") if isinstance(outcome, dict) else None

@@ -5,8 +5,8 @@ pure builders of what acpcli sends (:mod:`.wire`, :mod:`.settings`), and the che
 message from an agent passes (below).
 
 Nothing here imports acpcli outside this package (``tests/protocol/test_layering.py``): whether
-a request may be sent to a given agent is :mod:`acpcli.capabilities`' call, and acpcli's errors
-are made from :class:`InvalidMessage` above (:mod:`acpcli.negotiate`).
+a request may be sent to a given agent is :mod:`acpcli.wire.capabilities`' call, and acpcli's errors
+are made from :class:`InvalidMessage` above (:mod:`acpcli.wire.negotiate`).
 
 The run-time contract
 ---------------------
@@ -32,7 +32,7 @@ pydantic and the models costs about 0.3 s, twice a whole ``acpcli prompt`` round
   ``message`` a string). A malformed one is still the failure it reports: it is read as far as
   it goes, and its message says what was malformed.
 * **``session/update`` notifications**, the hot path (100,000 in a long replay), are not
-  checked at run time: :mod:`acpcli.store` reads them as plain dicts and ignores what it cannot
+  checked at run time: :mod:`acpcli.history.store` reads them as plain dicts and ignores what it cannot
   use. ``tests/protocol/test_store_shapes.py`` holds every shape the store accepts to the
   models, so the two readings cannot drift apart.
 
@@ -41,7 +41,7 @@ the models accept what those readers read is tested (``tests/golden``, the store
 request builders in ``tests/protocol/test_wire.py``).
 
 What a failure does (:class:`InvalidMessage`, which the caller turns into one line naming the
-method and the member, never a traceback -- :mod:`acpcli.negotiate`): an answer acpcli cannot
+method and the member, never a traceback -- :mod:`acpcli.wire.negotiate`): an answer acpcli cannot
 read fails its request with :class:`~acpcli.errors.ProtocolError` (exit 7: "session/new: the
 agent's answer is not valid ACP v1: sessionId: missing"), or :class:`~acpcli.errors.HandshakeError`
 (exit 5) for ``initialize``; an invalid request from the agent is answered ``-32602`` with that

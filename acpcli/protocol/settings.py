@@ -19,7 +19,7 @@ small ways this module hides:
 
 Options of a type acpcli does not know are kept (so nothing is lost when state is shown or
 stored) but cannot be set. Which value the person meant, and whether this connection may send
-the change, is :mod:`acpcli.capabilities`' call (``resolve``, ``change_request``).
+the change, is :mod:`acpcli.wire.capabilities`' call (``resolve``, ``change_request``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Builders for the params acpcli sends, for v1 and v2 alike: pure shapes from plain values.
 
 Nothing here knows what the agent advertised: whether a method or field may be sent to *this*
-agent is :mod:`acpcli.capabilities`' call, which checks first and then builds with these. The
+agent is :mod:`acpcli.wire.capabilities`' call, which checks first and then builds with these. The
 shapes are checked against the generated pydantic models in ``tests/protocol/test_wire.py``; at
 run time they stay plain dicts because building models on the start-up path of every command
 costs more than it buys.

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from acpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from acpcli.persistence import SessionRecord
-    from acpcli.store import Store
+    from acpcli.history.index import SessionRecord
+    from acpcli.history.store import Store
 
 
 def write_transcript(

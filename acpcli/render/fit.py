@@ -7,7 +7,7 @@
 * :func:`cells` and :func:`pad` -- widths in terminal cells (a CJK character takes two).
 
 Widths are terminal cells, not characters. Pure functions: the text is shown as given (make
-agent text safe with :mod:`acpcli.safe_text` first). Imports nothing heavy at import time.
+agent text safe with :mod:`acpcli.text.safe` first). Imports nothing heavy at import time.
 """
 
 from __future__ import annotations

@@ -54,9 +54,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from acpcli import store as st
-from acpcli.safe_text import json_escape
-from acpcli.store import (
+from acpcli.history import store as st
+from acpcli.history.store import (
     Change,
     EntryUpdated,
     Message,
@@ -67,6 +66,7 @@ from acpcli.store import (
     ToolCall,
     TurnEnd,
 )
+from acpcli.text.safe import json_escape
 
 
 def _session_fields(store: Store, name: str) -> dict[str, Any]:
@@ -229,10 +229,10 @@ class JsonlView:
             self._emit(message_event(index, dirty[index], self._session_id))
 
     def elicitation(self, request: Any, result: dict[str, Any]) -> None:
-        """The agent's request for input and the answer it got (:mod:`acpcli.elicitation`)."""
+        """The agent's request for input and the answer it got (:mod:`acpcli.services.elicitation`)."""
         if self._final_only:
             return
-        from acpcli import elicitation as el
+        from acpcli.services import elicitation as el
 
         sid = self._session_id
         asked: dict[str, Any] = {

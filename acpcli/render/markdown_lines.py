@@ -15,7 +15,7 @@ Anything else -- a GFM table -- is left to rich's ``Markdown`` (:func:`parse` re
 ``None`` for it): tables are rare in a stream and rich draws them well. HTML is shown as
 the text it is (rich would drop it: an agent's text is never hidden).
 
-The text is expected to be made safe already (:mod:`acpcli.safe_text`); nothing here
+The text is expected to be made safe already (:mod:`acpcli.text.safe`); nothing here
 emits control characters of its own beyond what rich's styles render to.
 
 Grammar, briefly (CommonMark's, simplified where agents do not go): a paragraph ends at a

@@ -32,6 +32,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from acpcli.history.store import (
+    AGENT,
+    THOUGHT,
+    USER,
+    Change,
+    EntryUpdated,
+    Message,
+    NewEntry,
+    Plan,
+    Store,
+    ToolCall,
+)
 from acpcli.render.transcript import (
     PREFIXES,
     LineWriter,
@@ -44,19 +56,7 @@ from acpcli.render.transcript import (
     tool_header,
     usage_line,
 )
-from acpcli.safe_text import safe_text
-from acpcli.store import (
-    AGENT,
-    THOUGHT,
-    USER,
-    Change,
-    EntryUpdated,
-    Message,
-    NewEntry,
-    Plan,
-    Store,
-    ToolCall,
-)
+from acpcli.text.safe import safe_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -1,6 +1,6 @@
 """Finished transcripts, and the plain-text formatting every view shares.
 
-Pure functions from a :class:`~acpcli.store.Store` (or its ``entries``) to a string:
+Pure functions from a :class:`~acpcli.history.store.Store` (or its ``entries``) to a string:
 :func:`to_text` (the plain layout, the same as :class:`~acpcli.render.plain.PlainView`
 streams) and :func:`to_markdown` (a readable document). Used by ``show``/``export``, by
 ``load`` when stdout is piped, and by the streaming views for the per-entry pieces.
@@ -23,7 +23,7 @@ The plain layout, one block per entry, blocks separated by one blank line::
 
 Control characters in agent text (escape sequences, carriage returns) are never written
 as they are: :func:`to_text` and :func:`to_markdown` pass their result through
-:func:`~acpcli.safe_text.safe_text`, and the plain view every piece it writes.
+:func:`~acpcli.text.safe.safe_text`, and the plain view every piece it writes.
 
 Invariant: a message's text is laid out by :class:`LineWriter`, whose output does not
 depend on how the text was chunked, so a streamed transcript and one formatted at the end
@@ -37,8 +37,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from acpcli.safe_text import safe_line, safe_text
-from acpcli.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall, TurnEnd
+from acpcli.history.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall, TurnEnd
+from acpcli.text.safe import safe_line, safe_text
 
 #: Line prefix per message kind in the plain layout.
 PREFIXES = {USER: "> ", AGENT: "", THOUGHT: "[thought] "}

@@ -28,9 +28,9 @@ Invariants (what keeps streaming linear, see ``bench/bench_stream.py``):
   above the live block, which stays at the bottom; chunks for an earlier message reopen it
   as the live block.
 
-Agent text is passed through :mod:`acpcli.safe_text` where the renderables are built (so
+Agent text is passed through :mod:`acpcli.text.safe` where the renderables are built (so
 rich lays out the visible stand-ins, ``^[`` for ESC), and the console is a
-:class:`~acpcli.safe_console.SafeConsole` (a net under everything else).
+:class:`~acpcli.text.console.SafeConsole` (a net under everything else).
 
 Call :meth:`TtyView.flush` before drawing anything else on the terminal (a permission
 prompt, the REPL prompt): it commits the live block and stops the live region.
@@ -54,6 +54,19 @@ from rich.padding import Padding
 from rich.segment import Segment
 from rich.text import Text
 
+from acpcli.history.store import (
+    AGENT,
+    THOUGHT,
+    USER,
+    Change,
+    EntryUpdated,
+    Message,
+    NewEntry,
+    Plan,
+    Store,
+    ToolCall,
+    TurnEnd,
+)
 from acpcli.render.markdown_lines import MarkdownLines, table_starts
 from acpcli.render.plain import MessageTrace, ToolTracker
 from acpcli.render.transcript import (
@@ -68,20 +81,7 @@ from acpcli.render.transcript import (
     turn_end_text,
     usage_line,
 )
-from acpcli.safe_text import safe_line, safe_text
-from acpcli.store import (
-    AGENT,
-    THOUGHT,
-    USER,
-    Change,
-    EntryUpdated,
-    Message,
-    NewEntry,
-    Plan,
-    Store,
-    ToolCall,
-    TurnEnd,
-)
+from acpcli.text.safe import safe_line, safe_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -11,7 +11,7 @@ Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`), echoed into the
 when run; the agent's own commands (from ``available_commands_update``) are sent to it as
 prompts, ``//word`` sends ``/word`` to it, and an unknown ``/word`` is not sent. TAB completion is the pure
 :func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.status.status_line`.
-``@path`` in a prompt mentions a file (:mod:`acpcli.mentions`). A prompt the agent refuses,
+``@path`` in a prompt mentions a file (:mod:`acpcli.services.mentions`). A prompt the agent refuses,
 or one whose mention cannot be sent, comes back on the input line: nothing typed is lost.
 """
 
@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from acpcli.errors import ExitCode
-from acpcli.safe_text import safe_line, shown_id
+from acpcli.text.safe import safe_line, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index, SessionRecord
+    from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
+    from acpcli.wire.negotiate import AgentFeatures
 
 
 def _history_file(cwd: str | None) -> Any:
@@ -176,14 +176,14 @@ def _hint_unresolved(env: Environment, missing: Sequence[Any]) -> None:
 
 
 def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
-    """An ``ask`` for :class:`~acpcli.client_side.PermissionPolicy` that shows every option.
+    """An ``ask`` for :class:`~acpcli.services.permissions.PermissionPolicy` that shows every option.
 
     What the agent wrote (the title, option names) is shown on one line each, cut to the
     terminal's width with "…": a 1 MB title is not echoed whole."""
     from rich.text import Text
 
-    from acpcli.client_side import note_on_screen, release_screen, shown
     from acpcli.render.fit import shorten
+    from acpcli.services.permissions import note_on_screen, release_screen, shown
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
         # A terminal view keeps the call asked about live, drawn above the question, and takes
@@ -334,8 +334,7 @@ async def run_repl(
     from prompt_toolkit.key_binding import KeyBindings
     from rich.text import Text
 
-    from acpcli import mentions, notices
-    from acpcli.client_side import note_on_screen
+    from acpcli import notices
     from acpcli.errors import (
         AuthRequired,
         HostLost,
@@ -351,6 +350,8 @@ async def run_repl(
     from acpcli.repl.queue import queue_lines
     from acpcli.repl.sendnow import SendNow
     from acpcli.repl.status import shown_title, status_line
+    from acpcli.services import mentions
+    from acpcli.services.permissions import note_on_screen
     from acpcli.session.outcome import NO_ANSWER, said_anything
     from acpcli.session.turn import Withdrawn, after_turn, run_turn, title_from_prompt
 

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
 from acpcli.repl.queue import PromptQueue, one_line
-from acpcli.safe_text import safe_line, safe_text, shown_id
+from acpcli.text.safe import safe_line, safe_text, shown_id
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index
+    from acpcli.history.index import EventWriter, Index
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
+    from acpcli.wire.negotiate import AgentFeatures
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Context:
         shown = shown.replace(keep, " ") if keep else shown
         # Drawn by the session's view when it takes notes: the agent may be streaming meanwhile
         # (gemini answers /mode with a message), and a line beside its live region is wiped.
-        from acpcli.client_side import note_on_screen
+        from acpcli.services.permissions import note_on_screen
 
         if not note_on_screen(self.live.sink, shown, style):
             self.env.err.print(shown, style=style, markup=False, highlight=False)
@@ -259,9 +259,9 @@ def _category(choice: settings.Choice) -> str:
 
 
 async def _fork(ctx: Context, arg: str) -> int | None:
-    from acpcli import capabilities
     from acpcli.session.attach import fork_recorded
     from acpcli.session.context import Run
+    from acpcli.wire import capabilities
 
     capabilities.require(ctx.link.features, "session/fork")  # the capability message, nothing sent
     ctx.writer.flush()  # the transcript so far, whole, before it is copied

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acpcli.mentions import mention_prefix
 from acpcli.protocol.settings import Choice, find
+from acpcli.services.mentions import mention_prefix
 
 
 @dataclass(frozen=True)

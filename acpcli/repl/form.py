@@ -1,6 +1,6 @@
 """The agent's requests for input, at the terminal: a form drawn field by field, or a link.
 
-A **form** (:class:`acpcli.elicitation.Form`) is drawn below the transcript with prompt-toolkit:
+A **form** (:class:`acpcli.services.elicitation.Form`) is drawn below the transcript with prompt-toolkit:
 each field under its title (``*``: required; its description and bounds dimmed), as its schema
 type asks -- a line of text (masked for a sensitive field: nothing typed is shown), a number, a
 check box, a list of choices (one, or several), its default filled in. Tab and Shift-Tab (or
@@ -9,11 +9,11 @@ shows what is wrong under the field itself, keeping the form open; Decline answe
 ``decline``; Escape or Ctrl-C dismisses it (``cancel``). The form is erased when done, and one
 line says what was answered (sensitive values ``***``).
 
-A **link** (:class:`acpcli.elicitation.UrlPage`) is shown whole, with its host and what about
+A **link** (:class:`acpcli.services.elicitation.UrlPage`) is shown whole, with its host and what about
 it deserves care (not https, punycode...); the person says whether they will open it
 (``accept``: acpcli opens and fetches nothing itself), declines, or dismisses it (``cancel``).
 
-Everything the agent wrote goes through :func:`~acpcli.safe_text.safe_line` before the terminal.
+Everything the agent wrote goes through :func:`~acpcli.text.safe.safe_line` before the terminal.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
-from acpcli import elicitation as el
-from acpcli.safe_text import safe_line
+from acpcli.services import elicitation as el
+from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment

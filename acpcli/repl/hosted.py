@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from rich.markup import escape
 
-from acpcli.safe_text import safe_line
+from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
+    from acpcli.history.store import Store
     from acpcli.host.remote import HostedLink
     from acpcli.session.agent import AgentChoice
     from acpcli.session.context import Run
-    from acpcli.store import Store
 
 
 def watch_host(env: Environment, link: HostedLink) -> None:
@@ -59,7 +59,7 @@ def _above(env: Environment, markup: str, sink: Any = None) -> None:
 
     from rich.text import Text
 
-    from acpcli.client_side import note_on_screen
+    from acpcli.services.permissions import note_on_screen
 
     if note_on_screen(sink, Text.from_markup(markup)):  # mid-turn: the view draws it, in order
         return
@@ -98,8 +98,8 @@ def run_hosted(
 
     async def main() -> int:
         from acpcli.errors import HostLost
+        from acpcli.history.guarded import open_index
         from acpcli.repl import print_banner, run_repl
-        from acpcli.safestore import open_index
         from acpcli.session.run import _exporter
 
         try:
@@ -159,15 +159,15 @@ class _Policy:
 
 
 def _empty() -> Store:
-    from acpcli.store import Store
+    from acpcli.history.store import Store
 
     return Store()
 
 
 def _stored(session_id: str, upto: Any) -> Store:
     """The transcript the host had stored when this terminal joined."""
-    from acpcli.persistence import Index
-    from acpcli.session.records import rebuild
+    from acpcli.history.index import Index
+    from acpcli.history.records import rebuild
 
     if not isinstance(upto, int) or upto == 0:
         return _empty()

@@ -10,14 +10,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acpcli.elicitation import Request
     from acpcli.env import Environment
-    from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index
+    from acpcli.history.index import EventWriter, Index
+    from acpcli.history.store import Store
     from acpcli.render import View
+    from acpcli.services.elicitation import Request
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
-    from acpcli.store import Store
+    from acpcli.wire.negotiate import AgentFeatures
 
 
 class AtTerminal:
@@ -45,9 +45,9 @@ class AtTerminal:
         return await permission_asker(self.env)(live, params)
 
     async def elicit(self, live: LiveSession | None, request: Request) -> dict[str, Any] | None:
-        from acpcli.client_side import release_screen
         from acpcli.repl import AGENT_NAMES
         from acpcli.repl.form import ask
+        from acpcli.services.permissions import release_screen
 
         release_screen(live)  # the question goes below what the turn has drawn so far
         agent = AGENT_NAMES.get(live.session_id) if live is not None else None

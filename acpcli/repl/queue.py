@@ -110,7 +110,7 @@ def queue_lines(queue: PromptQueue, width: int) -> str:
     how to send or drop them); empty when nothing is queued."""
     if not queue:
         return ""
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     width = max(30, width)
     lines = [f"  queued {n}: {safe_line(one_line(item, width - 14))}" for n, item in enumerate(queue.items, 1)]

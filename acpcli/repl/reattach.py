@@ -9,7 +9,7 @@ Order on the terminal, whatever the agent's timing:
    (:meth:`~acpcli.session.link.AgentLink.settle`: gemini answers ``session/load`` first and
    replays afterwards), the session's record drawn whole and once, in order: what acpcli
    recorded with what the replay adds, merged as ``acpcli show`` has it
-   (:mod:`acpcli.replay_merge`), never the agent's raw replay (claude's slash-command
+   (:mod:`acpcli.history.replay_merge`), never the agent's raw replay (claude's slash-command
    artefacts and gemini's ``<session_context>`` glued to the first prompt, gemini's tool
    results as user messages); for a session acpcli has no prompt of, the replay itself. For
    a ``resume``: what it replayed, or if nothing, the transcript acpcli stored locally;
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
+    from acpcli.history.store import Store
     from acpcli.render import View
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
-    from acpcli.store import Store
 
 #: ``settle`` for a resume: no replay is expected, so no long wait for a first update.
 RESUME_FIRST_UPDATE = 0.1

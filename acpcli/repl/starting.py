@@ -28,7 +28,7 @@ class Starting:
             return
         from rich.text import Text
 
-        from acpcli.safe_text import clip, safe_line
+        from acpcli.text.safe import clip, safe_line
 
         text = Text(f"starting {clip(safe_line(name), 60)}…", style="dim")
         if self._status is not None:

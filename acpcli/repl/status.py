@@ -10,7 +10,7 @@ from acpcli.render.fit import shorten
 from acpcli.render.usage import usage_text
 
 if TYPE_CHECKING:
-    from acpcli.persistence import SessionRecord
+    from acpcli.history.index import SessionRecord
 
 #: The most characters of the agent's session title the toolbar shows (one line, cut with "…").
 TITLE_CHARS = 60
@@ -27,7 +27,7 @@ def shown_title(agent_title: str | None, record: SessionRecord | None, first_pro
     if record is not None and record.shown_title:
         return record.shown_title
     if first_prompt:
-        from acpcli.persistence import prompt_title
+        from acpcli.history.index import prompt_title
 
         return prompt_title(first_prompt)
     return None

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from acpcli.repl.queue import PromptQueue, one_line
-from acpcli.safe_text import safe_line
+from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     from rich.text import Text

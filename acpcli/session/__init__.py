@@ -11,8 +11,8 @@ The way of the data, one module a step::
                                 records     the event log's own records; a transcript rebuilt from it
                                 forgotten   sessions the agent no longer knows
                                 remote      what the agent lists (session/list)
-    -> acpcli.connection -> acpcli.transport        (requests out)
-    <- acpcli.connection -> Dispatcher -> LiveSession.feed -> store, event log, view  (updates in)
+    -> acpcli.wire.connection -> acpcli.wire.transport        (requests out)
+    <- acpcli.wire.connection -> Dispatcher -> LiveSession.feed -> store, event log, view  (updates in)
 
 Nothing here parses a command line or prints a transcript itself: the views (``acpcli.render``)
 and a person at the keyboard (``acpcli.repl``, as a :class:`~acpcli.session.run.Person`) are

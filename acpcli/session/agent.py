@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from acpcli.errors import AcpcliError, UsageError
 
 if TYPE_CHECKING:
-    from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import SessionRecord
+    from acpcli.history.index import SessionRecord
+    from acpcli.wire.negotiate import AgentFeatures
 
 
 @dataclass
@@ -61,10 +61,11 @@ def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
     cached copy first; fetched when it does not list it), through npx or uvx, else its binary
     installed now (saying what is downloaded from where). Not listed: ``unknown`` (the registry's
     trouble, if any, in its hint). Listed but not runnable here: :class:`AgentStartError`."""
-    from acpcli import agent_install, notices, registry
+    from acpcli import notices
+    from acpcli.agents import install, registry
     from acpcli.errors import AgentStartError, RegistryError
 
-    copy = agent_install.installed(name)
+    copy = install.installed(name)
     if copy is not None:  # installed earlier: no registry needed
         return AgentChoice(name, copy.argv(), dict(copy.env))
     try:
@@ -78,7 +79,7 @@ def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
     if how.how == "binary" and how.found is None and registry.platform_key() in entry.binary:
         target = entry.binary[registry.platform_key()]
         notices.warn("registry-install", f"installing registry agent {entry.id!r} {entry.version}: downloading {target.archive}")
-        copy = agent_install.install(entry)
+        copy = install.install(entry)
         return AgentChoice(entry.id, copy.argv(), dict(copy.env))
     if how.found is None:
         raise AgentStartError(
@@ -90,10 +91,10 @@ def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
 
 def _cached_registry_launch(name: str) -> tuple[list[str], dict[str, str]] | None:
     """How the cached ACP registry's agent ``name`` runs here (argv, env); never fetches."""
-    from acpcli import agent_install, registry
+    from acpcli.agents import install, registry
 
     try:
-        installed = agent_install.installed(name)
+        installed = install.installed(name)
         if installed is not None:
             return installed.argv(), dict(installed.env)
         copy = registry.cached()

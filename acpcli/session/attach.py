@@ -11,11 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from acpcli.errors import AuthRequired, RpcError, SessionNotFound, UnknownSession
-from acpcli.safe_text import shown_id
-from acpcli.session import forgotten
-from acpcli.session.agent import agent_label
-from acpcli.session.outcome import reopened_line
-from acpcli.session.records import (
+from acpcli.history.records import (
     FORKED,
     REPLAY_ABORT,
     REPLAY_END,
@@ -23,15 +19,19 @@ from acpcli.session.records import (
     had_turns,
     rebuild,
 )
+from acpcli.session import forgotten
+from acpcli.session.agent import agent_label
+from acpcli.session.outcome import reopened_line
+from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
-    from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index, SessionRecord
+    from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.session.context import Run
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
+    from acpcli.wire.negotiate import AgentFeatures
 
 
 async def attach(
@@ -88,7 +88,7 @@ async def attach(
         view.print_store(rebuild(index, sid))
         run.env.err.print("[dim]── resumed ──[/]")
     if command == "load":
-        from acpcli import capabilities
+        from acpcli.wire import capabilities
 
         capabilities.require(link.features, "session/load")  # refuse before marking the log
         writer.append(sid, REPLAY_START, "{}")
@@ -192,7 +192,7 @@ def _record_new(live: LiveSession, inputs: SessionInputs, features: AgentFeature
     that reuses them): when the agent's id is recorded here already, the session gets a local id
     of its own (``ID.2``…; the agent is still addressed by its id, ``agent_session_id``), said on
     stderr, and the recorded session keeps its id, agent, cwd and transcript."""
-    from acpcli.session_lock import SessionLock
+    from acpcli.history.lock import SessionLock
 
     agent_id = live.session_id
     record = _record(inputs, agent_id, features, run.title)
@@ -214,7 +214,7 @@ def _record_new(live: LiveSession, inputs: SessionInputs, features: AgentFeature
         return
     index.set_agent_session_id(local_id, agent_id)
     live.session_id, live.wire_id = local_id, agent_id
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     run.say(
         f"acpcli: {safe_line(features.display_name)} gave the new session the id {safe_line(agent_id)}, which is "
@@ -225,7 +225,7 @@ def _record_new(live: LiveSession, inputs: SessionInputs, features: AgentFeature
 def _record_protocol(index: Index, known: SessionRecord | None, features: AgentFeatures) -> None:
     """A recorded session continued over another protocol (``--protocol``) speaks that one
     from now on: record it, so the next command does not fall back to the old one."""
-    from acpcli.negotiate import protocol_of
+    from acpcli.wire.negotiate import protocol_of
 
     if known is None:
         return
@@ -236,8 +236,8 @@ def _record_protocol(index: Index, known: SessionRecord | None, features: AgentF
 
 
 def _record(inputs: SessionInputs, session_id: str, features: AgentFeatures, title: str | None) -> SessionRecord:
-    from acpcli.negotiate import protocol_of
-    from acpcli.persistence import SessionRecord
+    from acpcli.history.index import SessionRecord
+    from acpcli.wire.negotiate import protocol_of
 
     return SessionRecord(
         id=session_id,

@@ -10,16 +10,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from acpcli.client_side import Asker, Refusals
-    from acpcli.elicitation import Request
     from acpcli.env import Environment
-    from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index
+    from acpcli.history.index import EventWriter, Index
+    from acpcli.history.store import Store
+    from acpcli.processes.supervisor import Supervisor
     from acpcli.render import View
+    from acpcli.services.elicitation import Request
+    from acpcli.services.permissions import Asker, Refusals
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
-    from acpcli.store import Store
-    from acpcli.supervise import Supervisor
+    from acpcli.wire.negotiate import AgentFeatures
 
 
 class Person(Protocol):
@@ -84,9 +84,9 @@ class Run:
     terminal: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
     timeout: float | None = None  # --timeout (None: not given; 0: no limit): setup steps, prompt's turn
-    refusals: Refusals | None = None  # the run's client_side.Refusals, once an agent is linked
+    refusals: Refusals | None = None  # the run's services.permissions.Refusals, once an agent is linked
     #: Who answers permission questions when no conversation is held (``prompt`` on a
-    #: terminal): a client_side.Asker, or None (nobody to ask).
+    #: terminal): a services.permissions.Asker, or None (nobody to ask).
     asker: Asker | None = None
     #: ``--answer``/``--answers``: a script's answers to the agent's forms (None: none given,
     #: forms are declined when nobody can be asked).
@@ -94,7 +94,7 @@ class Run:
     #: Who fills in the agent's forms when no conversation is held (``prompt`` on a terminal):
     #: the person at it (:meth:`Person.elicit`), or None.
     form_filler: Any = None
-    supervisor: Supervisor | None = None  # the acpcli.supervise.Supervisor of the command, if any
+    supervisor: Supervisor | None = None  # the acpcli.processes.supervisor.Supervisor of the command, if any
     #: On a session another acpcli is running a turn on: wait for it (True), or SessionBusy
     #: at once (``--no-wait``).
     wait: bool = True

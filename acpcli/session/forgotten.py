@@ -16,11 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from acpcli.errors import AuthRequired, ProtocolError, RpcError
-from acpcli.safe_text import shown_id
-from acpcli.session.records import recorded_settings
+from acpcli.history.records import recorded_settings
+from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
-    from acpcli.persistence import EventWriter, Index, SessionRecord
+    from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.session.context import Run
     from acpcli.session.inputs import SessionInputs

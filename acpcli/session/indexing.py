@@ -1,7 +1,7 @@
-"""Keeping the search documents (:mod:`acpcli.search`) in step with what sessions stored.
+"""Keeping the search documents (:mod:`acpcli.history.search`) in step with what sessions stored.
 
 A session's documents are its transcript as ``show`` rebuilds it from the event log (replays
-merged as :func:`~acpcli.session.records.rebuild` merges them), so reindexing a session
+merged as :func:`~acpcli.history.records.rebuild` merges them), so reindexing a session
 means rebuilding it. That is done:
 
 * after every turn (:func:`turn_indexed`, from :func:`acpcli.session.turn.after_turn`):
@@ -19,13 +19,13 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from acpcli.session.records import SETTING
+from acpcli.history.records import SETTING
 
 if TYPE_CHECKING:
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
     from acpcli.session.live import LiveSession
 
-log = logging.getLogger("acpcli.search")
+log = logging.getLogger("acpcli.history.search")
 
 #: Event kinds that never add or change a transcript's text: the documents stay true across
 #: them. (Anything else -- messages, tool calls, replays, acpcli's local updates -- may.)
@@ -47,8 +47,8 @@ _TEXTLESS = frozenset(
 
 def reindex(index: Index, session_id: str) -> None:
     """Rebuild a session's transcript from its event log and make its documents say the same."""
-    from acpcli import search
-    from acpcli.session.records import rebuild
+    from acpcli.history import search
+    from acpcli.history.records import rebuild
 
     seq = index.last_seq(session_id)  # read first: events stored meanwhile make it stale again
     store = rebuild(index, session_id)
@@ -59,7 +59,7 @@ def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -
     """Reindex every session whose documents lag its event log, least recent first; call
     ``progress(done, total)`` after each. Return how many were reindexed. Also makes the FTS5
     index if this SQLite has FTS5 and the database was made without it."""
-    from acpcli import search
+    from acpcli.history import search
 
     conn = index.conn
     search.ensure_fts(conn)
@@ -71,7 +71,7 @@ def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -
     # added as one segment, so a transaction per session costs twice as much on a large
     # history), a fraction of a second each with a pause between them, so that another acpcli
     # recording a turn never waits for the catch-up more than a moment.
-    from acpcli.transactions import in_batches
+    from acpcli.history.transactions import in_batches
 
     total = len(todo)
 
@@ -93,7 +93,7 @@ def turn_indexed(index: Index, live: LiveSession) -> None:
     Never raises: the documents are derived, and a failure leaves the session stale, to be
     caught up by the next search.
     """
-    from acpcli import search
+    from acpcli.history import search
 
     try:
         conn = index.conn

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import AcpcliError, SessionNotFound, UsageError
-from acpcli.safe_text import shown_id
 from acpcli.session.agent import AgentChoice, agent_arg, pick_agent, recorded_agent
+from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
-    from acpcli.persistence import SessionRecord
+    from acpcli.history.index import SessionRecord
 
 
 @dataclass
@@ -84,7 +84,7 @@ def session_inputs(
     ``record`` is the index record of the session the command continues, if any: its
     protocol is spoken again unless ``--protocol`` or the agent's config says otherwise
     (see :func:`choose_protocol`)."""
-    from acpcli.negotiate import parse_protocol_choice
+    from acpcli.wire.negotiate import parse_protocol_choice
 
     if protocol is not None:
         parse_protocol_choice(protocol)
@@ -156,8 +156,8 @@ def lookup(session_id: str) -> SessionRecord:
     """The index record for an id or unique prefix (SessionNotFound otherwise).
 
     Read-only: looking up a bad id creates nothing, not even the database."""
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     if not db_path().exists():
         raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
@@ -176,8 +176,8 @@ def last_session(agent: AgentChoice, cwd: str) -> str:
     """The most recently used active session of this agent (same name *and* command line,
     so two different ``--cmd`` agents are not confused; a ``--cmd`` agent by its command
     line alone, since it was recorded under the agent's own name) in ``cwd``, for ``--last``."""
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     rows = []
     if db_path().exists():
@@ -199,8 +199,8 @@ def last_session_here(cwd: str | os.PathLike[str] | None) -> str | None:
     used active session in ``cwd`` (default: here), whatever its agent; None when there is a
     default agent to follow instead (then :func:`last_session` decides)."""
     from acpcli import config
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     try:
         if config.load_config().default_agent:

@@ -11,9 +11,9 @@ argument), then the link over that connection.
 Invariants:
 
 * A method or field the agent did not advertise is never sent: every gated request is built
-  by :mod:`acpcli.capabilities`, which raises :class:`~acpcli.errors.CapabilityMissing` first.
-* Every answer is checked where it is read (:func:`acpcli.negotiate.read_answer`), and a
-  permission request before it is asked (:func:`acpcli.negotiate.read_request`).
+  by :mod:`acpcli.wire.capabilities`, which raises :class:`~acpcli.errors.CapabilityMissing` first.
+* Every answer is checked where it is read (:func:`acpcli.wire.negotiate.read_answer`), and a
+  permission request before it is asked (:func:`acpcli.wire.negotiate.read_request`).
 * A session's view exists *before* its ``session/load`` is sent and outlives the response,
   so replayed updates that arrive after the answer (gemini) are still rendered and stored.
 * A v1 turn ends with the ``session/prompt`` response; a v2 turn with ``state_update`` idle.
@@ -35,24 +35,25 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import anyio.lowlevel
 
-from acpcli import capabilities
-from acpcli.client_side import is_cancelled
 from acpcli.errors import RpcError
-from acpcli.negotiate import read_answer, read_request
+from acpcli.history.records import SETTING
 from acpcli.protocol import wire
-from acpcli.safe_text import safe_line, shown_id
+from acpcli.services.permissions import is_cancelled
 from acpcli.session.live import LiveSession, Recorder, Sink, seed_settings, settings_changed
-from acpcli.session.records import SETTING
+from acpcli.text.safe import safe_line, shown_id
+from acpcli.wire import capabilities
+from acpcli.wire.negotiate import read_answer, read_request
 
 if TYPE_CHECKING:
-    from acpcli.client_side import ClientServices, Refusals
-    from acpcli.connection import Connection
-    from acpcli.elicitation import Request
-    from acpcli.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
+    from acpcli.history.store import Store
     from acpcli.protocol.settings import Choice
-    from acpcli.store import Store
-    from acpcli.transport import AgentProcess, Transport
-    from acpcli.wiretap import Tap
+    from acpcli.services.elicitation import Request
+    from acpcli.services.permissions import Refusals
+    from acpcli.services.requests import ClientServices
+    from acpcli.wire.connection import Connection
+    from acpcli.wire.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
+    from acpcli.wire.transport import AgentProcess, Transport
+    from acpcli.wire.wiretap import Tap
 
 log = logging.getLogger("acpcli.session")
 
@@ -71,7 +72,7 @@ T = TypeVar("T")
 
 PermissionDecider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
-#: Answers an elicitation (:mod:`acpcli.elicitation`): the session it is scoped to (a
+#: Answers an elicitation (:mod:`acpcli.services.elicitation`): the session it is scoped to (a
 #: LiveSession, a host client's mirror of one, or None for a request-scoped one) and the
 #: request read; the answer, or None when dismissed (``cancel``).
 Elicitor = Callable[[Any, "Request"], Awaitable["dict[str, Any] | None"]]
@@ -115,7 +116,7 @@ class Dispatcher:
         self.sessions.pop(agent_id, None)
 
     def roots(self, session_id: str) -> tuple[str, Sequence[str]] | None:
-        """The root set of a session held here (a :data:`~acpcli.client_side.SessionRoots`):
+        """The root set of a session held here (a :data:`~acpcli.services.files.SessionRoots`):
         read on every request, so it is always the session's current one."""
         live = self.sessions.get(session_id)
         if live is None or not live.cwd:
@@ -178,7 +179,7 @@ class Dispatcher:
         return result
 
     def _tell(self, live: LiveSession | None, line: str) -> None:
-        from acpcli.client_side import release_screen
+        from acpcli.services.permissions import release_screen
 
         if self._say is None:  # no run to report to (acpcli auth): a warning on stderr
             from acpcli import notices
@@ -189,12 +190,12 @@ class Dispatcher:
         self._say(line)
 
     async def on_elicitation(self, params: Any) -> Any:
-        """``elicitation/create`` (:mod:`acpcli.elicitation`): read and bounded, asked of the
+        """``elicitation/create`` (:mod:`acpcli.services.elicitation`): read and bounded, asked of the
         elicitor, the answer checked against the form; ``-32602`` for a request that cannot be
         read (or of a mode not advertised), ``decline`` with one line for one acpcli will not
         present. A sensitive field's value reaches the wire log masked (:class:`Masked`)."""
-        from acpcli import elicitation as el
-        from acpcli.connection import Masked
+        from acpcli.services import elicitation as el
+        from acpcli.wire.connection import Masked
 
         if not self.elicitation_modes:
             raise RpcError(RpcError.METHOD_NOT_FOUND, "method not found: elicitation/create")
@@ -227,7 +228,7 @@ class Dispatcher:
     async def _ask_elicitor(self, live: LiveSession | None, request: Request) -> dict[str, Any]:
         """The elicitor's answer; ``cancel`` when the turn is cancelled meanwhile (the
         question is withdrawn, as a permission question is), ``decline`` when there is none."""
-        from acpcli import elicitation as el
+        from acpcli.services import elicitation as el
 
         elicit = self._elicit
         if elicit is None:
@@ -454,7 +455,7 @@ class AgentLink:
         Some agents answer first and replay afterwards (gemini, REAL-AGENTS.md), so an
         answer with no transcript yet does not mean there is nothing to replay: the first
         update may take up to ``first`` seconds to come. An agent known to do so
-        (:func:`acpcli.capabilities.replay_may_trail`: gemini sends part of its replay before
+        (:func:`acpcli.wire.capabilities.replay_may_trail`: gemini sends part of its replay before
         the answer and the rest after) is waited for even when the transcript has entries. Once updates arrive after the answer,
         settle returns when none has arrived for ``quiet`` seconds; it never waits longer
         than ``limit`` seconds in all, nor after the connection closed.
@@ -713,7 +714,7 @@ def _failure(err: Exception) -> str:
     """What failed a turn, in one line for its transcript: an agent's error by its message and
     what its ``data`` adds (codex puts the model provider's words there)."""
     from acpcli.errors import AcpcliError
-    from acpcli.safe_text import clip, safe_line
+    from acpcli.text.safe import clip, safe_line
 
     if isinstance(err, RpcError):
         detail = err.data_detail().split("\n")[0].strip()
@@ -745,28 +746,28 @@ async def open_link(
 ) -> AsyncIterator[AgentLink]:
     """Spawn the agent, connect, ``initialize``; yield the link; shut everything down.
 
-    ``transport``: carry the frames over this :class:`~acpcli.transport.Transport` instead of
+    ``transport``: carry the frames over this :class:`~acpcli.wire.transport.Transport` instead of
     spawning ``argv`` (the Python API's seam: a memory pair in tests); closed at the end.
 
     The client services (file system inside each session's root set, terminals) are served
     as the ``offer`` advertises, and only on v1 connections (v2 has no such methods).
     Terminals outlive nothing: they are killed after the connection stops. ``policy`` (the
-    resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.client_side.ClientServices`:
+    resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.services.requests.ClientServices`:
     ``deny`` and ``read-only`` refuse file writes and terminals. ``step_timeout`` bounds every
-    request but a turn and a login (:meth:`~acpcli.connection.Connection.request`).
+    request but a turn and a login (:meth:`~acpcli.wire.connection.Connection.request`).
     ``cancelled`` collects the methods of requests given up with ``$/cancel_request``.
 
     ``one_shot``: the link serves one command that asks nothing more of the agent once the
     body is done (and has stored what arrived): when it closes, an agent that does not exit
     at the end of its input is stopped after
-    :data:`~acpcli.transport.ONE_SHOT_STDIN_GRACE` instead of two seconds.
+    :data:`~acpcli.wire.transport.ONE_SHOT_STDIN_GRACE` instead of two seconds.
     """
-    from acpcli.client_side import ClientServices
-    from acpcli.connection import Connection
-    from acpcli.negotiate import ClientOffer, initialize
-    from acpcli.store import Store
-    from acpcli.transport import ONE_SHOT_STDIN_GRACE, AgentProcess
-    from acpcli.wiretap import WireTap
+    from acpcli.history.store import Store
+    from acpcli.services.requests import ClientServices
+    from acpcli.wire.connection import Connection
+    from acpcli.wire.negotiate import ClientOffer, initialize
+    from acpcli.wire.transport import ONE_SHOT_STDIN_GRACE, AgentProcess
+    from acpcli.wire.wiretap import WireTap
 
     offer = offer or ClientOffer()
     if tap is None:  # an explicit tap (``--raw``) wins over the log file

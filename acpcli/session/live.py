@@ -4,7 +4,7 @@ Every update the user sees goes through :meth:`LiveSession.feed` -- those the ag
 those acpcli makes itself (the v1 echo of a prompt, a tool call first seen in a permission
 request, tool calls marked cancelled when a turn is cancelled) -- so what the screen showed,
 what the event log holds and what ``show``/``export`` rebuild are the same. Updates acpcli
-made are stored under the event kind :data:`~acpcli.session.records.LOCAL` (a user message
+made are stored under the event kind :data:`~acpcli.history.records.LOCAL` (a user message
 also carries :data:`LOCAL_META` in its ``_meta``).
 """
 
@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from acpcli.session.records import LOCAL, TURN_END, TURN_START
+from acpcli.history.records import LOCAL, TURN_END, TURN_START
 
 if TYPE_CHECKING:
+    from acpcli.history.lock import SessionLock
+    from acpcli.history.store import Change, Store
     from acpcli.protocol.settings import Choice
-    from acpcli.session_lock import SessionLock
-    from acpcli.store import Change, Store
 
 log = logging.getLogger("acpcli.session")
 
@@ -45,7 +45,7 @@ class Sink(Protocol):
 
 
 class Recorder(Protocol):
-    """Where raw updates are logged: the index's :class:`~acpcli.eventlog.EventWriter`."""
+    """Where raw updates are logged: the index's :class:`~acpcli.history.eventlog.EventWriter`."""
 
     def append(self, session_id: str, kind: str, payload: str) -> object: ...
 
@@ -95,7 +95,7 @@ class LiveSession:
     #: and where the turn's entries begin in the store: what search indexes after the turn.
     turn_seq: int | None = None
     turn_first_entry: int = 0
-    #: The session's writer lock (one writer per session, :mod:`acpcli.session_lock`): a turn
+    #: The session's writer lock (one writer per session, :mod:`acpcli.history.lock`): a turn
     #: takes it unless its command holds it already; ``lock_wait`` False (``--no-wait``): a
     #: turn on a busy session raises SessionBusy instead of waiting.
     lock: SessionLock | None = field(default=None, repr=False)
@@ -133,7 +133,7 @@ class LiveSession:
         ``frame_text`` is the whole notification as received; when given, the event log
         stores it as is (readers unwrap ``params.update``) instead of re-encoding the update.
         ``local``: acpcli made this update (not the agent); the event log says so
-        (:data:`~acpcli.session.records.LOCAL`).
+        (:data:`~acpcli.history.records.LOCAL`).
         """
         if not isinstance(update, dict):
             log.debug("ignoring a session/update whose update is %s", type(update).__name__)
@@ -255,7 +255,7 @@ class LiveSession:
 
 def _first_user_text(store: Store) -> str | None:
     """The text of the first user message in the transcript (a replayed one), if any."""
-    from acpcli.store import USER, Message
+    from acpcli.history.store import USER, Message
 
     for entry in store.entries:
         if isinstance(entry, Message) and entry.kind == USER:

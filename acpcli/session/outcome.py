@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from acpcli.client_side import Refusals
     from acpcli.errors import StepTimeout
+    from acpcli.services.permissions import Refusals
     from acpcli.session.context import Run
 
 
@@ -23,7 +23,7 @@ def said_anything(entries: Iterable[object]) -> bool:
     """Whether a turn's transcript entries hold anything of the agent's: a message or thought
     that is not blank, a tool call, a plan (the user's prompt and acpcli's own record of where
     the turn ended do not count)."""
-    from acpcli.store import USER, Message, TurnEnd
+    from acpcli.history.store import USER, Message, TurnEnd
 
     for entry in entries:
         if isinstance(entry, TurnEnd):
@@ -38,7 +38,7 @@ def said_anything(entries: Iterable[object]) -> bool:
 def reopened_line(session_id: str) -> str:
     """What continuing a closed session (``prompt --session``, ``load``, ``resume``) says: it
     is marked active again."""
-    from acpcli.safe_text import shown_id
+    from acpcli.text.safe import shown_id
 
     return f"acpcli: {shown_id(session_id)} was closed: reopened"
 
@@ -77,7 +77,7 @@ def turn_exit(
 def turn_timed_out(seconds: float | None, session_id: str, *, answered: bool) -> StepTimeout:
     """The one line of a turn that outlasted ``--timeout`` (exit 15)."""
     from acpcli.errors import StepTimeout
-    from acpcli.safe_text import safe_line
+    from acpcli.text.safe import safe_line
 
     how = "cancelled" if answered else "the agent did not answer the cancel and was stopped"
     return StepTimeout(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from acpcli.client_side import PermissionPolicy
+    from acpcli.services.permissions import PermissionPolicy
     from acpcli.session.agent import AgentChoice
     from acpcli.session.context import Run
     from acpcli.session.link import Elicitor
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
     """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
     agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
-    refusal by the policy is one line on stderr (:class:`~acpcli.client_side.Refusals`)."""
-    from acpcli.client_side import (
+    refusal by the policy is one line on stderr (:class:`~acpcli.services.permissions.Refusals`)."""
+    from acpcli.services.permissions import (
         CHANGE_POLICY,
         CHANGE_POLICY_UNATTENDED,
         Refusals,
@@ -48,7 +48,7 @@ def elicitor_for(run: Run) -> Elicitor:
     """Who answers the agent's requests for input (``elicitation/create``): ``--answer`` /
     ``--answers`` when given (a script's answers win, even on a terminal), else the person
     (the REPL's form, or ``prompt``'s on a terminal), else nobody: declined, one stderr line."""
-    from acpcli.elicitation import scripted
+    from acpcli.services.elicitation import scripted
 
     if run.answers is None:
         if run.person is not None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from acpcli.errors import UsageError
 
 if TYPE_CHECKING:
-    from acpcli.persistence import Index, SessionRecord
+    from acpcli.history.index import Index, SessionRecord
     from acpcli.session.inputs import Options
 
 
@@ -21,14 +21,14 @@ def list_remote(
     agent: exit 143/129); the titles it gives are saved to the sessions recorded here."""
     import anyio
 
+    from acpcli.processes.supervisor import Supervisor
     from acpcli.session.agent import pick_agent
     from acpcli.session.run import link_for
-    from acpcli.supervise import Supervisor
 
     if agent is None and cmd is None:
         raise UsageError("--remote asks an agent: pass --agent NAME or --cmd 'COMMAND'")
     if protocol is not None:
-        from acpcli.negotiate import parse_protocol_choice
+        from acpcli.wire.negotiate import parse_protocol_choice
 
         parse_protocol_choice(protocol)
     choice = pick_agent(agent, cmd)
@@ -49,8 +49,8 @@ def delete_remote(record: SessionRecord, options: Options, *, timeout: float | N
     ``sessionCapabilities.delete`` (v2 ``session.delete``): then nothing else is sent."""
     import anyio
 
+    from acpcli.processes.supervisor import Supervisor
     from acpcli.session.run import link_for
-    from acpcli.supervise import Supervisor
 
     inputs = options.inputs(record)
 
@@ -67,8 +67,8 @@ def _save_titles(infos: list[dict[str, Any]], argv: list[str]) -> None:
     import sqlite3
 
     from acpcli.errors import AcpcliError
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     if not db_path().exists() or not any(i.get("title") for i in infos):
         return

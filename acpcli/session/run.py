@@ -3,7 +3,7 @@
 ``new``/``load``/``resume``: :func:`lifecycle` and :func:`reattach`; ``prompt``:
 :func:`prompt`; ``close``: :func:`close`.
 
-Each runs under a :class:`~acpcli.supervise.Supervisor` (signals, timed flushes), opens the
+Each runs under a :class:`~acpcli.processes.supervisor.Supervisor` (signals, timed flushes), opens the
 index, links the agent (:func:`link_for`), attaches the session (:mod:`~acpcli.session.attach`),
 runs the turn or hands over to the person (:class:`~acpcli.session.context.Person`), and
 returns an exit code or raises an :class:`~acpcli.errors.AcpcliError`. ``cli/`` maps both.
@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acpcli.errors import RpcError, SessionNotFound, UsageError
-from acpcli.safe_text import shown_id
 from acpcli.session.agent import (
     AgentChoice,
     agent_arg,
@@ -32,20 +31,21 @@ from acpcli.session.attach import attach, raise_if_unknown
 from acpcli.session.context import Run
 from acpcli.session.outcome import said_anything, turn_exit
 from acpcli.session.policy import decider_for, elicitor_for
+from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from acpcli.negotiate import AgentFeatures
-    from acpcli.persistence import EventWriter, Index, SessionRecord
+    from acpcli.history.guarded import SafeIndex
+    from acpcli.history.index import EventWriter, Index, SessionRecord
+    from acpcli.history.lock import SessionLock
+    from acpcli.history.store import Store
+    from acpcli.processes.supervisor import Supervisor
     from acpcli.render import View
-    from acpcli.safestore import SafeIndex
     from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink, Elicitor
-    from acpcli.session_lock import SessionLock
-    from acpcli.store import Store
-    from acpcli.supervise import Supervisor
-    from acpcli.wiretap import Tap, WireTap
+    from acpcli.wire.negotiate import AgentFeatures
+    from acpcli.wire.wiretap import Tap, WireTap
 
 
 @contextmanager
@@ -66,7 +66,7 @@ def _auth_hinted(agent: AgentChoice) -> Iterator[None]:
 def _given_up(supervisor: Supervisor) -> Iterator[None]:
     """Ctrl-C while the agent had not answered a setup step (``initialize``, ``session/new``,
     a slow ``session/load``): that request was abandoned with ``$/cancel_request`` (see
-    :mod:`acpcli.connection`), the agent stopped; one line says so (exit 130)."""
+    :mod:`acpcli.wire.connection`), the agent stopped; one line says so (exit 130)."""
     from acpcli.errors import Interrupted
 
     try:
@@ -104,8 +104,8 @@ def link_for(
     script would only be told to log in elsewhere, so it does not offer them.
     """
     from acpcli.config import step_timeout
-    from acpcli.negotiate import ClientOffer
     from acpcli.session.link import open_link
+    from acpcli.wire.negotiate import ClientOffer
 
     offer = ClientOffer()
     decider = None
@@ -142,7 +142,7 @@ def _tap(run: Run | None, log_file: Path | None) -> tuple[Tap | None, WireTap | 
     if run is not None and run.raw:
         return _raw_tap(run), None
     from acpcli.errors import OutputError
-    from acpcli.wiretap import WireTap
+    from acpcli.wire.wiretap import WireTap
 
     wire_log = WireTap(log_file) if log_file is not None else WireTap.from_env()
     if wire_log is None:
@@ -162,7 +162,7 @@ def _tap(run: Run | None, log_file: Path | None) -> tuple[Tap | None, WireTap | 
 @asynccontextmanager
 async def _logged(link: AbstractAsyncContextManager[AgentLink], wire_log: WireTap) -> AsyncIterator[AgentLink]:
     """The link, and at its end the wire log's verdict: a log that could not be written did
-    not stop the conversation (:class:`~acpcli.wiretap.WireTap`), but the command then ends
+    not stop the conversation (:class:`~acpcli.wire.wiretap.WireTap`), but the command then ends
     with :class:`~acpcli.errors.OutputError` (exit 17) once everything else is done -- or,
     when another error is on its way out, says so in one warning line beside it."""
     try:
@@ -187,12 +187,12 @@ def _raw_tap(run: Run) -> Tap:
     """``--raw``: the frames on stdout; under a supervisor, one that cannot be written stops
     the command (exit 17: stdout was the output asked for)."""
     supervisor = run.supervisor
-    from acpcli.wiretap import StreamTap
+    from acpcli.wire.wiretap import StreamTap
 
     tap = StreamTap(run.env.stdout)
     if supervisor is None:
         return tap
-    from acpcli.supervise import GuardedTap
+    from acpcli.processes.supervisor import GuardedTap
 
     return GuardedTap(tap, "the frames to standard output", supervisor)
 
@@ -239,9 +239,9 @@ def _exporter(session_id: str) -> Callable[[str, str], None]:
 def stored(session_id: str) -> tuple[SessionRecord, Store]:
     """The index record and the rebuilt transcript of a session, read-only (SessionNotFound
     for an id that is not recorded: nothing is created)."""
+    from acpcli.history.index import Index
+    from acpcli.history.records import rebuild
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
-    from acpcli.session.records import rebuild
 
     if not db_path().exists():
         raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
@@ -258,7 +258,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
     import anyio
 
     from acpcli.errors import ExitCode
-    from acpcli.supervise import Supervisor
+    from acpcli.processes.supervisor import Supervisor
 
     supervisor = run.supervisor = Supervisor()
     person = run.person
@@ -268,8 +268,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
         nonlocal lock
         if person is not None:  # at once: a slow agent's start is not a blank screen
             person.starting(starting_name(inputs.agent))
+        from acpcli.history.guarded import open_index
         from acpcli.render import make_view
-        from acpcli.safestore import open_index
 
         def storage_failed(message: str) -> None:
             if person is not None:  # a person is watching: say it now, the session goes on
@@ -289,7 +289,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 supervisor.link = link
                 local = None
                 if session_id is not None:
-                    from acpcli import capabilities
+                    from acpcli.wire import capabilities
 
                     # Refused before anything is shown, and before it waits for anyone; then
                     # the replay is written by one writer (another acpcli's turn ends first).
@@ -333,7 +333,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                     view.close()
                     view = None
                 if command in ("new", "fork"):
-                    from acpcli.safe_text import safe_line
+                    from acpcli.text.safe import safe_line
 
                     run.env.stdout.write(safe_line(live.session_id) + "\n")  # the agent chose it
                     run.env.stdout.flush()
@@ -364,8 +364,8 @@ async def _claimed(session_id: str, run: Run) -> SessionLock:
     """The writer lock of a recorded session (:func:`~acpcli.session.turn.claim`), taken
     before its first write: while another acpcli runs a turn on it, wait (one line on
     stderr), or with ``--no-wait`` SessionBusy (exit 18)."""
+    from acpcli.history.lock import SessionLock
     from acpcli.session.turn import claim
-    from acpcli.session_lock import SessionLock
 
     lock = SessionLock(session_id)
     await claim(lock, wait=run.wait, notice=run.say)
@@ -406,8 +406,8 @@ def reattach(command: str, session_id: str, options: Options, run: Run, *, new_i
 
 def _put_away(writer: EventWriter, index: SafeIndex) -> None:
     """The command's storage, closed: what is buffered written, then the verdict on it (a
-    storage failure met on the way becomes exit 16, :mod:`acpcli.safestore`)."""
-    from acpcli.safestore import verdict
+    storage failure met on the way becomes exit 16, :mod:`acpcli.history.guarded`)."""
+    from acpcli.history.guarded import verdict
 
     writer.close()
     index.close()
@@ -416,16 +416,16 @@ def _put_away(writer: EventWriter, index: SafeIndex) -> None:
 
 def _replay_merged(local: Store | None, replay: Store) -> Store:
     """What a load shows: the local record with what the replay adds, as ``show`` has it
-    once the load is stored (:func:`~acpcli.replay_merge.merge_replay`)."""
-    from acpcli.replay_merge import merge_replay
-    from acpcli.store import Store
+    once the load is stored (:func:`~acpcli.history.replay_merge.merge_replay`)."""
+    from acpcli.history.replay_merge import merge_replay
+    from acpcli.history.store import Store
 
     return merge_replay(local if local is not None else Store(), replay)
 
 
 def _local_store(index: Index, session_id: str) -> Store | None:
     """The transcript acpcli recorded for ``session_id`` (``None`` for a session it does not know)."""
-    from acpcli.session.records import rebuild
+    from acpcli.history.records import rebuild
 
     try:
         known = index.get(session_id)
@@ -460,7 +460,7 @@ def _mark_closed(session_id: str) -> None:
     import sys
 
     from acpcli.errors import DatabaseLocked
-    from acpcli.persistence import Index, locks_reported
+    from acpcli.history.index import Index, locks_reported
 
     in_flight = sys.exc_info()[1] is not None  # called from a finally: another error leaving
     try:
@@ -480,10 +480,10 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
     from acpcli.errors import CapabilityMissing, ExitCode
 
     async def main() -> int:
-        from acpcli import capabilities
-        from acpcli.persistence import Index
+        from acpcli.history.index import Index
+        from acpcli.history.records import had_turns
         from acpcli.session import forgotten
-        from acpcli.session.records import had_turns
+        from acpcli.wire import capabilities
 
         async with _link(inputs, run) as link:
             try:
@@ -516,7 +516,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
         run.env.err.print(closed_line(record.id, answer), markup=False, highlight=False)
         return int(ExitCode.OK)
 
-    from acpcli.supervise import Supervisor
+    from acpcli.processes.supervisor import Supervisor
 
     try:
         return anyio.run(Supervisor().run, main)  # SIGTERM/SIGHUP: stop the agent, exit 143/129
@@ -540,7 +540,7 @@ def prompt(
     reason."""
     import anyio
 
-    from acpcli.supervise import Supervisor, output_error
+    from acpcli.processes.supervisor import Supervisor, output_error
 
     supervisor = run.supervisor = Supervisor()
     try:
@@ -553,10 +553,10 @@ def prompt(
 
     async def main() -> int:
         nonlocal lock
-        from acpcli.client_side import note_on_screen
-        from acpcli.mentions import build_prompt
+        from acpcli.history.guarded import open_index
         from acpcli.render import make_view
-        from acpcli.safestore import open_index
+        from acpcli.services.mentions import build_prompt
+        from acpcli.services.permissions import note_on_screen
         from acpcli.session.turn import after_turn, collect_late, run_turn, title_from_prompt
 
         if session_id is not None:

@@ -15,10 +15,10 @@ from acpcli.errors import Interrupted
 from acpcli.session.indexing import turn_indexed
 
 if TYPE_CHECKING:
-    from acpcli.persistence import Index
+    from acpcli.history.index import Index
+    from acpcli.history.lock import SessionLock
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
-    from acpcli.session_lock import SessionLock
 
 
 async def run_turn(
@@ -64,7 +64,7 @@ async def run_turn(
         if interrupts:
             await claim(lock, wait=live.lock_wait, notice=notice)
         else:
-            from acpcli.session_lock import waiting_line
+            from acpcli.history.lock import waiting_line
 
             await lock.acquire(wait=live.lock_wait, on_wait=lambda pid: notice(waiting_line(lock.session_id, pid)))
     try:
@@ -89,7 +89,7 @@ class Withdrawn(Interrupted):
 
 
 async def claim(lock: SessionLock, *, wait: bool, notice: Callable[[str], None]) -> None:
-    """Take a session's writer lock (:mod:`acpcli.session_lock`) before writing to it.
+    """Take a session's writer lock (:mod:`acpcli.history.lock`) before writing to it.
 
     Free: at once. Held by another acpcli: one line through ``notice`` ("waiting for another
     acpcli (pid N) to finish its turn…"), then wait for it; ``wait=False``: raise
@@ -97,7 +97,7 @@ async def claim(lock: SessionLock, *, wait: bool, notice: Callable[[str], None])
     """
     import signal
 
-    from acpcli.session_lock import waiting_line
+    from acpcli.history.lock import waiting_line
 
     if lock.held or lock.try_acquire():
         return

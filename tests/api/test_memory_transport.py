@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 import acpcli
-from acpcli.connection import Connection
-from acpcli.persistence import Index
+from acpcli.history.index import Index
+from acpcli.wire.connection import Connection
 
 LIMIT = 30  # a broken turn fails the test instead of hanging the suite
 SID = "mem-1"

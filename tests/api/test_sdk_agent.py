@@ -1,4 +1,4 @@
-"""The Python API drives an agent written with the official ACP SDK (tests/agents/sdk_api_agent.py)
+"""The Python API drives an agent written with the official ACP SDK (tests/peers/sdk_api_agent.py)
 through new, prompt, a permission question, load and close, using only ``acpcli``'s public
 names; what it makes is in the index, as the CLI's sessions are (``acpcli sessions``, ``show``)."""
 
@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 import acpcli
-from tests.agents import agent_argv
+from tests.peers import agent_argv
 
 
 @pytest.fixture

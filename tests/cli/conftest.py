@@ -7,7 +7,7 @@ per-test ``ACPCLI_HOME`` of ``tests/conftest.py``. Agents are started by acpcli 
 * the demo agent runs under ``sh -c 'echo $$ >> PIDS; exec AGENT 2>> STDERR'`` — ``exec`` keeps
   the pid, so the pid file names the real agent process, and its stderr (which acpcli keeps
   to itself) is kept in a file where the ``UNADVERTISED ...`` marker lines can be looked for;
-* the SDK record agent (``tests/agents/sdk_record_agent.py``) writes its pid to ``PID_FILE``
+* the SDK record agent (``tests/peers/sdk_record_agent.py``) writes its pid to ``PID_FILE``
   and every request it receives to ``RECORD_FILE`` (both set in the environment acpcli passes on).
 
 After a command exits, :meth:`AgentTrace.assert_all_gone` checks that none of those processes
@@ -34,7 +34,7 @@ from tests.helpers.procs import running
 
 from .pty import spawn  # noqa: F401  (the pseudo-terminal fixture of the REPL tests)
 
-RECORD_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_record_agent.py"
+RECORD_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_record_agent.py"
 
 #: A guard against hangs only: every command here finishes in about a second when it works.
 TIMEOUT = 60.0

@@ -5,7 +5,7 @@ SIGTERM after a short grace, not after two seconds: ``prompt`` no longer keeps i
 waiting for seconds after the answer. An agent that does exit at the end of its input (gemini,
 which writes its files first) is never hurried: it saves and exits on its own.
 
-Peer: ``tests/agents/sdk_quirks_agent.py --at-eof stay|save``, which records when its input
+Peer: ``tests/peers/sdk_quirks_agent.py --at-eof stay|save``, which records when its input
 ended and when it saved or got SIGTERM (``$EOF_RECORD``).
 """
 
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from acpcli.transport import STDIN_GRACE
+from acpcli.wire.transport import STDIN_GRACE
 
 from .conftest import Cli
 
-QUIRKS = Path(__file__).resolve().parent.parent / "agents" / "sdk_quirks_agent.py"
+QUIRKS = Path(__file__).resolve().parent.parent / "peers" / "sdk_quirks_agent.py"
 
 
 def quirks_cmd(*flags: str) -> str:

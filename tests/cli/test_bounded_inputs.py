@@ -26,7 +26,7 @@ from .conftest import TIMEOUT, AgentTrace, Cli, error_line
 #: Address space allowed to acpcli (and its agent): several times what a command needs, far
 #: below what reading /dev/zero, a FIFO fed by `yes` or a 2 GiB line whole takes.
 MEMORY = 1024 * 1024 * 1024
-AGENTS = Path(__file__).resolve().parent.parent / "agents"
+AGENTS = Path(__file__).resolve().parent.parent / "peers"
 FS_AGENT = shlex.join([sys.executable, str(AGENTS / "sdk_fs_agent.py")])
 HOSTILE = shlex.join([sys.executable, str(AGENTS / "hostile_agent.py")])
 

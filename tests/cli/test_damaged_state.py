@@ -20,7 +20,7 @@ from acpcli.errors import ExitCode
 from .conftest import AgentTrace, Cli, error_line
 
 PAGE = 8192  # acpcli's page size (persistence.PAGE_SIZE): a new index is made with it
-HOSTILE = shlex.join([sys.executable, str(Path(__file__).resolve().parent.parent / "agents" / "hostile_agent.py")])
+HOSTILE = shlex.join([sys.executable, str(Path(__file__).resolve().parent.parent / "peers" / "hostile_agent.py")])
 
 
 def _sessions(cli: Cli, trace: AgentTrace, n: int = 4, turns: int = 2) -> list[str]:

@@ -1,5 +1,5 @@
 """The agent's requests for input in scripts (elicitation, issue 25), against
-``tests/agents/sdk_elicit_agent.py`` (official SDK), driving the real CLI in subprocesses:
+``tests/peers/sdk_elicit_agent.py`` (official SDK), driving the real CLI in subprocesses:
 
 * acpcli offers ``elicitation`` with both modes explicit in ``initialize``;
 * nobody to ask: a form or a link is declined, with one stderr line saying how to answer;
@@ -24,7 +24,7 @@ from acpcli.errors import ExitCode
 
 from .conftest import Cli
 
-AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_elicit_agent.py"
+AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_elicit_agent.py"
 CMD = shlex.join([sys.executable, str(AGENT)])
 LIVE = {"ACPCLI_KEEP_ALIVE": "300"}
 

@@ -1,5 +1,5 @@
 """The agent's forms and links at the terminal (elicitation, issue 25), in a pseudo-terminal on
-the emulated screen, against ``tests/agents/sdk_elicit_agent.py`` (official SDK):
+the emulated screen, against ``tests/peers/sdk_elicit_agent.py`` (official SDK):
 
 * a form with every field type is filled in with the keys and its values reach the agent typed
   (an integer, a number, a boolean, a titled choice, several choices); the sensitive field is
@@ -21,7 +21,7 @@ from acpcli.errors import ExitCode
 from .pty import Pty
 from .screen import screen_text
 
-AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_elicit_agent.py"
+AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_elicit_agent.py"
 CMD = shlex.join([sys.executable, str(AGENT)])
 TAB = "\t"
 ENTER = "\r"

@@ -5,7 +5,7 @@ under the user's id. A session that had turns fails loudly with a true hint. Als
 servers a session was set up with are sent again on load/resume (references recorded, never
 secrets), and an agent's ``error.data`` reaches the user.
 
-Peers: ``tests/agents/sdk_forgetful_agent.py`` (official SDK) in codex style (-32002) and
+Peers: ``tests/peers/sdk_forgetful_agent.py`` (official SDK) in codex style (-32002) and
 gemini style (-32603 with ``data.details``), and the SDK record agent for MCP.
 """
 
@@ -22,7 +22,7 @@ from acpcli.errors import ExitCode
 
 from .conftest import Cli, error_line
 
-FORGETFUL = Path(__file__).resolve().parent.parent / "agents" / "sdk_forgetful_agent.py"
+FORGETFUL = Path(__file__).resolve().parent.parent / "peers" / "sdk_forgetful_agent.py"
 
 
 def forgetful(style: str) -> str:

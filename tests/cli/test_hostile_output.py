@@ -1,6 +1,6 @@
 """A hostile agent against the real program: no escape sequence it sends reaches the terminal.
 
-The agent (``tests/agents/hostile_agent.py``, raw stdio, v1) puts :data:`EVIL` (an OSC that
+The agent (``tests/peers/hostile_agent.py``, raw stdio, v1) puts :data:`EVIL` (an OSC that
 renames the terminal, SGR and erase-screen CSIs, a C1 CSI, CR, DEL, NUL, a DCS) in every field
 it controls: messages, thoughts, tool titles, kinds, locations, output and diffs, plans,
 command names, permission options, the session title, the agent's name, error messages and
@@ -30,7 +30,7 @@ from acpcli.errors import ExitCode
 from .conftest import Cli, error_line
 from .pty import CHOICE
 
-AGENT = Path(__file__).resolve().parent.parent / "agents" / "hostile_agent.py"
+AGENT = Path(__file__).resolve().parent.parent / "peers" / "hostile_agent.py"
 HOSTILE = shlex.join([sys.executable, str(AGENT)])
 sys.path.insert(0, str(AGENT.parent))
 from hostile_agent import EVIL  # noqa: E402  (the agent's module, found by its path above)
@@ -205,8 +205,8 @@ def test_the_real_64_mib_limit(cli: Cli, size: int) -> None:
 
 
 def test_show_skips_junk_in_the_event_log(cli: Cli) -> None:
+    from acpcli.history.index import Index
     from acpcli.paths import db_path
-    from acpcli.persistence import Index
 
     assert prompt(cli, "hostile").returncode == ExitCode.OK
     with Index.open(db_path()) as index, index.writer() as writer:

@@ -13,7 +13,7 @@
 * ``--agent demo`` run in a folder holding ``acpcli/demo_agent/__main__.py`` runs acpcli's
   demo agent, never that file.
 
-Peer: ``tests/agents/leaver.py`` (v1, official SDK), whose prompt says what to leave behind;
+Peer: ``tests/peers/leaver.py`` (v1, official SDK), whose prompt says what to leave behind;
 every ``sleep 301`` it starts has its pid in ``$CHILD_PID_FILE``.
 """
 
@@ -28,12 +28,12 @@ from pathlib import Path
 import pytest
 
 from acpcli.errors import ExitCode
-from acpcli.transport import STDERR_LOG_MAX_BYTES
+from acpcli.wire.transport import STDERR_LOG_MAX_BYTES
 from tests.helpers.procs import running
 
 from .conftest import TIMEOUT, Cli
 
-LEAVER = Path(__file__).resolve().parent.parent / "agents" / "leaver.py"
+LEAVER = Path(__file__).resolve().parent.parent / "peers" / "leaver.py"
 CMD = shlex.join([sys.executable, str(LEAVER)])
 
 

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from acpcli.errors import ExitCode
-from acpcli.persistence import Index
+from acpcli.history.index import Index
 from tests.helpers.records import rec
 
 from .conftest import AgentTrace, Cli, error_line

@@ -1,6 +1,6 @@
 """What is written during a turn stays written, and each tool call is one block (issue 24):
 checked on the emulated screen's whole scrollback (:mod:`tests.cli.screen`), not only its
-last frame, with ``tests/agents/sdk_screen_agent.py`` sending what claude and codex send.
+last frame, with ``tests/peers/sdk_screen_agent.py`` sending what claude and codex send.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .conftest import Cli
 from .pty import CHOICE, CTRL_C, Pty
 from .screen import screen_text
 
-SCREEN_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_screen_agent.py"
+SCREEN_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_screen_agent.py"
 CMD = shlex.join([sys.executable, str(SCREEN_AGENT)])
 
 

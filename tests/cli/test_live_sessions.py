@@ -583,7 +583,7 @@ def test_mode_and_close_in_a_repl_over_a_host_go_through_it_and_close_leaves_not
     watcher.expect("attached to")
     watcher.prompt()
     repl.say("/close")
-    from acpcli.safe_text import shown_id
+    from acpcli.text.safe import shown_id
 
     repl.expect(re.escape(f"closed {shown_id(str(row['id']))}"))  # (the line `close` prints)
     assert repl.wait() == 0

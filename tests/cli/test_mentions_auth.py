@@ -15,7 +15,7 @@ from acpcli.errors import ExitCode
 
 from .conftest import AgentTrace, Cli
 
-SDK_CONFIG_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_config_agent.py"
+SDK_CONFIG_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_config_agent.py"
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 17
 
 

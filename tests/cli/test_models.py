@@ -1,7 +1,7 @@
 """Models offered the v1 ``models`` way (``availableModels``/``currentModelId``, changed with
 ``session/set_model``), as gemini does, through the real program.
 
-Peer: ``tests/agents/sdk_models_agent.py`` (the official SDK), which records every request it
+Peer: ``tests/peers/sdk_models_agent.py`` (the official SDK), which records every request it
 receives (``RECORD_FILE``) and answers a prompt with ``model=<id> mode=<id>``, so each test
 checks both what was sent and what the agent then used.
 """
@@ -17,7 +17,7 @@ from acpcli.errors import ExitCode
 
 from .conftest import AgentTrace, Cli
 
-MODELS_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_models_agent.py"
+MODELS_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_models_agent.py"
 
 
 def _cmd(state: Path | None = None) -> str:

@@ -3,7 +3,7 @@ silence (issue 24): claude, after a cancelled turn, may answer the next prompt s
 work into the following turn. ``prompt`` says so in one stderr line (exit 0: the agent did end
 the turn); the REPL in one dim line.
 
-Peer: ``tests/agents/sdk_quirks_agent.py``, whose answer to a prompt holding "nothing" is an
+Peer: ``tests/peers/sdk_quirks_agent.py``, whose answer to a prompt holding "nothing" is an
 ``end_turn`` with no update at all.
 """
 
@@ -20,7 +20,7 @@ from .pty import Pty
 from .screen import screen_text
 
 QUIRKS_CMD = shlex.join(
-    [sys.executable, str(Path(__file__).resolve().parent.parent / "agents" / "sdk_quirks_agent.py")]
+    [sys.executable, str(Path(__file__).resolve().parent.parent / "peers" / "sdk_quirks_agent.py")]
 )
 LINE = "the agent ended the turn without an answer"
 

@@ -3,7 +3,7 @@
 An agent that sends what ACP does not allow gets one line naming the method and the member,
 never a traceback; what real agents send beyond the schema (unknown members, ``_meta``,
 unstable fields, ``result: null``) is accepted. The contract is :mod:`acpcli.protocol`'s; the
-agent is ``tests/agents/off_spec_agent.py`` (raw stdio, v1)."""
+agent is ``tests/peers/off_spec_agent.py`` (raw stdio, v1)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from acpcli.errors import ExitCode
 
 from .conftest import Cli
 
-AGENT = shlex.join([sys.executable, str(Path(__file__).resolve().parent.parent / "agents" / "off_spec_agent.py")])
+AGENT = shlex.join([sys.executable, str(Path(__file__).resolve().parent.parent / "peers" / "off_spec_agent.py")])
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 says it is busy), ``sessions rm`` leaves a running session alone, and an agent that reuses a
 session id never takes over another session's record.
 
-The agent is ``tests/agents/sdk_gate_agent.py``: each turn says ``WORD:start``, waits until the
+The agent is ``tests/peers/sdk_gate_agent.py``: each turn says ``WORD:start``, waits until the
 test creates ``$GATE_DIR/WORD``, then streams ``WORD:tick0`` … ``WORD:tick4``. So the test
 decides when a turn ends (no sleeps, no timing): two turns running at once interleave their
 ticks, which the stored transcript would show.
@@ -27,7 +27,7 @@ from acpcli.errors import ExitCode
 from .conftest import TIMEOUT, AgentTrace, Cli, error_line
 from .pty import CTRL_C
 
-GATE_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_gate_agent.py"
+GATE_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_gate_agent.py"
 WAITING = "waiting for another acpcli"
 
 
@@ -203,8 +203,8 @@ def test_rm_of_a_session_with_a_running_turn_is_refused(
 def test_a_prompt_waiting_for_a_session_that_rm_deleted_says_so(cli: Cli, trace: AgentTrace, tmp_path: Path) -> None:
     """What ``sessions rm`` does (lock, delete, drop the lock file) while a prompt waits: the
     prompt then finds the session gone, and says so in one line (exit 8), recording nothing."""
-    from acpcli.persistence import Index
-    from acpcli.session_lock import SessionLock
+    from acpcli.history.index import Index
+    from acpcli.history.lock import SessionLock
 
     sid = cli.new(gate_cmd())
     held = SessionLock(sid)
@@ -305,7 +305,7 @@ def test_ctrl_c_while_the_repl_waits_gives_the_line_back(
 ) -> None:
     """In the REPL, Ctrl-C while a turn waits for the session withdraws it: nothing is sent, the
     line comes back for editing, the REPL stays; sent again once the session is free, it runs."""
-    from acpcli.session_lock import SessionLock
+    from acpcli.history.lock import SessionLock
 
     sid = cli.new(gate_cmd())
     for name, value in {"RECORD_FILE": trace.record_file, "PID_FILE": trace.pid_file}.items():

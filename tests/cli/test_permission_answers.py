@@ -1,5 +1,5 @@
 """Permission answers on a terminal (issue 22), driven in a pseudo-terminal as in
-``test_repl.py``, against ``tests/agents/sdk_asking_agent.py`` (official SDK; it asks on every
+``test_repl.py``, against ``tests/peers/sdk_asking_agent.py`` (official SDK; it asks on every
 prompt and remembers nothing itself, so a question not shown proves acpcli answered it):
 
 * an "always" answer is remembered for exactly that request, never for its kind: after
@@ -26,7 +26,7 @@ from acpcli.errors import ExitCode
 from .pty import CHOICE, Pty
 from .screen import screen_text
 
-AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_asking_agent.py"
+AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_asking_agent.py"
 CMD = shlex.join([sys.executable, str(AGENT)])
 ESC = "\x1b"
 ENTER = "\r"

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from acpcli.client_side import CHANGE_POLICY_UNATTENDED, POLICY_REFUSED
 from acpcli.errors import ExitCode
+from acpcli.services.permissions import CHANGE_POLICY_UNATTENDED, POLICY_REFUSED
 
 from .conftest import Cli
 
-AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_policy_agent.py"
+AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_policy_agent.py"
 CMD = shlex.join([sys.executable, str(AGENT)])
 
 

@@ -1,5 +1,5 @@
 """Today's ACP methods through the real CLI, against an agent written with the official SDK
-(``tests/agents/sdk_sessions_agent.py``, which keeps its sessions in a file shared by its
+(``tests/peers/sdk_sessions_agent.py``, which keeps its sessions in a file shared by its
 processes): ``sessions rm --remote`` (``session/delete``), ``fork`` (``session/fork``), boolean
 config options, and ``$/cancel_request`` for a setup request given up with Ctrl-C."""
 
@@ -20,7 +20,7 @@ from acpcli.errors import ExitCode
 from .conftest import TIMEOUT, AgentTrace, Cli, error_line
 from .screen import screen_text
 
-SESSIONS_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_sessions_agent.py"
+SESSIONS_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_sessions_agent.py"
 
 
 @pytest.fixture

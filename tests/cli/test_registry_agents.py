@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from acpcli import registry
+from acpcli.agents import registry
 from acpcli.errors import ExitCode
 from tests.helpers.registry_server import RegistryServer, trickle
 

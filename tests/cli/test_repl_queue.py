@@ -3,7 +3,7 @@ a pseudo-terminal as in ``test_repl.py`` and checked on the emulated screen
 (:mod:`tests.cli.screen`): what a person sees while typing during a turn, not the raw stream.
 
 Peers: the demo agent (``slow`` streams for a few seconds) and
-``tests/agents/sdk_queueing_agent.py`` (official SDK), whose turns wait at a gate file the
+``tests/peers/sdk_queueing_agent.py`` (official SDK), whose turns wait at a gate file the
 test opens, with and without ``promptQueueing`` (claude-agent-acp's) and ``_session/steering``.
 """
 
@@ -22,7 +22,7 @@ from .conftest import AgentTrace
 from .pty import CTRL_C, PROMPT, Pty, new_args
 from .screen import Screen
 
-QUEUEING_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_queueing_agent.py"
+QUEUEING_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_queueing_agent.py"
 UP = "\x1b[A"
 ALT_ENTER = "\x1b\r"
 

@@ -6,7 +6,7 @@ emulator: rich's live region and prompt-toolkit redraw in place, so the raw stre
 text the person sees once): "drawn once, in order" is about the emulated scrollback.
 
 Peers: the demo agent (replaying before its ``session/load`` answer, after it, or
-``--replay-pause`` seconds after it) and ``tests/agents/sdk_gemini_like_agent.py``, written
+``--replay-pause`` seconds after it) and ``tests/peers/sdk_gemini_like_agent.py``, written
 with the official SDK (load without resume, a late replay, claude's option order).
 """
 
@@ -26,7 +26,7 @@ from .conftest import AgentTrace, Cli
 from .pty import CHOICE, CTRL_C, CTRL_D, PROMPT, REPLY, Pty
 from .screen import screen_text
 
-GEMINI_LIKE = Path(__file__).resolve().parent.parent / "agents" / "sdk_gemini_like_agent.py"
+GEMINI_LIKE = Path(__file__).resolve().parent.parent / "peers" / "sdk_gemini_like_agent.py"
 
 _ANSI = re.compile(r"\x1b\[[0-9;?<=>]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78NM]")
 

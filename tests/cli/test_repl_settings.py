@@ -211,7 +211,7 @@ def test_login_and_settings_against_the_sdk_agent(spawn, tmp_path: Path) -> None
     import shlex
     import sys
 
-    agent = Path(__file__).resolve().parent.parent / "agents" / "sdk_config_agent.py"
+    agent = Path(__file__).resolve().parent.parent / "peers" / "sdk_config_agent.py"
     record = tmp_path / "sdk.jsonl"
     cmd = shlex.join(["env", f"SDK_RECORD_FILE={record}", sys.executable, str(agent)])
     pty = spawn("new", "--cmd", cmd)

@@ -6,9 +6,9 @@ the agent's replay glues the two prompts together (as codex does).
 ``load`` (printed, or drawn in a pseudo-terminal) shows what ``show`` shows, not the agent's
 raw replay.
 
-Peers: ``tests/agents/sdk_forgetful_agent.py`` (official SDK, v1, no messageIds) and
-``tests/agents/sdk_replay_agent.py`` (claude's and gemini's replay shapes). The merge rules
-themselves are unit-tested in ``tests/test_replay_merge.py``.
+Peers: ``tests/peers/sdk_forgetful_agent.py`` (official SDK, v1, no messageIds) and
+``tests/peers/sdk_replay_agent.py`` (claude's and gemini's replay shapes). The merge rules
+themselves are unit-tested in ``tests/history/test_replay_merge.py``.
 """
 
 from __future__ import annotations
@@ -51,11 +51,11 @@ def test_a_failed_turn_and_the_next_prompt_stay_two_messages_across_a_load(cli: 
 
 # -- what a load shows: the record, not the agent's raw replay --------------------------------
 #
-# Peer: ``tests/agents/sdk_replay_agent.py``, which replays in exactly the shapes claude and
+# Peer: ``tests/peers/sdk_replay_agent.py``, which replays in exactly the shapes claude and
 # gemini do: claude's ``/model`` artefacts glued to each prompt, gemini's ``<session_context>``
 # glued to the first one and each tool result echoed as a user message.
 
-REPLAY_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_replay_agent.py"
+REPLAY_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_replay_agent.py"
 RAW_REPLAY_MARKS = ("command-name", "local-command-stdout", "session_context", "Function Response")
 HELLO = "Hello from the fake model. This is a streamed answer."
 DONE = "The README says hello. All done."

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from acpcli.errors import ExitCode
-from acpcli.persistence import Index
+from acpcli.history.index import Index
 from tests.helpers.records import rec
 
 from .conftest import AgentTrace, Cli, error_line
@@ -169,7 +169,7 @@ def test_agents_piped_is_tab_separated(cli: Cli) -> None:
 
 # -- the REPL: what acpcli lays out wraps at words, under a hanging indent ---------------------
 
-WORDY = Path(__file__).resolve().parent.parent / "agents" / "sdk_wordy_agent.py"
+WORDY = Path(__file__).resolve().parent.parent / "peers" / "sdk_wordy_agent.py"
 sys.path.insert(0, str(WORDY.parent))
 import sdk_wordy_agent as wordy  # noqa: E402  (the texts the agent sends)
 
@@ -278,7 +278,7 @@ def test_the_toolbar_and_the_picker_shorten_at_a_word_never_inside_a_number(
 
 # -- code in colours that suit the terminal's background ---------------------------------------
 
-ECHO = Path(__file__).resolve().parent.parent / "agents" / "sdk_echo_agent.py"
+ECHO = Path(__file__).resolve().parent.parent / "peers" / "sdk_echo_agent.py"
 CODE = "Here:\n\n```python\n@dataclass\nclass Point:\n    x: int = 1  # the x\n    def norm(self):\n        return abs(self.x)\n```\n"
 WHITE_FG, DARK_BG = "38;5;231", "48;5;235"  # monokai's plain text and background, as drawn before
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from acpcli.errors import ExitCode
-from acpcli.persistence import Index
+from acpcli.history.index import Index
 
 from .conftest import AgentTrace, Cli, error_line
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from acpcli.errors import ExitCode
-from acpcli.persistence import Index
+from acpcli.history.index import Index
 
 from .conftest import AgentTrace, Cli, error_line
 

@@ -6,7 +6,7 @@ killed (no agent and no agent child left running), what arrived is stored (``sho
 prompt and the streamed part), and the exit status says which signal it was (143 / 129 / 130),
 with one line on stderr and no traceback.
 
-Peers: ``tests/agents/stall.py`` (v1, official SDK: streams one chunk, starts a ``sleep``
+Peers: ``tests/peers/stall.py`` (v1, official SDK: streams one chunk, starts a ``sleep``
 child, then waits for a cancel; ``--ignore-cancel`` never ends the turn) and the demo agent's
 ``slow`` turn (v2 and v1).
 """
@@ -31,7 +31,7 @@ from tests.helpers.procs import running
 from .conftest import TIMEOUT, AgentTrace, Cli
 from .pty import CTRL_C, Pty, new_args
 
-STALL = Path(__file__).resolve().parent.parent / "agents" / "stall.py"
+STALL = Path(__file__).resolve().parent.parent / "peers" / "stall.py"
 PART_ONE = "streamed part one"
 TRACEBACK_MARKS = ("Traceback", "Exception Group", "Error:")
 

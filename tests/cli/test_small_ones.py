@@ -9,7 +9,7 @@
 * A setting value matching several values names them all.
 * The lines after the first of a multi-line input are indented under its text.
 
-Peers: the demo agent (``--without close``), ``tests/agents/sdk_models_agent.py``.
+Peers: the demo agent (``--without close``), ``tests/peers/sdk_models_agent.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .pty import PROMPT, REPLY, Pty, new_args
 from .screen import screen_text
 
 MODELS_AGENT = shlex.join(
-    [sys.executable, str(Path(__file__).resolve().parent.parent / "agents" / "sdk_models_agent.py")]
+    [sys.executable, str(Path(__file__).resolve().parent.parent / "peers" / "sdk_models_agent.py")]
 )
 
 

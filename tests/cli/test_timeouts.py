@@ -3,8 +3,8 @@ bound every request but a turn and a login; exit 15 with one line, and no proces
 ``prompt --timeout`` also bounds the turn: ``session/cancel``, a moment for the agent's answer
 (else it is killed), what arrived stored, exit 15 with one line.
 
-Peers: ``tests/agents/mute_agent.py`` (stops answering at a given method) and
-``tests/agents/stall.py`` (a turn that streams one chunk, then waits for a cancel -- or, with
+Peers: ``tests/peers/mute_agent.py`` (stops answering at a given method) and
+``tests/peers/stall.py`` (a turn that streams one chunk, then waits for a cancel -- or, with
 ``--ignore-cancel``, ignores it -- with a ``sleep`` child in its process group)."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from acpcli.errors import ExitCode
 from tests.cli.conftest import AgentTrace, Cli, error_line
 from tests.helpers.procs import running
 
-MUTE = Path(__file__).resolve().parents[1] / "agents" / "mute_agent.py"
-STALL = Path(__file__).resolve().parents[1] / "agents" / "stall.py"
+MUTE = Path(__file__).resolve().parents[1] / "peers" / "mute_agent.py"
+STALL = Path(__file__).resolve().parents[1] / "peers" / "stall.py"
 PART_ONE = "streamed part one"  # what the stall agent streams before it stalls
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from acpcli.errors import ExitCode
-from acpcli.persistence import Index
+from acpcli.history.index import Index
 
 from .conftest import AgentTrace, Cli
 from .pty import CTRL_C, Pty
@@ -60,8 +60,8 @@ def test_a_title_given_with_title_stays_whatever_the_agent_says(cli: Cli, trace:
 def test_listing_an_index_an_older_acpcli_wrote_migrates_it_first(cli: Cli, trace: AgentTrace) -> None:
     import sqlite3
 
+    from acpcli.history.index import MIGRATIONS
     from acpcli.paths import db_path
-    from acpcli.persistence import MIGRATIONS
 
     sid = cli.new(trace.demo_cmd())
     cli.ok("prompt", "--session", sid, "Tidy the changelog\nplease")
@@ -81,7 +81,7 @@ def test_listing_an_index_an_older_acpcli_wrote_migrates_it_first(cli: Cli, trac
     assert cli.ok("search", "changelog").stdout.splitlines()[1].startswith(sid)
 
 
-QUIRKS = Path(__file__).resolve().parent.parent / "agents" / "sdk_quirks_agent.py"
+QUIRKS = Path(__file__).resolve().parent.parent / "peers" / "sdk_quirks_agent.py"
 QUIRKS_CMD = shlex.join([sys.executable, str(QUIRKS)])  # an agent that never titles a session
 
 

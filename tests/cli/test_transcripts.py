@@ -1,7 +1,7 @@
 """End-to-end tests of what a transcript keeps (``show``, ``export``, ``prompt``'s output): text an
 agent sends between turns, turns that end badly, updates after a turn's answer, usage.
 
-The real program runs in subprocesses against the SDK agent ``tests/agents/sdk_late_agent.py``.
+The real program runs in subprocesses against the SDK agent ``tests/peers/sdk_late_agent.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from acpcli.errors import ExitCode
 from tests.cli.conftest import Cli
 
-LATE_AGENT = Path(__file__).resolve().parent.parent / "agents" / "sdk_late_agent.py"
+LATE_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_late_agent.py"
 
 
 def late_cmd() -> str:

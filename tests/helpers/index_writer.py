@@ -17,7 +17,7 @@ import sys
 
 def main() -> int:
     worker, n_sessions, n_events, batch = (int(a) for a in sys.argv[1:5])
-    from acpcli.persistence import Index, SessionRecord
+    from acpcli.history.index import Index, SessionRecord
 
     print("ready", flush=True)
     sys.stdin.readline()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acpcli.persistence import SessionRecord
+from acpcli.history.index import SessionRecord
 
 
 def rec(sid: str, **kw: object) -> SessionRecord:

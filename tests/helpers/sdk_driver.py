@@ -1,4 +1,4 @@
-"""Drive ``tests/agents/sdk_fs_agent.py`` (an SDK-written v1 agent) through the real
+"""Drive ``tests/peers/sdk_fs_agent.py`` (an SDK-written v1 agent) through the real
 ``open_link`` wiring: its prompts make it call our fs/terminal services."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from acpcli.negotiate import ClientOffer
+from acpcli.history.store import Message
 from acpcli.protocol import wire
 from acpcli.session.link import AgentLink, open_link
 from acpcli.session.live import LiveSession
-from acpcli.store import Message
-from tests.agents import agent_argv
+from acpcli.wire.negotiate import ClientOffer
+from tests.peers import agent_argv
 
 
 class Driver:

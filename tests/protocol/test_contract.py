@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from acpcli import protocol
 from acpcli.errors import ExitCode, ProtocolError, RpcError
-from acpcli.negotiate import parse_request, read_answer, read_request
 from acpcli.protocol import InvalidMessage, check_error, check_params, check_result, methods
+from acpcli.wire.negotiate import parse_request, read_answer, read_request
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
@@ -201,7 +201,7 @@ def test_a_malformed_error_object_is_still_the_failure_it_reports() -> None:
 def test_the_checks_import_no_pydantic() -> None:
     script = (
         "import sys\n"
-        "from acpcli.negotiate import read_answer, read_request\n"
+        "from acpcli.wire.negotiate import read_answer, read_request\n"
         "from acpcli.errors import RpcError\n"
         "read_answer(1, 'session/new', {'sessionId': 's'})\n"
         "read_answer(2, 'session/load', None)\n"

@@ -1,7 +1,7 @@
 """The protocol package is the bottom floor: it imports nothing from acpcli above it.
 
 No module under acpcli/protocol imports anything from acpcli outside acpcli.protocol (not even under TYPE_CHECKING or inside a function).
-Capability policy lives above it, in acpcli.capabilities."""
+Capability policy lives above it, in acpcli.wire.capabilities."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_the_check_sees_an_upward_import() -> None:
     # the guard above can fail: each spelling of an import from above is caught
     for source in (
         "from acpcli.errors import UsageError\n",
-        "import acpcli.negotiate\n",
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from acpcli.negotiate import AgentFeatures\n",
+        "import acpcli.wire.negotiate\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from acpcli.wire.negotiate import AgentFeatures\n",
         "def f():\n    from .. import errors\n",
         "from ..errors import CapabilityMissing\n",
     ):

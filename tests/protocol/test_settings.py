@@ -1,16 +1,16 @@
 """Session settings: options read alike, and the values and requests that set them.
 
 v1 modes and v1/v2 config options are read alike by :mod:`acpcli.protocol.settings`; the values
-and requests that set them are :mod:`acpcli.capabilities`' (the capability gates)."""
+and requests that set them are :mod:`acpcli.wire.capabilities`' (the capability gates)."""
 
 from __future__ import annotations
 
 import pytest
 
-from acpcli import capabilities
 from acpcli.errors import CapabilityMissing, UsageError
-from acpcli.negotiate import AgentFeatures
 from acpcli.protocol import settings
+from acpcli.wire import capabilities
+from acpcli.wire.negotiate import AgentFeatures
 
 V1 = AgentFeatures(protocol_version=1, reading="v1")
 V2 = AgentFeatures(protocol_version=2, reading="v2-draft")

@@ -1,8 +1,8 @@
 """The hot path and the models cannot drift apart.
 
-``session/update`` is read at run time as plain dicts by :mod:`acpcli.store` (the run-time
+``session/update`` is read at run time as plain dicts by :mod:`acpcli.history.store` (the run-time
 contract in :mod:`acpcli.protocol`). Here every update shape the store accepts -- each variant
-its reducer reads (the shapes ``tests/test_store.py`` feeds it), the golden files, and
+its reducer reads (the shapes ``tests/history/test_store.py`` feeds it), the golden files, and
 everything the demo agent sends in a v1 and a v2 session -- is validated by the generated
 ``SessionUpdate`` models of the versions it belongs to, and must parse as its own kind (not as
 an ``UnknownVariant``). The other way round, every golden update is accepted by the store.
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from acpcli import protocol
+from acpcli.history.store import Store
 from acpcli.protocol import wire
-from acpcli.store import Store
 from tests.helpers import model_reading as reading
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"

@@ -1,15 +1,15 @@
 """The request builders produce params the models accept, and never an unadvertised method or field.
 
-The builders are :mod:`acpcli.capabilities` (the gates) over :mod:`acpcli.protocol.wire` (the shapes)."""
+The builders are :mod:`acpcli.wire.capabilities` (the gates) over :mod:`acpcli.protocol.wire` (the shapes)."""
 
 from __future__ import annotations
 
 import pytest
 
-from acpcli import capabilities
 from acpcli.errors import CapabilityMissing
-from acpcli.negotiate import features_from_result
 from acpcli.protocol import dump, parse_params, wire
+from acpcli.wire import capabilities
+from acpcli.wire.negotiate import features_from_result
 
 V1_ALL = features_from_result(
     {
@@ -109,7 +109,7 @@ def test_v2_latest_load_is_resume_with_replay() -> None:
 # -- authentication ---------------------------------------------------------------------------
 
 from acpcli.errors import CapabilityMissing as _Missing  # noqa: E402
-from acpcli.negotiate import features_from_result  # noqa: E402
+from acpcli.wire.negotiate import features_from_result  # noqa: E402
 
 
 def _auth_features(version: int, methods: list[dict], logout: bool = False):  # type: ignore[no-untyped-def]

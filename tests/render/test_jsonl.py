@@ -7,8 +7,8 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from acpcli.history.store import Message, Store
 from acpcli.render.jsonl import JsonlView
-from acpcli.store import Message, Store
 
 
 def text(t: str) -> dict[str, Any]:

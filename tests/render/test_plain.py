@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acpcli.history.store import Message, Store
 from acpcli.render.plain import PlainView
 from acpcli.render.transcript import LineWriter, to_text
-from acpcli.store import Message, Store
 
 ANSI = re.compile(r"\x1b[\[\]]")
 

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acpcli.history.store import Store
 from acpcli.render import transcript
 from acpcli.render.transcript import (
     diff_lines,
@@ -17,7 +18,6 @@ from acpcli.render.transcript import (
     to_text,
     unified_diff,
 )
-from acpcli.store import Store
 
 
 def text(t: str) -> dict[str, Any]:

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from acpcli.history.store import Message, Store
 from acpcli.render.tty import BlockSplitter, TtyView
-from acpcli.store import Message, Store
 
 CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 

@@ -10,12 +10,12 @@ import pytest
 
 from acpcli.env import Environment
 from acpcli.errors import UsageError
+from acpcli.history.store import Store
 from acpcli.render import FinalView, SilentView, make_view
 from acpcli.render.jsonl import JsonlView
 from acpcli.render.plain import PlainView
 from acpcli.render.transcript import to_markdown, to_text
 from acpcli.render.tty import TtyView
-from acpcli.store import Store
 
 
 @pytest.fixture(autouse=True)

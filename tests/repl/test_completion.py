@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acpcli.mentions import complete_mention
 from acpcli.protocol import settings
 from acpcli.repl.commands import COMMANDS, classify, lookup
 from acpcli.repl.completion import Inputs, Offer, complete
+from acpcli.services.mentions import complete_mention
 
 LOCAL = [(c.name, c.help) for c in COMMANDS]
 AGENT_COMMANDS = [{"name": "review", "description": "review the diff"}, {"name": "help", "description": "agent help"}]

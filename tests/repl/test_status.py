@@ -39,7 +39,7 @@ def test_usage_shapes() -> None:
 
 
 def test_the_title_is_the_one_sessions_shows() -> None:
-    from acpcli.persistence import SessionRecord
+    from acpcli.history.index import SessionRecord
 
     def record(title: str | None = None, prompt_title: str | None = None, by_user: bool = False) -> SessionRecord:
         return SessionRecord(
