@@ -314,7 +314,7 @@ def test_a_failed_first_install_leaves_no_empty_folder(server: RegistryServer, a
 
 def test_a_lock_held_by_a_process_that_died_is_free(server: RegistryServer, acpcli_home: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom acpcli import agent_install\n"
+        [sys.executable, "-c", "import sys, time\nfrom acpcli.agents import install\n"
          "with install._locked('bin-agent'):\n    print('held', flush=True)\n    time.sleep(60)\n"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "ACPCLI_HOME": str(acpcli_home)},
     )
