@@ -40,7 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 # Regenerate the protocol models from the upstream schemas (needs the dev extra):
-# ACPCLI_SPEC_DIR, else ../shared/spec beside the repository.
+# ACPCLI_SPEC_DIR names their folder (the upstream ACP spec, outside the repository).
 models: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,dev]'
 	$(BIN)/python tools/gen_models.py

@@ -1,6 +1,6 @@
-"""The house's floors: imports go down (cli -> the Python API -> session layer -> connection ->
-transport; store, render and the rest below), never up, and no module takes part in an import
-cycle.
+"""The house's floors: imports go down (cli -> the Python API -> session layer -> render,
+services, the wire, history -> the ground floor -> protocol; every floor in ``FLOORS``), never up;
+no two floors import each other, and no module takes part in an import cycle.
 
 Every import counts: at module level, inside functions, and under ``TYPE_CHECKING`` (a reader
 following the types walks those too).
@@ -149,3 +149,88 @@ def test_the_door_exports_the_api_and_lower_floors_do_not_import_it() -> None:
 def test_the_walk_modules_exist(module: str) -> None:
     # The layer test reads files: make sure it reads the modules the README's walks name.
     assert module in _modules()
+
+
+#: Every floor of acpcli/, from the top down: a package (a folder) or one of the few modules
+#: that sit directly in acpcli/. A module may import its own floor and the floors below it,
+#: never one above (the order read from today's imports; the README's map follows it). The
+#: door ``acpcli/__init__.py`` is on the Python API's floor, ``acpcli/__main__.py`` on the
+#: command tree's. ``ALLOWED_UP`` above says more about the upper floors.
+FLOORS = (
+    "acpcli.cli",  # the typer tree: options in, output and exit codes out
+    "acpcli.repl",  # the person at the terminal
+    "acpcli.host",  # live sessions: a background process per session, reached over a socket
+    "acpcli.api",  # the Python API
+    "acpcli.session",  # a session's whole life, shared by the commands, the REPL and the API
+    "acpcli.render",  # views of the store: tty, plain, jsonl, export
+    "acpcli.services",  # what the agent may ask of us: permissions, files, terminals, forms
+    "acpcli.agents",  # the ACP Registry and installs
+    "acpcli.wire",  # the agent's pipe: transport, JSON-RPC, negotiation, capabilities
+    "acpcli.history",  # the SQLite index, event log, search, the message store
+    "acpcli.config",  # config files and the built-in agents
+    "acpcli.processes",  # children acpcli starts, and the process supervisor
+    "acpcli.env",  # streams and terminal facts
+    "acpcli.notices",  # one-line warnings on stderr
+    "acpcli.errors",  # the exception tree and its exit codes
+    "acpcli.bounded",  # reading what a user points at, with caps
+    "acpcli.paths",  # where state lives (ACPCLI_HOME)
+    "acpcli._version",
+    "acpcli.text",  # text made safe for a terminal
+    "acpcli.protocol",  # pure data at the bottom: the generated models, method names
+)
+
+
+def _floor_of(name: str) -> str | None:
+    """The floor of module ``name`` (None for a module on no floor: a test says so)."""
+    if name == "acpcli.__main__":
+        return "acpcli.cli"
+    if name == "acpcli":
+        return "acpcli.api"
+    return next((floor for floor in FLOORS if name == floor or name.startswith(floor + ".")), None)
+
+
+def _floor_graph(graph: dict[str, set[str]]) -> dict[tuple[str, str], list[str]]:
+    """(importing floor, imported floor) -> the module imports that make that edge."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for name, targets in graph.items():
+        for target in targets:
+            mine, theirs = _floor_of(name), _floor_of(target)
+            if mine is not None and theirs is not None and mine != theirs:
+                edges.setdefault((mine, theirs), []).append(f"{name} -> {target}")
+    return edges
+
+
+def test_every_module_is_on_a_floor() -> None:
+    # A new package or top-level module takes its place in FLOORS (and in the README's map).
+    lost = sorted(name for name in _modules() if _floor_of(name) is None)
+    assert not lost, "modules on no floor (add them to FLOORS):\n" + "\n".join(lost)
+    tops = {
+        path.stem if path.suffix == ".py" else path.name
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").is_file())
+        and path.name not in ("__init__.py", "__main__.py", "demo_agent")
+    }
+    assert sorted(f"acpcli.{top}" for top in tops) == sorted(FLOORS)
+
+
+def test_no_module_imports_a_higher_floor() -> None:
+    height = {floor: len(FLOORS) - i for i, floor in enumerate(FLOORS)}
+    up = [
+        f"{edge}  ({mine} is below {theirs})"
+        for (mine, theirs), found in _floor_graph(_graph()).items()
+        if height[theirs] > height[mine]
+        for edge in found
+    ]
+    assert not up, "imports that go up a floor:\n" + "\n".join(sorted(up))
+
+
+def test_no_two_floors_import_each_other() -> None:
+    # Rooms without a circle: package A importing B and B importing A is a tangle even when
+    # no module cycle closes (A.x -> B.y, B.z -> A.w). Holds whatever the order of FLOORS.
+    edges = _floor_graph(_graph())
+    both = [
+        f"{a} <-> {b}: {found[0]} ... {edges[(b, a)][0]}"
+        for (a, b), found in sorted(edges.items())
+        if a < b and (b, a) in edges
+    ]
+    assert not both, "floors that import each other:\n" + "\n".join(both)

@@ -141,7 +141,7 @@ async def test_settle_waits_for_a_late_replay_after_only_session_level_updates()
 
 @pytest.mark.anyio
 async def test_settle_waits_for_geminis_replay_that_began_before_the_answer() -> None:
-    # gemini (REAL-AGENTS.md): its <session_context> message comes before the answer, the rest
+    # gemini (observed, 0.61.0): its <session_context> message comes before the answer, the rest
     # of the replay after it, later than a few event-loop turns
     link, live = _setup("gemini-cli")
     live.feed(_chunk("<session_context>…</session_context> "))

@@ -6,8 +6,8 @@ Usage::
     python tools/gen_models.py --out DIR  # write the three files into DIR instead
     python tools/gen_models.py --check    # exit 1 if the committed files are stale
 
-The schemas are read from ``../shared/spec/`` next to the repository (``ACPCLI_SPEC_DIR``
-overrides); they are never copied into the repository. Each output file starts with a header
+The schemas are read from the folder ``ACPCLI_SPEC_DIR`` names (the upstream ACP spec, outside
+the repository); they are never copied into the repository. Each output file starts with a header
 naming the schema and its sha256, so a test notices a schema change without this tool.
 
 datamodel-code-generator (a dev-only dependency, run as a subprocess) writes the classes. It is
@@ -146,10 +146,10 @@ DCG_OPTIONS = (
 )
 
 
-def spec_dir() -> Path:
-    """Where the schemas live: ``$ACPCLI_SPEC_DIR`` or ``../shared/spec`` beside the repo."""
+def spec_dir() -> Path | None:
+    """Where the schemas live: ``$ACPCLI_SPEC_DIR`` (None when it is not set)."""
     env = os.environ.get("ACPCLI_SPEC_DIR")
-    return Path(env) if env else REPO.parent / "shared" / "spec"
+    return Path(env) if env else None
 
 
 def sha256_of(path: Path) -> str:
@@ -895,6 +895,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the output files are stale")
     args = parser.parse_args(argv)
     spec = spec_dir()
+    if spec is None:
+        print("set ACPCLI_SPEC_DIR to the folder of the upstream ACP schemas", file=sys.stderr)
+        return 2
     missing = [name for _v, name, _m in TARGETS if not (spec / name).is_file()]
     if missing:
         print(f"schemas not found in {spec}: {', '.join(missing)} (set ACPCLI_SPEC_DIR)", file=sys.stderr)

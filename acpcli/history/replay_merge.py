@@ -1,7 +1,7 @@
 """Merging an agent's replay (``session/load``) into what acpcli recorded itself. Pure.
 
 For a session acpcli recorded, the local transcript -- what the user sent and saw -- stays
-the record after a load: replays degrade it (REAL-AGENTS.md: no boundaries between
+the record after a load: replays degrade it (observed with the real agents: no boundaries between
 consecutive user messages, so codex glues two prompts into one; claude adds its
 slash-command artefacts to user messages; gemini replays its ``<session_context>`` block
 and tool results as user text). A replay may still *add* what the local record lacks:

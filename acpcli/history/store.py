@@ -6,7 +6,7 @@ returns what changed: ``NewEntry``, ``EntryUpdated``, ``SessionChanged`` or ``No
 (nothing to show). No I/O, no printing, no pydantic: this is the hot path of streaming
 and replay, so structure is checked with cheap ``isinstance``/``type`` tests instead.
 
-Invariants (the tests in ``tests/test_store*.py`` hold the store to them):
+Invariants (the tests in ``tests/history/test_store*.py`` hold the store to them):
 
 * **Entries never move.** ``entries`` only grows; an entry's index is stable, so an
   ``EntryUpdated(index, ...)`` always names the entry a view was told about earlier.
@@ -16,7 +16,7 @@ Invariants (the tests in ``tests/test_store*.py`` hold the store to them):
   whole content (including what chunks built); ``content: null`` clears it; no
   ``content`` key leaves it unchanged and patches ``_meta`` only. ``*_chunk`` with the
   same id append, also after a whole-message update. An unseen id starts a new message.
-* **Chunks without ``messageId``** (v1; every real agent today, see REAL-AGENTS.md)
+* **Chunks without ``messageId``** (v1; every real agent observed: codex, claude, gemini)
   continue the latest message of their kind *only if that message is the last entry*
   and no ``turn_boundary()`` came since. So a chunk of another kind, a tool call, a plan,
   or a new turn in between starts a new message. Session-level updates (usage, commands,

@@ -47,7 +47,7 @@ agent's answer is not valid ACP v1: sessionId: missing"), or :class:`~acpcli.err
 (exit 5) for ``initialize``; an invalid request from the agent is answered ``-32602`` with that
 line, and the turn goes on.
 
-Tolerated, as real agents deviate (``shared/spec/REAL-AGENTS.md``) and the spec allows:
+Tolerated, as real agents deviate (codex, claude and gemini, observed) and the spec allows:
 unknown fields and ``_meta`` anywhere (kept), unknown enum values and union tags (kept as
 strings; an ``...Other`` member, an :class:`~acpcli.protocol.base.UnknownVariant`), ``"result":
 null`` for an answer that requires nothing (the seed's ``session/load``), unstable v1 members

@@ -1,6 +1,6 @@
 """Sessions the agent no longer knows: a fresh stand-in for a never-prompted one, a true hint for the rest.
 
-No real agent keeps a session it has not been prompted in (REAL-AGENTS.md): after
+No real agent keeps a session it has not been prompted in (observed: codex, claude, gemini): after
 ``acpcli new --no-repl`` the next process's load/resume of that id is answered "not found"
 (codex and claude ``-32002``; gemini ``-32603`` whose ``data.details`` says "Invalid session
 identifier", or "No previous sessions found" when the project has none). Such a session holds nothing to lose, so the id ``new`` printed keeps working:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
 
-#: What gemini's ``-32603`` data says when it has no such session (REAL-AGENTS.md): another
+#: What gemini's ``-32603`` data says when it has no such session (gemini-cli 0.61.0): another
 #: session of the project exists, or none does.
 _GEMINI_MARKERS = ("invalid session identifier", "no previous sessions found")
 

@@ -452,7 +452,7 @@ class AgentLink:
         frames already received be dispatched (a few event-loop turns, no timed pause) and
         returns -- unless updates are still arriving then, which makes it wait as below.
 
-        Some agents answer first and replay afterwards (gemini, REAL-AGENTS.md), so an
+        Some agents answer first and replay afterwards (gemini-cli 0.61.0, observed), so an
         answer with no transcript yet does not mean there is nothing to replay: the first
         update may take up to ``first`` seconds to come. An agent known to do so
         (:func:`acpcli.wire.capabilities.replay_may_trail`: gemini sends part of its replay before

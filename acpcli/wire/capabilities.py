@@ -44,7 +44,7 @@ _ALTERNATIVE = {
 }
 
 
-#: Agents known to answer ``session/load`` while their replay is still coming (REAL-AGENTS.md:
+#: Agents known to answer ``session/load`` while their replay is still coming (observed:
 #: gemini sends part of it, its ``<session_context>`` message, before the answer and the rest
 #: after): the answer alone does not say the replay is over.
 _TRAILING_REPLAY = ("gemini",)

@@ -10,8 +10,8 @@ client's v1 capabilities (file system, terminals) and a v2 agent reads the v2 fi
 client file-system or terminal methods, so those are never advertised in the v2 fields.
 
 Whatever the version, the rest of acpcli asks :class:`AgentFeatures` -- never the raw
-capability objects -- whether a method or field may be sent. The mapping (see
-``shared/spec/README.md``)::
+capability objects -- whether a method or field may be sent. The mapping (read from the v1
+schema and the v2 draft and latest schemas)::
 
     feature            v2 draft (seed)             v2 latest                      v1
     load with replay   session.load -> session/load session present -> resume+replayFrom  loadSession: true

@@ -67,7 +67,7 @@ def test_nothing_of_it_when_piped(cli: Cli, trace: AgentTrace) -> None:
     ("name", "argv", "shown"),
     [
         ("claude", ["npx", "-y", "@zed-industries/claude-agent-acp"], "claude"),
-        ("cmd", ["python3", "/opt/real-agents/launch.py", "claude"], "launch.py claude"),
+        ("cmd", ["python3", "/opt/harness/launch.py", "claude"], "launch.py claude"),
         (
             "cmd",
             ["npx", "-y", "@zed-industries/claude-agent-acp"],

@@ -1,6 +1,6 @@
 """After a load, what acpcli recorded stays the record; the replay only adds what it lacks.
 
-Replays shaped like the real agents' (REAL-AGENTS.md): codex glues a failed prompt to the
+Replays shaped like the real agents' (as observed): codex glues a failed prompt to the
 next one, claude adds its slash-command artefacts as user messages, gemini prefixes its
 ``<session_context>`` block; none send messageIds.
 """

@@ -1,5 +1,5 @@
 """A v1 ACP agent written with the official SDK (``acp``) that forgets sessions the way real
-agents do (REAL-AGENTS.md): a session exists across launches only from its first prompt on.
+agents do (codex, claude, gemini): a session exists across launches only from its first prompt on.
 
 Sessions are kept in the JSON file ``$FORGETFUL_STATE`` (one launch writes, the next reads).
 ``session/new`` keeps the session in memory only; the first ``session/prompt`` saves it.

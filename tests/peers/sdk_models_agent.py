@@ -1,7 +1,7 @@
 """A v1 ACP agent written with the official Python SDK (``acp``) that offers models the way
 gemini does: a ``models`` state (``availableModels``, ``currentModelId``) in the
 ``session/new`` and ``session/load`` results, no model config option, and the unstable
-``session/set_model`` to change it (see ``shared/spec/REAL-AGENTS.md``).
+``session/set_model`` to change it (as gemini-cli 0.61.0 does).
 
 - ``initialize`` advertises ``loadSession`` only (no resume, close or list: gemini's set);
 - sessions also carry ``modes`` (``default``, ``yolo``), changed with ``session/set_mode``;

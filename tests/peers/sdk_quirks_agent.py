@@ -1,4 +1,4 @@
-"""A v1 ACP agent (official SDK) with quirks of the real agents (``REAL-AGENTS.md``).
+"""A v1 ACP agent (official SDK) with quirks observed in the real agents (codex, claude, gemini).
 
 A prompt is answered with "you said: TEXT" and ``end_turn``, except:
 

@@ -1,5 +1,5 @@
 """A v1 ACP agent (official SDK) whose ``session/load`` replays a conversation in exactly the
-shapes claude-agent-acp 0.23.1 and gemini-cli 0.61.0 replay it (REAL-AGENTS.md; frames
+shapes claude-agent-acp 0.23.1 and gemini-cli 0.61.0 replay it (frames
 recorded from both through the real-agents harness), while its live turns look like theirs.
 
 Sessions are kept in the JSON file ``$REPLAY_STATE`` (one launch writes, the next reads):

@@ -1,6 +1,6 @@
 """Opt-in: escape sequences from real agents (codex-acp, claude-agent-acp, gemini --acp).
 
-Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (``.../real-agents/launch.py``); skipped
+Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (the real-agent harness's ``launch.py``); skipped
 with a reason otherwise. The fake model behind each agent is scripted (inline JSON) to put an
 OSC that renames the terminal, SGR and erase-screen CSIs, a C1 CSI and a carriage return in the
 session title, the plan, a thought and the answer, and to run a shell command whose output
@@ -26,7 +26,7 @@ LAUNCHER = os.environ.get("ACPCLI_REAL_AGENTS", "")
 
 pytestmark = pytest.mark.skipif(
     not LAUNCHER or not Path(LAUNCHER).is_file(),
-    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the launcher (real-agents/launch.py)",
+    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the real-agent harness's launch.py",
 )
 
 EVIL = "\x1b]2;PWNED\x07\x1b[41m\x1b[2J\x9b31m\r"

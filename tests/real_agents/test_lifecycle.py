@@ -2,7 +2,7 @@
 gemini --acp).
 
 Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher of the offline real agents (e.g.
-``ACPCLI_REAL_AGENTS=/work/shared/real-agents/launch.py``); skipped with a reason otherwise,
+``ACPCLI_REAL_AGENTS=/path/to/launch.py``); skipped with a reason otherwise,
 so the default suite neither needs nor waits for them. Each agent keeps its HOME between
 launches (``--keep-home --home DIR``), as a user's would.
 
@@ -87,7 +87,7 @@ def test_the_scripted_flow(agent: str, tmp_path: Path) -> None:
     lost = ("No previous sessions found", "Invalid session identifier")
     if agent == "gemini" and loaded.returncode == 8 and any(words in loaded.stderr for words in lost):
         # gemini-cli 0.61.0 at times cannot find its own saved chat on load, also for a session
-        # made by a plain `prompt` (its bug, REAL-AGENTS.md: its chat files are named by the
+        # made by a plain `prompt` (its bug, observed: its chat files are named by the
         # minute, and two sessions started in one minute lose one); acpcli says so truthfully.
         assert "its transcript is still recorded here" in loaded.stderr
         pytest.xfail("gemini could not find its own session on load (its bug)")

@@ -1,7 +1,7 @@
 """Opt-in: live sessions with the real agents (codex-acp, claude-agent-acp, gemini --acp).
 
 Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher of the offline real agents (e.g.
-``ACPCLI_REAL_AGENTS=/work/shared/real-agents/launch.py``); skipped with a reason otherwise.
+``ACPCLI_REAL_AGENTS=/path/to/launch.py``); skipped with a reason otherwise.
 
 Checked per agent, as issue 23 asks: ``ID=$(acpcli new --no-repl)`` then three ``prompt
 --session ID``: one agent process for all of them (the same pid), every answer right, gemini

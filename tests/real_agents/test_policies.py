@@ -1,6 +1,6 @@
 """Opt-in: permission policies with the real agents (codex-acp, claude-agent-acp, gemini --acp).
 
-Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (``.../real-agents/launch.py``); skipped
+Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (the real-agent harness's ``launch.py``); skipped
 with a reason otherwise. In a script (stdin not a terminal) the default policy is ``deny``: an
 "edit the README" turn leaves the README as it was, and stderr names what acpcli refused, the
 policy, and how to change it. codex then ends the turn ``cancelled`` (exit 11) and the error's
@@ -23,7 +23,7 @@ LAUNCHER = os.environ.get("ACPCLI_REAL_AGENTS", "")
 
 pytestmark = pytest.mark.skipif(
     not LAUNCHER or not Path(LAUNCHER).is_file(),
-    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the launcher (real-agents/launch.py)",
+    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the real-agent harness's launch.py",
 )
 
 README = "hello from the README\n"

@@ -1,7 +1,7 @@
 """Opt-in: the interactive ``load`` screen with the real agents (codex-acp, claude-agent-acp,
 gemini --acp), in a pseudo-terminal, checked on an emulated screen (``tests/cli/screen.py``).
 
-Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (``.../real-agents/launch.py``);
+Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (the real-agent harness's ``launch.py``);
 skipped with a reason otherwise. Each agent gets its own kept HOME, so the session made by a
 first ``prompt`` survives for the ``load``. What is checked (issue #11): the banner comes
 first and once; the replay is drawn once, in order, before the input prompt (gemini answers
@@ -29,7 +29,7 @@ LAUNCHER = os.environ.get("ACPCLI_REAL_AGENTS", "")
 
 pytestmark = pytest.mark.skipif(
     not LAUNCHER or not Path(LAUNCHER).is_file(),
-    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the launcher (real-agents/launch.py)",
+    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the real-agent harness's launch.py",
 )
 
 ANSWER = "Hello from the fake model. This is a streamed answer."

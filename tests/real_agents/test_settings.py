@@ -1,6 +1,6 @@
 """Opt-in end-to-end checks of agent settings and protocol reuse with the real agents.
 
-Run only when ``ACPCLI_REAL_AGENTS`` names the launcher (``…/real-agents/launch.py``); skipped
+Run only when ``ACPCLI_REAL_AGENTS`` names the launcher (the real-agent harness's ``launch.py``); skipped
 with a reason otherwise, so ``make test`` neither needs nor waits for them. What they check:
 
 - gemini offers its models the v1 ``models`` way (no model config option): ``--model``

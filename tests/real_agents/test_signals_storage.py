@@ -1,7 +1,7 @@
 """Opt-in: SIGTERM, SIGHUP and an unwritable output with the real agents (codex-acp,
 claude-agent-acp, gemini --acp).
 
-Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (``.../real-agents/launch.py``);
+Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (the real-agent harness's ``launch.py``);
 skipped with a reason otherwise. The fake model's ``slow`` prompt streams ten chunks 0.5 s
 apart: a signal in the middle cancels the turn, kills the agent's whole process group (node
 and everything it started), stores the prompt and what streamed, and exits 143 / 129.
@@ -27,7 +27,7 @@ LAUNCHER = os.environ.get("ACPCLI_REAL_AGENTS", "")
 
 pytestmark = pytest.mark.skipif(
     not LAUNCHER or not Path(LAUNCHER).is_file(),
-    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the launcher (real-agents/launch.py)",
+    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the real-agent harness's launch.py",
 )
 
 AGENTS = ["codex", "claude", "gemini"]

@@ -1,6 +1,6 @@
 """Opt-in: what the real agents (codex-acp, claude-agent-acp, gemini --acp) send fits the models.
 
-Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (``.../real-agents/launch.py``). Each
+Runs only when ``ACPCLI_REAL_AGENTS`` names the launcher (the real-agent harness's ``launch.py``). Each
 agent gets a few turns (think, plan, run a command, edit with permission) and a load, with the
 wire logged; then every frame the agent sent is held to the run-time contract of
 :mod:`acpcli.protocol` *and* to the whole generated models: answers to ``check_result`` and
@@ -30,7 +30,7 @@ LAUNCHER = os.environ.get("ACPCLI_REAL_AGENTS", "")
 
 pytestmark = pytest.mark.skipif(
     not LAUNCHER or not Path(LAUNCHER).is_file(),
-    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the launcher (real-agents/launch.py)",
+    reason="real agents are opt-in: set ACPCLI_REAL_AGENTS to the real-agent harness's launch.py",
 )
 
 
