@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from acpcli.history.store import Message, Store
-from acpcli.render.tty import BlockSplitter, TtyView
+from acpcli.render.tty import TtyView
+from acpcli.render.tty.split import BlockSplitter
 
 CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
