@@ -204,6 +204,9 @@ def bench_env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     for name in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "ACPCLI_LOG_FILE"):
         env.pop(name, None)
+    # What is measured is one cold load: a live-session host kept after it (``load --no-repl``
+    # keeps one by default) would hold the agent, which writes its report only when it ends.
+    env["ACPCLI_KEEP_ALIVE"] = "0"
     env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
     return env
 

@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 #: What the ``[<name> replaced]`` / ``[<name> cleared]`` note calls a message, by kind. It differs
-#: from the terminal's table (:data:`acpcli.render.tty._SCREEN_NOTE_NAMES`) on purpose: a pipe has
+#: from the terminal's table (:data:`acpcli.render.tty.view._SCREEN_NOTE_NAMES`) on purpose: a pipe has
 #: no styling to tell the kinds apart, so the note names the kind in full, like the transcript's
 #: other bracketed tags (``[thought]``, ``[tool]``), for a reader of a log or a ``grep``.
 _PIPE_NOTE_NAMES = {AGENT: "agent message", USER: "user message", THOUGHT: "thought"}

@@ -19,7 +19,7 @@ from rich.markdown import Markdown
 
 from acpcli.render import markdown_lines
 from acpcli.render.markdown_lines import MarkdownLines, _Marks, inline, parse, render, wrap
-from acpcli.render.tty import _Piece
+from acpcli.render.tty.pieces import _Piece
 
 Cell = tuple[str, Any]
 
