@@ -10,6 +10,7 @@ blocking portal, so the agent's own code answers the client's own code with no s
 from __future__ import annotations
 
 import io
+import json
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -147,3 +148,30 @@ def workdir(tmp_path: Path) -> Path:
     path = tmp_path / "project"
     path.mkdir()
     return path
+
+
+class Frames:
+    """A wire tap (``open_link(tap=...)``): the methods acpcli sent, in order."""
+
+    def __init__(self) -> None:
+        self.methods: list[str] = []
+
+    def sent(self, frame: bytes) -> None:
+        method = json.loads(frame).get("method")
+        if method is not None:
+            self.methods.append(method)
+
+    def received(self, frame: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def text(value: str) -> dict[str, Any]:
+    """A prompt's text block."""
+    return {"type": "text", "text": value}
+
+
+#: A demo prompt that runs a whole turn without asking for permission.
+QUIET = "hello no-permission"
