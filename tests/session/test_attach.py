@@ -269,8 +269,8 @@ async def test_logged_in_tries_once_more_only() -> None:
         raise AuthRequired(-32000, "Authentication required")
 
     class Link:
-        class features:  # noqa: N801 - stands in for AgentFeatures
-            auth_methods = [{"id": "m"}]
+        class features:
+            auth_methods = ({"id": "m"},)
 
         async def login(self, method_id: str) -> None:
             pass

@@ -12,7 +12,14 @@ from acpcli.errors import Interrupted, StepTimeout, TurnEnded, UsageError
 from acpcli.history.store import Store, TurnEnd
 from acpcli.paths import config_path
 from acpcli.services.permissions import CHANGE_POLICY_UNATTENDED, Refusals
-from acpcli.session.agent import AgentChoice, agent_arg, agent_label, pick_agent, recorded_agent, starting_name
+from acpcli.session.agent import (
+    AgentChoice,
+    agent_arg,
+    agent_label,
+    pick_agent,
+    recorded_agent,
+    starting_name,
+)
 from acpcli.session.context import Run
 from acpcli.session.outcome import NO_ANSWER, said_anything, turn_exit
 from acpcli.session.policy import decider_for, elicitor_for

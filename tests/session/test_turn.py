@@ -51,6 +51,15 @@ def only(err: BaseException) -> BaseException:
     return err
 
 
+async def press_ctrl_c(times: int = 1) -> None:
+    """SIGINT to this process, as Ctrl-C sends it, once the turn listens for it (never to
+    Python's default handler, which would stop the test run)."""
+    while signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        await anyio.lowlevel.checkpoint()
+    for _ in range(times):
+        os.kill(os.getpid(), signal.SIGINT)
+
+
 async def allow(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
     option = next(o for o in params["options"] if o["kind"] == "allow_once")
     return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
@@ -130,7 +139,7 @@ async def test_ctrl_c_cancels_the_turn_and_waits_for_the_agent(
     run: Run, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     async def interrupt(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
-        os.kill(os.getpid(), signal.SIGINT)  # the person presses Ctrl-C while asked
+        await press_ctrl_c()  # the person presses Ctrl-C while asked
         return await never(live, params)
 
     notices: list[str] = []
@@ -148,8 +157,7 @@ async def test_ctrl_c_cancels_the_turn_and_waits_for_the_agent(
 
 async def test_ctrl_c_twice_gives_up_the_turn(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
     async def interrupt_twice(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
-        os.kill(os.getpid(), signal.SIGINT)
-        os.kill(os.getpid(), signal.SIGINT)
+        await press_ctrl_c(times=2)
         return await never(live, params)
 
     notices: list[str] = []
