@@ -19,7 +19,7 @@ from acpcli.session.inputs import Options, SessionInputs
 from acpcli.session.link import AgentLink
 from acpcli.session.turn import after_turn
 from tests.helpers.records import rec
-from tests.session.conftest import QUIET, Frames, demo_link, quiet_env, stderr_of, text
+from tests.session.demo_peer import QUIET, Frames, demo_link, quiet_env, stderr_of, text
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +57,7 @@ async def test_new_records_the_session_and_holds_its_lock(run: Run, index: Index
         record = index.get(live.session_id)
         assert (record.agent, record.cwd, record.argv) == ("demo", str(workdir), inputs.agent.argv)
         assert (record.protocol, record.protocol_version) == ("1", 1)
-        assert record.agent_info["name"] == "acpcli-demo-agent"
+        assert record.agent_info is not None and record.agent_info["name"] == "acpcli-demo-agent"
         assert (record.title, record.titled_by_user) == ("my title", True)
         assert live.recorder is writer
         # The writer lock is held from before the session is listed: another acpcli waits.

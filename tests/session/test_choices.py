@@ -25,7 +25,7 @@ from acpcli.session.outcome import NO_ANSWER, said_anything, turn_exit
 from acpcli.session.policy import decider_for, elicitor_for
 from acpcli.wire.negotiate import AgentFeatures
 from tests.helpers.records import rec
-from tests.session.conftest import quiet_env, stderr_of
+from tests.session.demo_peer import quiet_env, stderr_of
 
 
 def write_config(text: str) -> None:

@@ -19,7 +19,7 @@ from acpcli.session.forgotten import agent_forgot, lost_hint
 from acpcli.session.inputs import Options
 from acpcli.session.turn import run_turn
 from tests.helpers.records import rec
-from tests.session.conftest import QUIET, Frames, demo_link, stderr_of, text
+from tests.session.demo_peer import QUIET, Frames, demo_link, stderr_of, text
 
 pytestmark = pytest.mark.anyio
 

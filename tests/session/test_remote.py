@@ -24,7 +24,7 @@ from acpcli.session.remote import delete_remote, list_remote, titles_from_list
 from acpcli.session.turn import run_turn
 from tests.helpers.records import rec
 from tests.peers import agent_argv
-from tests.session.conftest import demo_link, quiet_env, text
+from tests.session.demo_peer import demo_link, quiet_env, text
 
 #: The demo agent as a process, one session per page of its list.
 DEMO_CMD = shlex.join([sys.executable, "-m", "acpcli.demo_agent", "--delay", "0", "--page-size", "1"])

@@ -33,7 +33,7 @@ from acpcli.session.turn import (
     title_from_prompt,
 )
 from tests.helpers.records import rec
-from tests.session.conftest import QUIET, Frames, demo_link, text
+from tests.session.demo_peer import QUIET, Frames, demo_link, text
 
 pytestmark = pytest.mark.anyio
 
