@@ -81,6 +81,11 @@ async def attach(
     except SessionNotFound:
         known = None
     sid = known.id if known is not None else session_id
+    if command == "load":
+        from acpcli.wire import capabilities
+
+        # refused before anything is recorded or marked: a refused load leaves nothing behind
+        capabilities.require(link.features, "session/load")
     if known is None:  # created elsewhere: record it from now on
         index.upsert_session(_record(inputs, sid, link.features, run.title))
     if command == "resume" and known is not None and view is not None and not run.repl:
@@ -88,9 +93,6 @@ async def attach(
         view.print_store(rebuild(index, sid))
         run.env.err.print("[dim]── resumed ──[/]")
     if command == "load":
-        from acpcli.wire import capabilities
-
-        capabilities.require(link.features, "session/load")  # refuse before marking the log
         writer.append(sid, REPLAY_START, "{}")
     method = link.load if command == "load" else link.resume
     wire_id = known.wire_id if known is not None else sid

@@ -144,10 +144,6 @@ async def test_load_without_the_capability_sends_nothing_and_marks_nothing(
     assert kinds(index, writer, sid) == before  # no replay-start without a replay
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attach records a session unknown here before capabilities.require, outside the rollback",
-)
 async def test_load_without_the_capability_of_an_unrecorded_id_leaves_no_record(
     run: Run, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
