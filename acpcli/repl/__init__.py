@@ -331,7 +331,6 @@ async def run_repl(
 
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import Completer, Completion
-    from prompt_toolkit.key_binding import KeyBindings
     from rich.text import Text
 
     from acpcli import notices
@@ -347,6 +346,7 @@ async def run_repl(
     from acpcli.repl import commands
     from acpcli.repl.above import AboveInput
     from acpcli.repl.completion import Inputs, complete
+    from acpcli.repl.keys import key_bindings
     from acpcli.repl.queue import queue_lines
     from acpcli.repl.sendnow import SendNow
     from acpcli.repl.status import shown_title, status_line
@@ -373,16 +373,6 @@ async def run_repl(
                 yield Completion(
                     offer.text, start_position=-offer.replace, display=safe_line(offer.text), display_meta=safe_line(offer.meta)
                 )
-
-    keys = KeyBindings()
-
-    @keys.add("escape", "enter")
-    def _newline(event: Any) -> None:
-        event.current_buffer.insert_text("\n")
-
-    @keys.add("c-c")
-    def _clear(event: Any) -> None:
-        event.current_buffer.reset()
 
     services = getattr(link, "services", None)
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
@@ -415,7 +405,7 @@ async def run_repl(
         history=_history(live.cwd),
         completer=ReplCompleter(),
         complete_while_typing=False,
-        key_bindings=keys,
+        key_bindings=key_bindings(),
         bottom_toolbar=toolbar,
         multiline=False,
         # the lines after the first (Alt-Enter) start under the first one's text, not under "›"
