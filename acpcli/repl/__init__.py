@@ -330,7 +330,6 @@ async def run_repl(
     from itertools import islice
 
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import Completer, Completion
     from rich.text import Text
 
     from acpcli import notices
@@ -345,7 +344,7 @@ async def run_repl(
     )
     from acpcli.repl import commands
     from acpcli.repl.above import AboveInput
-    from acpcli.repl.completion import Inputs, complete
+    from acpcli.repl.completion import Inputs, ReplCompleter
     from acpcli.repl.keys import key_bindings
     from acpcli.repl.queue import queue_lines
     from acpcli.repl.sendnow import SendNow
@@ -361,18 +360,13 @@ async def run_repl(
     def roots() -> list[str]:
         return [live.cwd or ".", *live.additional_directories]
 
-    class ReplCompleter(Completer):
-        def get_completions(self, document: Any, complete_event: Any) -> Any:
-            inputs = Inputs(
-                agent_commands=live.store.available_commands or [],
-                choices=ctx.choices(),
-                login_methods=ctx.login_methods(),
-                mention=lambda word: mentions.complete_mention(word, live.cwd or ".", roots()),
-            )
-            for offer in complete(document.text_before_cursor, local, inputs):
-                yield Completion(
-                    offer.text, start_position=-offer.replace, display=safe_line(offer.text), display_meta=safe_line(offer.meta)
-                )
+    def inputs() -> Inputs:  # what TAB may offer besides the local commands, as it is now
+        return Inputs(
+            agent_commands=live.store.available_commands or [],
+            choices=ctx.choices(),
+            login_methods=ctx.login_methods(),
+            mention=lambda word: mentions.complete_mention(word, live.cwd or ".", roots()),
+        )
 
     services = getattr(link, "services", None)
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
@@ -403,7 +397,7 @@ async def run_repl(
 
     session: PromptSession[str] = PromptSession(
         history=_history(live.cwd),
-        completer=ReplCompleter(),
+        completer=ReplCompleter(local, inputs),
         complete_while_typing=False,
         key_bindings=key_bindings(),
         bottom_toolbar=toolbar,
