@@ -10,7 +10,7 @@ where the agent takes it (:mod:`acpcli.repl.sendnow`).
 Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`), echoed into the scrollback
 when run; the agent's own commands (from ``available_commands_update``) are sent to it as
 prompts, ``//word`` sends ``/word`` to it, and an unknown ``/word`` is not sent. TAB completion is the pure
-:func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.status.status_line`.
+:func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.toolbar.status_line`.
 ``@path`` in a prompt mentions a file (:mod:`acpcli.services.mentions`). A prompt the agent refuses,
 or one whose mention cannot be sent, comes back on the input line: nothing typed is lost.
 """
@@ -348,7 +348,7 @@ async def run_repl(
     from acpcli.repl.keys import key_bindings
     from acpcli.repl.queue import queue_lines
     from acpcli.repl.sendnow import SendNow
-    from acpcli.repl.status import shown_title, status_line
+    from acpcli.repl.toolbar import bottom_toolbar
     from acpcli.services import mentions
     from acpcli.services.permissions import note_on_screen
     from acpcli.session.outcome import NO_ANSWER, said_anything
@@ -382,18 +382,7 @@ async def run_repl(
 
     record = [_record(index, live.session_id)]  # its titles, read again after each turn
 
-    def toolbar() -> str:
-        from prompt_toolkit.application.current import get_app
-
-        from acpcli.render.fit import shorten
-
-        title = shown_title(live.store.title, record[0], live.first_prompt)
-        line = safe_line(status_line(
-            agent, title, live.store.state, ctx.choices(), live.store.usage,
-            waiting=bool(live.pending_permissions), policy=policy,
-        ))
-        # One row, cut at a word (never inside a number like 23.7k/200k), not at the edge.
-        return shorten(line, get_app().output.get_size().columns)
+    toolbar = bottom_toolbar(agent, live, ctx.choices, lambda: record[0], policy)
 
     session: PromptSession[str] = PromptSession(
         history=_history(live.cwd),
