@@ -18,8 +18,8 @@ This module is the loop (:func:`run_repl`); its pieces live beside it: the key b
 (:mod:`acpcli.repl.keys`), the completer (:mod:`acpcli.repl.completion`), the toolbar
 (:mod:`acpcli.repl.toolbar`), the input history (:mod:`acpcli.repl.input_history`), the
 questions put to the person (:mod:`acpcli.repl.asking`) and the first and last lines
-(:mod:`acpcli.repl.banner`). It also exports what :mod:`acpcli.repl.person` and the commands
-ask of the REPL.
+(:mod:`acpcli.repl.banner`). It also exports what :mod:`acpcli.repl.person`, the hosted REPL
+and ``acpcli login`` import from the package.
 """
 
 from __future__ import annotations
@@ -201,7 +201,6 @@ async def run_repl(
             env.err.print(line, style="yellow", markup=False)
 
     record = [_record(index, live.session_id)]  # its titles, read again after each turn
-
     toolbar = bottom_toolbar(agent, live, ctx.choices, lambda: record[0], policy)
 
     session: PromptSession[str] = PromptSession(
