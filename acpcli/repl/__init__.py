@@ -10,57 +10,38 @@ where the agent takes it (:mod:`acpcli.repl.sendnow`).
 Slash commands are data (:data:`acpcli.repl.commands.COMMANDS`), echoed into the scrollback
 when run; the agent's own commands (from ``available_commands_update``) are sent to it as
 prompts, ``//word`` sends ``/word`` to it, and an unknown ``/word`` is not sent. TAB completion is the pure
-:func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.status.status_line`.
+:func:`acpcli.repl.completion.complete`; the toolbar is :func:`acpcli.repl.toolbar.status_line`.
 ``@path`` in a prompt mentions a file (:mod:`acpcli.services.mentions`). A prompt the agent refuses,
 or one whose mention cannot be sent, comes back on the input line: nothing typed is lost.
+
+This module is the loop (:func:`run_repl`); its pieces live beside it: the key bindings
+(:mod:`acpcli.repl.keys`), the completer (:mod:`acpcli.repl.completion`), the toolbar
+(:mod:`acpcli.repl.toolbar`), the input history (:mod:`acpcli.repl.input_history`), the
+questions put to the person (:mod:`acpcli.repl.asking`) and the first and last lines
+(:mod:`acpcli.repl.banner`). It also exports what :mod:`acpcli.repl.person`, the hosted REPL
+and ``acpcli login`` import from the package.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
 from acpcli.errors import ExitCode
-from acpcli.text.safe import safe_line, shown_id
+from acpcli.repl.asking import AGENT_NAMES, choose, offer_login, permission_asker
+from acpcli.repl.banner import come_back, print_banner
+from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
-    from acpcli.wire.negotiate import AgentFeatures
 
-
-def _history_file(cwd: str | None) -> Any:
-    import os
-
-    from acpcli.paths import create_private, ensure_dir, history_dir
-
-    key = hashlib.sha256((cwd or "").encode()).hexdigest()[:16]
-    path = ensure_dir(history_dir()) / f"{key}.history"
-    try:
-        os.close(create_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND))  # 0600: what was typed
-    except OSError:
-        pass  # prompt_toolkit reports an unwritable history itself
-    return path
-
-
-#: The toolbar of the REPL driving each session: the permission picker shows it too.
-_TOOLBARS: dict[str, Callable[[], str]] = {}
-#: The agent of the REPL driving each session, named by the forms it asks for (elicitation).
-AGENT_NAMES: dict[str, str] = {}
-
-
-def print_banner(env: Environment, session_id: str, display_name: str) -> None:
-    """The line the REPL starts with: which session, which agent, where help is."""
-    from acpcli.render.fit import wrap
-
-    line = f"session {shown_id(session_id)} with {safe_line(display_name)} — /help for commands"
-    env.err.print("\n".join(wrap(line, env.err.width, 2)), style="dim", markup=False, highlight=False)
+__all__ = ["AGENT_NAMES", "choose", "offer_login", "permission_asker", "print_banner", "run_repl"]
 
 
 def _record(index: Index, session_id: str) -> SessionRecord | None:
@@ -74,38 +55,6 @@ def _record(index: Index, session_id: str) -> SessionRecord | None:
         return index.get(session_id)
     except (AcpcliError, sqlite3.Error, OSError):
         return None
-
-
-def come_back(features: AgentFeatures, session_id: str) -> str:
-    """The command that reopens ``session_id`` with this agent: ``resume`` when it offers
-    that, else ``load`` (gemini); for an agent with neither, ``show`` (the transcript)."""
-    shown = shown_id(session_id)  # a unique prefix reopens it as well as the whole id
-    if features.resume:
-        return f"acpcli resume {shown}"
-    if features.load:
-        return f"acpcli load {shown}"
-    # Neither: the agent cannot reopen it, but what was said stays readable.
-    return f"acpcli show {shown} ({features.display_name} can neither resume nor load a session)"
-
-
-def _history(cwd: str | None) -> Any:
-    """The REPL's input history file; in memory when the home cannot be written (a full or
-    read-only disk must not stop the session: typing goes on, history is just not kept)."""
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
-
-    try:
-        path = _history_file(cwd)
-    except OSError:
-        return InMemoryHistory()
-
-    class TolerantHistory(FileHistory):
-        def store_string(self, string: str) -> None:
-            try:
-                super().store_string(string)
-            except OSError:
-                pass
-
-    return TolerantHistory(str(path))
 
 
 def _release_terminal(live: LiveSession) -> None:
@@ -175,137 +124,6 @@ def _hint_unresolved(env: Environment, missing: Sequence[Any]) -> None:
     )
 
 
-def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
-    """An ``ask`` for :class:`~acpcli.services.permissions.PermissionPolicy` that shows every option.
-
-    What the agent wrote (the title, option names) is shown on one line each, cut to the
-    terminal's width with "…": a 1 MB title is not echoed whole."""
-    from rich.text import Text
-
-    from acpcli.render.fit import shorten
-    from acpcli.services.permissions import note_on_screen, release_screen, shown
-
-    async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        # A terminal view keeps the call asked about live, drawn above the question, and takes
-        # it off the screen afterwards: the call is printed once, in its final state. Other
-        # views commit what they show first (`prompt --format jsonl` on a terminal asks too,
-        # and its stream must not be cut mid-message).
-        options = [o for o in params.get("options", []) if isinstance(o, dict)]
-        sink = live.sink
-        hold = getattr(sink, "hold", None)
-        # (the question's line, the picker's, its options and the toolbar, with a row to spare)
-        held = bool(hold(min(len(options), 8) + 5)) if hold is not None else False
-        if not held:
-            release_screen(live)
-        raw_call = params.get("toolCall")
-        call: dict[str, Any] = raw_call if isinstance(raw_call, dict) else {}
-        title = call.get("title") or call.get("toolCallId") or "a tool call"
-        width = max(40, env.err.width)
-        kind = shown(str(call.get("kind") or "other"), 30)
-        question = Text.assemble(
-            ("permission:", "bold yellow"), " ", shorten(safe_line(str(title)), width - len(kind) - 16), " ", (f"({kind})", "dim")
-        )
-        env.err.print(question)
-        labels = [  # (the picker shortens them to its width, at a word)
-            f"{shorten(safe_line(str(option.get('name'))), width - 30)}  ({shown(str(option.get('kind')), 20)})"
-            for option in options
-        ]
-        try:
-            picked = await choose(
-                f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
-                toolbar=_TOOLBARS.get(live.session_id), erase=True,
-            )
-        finally:
-            if held:  # the question's line goes too: it is said again below, with the answer
-                sink.release(max(1, -(-question.cell_len // max(1, env.err.width))))  # type: ignore[union-attr]
-
-        def say(line: Text) -> None:
-            if not (held and note_on_screen(live.sink, line)):
-                env.err.print(line)
-
-        if held:
-            say(question)
-        # The picker is erased when done: say what happened, so no option looks chosen
-        # after a dismissal and the choice stays on record after a pick.
-        if picked is None:
-            say(Text.assemble("  ", ("dismissed:", "yellow"), " no option chosen; the turn is cancelled"))
-            return None
-        say(Text.assemble("  ", ("chose:", "dim"), " ", labels[picked]))
-        return {"outcome": {"outcome": "selected", "optionId": options[picked]["optionId"]}}
-
-    return ask
-
-
-def narrowest_allow(options: Sequence[dict[str, Any]]) -> int:
-    """The option a permission question highlights: the narrowest allow (``allow_once``,
-    else another allow), else the first. Never an "always" when a "once" is offered."""
-    kinds = [option.get("kind") for option in options]
-    for wanted in ("allow_once", "allow_always"):
-        if wanted in kinds:
-            return kinds.index(wanted)
-    return 0
-
-
-async def choose(
-    question: str,
-    labels: Sequence[str],
-    *,
-    default: int = 0,
-    toolbar: Callable[[], str] | None = None,
-    erase: bool = False,
-) -> int | None:
-    """Let the person pick one of ``labels`` (:mod:`acpcli.repl.picker`: arrow keys, its
-    number, or typing to filter, then Enter); the 0-based index, or ``None`` when the question
-    is dismissed (Ctrl-C, Ctrl-D, Escape). ``default`` is highlighted first; ``toolbar`` (the
-    REPL's) stays at the bottom. ``erase``: take the list off the screen when done (the
-    caller then says what was chosen)."""
-    from acpcli.repl.picker import pick
-
-    if not labels:
-        return None
-    try:
-        # The labels quote the agent (permission option names): shown, never obeyed.
-        return await pick(
-            safe_line(question), [safe_line(label) for label in labels], default=default, toolbar=toolbar, erase=erase
-        )
-    except (KeyboardInterrupt, EOFError):
-        return None
-
-
-async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> bool:
-    """The agent answered ``auth_required``: explain, list its login methods, let the person
-    pick one and log in. True when logged in (the caller retries what failed)."""
-    from acpcli.errors import RpcError
-    from acpcli.protocol import wire
-    from acpcli.render.fit import wrap
-
-    def say(text: str, style: str, hang: int) -> None:  # wrapped at words, under a hanging indent
-        env.err.print("\n".join(wrap(safe_line(text), env.err.width, hang)), style=style, markup=False, highlight=False)
-
-    say(f"{link.features.display_name} asks you to log in ({err})", "bold yellow", 2)
-    methods = wire.login_methods(link.features.auth_methods)
-    usable = [m for m in methods if m.type == "agent"]
-    for method in methods:
-        if method not in usable:
-            say(f"  {method.id}: a {method.type} login — run `acpcli auth` for this agent in a terminal", "dim", 4)
-    if not usable:
-        if not methods:
-            env.err.print("  it lists no login methods: log in with the agent's own tools, then try again")
-        return False
-    while True:
-        picked = await choose(f"log in with 1-{len(usable)} (Ctrl-C: not now):", [m.label for m in usable])
-        if picked is None:
-            return False
-        method_id = usable[picked].id
-        try:
-            await link.login(method_id)
-        except RpcError as failure:  # refused: ask again; anything else (the agent died) ends it
-            env.err.print(f"[red]login failed:[/] {escape(failure.message)}", highlight=False)
-            continue
-        env.err.print(f"[green]logged in[/] with {escape(method_id)}", highlight=False)
-        return True
-
-
 async def run_repl(
     env: Environment,
     link: AgentLink,
@@ -330,8 +148,6 @@ async def run_repl(
     from itertools import islice
 
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.completion import Completer, Completion
-    from prompt_toolkit.key_binding import KeyBindings
     from rich.text import Text
 
     from acpcli import notices
@@ -346,10 +162,13 @@ async def run_repl(
     )
     from acpcli.repl import commands
     from acpcli.repl.above import AboveInput
-    from acpcli.repl.completion import Inputs, complete
+    from acpcli.repl.asking import TOOLBARS
+    from acpcli.repl.completion import Inputs, ReplCompleter
+    from acpcli.repl.input_history import history
+    from acpcli.repl.keys import key_bindings
     from acpcli.repl.queue import queue_lines
     from acpcli.repl.sendnow import SendNow
-    from acpcli.repl.status import shown_title, status_line
+    from acpcli.repl.toolbar import bottom_toolbar
     from acpcli.services import mentions
     from acpcli.services.permissions import note_on_screen
     from acpcli.session.outcome import NO_ANSWER, said_anything
@@ -361,28 +180,13 @@ async def run_repl(
     def roots() -> list[str]:
         return [live.cwd or ".", *live.additional_directories]
 
-    class ReplCompleter(Completer):
-        def get_completions(self, document: Any, complete_event: Any) -> Any:
-            inputs = Inputs(
-                agent_commands=live.store.available_commands or [],
-                choices=ctx.choices(),
-                login_methods=ctx.login_methods(),
-                mention=lambda word: mentions.complete_mention(word, live.cwd or ".", roots()),
-            )
-            for offer in complete(document.text_before_cursor, local, inputs):
-                yield Completion(
-                    offer.text, start_position=-offer.replace, display=safe_line(offer.text), display_meta=safe_line(offer.meta)
-                )
-
-    keys = KeyBindings()
-
-    @keys.add("escape", "enter")
-    def _newline(event: Any) -> None:
-        event.current_buffer.insert_text("\n")
-
-    @keys.add("c-c")
-    def _clear(event: Any) -> None:
-        event.current_buffer.reset()
+    def inputs() -> Inputs:  # what TAB may offer besides the local commands, as it is now
+        return Inputs(
+            agent_commands=live.store.available_commands or [],
+            choices=ctx.choices(),
+            login_methods=ctx.login_methods(),
+            mention=lambda word: mentions.complete_mention(word, live.cwd or ".", roots()),
+        )
 
     services = getattr(link, "services", None)
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
@@ -397,25 +201,13 @@ async def run_repl(
             env.err.print(line, style="yellow", markup=False)
 
     record = [_record(index, live.session_id)]  # its titles, read again after each turn
-
-    def toolbar() -> str:
-        from prompt_toolkit.application.current import get_app
-
-        from acpcli.render.fit import shorten
-
-        title = shown_title(live.store.title, record[0], live.first_prompt)
-        line = safe_line(status_line(
-            agent, title, live.store.state, ctx.choices(), live.store.usage,
-            waiting=bool(live.pending_permissions), policy=policy,
-        ))
-        # One row, cut at a word (never inside a number like 23.7k/200k), not at the edge.
-        return shorten(line, get_app().output.get_size().columns)
+    toolbar = bottom_toolbar(agent, live, ctx.choices, lambda: record[0], policy)
 
     session: PromptSession[str] = PromptSession(
-        history=_history(live.cwd),
-        completer=ReplCompleter(),
+        history=history(live.cwd),
+        completer=ReplCompleter(local, inputs),
         complete_while_typing=False,
-        key_bindings=keys,
+        key_bindings=key_bindings(),
         bottom_toolbar=toolbar,
         multiline=False,
         # the lines after the first (Alt-Enter) start under the first one's text, not under "›"
@@ -424,7 +216,7 @@ async def run_repl(
         # record of a v1 prompt), so the input line is erased rather than shown twice.
         erase_when_done=True,
     )
-    _TOOLBARS[live.session_id] = toolbar  # the permission picker shows it too
+    TOOLBARS[live.session_id] = toolbar  # the permission picker shows it too
     AGENT_NAMES[live.session_id] = link.features.display_name
     if banner:
         print_banner(env, live.session_id, link.features.display_name)

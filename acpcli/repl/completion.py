@@ -6,16 +6,26 @@
   values of the one named; ``/login ``: the advertised login methods;
 * a word starting with ``@`` anywhere: file names inside the session's directories (the
   ``mention`` callback, which reads the file system, is injected).
+
+:class:`ReplCompleter` is what prompt-toolkit calls on TAB: it asks :func:`complete` and hands
+the offers over as prompt-toolkit ``Completion`` objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit.completion import Completer, Completion
 
 from acpcli.protocol.settings import Choice, find
 from acpcli.services.mentions import mention_prefix
+from acpcli.text.safe import safe_line
+
+if TYPE_CHECKING:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
 
 
 @dataclass(frozen=True)
@@ -95,3 +105,20 @@ def _arguments(name: str, rest: str, inputs: Inputs) -> list[Offer] | None:
     if name == "login" and " " not in rest:
         return [Offer(mid, len(rest), label) for mid, label in inputs.login_methods if mid.startswith(rest)]
     return None
+
+
+class ReplCompleter(Completer):
+    """The REPL's completer: :func:`complete` on the line up to the cursor. ``commands``: the
+    local (name, help) pairs; ``inputs``: what else may be offered, asked again on every TAB
+    (the agent's commands and settings change during the session). What is shown of an offer
+    passes :func:`~acpcli.text.safe.safe_line`: the agent's names are shown, never obeyed."""
+
+    def __init__(self, commands: Sequence[tuple[str, str]], inputs: Callable[[], Inputs]) -> None:
+        self.commands = commands
+        self.inputs = inputs
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
+        for offer in complete(document.text_before_cursor, self.commands, self.inputs()):
+            yield Completion(
+                offer.text, start_position=-offer.replace, display=safe_line(offer.text), display_meta=safe_line(offer.meta)
+            )

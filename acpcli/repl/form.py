@@ -73,7 +73,7 @@ async def ask(
 
 
 async def _link(env: Environment, page: el.UrlPage) -> dict[str, Any] | None:
-    from acpcli.repl import choose
+    from acpcli.repl.asking import choose
 
     env.err.print(
         f"  [bold]host:[/] [bold underline]{escape(safe_line(page.host))}[/]", highlight=False

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from acpcli.protocol import settings
 from acpcli.repl.commands import COMMANDS, classify, lookup
-from acpcli.repl.completion import Inputs, Offer, complete
+from acpcli.repl.completion import Inputs, Offer, ReplCompleter, complete
 from acpcli.services.mentions import complete_mention
 
 LOCAL = [(c.name, c.help) for c in COMMANDS]
@@ -107,3 +107,25 @@ def test_classify_sorts_commands_escapes_prompts_and_typos() -> None:
 def test_a_double_slash_completes_the_agents_commands_shadowed_ones_too() -> None:
     assert texts(complete("//", LOCAL, FULL)) == ["//review", "//help"]
     assert complete("//he", LOCAL, FULL) == [Offer("//help", 4, "agent help")]
+
+
+def test_the_prompt_toolkit_completer_hands_over_the_offers_and_asks_for_inputs_each_tab() -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    agent = [{"name": "revie\x1b[2Jw", "description": "wipes\nthe screen"}]
+    asked: list[int] = []
+
+    def inputs() -> Inputs:
+        asked.append(1)
+        return Inputs(agent_commands=agent if len(asked) > 1 else [])
+
+    completer = ReplCompleter(LOCAL, inputs)
+    first = list(completer.get_completions(Document("/rev"), CompleteEvent(completion_requested=True)))
+    assert first == [] and len(asked) == 1
+    (offer,) = completer.get_completions(Document("/rev"), CompleteEvent(completion_requested=True))
+    assert len(asked) == 2  # the agent's commands, as they are at this TAB
+    assert offer.text == "/revie\x1b[2Jw" and offer.start_position == -len("/rev")
+    # what is drawn of it shows the control characters instead of obeying them
+    assert "\x1b" not in offer.display_text and "\n" not in offer.display_meta_text
+    assert offer.display_meta_text.startswith("wipes")

@@ -1,16 +1,20 @@
-"""The REPL's bottom toolbar, as a pure function of the session's state."""
+"""The REPL's bottom toolbar: its text, a pure function of the session's state
+(:func:`status_line`, :func:`shown_title`), and the callable prompt-toolkit draws it with
+(:func:`bottom_toolbar`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acpcli.protocol.settings import MODE, MODEL, Choice
 from acpcli.render.fit import shorten
 from acpcli.render.usage import usage_text
+from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     from acpcli.history.index import SessionRecord
+    from acpcli.session.live import LiveSession
 
 #: The most characters of the agent's session title the toolbar shows (one line, cut with "…").
 TITLE_CHARS = 60
@@ -58,3 +62,29 @@ def status_line(
     if policy is not None and policy != "ask":
         parts.append(f"permissions: {policy}")
     return " " + " · ".join(parts) + " "
+
+
+def bottom_toolbar(
+    agent: str,
+    live: LiveSession,
+    choices: Callable[[], Sequence[Choice]],
+    record: Callable[[], SessionRecord | None],
+    policy: str | None,
+) -> Callable[[], str]:
+    """The toolbar prompt-toolkit draws under the input line (and the permission picker under
+    its question): :func:`status_line` of ``live`` as it is at each redraw, on one row of the
+    terminal. ``choices``: the session's settings now; ``record``: its index record as last
+    read (for its titles); ``policy``: the run's ``--permissions``, resolved."""
+
+    def toolbar() -> str:
+        from prompt_toolkit.application.current import get_app
+
+        title = shown_title(live.store.title, record(), live.first_prompt)
+        line = safe_line(status_line(
+            agent, title, live.store.state, choices(), live.store.usage,
+            waiting=bool(live.pending_permissions), policy=policy,
+        ))
+        # One row, cut at a word (never inside a number like 23.7k/200k), not at the edge.
+        return shorten(line, get_app().output.get_size().columns)
+
+    return toolbar

@@ -1,10 +1,10 @@
-"""The REPL toolbar text."""
+"""The REPL toolbar: its text, and the callable prompt-toolkit draws at each redraw."""
 
 from __future__ import annotations
 
 from acpcli.protocol import settings
 from acpcli.render.usage import usage_text
-from acpcli.repl.status import shown_title, status_line
+from acpcli.repl.toolbar import shown_title, status_line
 
 CHOICES = settings.choices(
     [
@@ -52,3 +52,33 @@ def test_the_title_is_the_one_sessions_shows() -> None:
     assert shown_title("Agent's title", record(prompt_title="Fix the bug"), "") == "Agent's title"
     assert shown_title(None, record(title="Stored agent title", prompt_title="Fix the bug"), "") == "Stored agent title"
     assert shown_title("Agent's title", record(title="Mine", by_user=True), "") == "Mine"  # --title wins
+
+
+def test_the_drawn_toolbar_follows_the_session_on_one_safe_row() -> None:
+    import anyio
+
+    from acpcli.history.index import SessionRecord
+    from acpcli.history.store import Store
+    from acpcli.repl.toolbar import bottom_toolbar
+    from acpcli.session.live import LiveSession
+
+    live = LiveSession(session_id="s1", store=Store())
+    record: list[SessionRecord | None] = [None]
+    choices: list[settings.Choice] = []
+    draw = bottom_toolbar("demo", live, lambda: choices, lambda: record[0], "allow-reads")
+    # (outside a running application, prompt-toolkit's output is 80 columns wide)
+    assert draw() == " demo · (untitled) · idle · permissions: allow-reads "
+    live.first_prompt = "Fix the bug"  # sent, not stored yet
+    live.pending_permissions.add(anyio.Event())
+    assert draw() == " demo · Fix the bug · waiting for you · permissions: allow-reads "
+    choices.extend(CHOICES)  # the settings as they are at this redraw
+    live.store.usage = {"used": 12_345, "size": 200_000}
+    full = status_line("demo", "Fix the bug", "idle", CHOICES, live.store.usage, waiting=True, policy="allow-reads")
+    line = draw()
+    assert len(full) > 80 and len(line) <= 80 and line.endswith("…")  # one row, cut at a word
+    assert full.startswith(line[:-1].rstrip(" ·")) and "12.3k" not in line
+    live.pending_permissions.clear()
+    live.store.title = "the agent's \x1b[2J title"
+    assert "\x1b" not in draw() and "title" in draw()  # shown, never obeyed
+    record[0] = SessionRecord(id="s1", agent="demo", argv=["demo"], cwd="/", title="Mine", titled_by_user=True)
+    assert draw().startswith(" demo · Mine · idle · ")  # the record as last read: a --title wins

@@ -1,0 +1,32 @@
+"""The REPL's first and last words: the session line it starts with, and the command that
+comes back to the session, which it ends with."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from acpcli.text.safe import safe_line, shown_id
+
+if TYPE_CHECKING:
+    from acpcli.env import Environment
+    from acpcli.wire.negotiate import AgentFeatures
+
+
+def print_banner(env: Environment, session_id: str, display_name: str) -> None:
+    """The line the REPL starts with: which session, which agent, where help is."""
+    from acpcli.render.fit import wrap
+
+    line = f"session {shown_id(session_id)} with {safe_line(display_name)} — /help for commands"
+    env.err.print("\n".join(wrap(line, env.err.width, 2)), style="dim", markup=False, highlight=False)
+
+
+def come_back(features: AgentFeatures, session_id: str) -> str:
+    """The command that reopens ``session_id`` with this agent: ``resume`` when it offers
+    that, else ``load`` (gemini); for an agent with neither, ``show`` (the transcript)."""
+    shown = shown_id(session_id)  # a unique prefix reopens it as well as the whole id
+    if features.resume:
+        return f"acpcli resume {shown}"
+    if features.load:
+        return f"acpcli load {shown}"
+    # Neither: the agent cannot reopen it, but what was said stays readable.
+    return f"acpcli show {shown} ({features.display_name} can neither resume nor load a session)"
