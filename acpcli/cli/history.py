@@ -487,7 +487,6 @@ def repaired_search(
     line, and ``action()`` runs again. Damage elsewhere is raised (the CLI says it in one line)."""
     import sqlite3
 
-    from acpcli.history import search
     from acpcli.history.damage import is_damage
 
     try:
@@ -495,14 +494,14 @@ def repaired_search(
     except sqlite3.DatabaseError as exc:
         if not is_damage(exc):
             raise
-        problem = search.broken(index.conn)
+        problem = index.search_damage()
         if problem is None:
             raise
     env.note(
         f"warning — the search index in {index.path} is damaged ({problem}): {then}",
         style="yellow",
     )
-    search.discard(index.conn)
+    index.discard_search_index()
     return action()
 
 
@@ -632,7 +631,7 @@ def search(
     """``acpcli search TEXT``: the sessions whose messages hold every word, best match first."""
     from acpcli.cli.streams import environment
     from acpcli.history.index import Index
-    from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO, has_fts
+    from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO
     from acpcli.paths import db_path
     from acpcli.session.inputs import resolve_dir
 
@@ -657,7 +656,7 @@ def search(
             return hits
 
         found = repaired_search(env, index, searched)
-        has_fts_now = has_fts(index.conn)
+        has_fts_now = index.has_fts()
         if not has_fts_now:
             env.note(
                 "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
@@ -689,12 +688,11 @@ def _catch_up(env: Environment, index: Index) -> str | None:
     import sqlite3
 
     from acpcli.history.guarded import storage_reason
-    from acpcli.history.search import stale
     from acpcli.session.indexing import catch_up
 
     todo = 0
     try:
-        todo = len(stale(index.conn))
+        todo = len(index.stale_sessions())
         if todo < _PROGRESS_FROM or not env.err.is_terminal:
             catch_up(index)
             return None
@@ -712,10 +710,9 @@ def _catch_up(env: Environment, index: Index) -> str | None:
             catch_up(index, lambda done, _total: bar.update(task, completed=done))
     except sqlite3.Error as exc:
         from acpcli.history.damage import is_damage
-        from acpcli.history.search import broken
 
         if is_damage(exc):
-            if broken(index.conn) is not None:
+            if index.search_damage() is not None:
                 raise  # the search index itself: made again (repaired_search)
             # the event log or the session list is damaged: search what is indexed (said
             # once the search has read: if it cannot, its error is the one line)

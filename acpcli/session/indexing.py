@@ -52,18 +52,15 @@ def reindex(index: Index, session_id: str) -> None:
 
     seq = index.last_seq(session_id)  # read first: events stored meanwhile make it stale again
     store = rebuild(index, session_id)
-    search.replace(index.conn, session_id, search.documents(store.entries), seq)
+    index.replace_documents(session_id, search.documents(store.entries), seq)
 
 
 def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -> int:
     """Reindex every session whose documents lag its event log, least recent first; call
     ``progress(done, total)`` after each. Return how many were reindexed. Also makes the FTS5
     index if this SQLite has FTS5 and the database was made without it."""
-    from acpcli.history import search
-
-    conn = index.conn
-    search.ensure_fts(conn)
-    todo = search.stale(conn)
+    index.ensure_fts()
+    todo = index.stale_sessions()
     if not todo:
         return 0
     index.last_seq(todo[0][0])  # flushes this process's writers: none may write inside the batch
@@ -81,7 +78,7 @@ def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -
         if progress is not None:
             progress(done, total)
 
-    in_batches(conn, list(enumerate(todo, 1)), one)
+    in_batches(index.conn, list(enumerate(todo, 1)), one)
     return len(todo)
 
 
@@ -96,14 +93,13 @@ def turn_indexed(index: Index, live: LiveSession) -> None:
     from acpcli.history import search
 
     try:
-        conn = index.conn
         start = live.turn_seq
-        indexed = search.indexed_seq(conn, live.session_id)
+        indexed = index.indexed_seq(live.session_id)
         if start is not None and indexed < start and all(
             kind in _TEXTLESS for kind in index.kinds_after(live.session_id, indexed)[: start - indexed - 1]
         ):
             docs = search.documents(live.store.entries[live.turn_first_entry :])
-            search.extend(conn, live.session_id, docs, index.last_seq(live.session_id))
+            index.add_documents(live.session_id, docs, index.last_seq(live.session_id))
         else:
             reindex(index, live.session_id)
     except Exception:

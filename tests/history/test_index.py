@@ -167,9 +167,9 @@ def test_pragmas(index: Index) -> None:
     conn = index.conn
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == index.BUSY_TIMEOUT_MS
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == index_db.BUSY_TIMEOUT_MS
     assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-    assert conn.execute("PRAGMA page_size").fetchone()[0] == index.PAGE_SIZE
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == index_db.PAGE_SIZE
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
 
 

@@ -347,3 +347,52 @@ def test_words_too_common_to_rank_list_the_newest_sessions_first(index: Index, m
     assert {r.id: h.matches for r, h in index.search(["gnu"], limit=None)} == ranked  # every session, read to the end
     assert _ids(index.search(["gnu"], agent="codex", limit=2)) == ["c09", "c06"]
     assert _ids(index.search(["gnu", "common"], limit=2)) == ["c11", "c10"]
+
+
+# -- the index's own methods for its documents (no caller outside acpcli.history touches SQL) ----
+
+
+def test_the_index_writes_and_reads_a_sessions_documents(index: Index) -> None:
+    _store(index, "a", _turn("first ibis", "one"))
+    _store(index, "b", _turn("second ibis"))
+    assert index.stale_sessions() == [("a", index.last_seq("a")), ("b", index.last_seq("b"))]
+    assert index.indexed_seq("a") == 0
+
+    index.replace_documents("a", [("user", "first ibis"), ("agent", "one")], 2)
+    assert _docs(index, "a") == [("user", "first ibis"), ("agent", "one")]
+    assert index.indexed_seq("a") == 2
+    index.add_documents("a", [("agent", "two")], index.last_seq("a"))
+    assert _docs(index, "a") == [("user", "first ibis"), ("agent", "one"), ("agent", "two")]
+    assert index.stale_sessions() == [("b", index.last_seq("b"))]  # "a" reflects its whole log
+    index.replace_documents("a", [("user", "only ibis")], index.last_seq("a"))  # replaced, not added
+    assert _docs(index, "a") == [("user", "only ibis")]
+    assert index.indexed_seq("nobody") == 0
+    if index.has_fts():
+        _fts_ok(index)  # the FTS5 index says what the documents say
+    assert _ids(index.search(["ibis"])) == ["a"]  # "b" is not indexed yet
+
+
+def test_a_discarded_search_index_is_made_again_empty_and_every_session_is_stale(index: Index) -> None:
+    _store(index, "a", _turn("quokka", "yes"))
+    indexing.catch_up(index)
+    assert index.stale_sessions() == [] and index.search_damage() is None
+    fts = index.has_fts()
+    index.discard_search_index()
+    assert _docs(index, "a") == [] and index.indexed_seq("a") == 0
+    assert index.stale_sessions() == [("a", index.last_seq("a"))]
+    assert index.has_fts() == fts and index.ensure_fts() == fts
+    assert index.search_damage() is None
+    indexing.catch_up(index)
+    assert _ids(index.search(["quokka"])) == ["a"]
+
+
+def test_ensure_fts_makes_a_missing_fts5_index_from_the_documents(index: Index) -> None:
+    if not index.has_fts():
+        pytest.skip("this SQLite has no FTS5")
+    _store(index, "a", _turn("axolotl"))
+    indexing.catch_up(index)
+    index.conn.execute("DROP TABLE search_fts")
+    assert not index.has_fts()
+    assert index.ensure_fts() is True and index.has_fts()
+    _fts_ok(index)
+    assert _ids(index.search(["axolotl"])) == ["a"]
