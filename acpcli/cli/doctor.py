@@ -126,7 +126,7 @@ def _salvaged(env: Environment, salvage: Salvage, path: object) -> None:
 def _rebuild_search(env: Environment) -> None:
     """Make the search index again from the event log (it is derived data)."""
     from acpcli.history.index import Index
-    from acpcli.session.indexing import catch_up
+    from acpcli.history.indexing import catch_up
 
     with Index.open() as index:
         if index.search_damage() is not None:

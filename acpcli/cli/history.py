@@ -688,7 +688,7 @@ def _catch_up(env: Environment, index: Index) -> str | None:
     import sqlite3
 
     from acpcli.history.guarded import storage_reason
-    from acpcli.session.indexing import catch_up
+    from acpcli.history.indexing import catch_up
 
     todo = 0
     try:

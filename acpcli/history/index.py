@@ -945,7 +945,7 @@ class Index:
     ) -> list[tuple[SessionRecord, Hit]]:
         """The sessions whose documents match ``words`` (:func:`acpcli.history.search.find`), best
         first, with their records. Documents are as fresh as the last indexing
-        (:mod:`acpcli.session.indexing`)."""
+        (:mod:`acpcli.history.indexing`)."""
         from acpcli.history import search
 
         where, params = session_filters(agent=agent, cwd=cwd, state=None, since=since, table="s")

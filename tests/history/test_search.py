@@ -1,4 +1,4 @@
-"""Full-text search (``acpcli.history.search``, ``acpcli.session.indexing``): documents match what
+"""Full-text search (``acpcli.history.search``, ``acpcli.history.indexing``): documents match what
 ``show`` rebuilds, queries take words literally, results are ranked and filtered, deleted
 sessions leave nothing behind, and a SQLite without FTS5 gets the same matches by a scan."""
 
@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 
 from acpcli.errors import UsageError
-from acpcli.history import housekeeping, search
+from acpcli.history import housekeeping, indexing, search
 from acpcli.history.index import MIGRATIONS, Index
 from acpcli.history.records import REPLAY_END, REPLAY_START, TURN_START, rebuild
 from acpcli.history.store import Message, Plan, Store, ToolCall
-from acpcli.session import indexing
 from tests.helpers.records import rec
 
 
@@ -223,14 +222,14 @@ def test_a_turn_adds_its_messages_without_reading_the_log(index: Index, monkeypa
     index.upsert_session(rec("live"))
     commands = ("available_commands_update", json.dumps({"sessionUpdate": "available_commands_update", "availableCommands": []}))
     live = _live_turn(index, "live", store, [commands, *_turn("first okapi", "one")])
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]  # documents were empty: a rebuild
+    indexing.turn_indexed(index, live)  # documents were empty: a rebuild
     assert search.indexed_seq(index.conn, "live") == index.last_seq("live")
     usage = ("usage_update", json.dumps({"sessionUpdate": "usage_update", "used": 1, "size": 2}))
     live = _live_turn(index, "live", store, [usage, *_turn("second okapi", "two")])
 
     rebuilt: list[object] = []  # turn_indexed logs and swallows errors: record, do not raise
     monkeypatch.setattr(indexing, "reindex", lambda *args: rebuilt.append(args))
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]
+    indexing.turn_indexed(index, live)
     monkeypatch.undo()
     assert rebuilt == []  # the turn's entries were added from the live store
     assert search.indexed_seq(index.conn, "live") == index.last_seq("live")
@@ -242,11 +241,11 @@ def test_a_turn_after_text_the_documents_lack_reindexes_the_session(index: Index
     store = Store()
     index.upsert_session(rec("gap"))
     live = _live_turn(index, "gap", store, _turn("first narwhal", "one"))
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]
+    indexing.turn_indexed(index, live)
     # stored by someone else between the turns (a load's replay, another process): not in store
     _store(index, "gap", [(REPLAY_START, "{}"), *_turn("other narwhal")[1:], (REPLAY_END, "{}")])
     live = _live_turn(index, "gap", store, _turn("third narwhal", "three"))
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]
+    indexing.turn_indexed(index, live)
     assert _docs(index, "gap") == search.documents(rebuild(index, "gap").entries)
     assert search.indexed_seq(index.conn, "gap") == index.last_seq("gap")
 
@@ -261,7 +260,7 @@ def test_a_failed_turn_indexing_leaves_the_session_to_the_next_search(index: Ind
 
     monkeypatch.setattr(search, "replace", broken)
     monkeypatch.setattr(search, "extend", broken)
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]  # logged, not raised
+    indexing.turn_indexed(index, live)  # logged, not raised
     monkeypatch.undo()
     assert search.stale(index.conn) == [("f", index.last_seq("f"))]
     indexing.catch_up(index)

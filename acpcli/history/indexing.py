@@ -4,7 +4,7 @@ A session's documents are its transcript as ``show`` rebuilds it from the event 
 merged as :func:`~acpcli.history.records.rebuild` merges them), so reindexing a session
 means rebuilding it. That is done:
 
-* after every turn (:func:`turn_indexed`, from :func:`acpcli.session.turn.after_turn`):
+* after every turn (:func:`turn_indexed`, from the session layer's ``after_turn``):
   the turn's messages are added as they stand in the live store, without reading the log,
   when the documents already reflected everything stored before the turn but records that
   add no text (commands, modes, usage, settings...); otherwise the whole session is rebuilt;
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from acpcli.history.records import SETTING
 
 if TYPE_CHECKING:
     from acpcli.history.index import Index
-    from acpcli.session.live import LiveSession
+    from acpcli.history.store import Store
 
 log = logging.getLogger("acpcli.history.search")
 
@@ -82,7 +82,21 @@ def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -
     return len(todo)
 
 
-def turn_indexed(index: Index, live: LiveSession) -> None:
+class Turn(Protocol):
+    """What :func:`turn_indexed` reads of a session whose turn just ended (the session layer's
+    live session has it: this floor names nothing above it)."""
+
+    @property
+    def session_id(self) -> str: ...  # the id the index records
+    @property
+    def store(self) -> Store: ...  # the session's live transcript
+    @property
+    def turn_seq(self) -> int | None: ...  # the seq of the turn's start record (None: none)
+    @property
+    def turn_first_entry(self) -> int: ...  # where the turn's entries begin in the store
+
+
+def turn_indexed(index: Index, live: Turn) -> None:
     """A turn ended (its events flushed): add what it said to the session's documents.
 
     Cheap when the documents reflected the log up to the turn's start (the usual case): the
