@@ -102,16 +102,14 @@ def sessions(
             env, agent, cmd, the_cwd, as_json, protocol, limit=limit_remote, since=since_ts, timeout=seconds
         )
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     wanted_state = state or ("any" if all_sessions else "active")
     only_state = None if wanted_state == "any" else wanted_state
     more = 0
     shortest: dict[str, str] = {}
-    if not db_path().exists():
-        rows = []
-    else:
-        with Index.open(read_only=True) as index:
+    rows = []
+    with Index.existing() as index:
+        if index is not None:
             if index.outdated:  # written by an older acpcli: migrate it once (prompt titles...)
                 _migrate_quietly(index)
             rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
@@ -312,16 +310,15 @@ def remove(
     from acpcli.config import parse_timeout
     from acpcli.errors import SessionNotFound
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
     seconds = parse_timeout(timeout)
     if not remote and (seconds is not None or protocol is not None or cmd is not None):
         raise UsageError("--timeout, --protocol and --cmd go with `sessions rm ID --remote`: they are about the agent")
-    if not db_path().exists():
-        raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
-    with Index.open() as index:
+    with Index.existing(read_only=False) as index:
+        if index is None:
+            raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
         records = {}
         for given in ids:
             rec = index.get(given)
@@ -340,7 +337,6 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
     import time
 
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     if older_than is None:
         raise UsageError("sessions prune needs --older-than AGE (e.g. 30d, 12h, 2w, or a date)")
@@ -348,11 +344,8 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
         cutoff = parse_since(older_than, time.time())
     except UsageError as err:
         raise UsageError(err.message.replace("--since", "--older-than", 1)) from None
-    if not db_path().exists():
-        return _nothing_to_prune(older_than)
-    with Index.open(read_only=dry_run) as index:
-        records = index.list_sessions(before=cutoff)
-        if not records:
+    with Index.existing(read_only=dry_run) as index:
+        if index is None or not (records := index.list_sessions(before=cutoff)):
             return _nothing_to_prune(older_than)
         if dry_run:
             from acpcli.cli.streams import environment
@@ -632,7 +625,6 @@ def search(
     from acpcli.cli.streams import environment
     from acpcli.history.index import Index
     from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO
-    from acpcli.paths import db_path
     from acpcli.session.inputs import resolve_dir
 
     words = search_terms(text)
@@ -640,10 +632,10 @@ def search(
     since_ts = parse_since(since) if since is not None else None
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
     env = environment()
-    if not db_path().exists():
-        env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
-        return int(ExitCode.OK)
-    with Index.open() as index:
+    with Index.existing(read_only=False) as index:
+        if index is None:
+            env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
+            return int(ExitCode.OK)
 
         def searched() -> list[tuple[SessionRecord, Hit]]:
             late = _catch_up(env, index)

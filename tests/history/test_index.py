@@ -87,6 +87,30 @@ def test_open_is_eager_and_read_only_creates_nothing(monkeypatch: pytest.MonkeyP
                 ro.touch("s1")
 
 
+def test_existing_is_none_without_a_database_and_creates_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    home = tmp_path / "no-home"
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    for read_only in (True, False):
+        with Index.existing(read_only=read_only) as none:
+            assert none is None
+    assert not home.exists()  # not the directory, not the database
+    with Index.open() as writer:
+        writer.upsert_session(rec("s1"))
+    with Index.existing() as ro:  # read-only by default: it cannot write
+        assert ro is not None and [r.id for r in ro.list_sessions()] == ["s1"]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            ro.touch("s1")
+    assert ro._conn is None  # closed after the block
+    with Index.existing(read_only=False) as rw:
+        assert rw is not None
+        rw.mark_closed("s1")
+    with Index.existing(tmp_path / "elsewhere.db") as other:  # a path of its own
+        assert other is None
+    with pytest.raises(RuntimeError), Index.existing() as closing:
+        raise RuntimeError("the block fails")
+    assert closing is not None and closing._conn is None  # closed even so
+
+
 def test_read_only_sees_an_index_still_being_created_as_empty() -> None:
     ensure_dir(db_path().parent)
     sqlite3.connect(db_path()).close()  # an empty database, schema version 0
