@@ -503,14 +503,13 @@ def _guard_every_writer() -> None:
     for name, kind in WRITERS.items():
         if name in vars(SafeIndex):
             continue  # its own form (the session it writes, a time fixed now...)
-        plain = getattr(Index, name)
         guard = SafeIndex._guarded if kind == RECORD else SafeIndex._derived
 
-        def guarded(self: SafeIndex, *args: Any, _plain: Any = plain, _guard: Any = guard, **kwargs: Any) -> Any:
-            return _guard(self, partial(_plain, self, *args, **kwargs))
+        def guarded(self: SafeIndex, *args: Any, _name: str = name, _guard: Any = guard, **kwargs: Any) -> Any:
+            return _guard(self, partial(getattr(super(SafeIndex, self), _name), *args, **kwargs))
 
         guarded.__name__ = guarded.__qualname__ = name
-        guarded.__doc__ = plain.__doc__
+        guarded.__doc__ = getattr(Index, name).__doc__
         setattr(SafeIndex, name, guarded)
 
 
