@@ -12,6 +12,11 @@ Invariants this module keeps:
   ``BEGIN IMMEDIATE`` and re-reads the version under that lock, so two processes opening a
   fresh database at once apply each migration exactly once. Never edit a shipped entry:
   append a new one.
+* **Every writer marked.** A method of :class:`Index` that writes is marked :func:`writes`
+  (the index's own records) or :func:`writes_derived` (search documents); the guarded index
+  (:class:`~acpcli.history.guarded.SafeIndex`) guards each one (:data:`WRITERS`), and a test
+  reads this class's code for writers left unmarked. Callers outside :mod:`acpcli.history`
+  never touch the connection: what they need is a method here.
 * **No secrets.** The index stores MCP server *names* only (:meth:`Index.upsert_session`
   rejects anything else); the wire log and ``--raw`` mask definitions with
   :func:`acpcli.wire.redact.redact_frame`.

@@ -522,3 +522,29 @@ def test_storage_error_says_what_an_sqlite_error_means() -> None:
         assert type(err) is kind and err.exit_code == code, (exc, err)
         assert str(db_path()) in err.message
     assert "acpcli doctor" in (storage_error(cases[0][0]).hint or "")
+
+
+def test_no_sql_outside_the_history_package() -> None:
+    """All SQL is behind the index: no module outside acpcli/history runs a statement or
+    holds one (what a caller needs is a method of Index)."""
+    import ast
+    import re
+
+    import acpcli
+
+    statement = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|DROP|ALTER|BEGIN|COMMIT|VACUUM)\b")
+    root = Path(acpcli.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.is_relative_to(root / "history"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and statement.match(node.value):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value[:40]!r}")
+            # .conn of a link (or an AgentLink's own) is the agent's JSON-RPC connection
+            wire = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("link", "self")
+            if isinstance(node, ast.Attribute) and (
+                node.attr in ("execute", "executemany", "executescript") or (node.attr == "conn" and not wire)
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: .{node.attr}")
+    assert found == []
