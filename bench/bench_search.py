@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         planted, common = build(home, args.sessions, args.messages)
         built = time.perf_counter() - start
+        from acpcli.history import indexing
         from acpcli.history.index import Index
-        from acpcli.session import indexing
 
         with Index() as index:
             (stored,) = index.conn.execute("SELECT COALESCE(SUM(count), 0) FROM event_pages").fetchone()

@@ -116,12 +116,9 @@ def session_ids(incomplete: str) -> Iterator[tuple[str, str]]:
     title and the agent (and "closed" for a closed session)."""
     try:
         from acpcli.history.index import Index
-        from acpcli.paths import db_path
 
-        if not db_path().is_file():  # no index yet: do not let anything create one
-            return iter(())
-        with Index.open(read_only=True) as index:
-            rows = index.list_sessions(limit=_SESSION_LIMIT)
+        with Index.existing() as index:  # no index yet: nothing creates one
+            rows = [] if index is None else index.list_sessions(limit=_SESSION_LIMIT)
     except Exception:  # noqa: BLE001 - nor a broken or foreign index
         return iter(())
     return (

@@ -125,12 +125,11 @@ def _salvaged(env: Environment, salvage: Salvage, path: object) -> None:
 
 def _rebuild_search(env: Environment) -> None:
     """Make the search index again from the event log (it is derived data)."""
-    from acpcli.history import search
     from acpcli.history.index import Index
-    from acpcli.session.indexing import catch_up
+    from acpcli.history.indexing import catch_up
 
     with Index.open() as index:
-        if search.broken(index.conn) is not None:
-            search.discard(index.conn)
+        if index.search_damage() is not None:
+            index.discard_search_index()
         done = catch_up(index)
     env.stdout.write(f"rebuilt the search index ({_count(done, 'session')} indexed)\n")

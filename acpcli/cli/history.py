@@ -102,16 +102,14 @@ def sessions(
             env, agent, cmd, the_cwd, as_json, protocol, limit=limit_remote, since=since_ts, timeout=seconds
         )
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     wanted_state = state or ("any" if all_sessions else "active")
     only_state = None if wanted_state == "any" else wanted_state
     more = 0
     shortest: dict[str, str] = {}
-    if not db_path().exists():
-        rows = []
-    else:
-        with Index.open(read_only=True) as index:
+    rows = []
+    with Index.existing() as index:
+        if index is not None:
             if index.outdated:  # written by an older acpcli: migrate it once (prompt titles...)
                 _migrate_quietly(index)
             rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
@@ -312,16 +310,15 @@ def remove(
     from acpcli.config import parse_timeout
     from acpcli.errors import SessionNotFound
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     if not ids:
         raise UsageError("sessions rm needs at least one session id")
     seconds = parse_timeout(timeout)
     if not remote and (seconds is not None or protocol is not None or cmd is not None):
         raise UsageError("--timeout, --protocol and --cmd go with `sessions rm ID --remote`: they are about the agent")
-    if not db_path().exists():
-        raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
-    with Index.open() as index:
+    with Index.existing(read_only=False) as index:
+        if index is None:
+            raise SessionNotFound(f"no session {shown_id(ids[0])!r} in the local index")
         records = {}
         for given in ids:
             rec = index.get(given)
@@ -340,7 +337,6 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
     import time
 
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     if older_than is None:
         raise UsageError("sessions prune needs --older-than AGE (e.g. 30d, 12h, 2w, or a date)")
@@ -348,11 +344,8 @@ def prune(older_than: str | None, *, dry_run: bool, yes: bool) -> int:
         cutoff = parse_since(older_than, time.time())
     except UsageError as err:
         raise UsageError(err.message.replace("--since", "--older-than", 1)) from None
-    if not db_path().exists():
-        return _nothing_to_prune(older_than)
-    with Index.open(read_only=dry_run) as index:
-        records = index.list_sessions(before=cutoff)
-        if not records:
+    with Index.existing(read_only=dry_run) as index:
+        if index is None or not (records := index.list_sessions(before=cutoff)):
             return _nothing_to_prune(older_than)
         if dry_run:
             from acpcli.cli.streams import environment
@@ -487,7 +480,6 @@ def repaired_search(
     line, and ``action()`` runs again. Damage elsewhere is raised (the CLI says it in one line)."""
     import sqlite3
 
-    from acpcli.history import search
     from acpcli.history.damage import is_damage
 
     try:
@@ -495,14 +487,14 @@ def repaired_search(
     except sqlite3.DatabaseError as exc:
         if not is_damage(exc):
             raise
-        problem = search.broken(index.conn)
+        problem = index.search_damage()
         if problem is None:
             raise
     env.note(
         f"warning — the search index in {index.path} is damaged ({problem}): {then}",
         style="yellow",
     )
-    search.discard(index.conn)
+    index.discard_search_index()
     return action()
 
 
@@ -632,8 +624,7 @@ def search(
     """``acpcli search TEXT``: the sessions whose messages hold every word, best match first."""
     from acpcli.cli.streams import environment
     from acpcli.history.index import Index
-    from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO, has_fts
-    from acpcli.paths import db_path
+    from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO
     from acpcli.session.inputs import resolve_dir
 
     words = search_terms(text)
@@ -641,10 +632,10 @@ def search(
     since_ts = parse_since(since) if since is not None else None
     the_cwd = resolve_dir(cwd, "--cwd") if cwd is not None else None
     env = environment()
-    if not db_path().exists():
-        env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
-        return int(ExitCode.OK)
-    with Index.open() as index:
+    with Index.existing(read_only=False) as index:
+        if index is None:
+            env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
+            return int(ExitCode.OK)
 
         def searched() -> list[tuple[SessionRecord, Hit]]:
             late = _catch_up(env, index)
@@ -657,7 +648,7 @@ def search(
             return hits
 
         found = repaired_search(env, index, searched)
-        has_fts_now = has_fts(index.conn)
+        has_fts_now = index.has_fts()
         if not has_fts_now:
             env.note(
                 "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
@@ -689,12 +680,11 @@ def _catch_up(env: Environment, index: Index) -> str | None:
     import sqlite3
 
     from acpcli.history.guarded import storage_reason
-    from acpcli.history.search import stale
-    from acpcli.session.indexing import catch_up
+    from acpcli.history.indexing import catch_up
 
     todo = 0
     try:
-        todo = len(stale(index.conn))
+        todo = len(index.stale_sessions())
         if todo < _PROGRESS_FROM or not env.err.is_terminal:
             catch_up(index)
             return None
@@ -712,10 +702,9 @@ def _catch_up(env: Environment, index: Index) -> str | None:
             catch_up(index, lambda done, _total: bar.update(task, completed=done))
     except sqlite3.Error as exc:
         from acpcli.history.damage import is_damage
-        from acpcli.history.search import broken
 
         if is_damage(exc):
-            if broken(index.conn) is not None:
+            if index.search_damage() is not None:
                 raise  # the search index itself: made again (repaired_search)
             # the event log or the session list is damaged: search what is indexed (said
             # once the search has read: if it cannot, its error is the one line)

@@ -348,29 +348,21 @@ class SafeIndex(Index):
     def touch(self, session_id: str, when: float | None = None) -> None:
         self._guarded(partial(super().touch, session_id, when if when is not None else time.time()))
 
-    def set_title(self, session_id: str, title: str | None, *, by_user: bool = False) -> None:
-        self._guarded(partial(super().set_title, session_id, title, by_user=by_user))
+    # The other writing methods of Index are guarded alike, each by the kind its mark says
+    # (:data:`~acpcli.history.index.WRITERS`): see :func:`_guard_every_writer` below.
 
-    def set_prompt_title(self, session_id: str, prompt: str) -> None:
-        self._guarded(partial(super().set_prompt_title, session_id, prompt))
+    def _derived(self, operation: Callable[[], Any]) -> Any:
+        """A write of derived data (search documents, made again from the event log by the
+        next search): written on the disk, or not at all. While the index's own writes are
+        kept for a lock, or go to memory, it is left out (``None``) and the session stays
+        stale; otherwise it raises as :class:`Index` does, for its caller to leave it so."""
+        if self.in_memory or self.locked:
+            log.info("search documents not written (%s): the next search indexes them", "in memory" if self.in_memory else "locked")
+            return None
+        return operation()
 
-    def set_agent_session_id(self, session_id: str, agent_session_id: str | None) -> None:
-        self._guarded(partial(super().set_agent_session_id, session_id, agent_session_id))
-
-    def set_mcp_refs(self, session_id: str, refs: Any) -> None:
-        self._guarded(partial(super().set_mcp_refs, session_id, refs))
-
-    def set_usage(self, session_id: str, usage: dict[str, Any]) -> None:
-        self._guarded(partial(super().set_usage, session_id, usage))
-
-    def mark_closed(self, session_id: str) -> None:
-        self._guarded(partial(super().mark_closed, session_id))
-
-    def reopen(self, session_id: str) -> None:
-        self._guarded(partial(super().reopen, session_id))
-
-    def delete(self, session_id: str) -> None:
-        self._guarded(partial(super().delete, session_id))
+    def ensure_fts(self) -> bool:
+        return self._derived(super().ensure_fts) is True  # left out: no FTS5 index made now
 
     def writer(self, *, batch_size: int = 500, flush_interval: float = 0.1, clock: Any = None) -> SafeWriter:
         return SafeWriter(self, batch_size=batch_size, flush_interval=flush_interval, clock=clock or time.time)
@@ -499,6 +491,29 @@ class SafeWriter(EventWriter):
 
 
 _append = EventWriter.append
+
+
+def _guard_every_writer() -> None:
+    """Give :class:`SafeIndex` a guarded form of every writing method of :class:`Index`
+    (:data:`~acpcli.history.index.WRITERS`) that it does not define itself: the index's own
+    records through :meth:`SafeIndex._guarded`, derived data through
+    :meth:`SafeIndex._derived`. A method marked in :class:`Index` is guarded by that alone."""
+    from acpcli.history.index import RECORD, WRITERS
+
+    for name, kind in WRITERS.items():
+        if name in vars(SafeIndex):
+            continue  # its own form (the session it writes, a time fixed now...)
+        guard = SafeIndex._guarded if kind == RECORD else SafeIndex._derived
+
+        def guarded(self: SafeIndex, *args: Any, _name: str = name, _guard: Any = guard, **kwargs: Any) -> Any:
+            return _guard(self, partial(getattr(super(SafeIndex, self), _name), *args, **kwargs))
+
+        guarded.__name__ = guarded.__qualname__ = name
+        guarded.__doc__ = getattr(Index, name).__doc__
+        setattr(SafeIndex, name, guarded)
+
+
+_guard_every_writer()
 
 
 def _write_back(memory: sqlite3.Connection, disk: sqlite3.Connection) -> int:

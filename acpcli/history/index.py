@@ -12,6 +12,11 @@ Invariants this module keeps:
   ``BEGIN IMMEDIATE`` and re-reads the version under that lock, so two processes opening a
   fresh database at once apply each migration exactly once. Never edit a shipped entry:
   append a new one.
+* **Every writer marked.** A method of :class:`Index` that writes is marked :func:`writes`
+  (the index's own records) or :func:`writes_derived` (search documents); the guarded index
+  (:class:`~acpcli.history.guarded.SafeIndex`) guards each one (:data:`WRITERS`), and a test
+  reads this class's code for writers left unmarked. Callers outside :mod:`acpcli.history`
+  never touch the connection: what they need is a method here.
 * **No secrets.** The index stores MCP server *names* only (:meth:`Index.upsert_session`
   rejects anything else); the wire log and ``--raw`` mask definitions with
   :func:`acpcli.wire.redact.redact_frame`.
@@ -40,7 +45,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acpcli.errors import (
     AcpcliError,
@@ -359,6 +364,36 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
 
 
 # --------------------------------------------------------------------------------------
+# Writing methods, marked
+# --------------------------------------------------------------------------------------
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The mark :func:`writes` and :func:`writes_derived` leave on a method of :class:`Index`.
+_WRITES = "_acpcli_writes"
+#: Kinds of write: the index's own records (sessions and their rows), and derived data (the
+#: search documents, which the next search makes again from the event log).
+RECORD, DERIVED = "record", "derived"
+
+
+def writes(method: F) -> F:
+    """Mark a method of :class:`Index` that writes the index's own records:
+    :class:`~acpcli.history.guarded.SafeIndex` keeps it while the database is locked and
+    writes it into memory after a storage failure. Every method that writes is marked (a
+    test holds it), so the guard covers every writer by construction (:data:`WRITERS`)."""
+    setattr(method, _WRITES, RECORD)
+    return method
+
+
+def writes_derived(method: F) -> F:
+    """Mark a method of :class:`Index` that writes derived data (search documents):
+    :class:`~acpcli.history.guarded.SafeIndex` leaves it to the next search, not to memory
+    or to a queue (see :func:`writes`)."""
+    setattr(method, _WRITES, DERIVED)
+    return method
+
+
+# --------------------------------------------------------------------------------------
 # The index
 # --------------------------------------------------------------------------------------
 
@@ -392,6 +427,18 @@ class Index:
         index = cls(path, read_only=read_only)
         index.conn  # noqa: B018 - opening is the point
         return index
+
+    @classmethod
+    @contextmanager
+    def existing(cls, path: Path | None = None, *, read_only: bool = True) -> Iterator[Index | None]:
+        """The index opened now (read-only unless told otherwise) and closed after the block,
+        or ``None`` when there is no database yet: nothing is created, and a reader takes
+        that as no sessions recorded. Raises as :meth:`open` does."""
+        if not (path if path is not None else db_path()).exists():
+            yield None
+            return
+        with cls.open(path, read_only=read_only) as index:
+            yield index
 
     @property
     def outdated(self) -> bool:
@@ -532,6 +579,7 @@ class Index:
 
     # -- sessions -----------------------------------------------------------------------
 
+    @writes
     def upsert_session(self, rec: SessionRecord) -> None:
         """Insert or update a session; ``created_at`` of an existing row is kept, and so are
         its agent and cwd (changing them raises ``sqlite3.IntegrityError``: a recorded session
@@ -545,6 +593,7 @@ class Index:
             "state = excluded.state, agent_info = excluded.agent_info",
         )
 
+    @writes
     def insert_session(self, rec: SessionRecord) -> bool:
         """Record a new session under ``rec.id`` unless that id is recorded already (then
         nothing changes); True when it was recorded. Session ids are the agents', not unique
@@ -670,15 +719,18 @@ class Index:
         self.conn  # noqa: B018 - opening decides the schema
         return _COLUMNS + "".join(f", {name}" for since, name in _EXTRA_COLUMNS if self._schema >= since)
 
+    @writes
     def set_agent_session_id(self, session_id: str, agent_session_id: str | None) -> None:
         """Record the agent's id for a session (``None``, or the session's own id: the same)."""
         value = None if agent_session_id == session_id else agent_session_id
         self._update(session_id, "UPDATE sessions SET agent_session_id = ? WHERE id = ?", (value,))
 
+    @writes
     def set_parent(self, session_id: str, parent_id: str) -> None:
         """Record that ``session_id`` was forked from ``parent_id``."""
         self._update(session_id, "UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id,))
 
+    @writes
     def set_mcp_refs(self, session_id: str, refs: Mapping[str, Any] | None) -> None:
         """Record where a session's MCP servers come from: ``{"config": PATH or None,
         "names": [NAME, ...]}`` (references resolved again at use, never definitions)."""
@@ -696,11 +748,13 @@ class Index:
         if cur.rowcount == 0:
             raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
 
+    @writes
     def touch(self, session_id: str, when: float | None = None) -> None:
         """Mark a session as used now (it moves to the top of :meth:`list_sessions`)."""
         now = time.time() if when is None else when
         self._update(session_id, "UPDATE sessions SET last_used_at = ? WHERE id = ?", (now,))
 
+    @writes
     def set_title(self, session_id: str, title: str | None, *, by_user: bool = False) -> None:
         """Set (or clear, with ``None``) a session's title. ``by_user``: the user's own
         (``--title``), which a title from the agent (``by_user=False``) never replaces.
@@ -715,6 +769,7 @@ class Index:
         if self.conn.execute(sql, (title, session_id)).rowcount == 0:
             self.get(session_id)  # SessionNotFound, unless the user's title stays
 
+    @writes
     def set_prompt_title(self, session_id: str, prompt: str) -> None:
         """Title the session after this prompt's first line, unless a prompt already did
         (the first prompt's stays: one cheap UPDATE that changes nothing after the first)."""
@@ -725,18 +780,22 @@ class Index:
                 "UPDATE sessions SET prompt_title = ? WHERE id = ? AND prompt_title IS NULL", (title, session_id)
             )
 
+    @writes
     def set_usage(self, session_id: str, usage: dict[str, Any]) -> None:
         """Record the session's usage as its agent last reported it (:attr:`SessionRecord.usage`)."""
         self.conn.execute("UPDATE sessions SET usage = ? WHERE id = ?", (json.dumps(usage), session_id))
 
+    @writes
     def mark_closed(self, session_id: str) -> None:
         """Record that the session was closed (``state = 'closed'``)."""
         self._update(session_id, "UPDATE sessions SET state = 'closed' WHERE id = ?", ())
 
+    @writes
     def reopen(self, session_id: str) -> None:
         """Record that a closed session is in use again (``state = 'active'``)."""
         self._update(session_id, "UPDATE sessions SET state = 'active' WHERE id = ?", ())
 
+    @writes
     def delete(self, session_id: str) -> None:
         """Forget a session, its events and its search documents (one transaction)."""
         from acpcli.history import search
@@ -817,6 +876,68 @@ class Index:
 
     # -- search -------------------------------------------------------------------------
 
+    # The documents are derived data (:mod:`acpcli.history.search` owns their tables); these
+    # are what the indexing (:mod:`acpcli.history.indexing`) and the commands that repair the
+    # search index need, so that no SQL is written outside this package.
+
+    @writes_derived
+    def replace_documents(self, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
+        """A session's search documents are now ``docs``, reflecting its events up to ``seq``
+        (:func:`acpcli.history.search.replace`)."""
+        from acpcli.history import search
+
+        search.replace(self.conn, session_id, docs, seq)
+
+    @writes_derived
+    def add_documents(self, session_id: str, docs: Sequence[tuple[str, str]], seq: int) -> None:
+        """Add ``docs`` to a session's search documents, which now reflect its events up to
+        ``seq`` (:func:`acpcli.history.search.extend`)."""
+        from acpcli.history import search
+
+        search.extend(self.conn, session_id, docs, seq)
+
+    def indexed_seq(self, session_id: str) -> int:
+        """The seq of the last event the session's search documents reflect (0: none yet)."""
+        from acpcli.history import search
+
+        return search.indexed_seq(self.conn, session_id)
+
+    def stale_sessions(self) -> list[tuple[str, int]]:
+        """``(session id, its last event seq)`` of the sessions whose search documents lag
+        their event log, least recently used first (:func:`acpcli.history.search.stale`)."""
+        from acpcli.history import search
+
+        return search.stale(self.conn)
+
+    def has_fts(self) -> bool:
+        """Whether the database has its FTS5 index (without one, search scans)."""
+        from acpcli.history import search
+
+        return search.has_fts(self.conn)
+
+    @writes_derived
+    def ensure_fts(self) -> bool:
+        """Make the FTS5 index if it is missing and this SQLite has FTS5; say whether the
+        database has one now (:func:`acpcli.history.search.ensure_fts`)."""
+        from acpcli.history import search
+
+        return search.ensure_fts(self.conn)
+
+    def search_damage(self) -> str | None:
+        """What is wrong with the search index, in a few words, or ``None`` when it reads
+        whole (:func:`acpcli.history.search.broken`: a read of the whole search index)."""
+        from acpcli.history import search
+
+        return search.broken(self.conn)
+
+    @writes_derived
+    def discard_search_index(self) -> None:
+        """Drop the search index and make it again, empty: the next search indexes every
+        session again (:func:`acpcli.history.search.discard`; nothing is lost)."""
+        from acpcli.history import search
+
+        search.discard(self.conn)
+
     def search(
         self,
         words: Sequence[str],
@@ -829,7 +950,7 @@ class Index:
     ) -> list[tuple[SessionRecord, Hit]]:
         """The sessions whose documents match ``words`` (:func:`acpcli.history.search.find`), best
         first, with their records. Documents are as fresh as the last indexing
-        (:mod:`acpcli.session.indexing`)."""
+        (:mod:`acpcli.history.indexing`)."""
         from acpcli.history import search
 
         where, params = session_filters(agent=agent, cwd=cwd, state=None, since=since, table="s")
@@ -845,6 +966,12 @@ class Index:
         self._flush_writers()
         return eventlog.event_times(self.conn, session_id, legacy=self._legacy())
 
+
+#: Every method of :class:`Index` that writes, by name, and what it writes (:data:`RECORD`
+#: or :data:`DERIVED`): what :class:`~acpcli.history.guarded.SafeIndex` guards.
+WRITERS: dict[str, str] = {
+    name: getattr(member, _WRITES) for name, member in vars(Index).items() if hasattr(member, _WRITES)
+}
 
 def session_filters(
     *,

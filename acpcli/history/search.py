@@ -8,8 +8,8 @@ Without it :func:`find` scans ``search_docs`` instead: the same matches, slower,
 first.
 
 ``sessions.search_seq`` is the seq of the last event a session's documents reflect: a session
-whose event log has grown past it is *stale* (:func:`stale`), and the session layer
-(:mod:`acpcli.session.indexing`) indexes it again before a search reads. Documents go with
+whose event log has grown past it is *stale* (:func:`stale`), and
+:mod:`acpcli.history.indexing` indexes it again before a search reads. Documents go with
 their session (:func:`forget`, from ``Index.delete``).
 
 Documents are data: nothing here parses events. :func:`documents` reads them off a

@@ -157,11 +157,10 @@ def lookup(session_id: str) -> SessionRecord:
 
     Read-only: looking up a bad id creates nothing, not even the database."""
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
-    if not db_path().exists():
-        raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
-    with Index.open(read_only=True) as index:
+    with Index.existing() as index:
+        if index is None:
+            raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
         return index.get(session_id)
 
 
@@ -177,11 +176,10 @@ def last_session(agent: AgentChoice, cwd: str) -> str:
     so two different ``--cmd`` agents are not confused; a ``--cmd`` agent by its command
     line alone, since it was recorded under the agent's own name) in ``cwd``, for ``--last``."""
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     rows = []
-    if db_path().exists():
-        with Index.open(read_only=True) as index:
+    with Index.existing() as index:
+        if index is not None:
             rows = [
                 rec
                 for rec in index.list_sessions(agent=None if agent.name == "cmd" else agent.name, cwd=cwd, state="active")
@@ -200,7 +198,6 @@ def last_session_here(cwd: str | os.PathLike[str] | None) -> str | None:
     default agent to follow instead (then :func:`last_session` decides)."""
     from acpcli import config
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
     try:
         if config.load_config().default_agent:
@@ -209,8 +206,8 @@ def last_session_here(cwd: str | os.PathLike[str] | None) -> str | None:
         pass  # an unreadable config names no default agent
     where = resolve_dir(cwd or os.getcwd(), "--cwd")
     rows = []
-    if db_path().exists():
-        with Index.open(read_only=True) as index:
+    with Index.existing() as index:
+        if index is not None:
             rows = index.list_sessions(cwd=where, state="active", limit=1)
     if not rows:
         raise SessionNotFound(f"no earlier session in {where}", hint="drop --last to start a new session")

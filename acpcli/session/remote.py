@@ -68,13 +68,13 @@ def _save_titles(infos: list[dict[str, Any]], argv: list[str]) -> None:
 
     from acpcli.errors import AcpcliError
     from acpcli.history.index import Index
-    from acpcli.paths import db_path
 
-    if not db_path().exists() or not any(i.get("title") for i in infos):
+    if not any(i.get("title") for i in infos):
         return
     try:
-        with Index.open() as index:
-            titles_from_list(index, infos, argv)
+        with Index.existing(read_only=False) as index:
+            if index is not None:
+                titles_from_list(index, infos, argv)
     except (AcpcliError, sqlite3.Error):
         pass
 

@@ -241,11 +241,10 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
     for an id that is not recorded: nothing is created)."""
     from acpcli.history.index import Index
     from acpcli.history.records import rebuild
-    from acpcli.paths import db_path
 
-    if not db_path().exists():
-        raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
-    with Index.open(read_only=True) as index:
+    with Index.existing() as index:
+        if index is None:
+            raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
         record = index.get(session_id)
         return record, rebuild(index, record.id)
 

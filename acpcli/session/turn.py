@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpcli.errors import Interrupted
-from acpcli.session.indexing import turn_indexed
+from acpcli.history.indexing import turn_indexed
 
 if TYPE_CHECKING:
     from acpcli.history.index import Index

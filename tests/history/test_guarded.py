@@ -5,6 +5,9 @@ was lost, saying it once, and flushing by time."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -228,3 +231,142 @@ def test_past_the_bound_a_lock_is_waited_for_then_what_it_kept_is_counted_lost(
         verdict(index)
     with Index.open(path, read_only=True) as disk:
         assert [payload for _kind, payload in disk.events("s1")] == [{"n": 5}]
+
+
+# -- every writer of the index is guarded --------------------------------------------------------
+
+#: SQL that changes the database (uppercase, as this project writes its SQL).
+_SQL_WRITE = re.compile(r"\b(INSERT|UPDATE|DELETE|REPLACE|DROP|CREATE|ALTER)\b")
+#: Functions of acpcli.history.search that run write statements but change nothing: FTS5's
+#: integrity check, rolled back.
+_CHANGES_NOTHING = {"broken"}
+
+
+def _writing(functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], outside: dict[str, set[str]]) -> set[str]:
+    """The names of ``functions`` that run SQL that writes: a write statement in their code
+    (not their docstring), a write transaction, a writing function of another module
+    (``outside``: module name -> its writing functions), or one of ``functions`` that writes
+    (called by name, or as ``self.NAME(...)``)."""
+    direct: set[str] = set()
+    calls: dict[str, set[str]] = {}
+    for name, node in functions.items():
+        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+        calls[name] = set()
+        for sub in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and _SQL_WRITE.search(sub.value):
+                direct.add(name)
+            if not isinstance(sub, ast.Call):
+                continue
+            func = sub.func
+            if isinstance(func, ast.Name):
+                if func.id == "write_transaction":
+                    direct.add(name)
+                calls[name].add(func.id)
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                if func.attr in outside.get(func.value.id, set()):
+                    direct.add(name)
+                if func.value.id == "self":
+                    calls[name].add(func.attr)
+    writers = set(direct)
+    while True:
+        more = {name for name, called in calls.items() if name not in writers and called & writers}
+        if not more:
+            return writers
+        writers |= more
+
+
+def _module_functions(module: object) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    tree = ast.parse(inspect.getsource(module))  # type: ignore[arg-type]
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _index_writers() -> set[str]:
+    """The public methods of Index that write, read off their code."""
+    from acpcli.history import search
+
+    outside = {
+        "search": _writing(_module_functions(search), {}) - _CHANGES_NOTHING,
+        "eventlog": _writing(_module_functions(eventlog), {}),
+    }
+    (cls,) = [n for n in ast.parse(inspect.getsource(Index)).body if isinstance(n, ast.ClassDef)]
+    methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return {name for name in _writing(methods, outside) if not name.startswith("_")}
+
+
+def test_the_scan_finds_what_writes_and_only_that() -> None:
+    """The scan below is worth trusting: it finds the writers known to write (through a
+    private helper, a transaction, or another module) and none of the readers."""
+    found = _index_writers()
+    assert {"upsert_session", "set_title", "touch", "delete", "replace_documents", "discard_search_index"} <= found
+    assert not found & {"get", "list_sessions", "count_sessions", "events", "last_seq", "search", "search_damage", "stale_sessions", "close"}
+
+
+def test_every_method_of_the_index_that_writes_is_marked_so_the_guard_covers_it() -> None:
+    from acpcli.history.index import WRITERS
+
+    unmarked = _index_writers() - set(WRITERS)
+    assert not unmarked, f"mark these writing methods of Index with @writes or @writes_derived: {sorted(unmarked)}"
+    assert set(WRITERS) <= _index_writers()  # a mark on a method that writes nothing misleads
+
+
+def test_safe_index_guards_every_marked_writer() -> None:
+    from acpcli.history.index import WRITERS
+
+    assert WRITERS, "no writing method found: the marks are gone"
+    for name in WRITERS:
+        assert name in vars(SafeIndex), f"SafeIndex does not guard Index.{name}"
+        assert getattr(SafeIndex, name) is not getattr(Index, name)
+
+
+def _arguments(name: str) -> list[object]:
+    """Positional arguments good enough for a writer whose work is replaced (the session's
+    record, its id, else None)."""
+    params = list(inspect.signature(getattr(Index, name)).parameters.values())[1:]
+    required = [p for p in params if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    return [rec("s1") if p.name == "rec" else "s1" if p.name == "session_id" else None for p in required]
+
+
+def test_a_lock_keeps_every_record_writer_and_derived_writers_wait_for_the_next_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acpcli.history.index import DERIVED, RECORD, WRITERS
+
+    index = SafeIndex(tmp_path / "acpcli.db")
+    index.conn  # noqa: B018
+    arguments = {name: _arguments(name) for name in WRITERS}
+    ran: list[str] = []
+    for name in WRITERS:
+
+        def locked(self: Index, *args: object, _name: str = name, **kwargs: object) -> None:
+            ran.append(_name)
+            raise sqlite3.OperationalError("database is locked")
+
+        monkeypatch.setattr(Index, name, locked)
+    records = [name for name, kind in WRITERS.items() if kind == RECORD]
+    derived = [name for name, kind in WRITERS.items() if kind == DERIVED]
+    assert records and derived
+    for name in records:
+        getattr(index, name)(*arguments[name])  # never raises: kept
+    assert index.locked and len(index._kept) == len(records)
+    assert ran == records[:1]  # the first met the lock; the others queued behind it, in order
+    for name in derived:
+        getattr(index, name)(*arguments[name])  # left to the next search while writes are kept
+    assert ran == records[:1] and len(index._kept) == len(records)
+    index.give_up_kept()  # (closing would wait for the lock)
+    index.close()
+
+
+def test_derived_writes_are_not_kept_in_memory(tmp_path: Path) -> None:
+    """After a storage failure the search documents are not written into memory (they would
+    not be written back): the session stays stale, and the next search indexes it."""
+    index = SafeIndex(tmp_path / "acpcli.db")
+    index.upsert_session(rec("s1"))
+    with index.writer() as writer:
+        writer.append("s1", "agent_message_chunk", '{"sessionUpdate": "agent_message_chunk"}')
+    _make_read_only(index)
+    index.set_title("s1", "in memory")  # fails over
+    assert index.in_memory
+    index.add_documents("s1", [("agent", "lost otherwise")], 1)
+    assert index.indexed_seq("s1") == 0 and index.ensure_fts() is False
+    assert index.conn.execute("SELECT count(*) FROM search_docs").fetchone() == (0,)
+    index.close()

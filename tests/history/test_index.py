@@ -87,6 +87,30 @@ def test_open_is_eager_and_read_only_creates_nothing(monkeypatch: pytest.MonkeyP
                 ro.touch("s1")
 
 
+def test_existing_is_none_without_a_database_and_creates_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    home = tmp_path / "no-home"
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    for read_only in (True, False):
+        with Index.existing(read_only=read_only) as none:
+            assert none is None
+    assert not home.exists()  # not the directory, not the database
+    with Index.open() as writer:
+        writer.upsert_session(rec("s1"))
+    with Index.existing() as ro:  # read-only by default: it cannot write
+        assert ro is not None and [r.id for r in ro.list_sessions()] == ["s1"]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            ro.touch("s1")
+    assert ro._conn is None  # closed after the block
+    with Index.existing(read_only=False) as rw:
+        assert rw is not None
+        rw.mark_closed("s1")
+    with Index.existing(tmp_path / "elsewhere.db") as other:  # a path of its own
+        assert other is None
+    with pytest.raises(RuntimeError), Index.existing() as closing:
+        raise RuntimeError("the block fails")
+    assert closing is not None and closing._conn is None  # closed even so
+
+
 def test_read_only_sees_an_index_still_being_created_as_empty() -> None:
     ensure_dir(db_path().parent)
     sqlite3.connect(db_path()).close()  # an empty database, schema version 0
@@ -169,7 +193,7 @@ def test_pragmas(index: Index) -> None:
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == index_db.BUSY_TIMEOUT_MS
     assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-    assert conn.execute("PRAGMA page_size").fetchone()[0] == index.PAGE_SIZE
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == index_db.PAGE_SIZE
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
 
 
@@ -498,3 +522,29 @@ def test_storage_error_says_what_an_sqlite_error_means() -> None:
         assert type(err) is kind and err.exit_code == code, (exc, err)
         assert str(db_path()) in err.message
     assert "acpcli doctor" in (storage_error(cases[0][0]).hint or "")
+
+
+def test_no_sql_outside_the_history_package() -> None:
+    """All SQL is behind the index: no module outside acpcli/history runs a statement or
+    holds one (what a caller needs is a method of Index)."""
+    import ast
+    import re
+
+    import acpcli
+
+    statement = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|DROP|ALTER|BEGIN|COMMIT|VACUUM)\b")
+    root = Path(acpcli.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.is_relative_to(root / "history"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and statement.match(node.value):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value[:40]!r}")
+            # .conn of a link (or an AgentLink's own) is the agent's JSON-RPC connection
+            wire = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("link", "self")
+            if isinstance(node, ast.Attribute) and (
+                node.attr in ("execute", "executemany", "executescript") or (node.attr == "conn" and not wire)
+            ):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: .{node.attr}")
+    assert found == []

@@ -1,4 +1,4 @@
-"""Full-text search (``acpcli.history.search``, ``acpcli.session.indexing``): documents match what
+"""Full-text search (``acpcli.history.search``, ``acpcli.history.indexing``): documents match what
 ``show`` rebuilds, queries take words literally, results are ranked and filtered, deleted
 sessions leave nothing behind, and a SQLite without FTS5 gets the same matches by a scan."""
 
@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 
 from acpcli.errors import UsageError
-from acpcli.history import housekeeping, search
+from acpcli.history import housekeeping, indexing, search
 from acpcli.history.index import MIGRATIONS, Index
 from acpcli.history.records import REPLAY_END, REPLAY_START, TURN_START, rebuild
 from acpcli.history.store import Message, Plan, Store, ToolCall
-from acpcli.session import indexing
 from tests.helpers.records import rec
 
 
@@ -223,14 +222,14 @@ def test_a_turn_adds_its_messages_without_reading_the_log(index: Index, monkeypa
     index.upsert_session(rec("live"))
     commands = ("available_commands_update", json.dumps({"sessionUpdate": "available_commands_update", "availableCommands": []}))
     live = _live_turn(index, "live", store, [commands, *_turn("first okapi", "one")])
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]  # documents were empty: a rebuild
+    indexing.turn_indexed(index, live)  # documents were empty: a rebuild
     assert search.indexed_seq(index.conn, "live") == index.last_seq("live")
     usage = ("usage_update", json.dumps({"sessionUpdate": "usage_update", "used": 1, "size": 2}))
     live = _live_turn(index, "live", store, [usage, *_turn("second okapi", "two")])
 
     rebuilt: list[object] = []  # turn_indexed logs and swallows errors: record, do not raise
     monkeypatch.setattr(indexing, "reindex", lambda *args: rebuilt.append(args))
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]
+    indexing.turn_indexed(index, live)
     monkeypatch.undo()
     assert rebuilt == []  # the turn's entries were added from the live store
     assert search.indexed_seq(index.conn, "live") == index.last_seq("live")
@@ -242,11 +241,11 @@ def test_a_turn_after_text_the_documents_lack_reindexes_the_session(index: Index
     store = Store()
     index.upsert_session(rec("gap"))
     live = _live_turn(index, "gap", store, _turn("first narwhal", "one"))
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]
+    indexing.turn_indexed(index, live)
     # stored by someone else between the turns (a load's replay, another process): not in store
     _store(index, "gap", [(REPLAY_START, "{}"), *_turn("other narwhal")[1:], (REPLAY_END, "{}")])
     live = _live_turn(index, "gap", store, _turn("third narwhal", "three"))
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]
+    indexing.turn_indexed(index, live)
     assert _docs(index, "gap") == search.documents(rebuild(index, "gap").entries)
     assert search.indexed_seq(index.conn, "gap") == index.last_seq("gap")
 
@@ -261,7 +260,7 @@ def test_a_failed_turn_indexing_leaves_the_session_to_the_next_search(index: Ind
 
     monkeypatch.setattr(search, "replace", broken)
     monkeypatch.setattr(search, "extend", broken)
-    indexing.turn_indexed(index, live)  # type: ignore[arg-type]  # logged, not raised
+    indexing.turn_indexed(index, live)  # logged, not raised
     monkeypatch.undo()
     assert search.stale(index.conn) == [("f", index.last_seq("f"))]
     indexing.catch_up(index)
@@ -347,3 +346,52 @@ def test_words_too_common_to_rank_list_the_newest_sessions_first(index: Index, m
     assert {r.id: h.matches for r, h in index.search(["gnu"], limit=None)} == ranked  # every session, read to the end
     assert _ids(index.search(["gnu"], agent="codex", limit=2)) == ["c09", "c06"]
     assert _ids(index.search(["gnu", "common"], limit=2)) == ["c11", "c10"]
+
+
+# -- the index's own methods for its documents (no caller outside acpcli.history touches SQL) ----
+
+
+def test_the_index_writes_and_reads_a_sessions_documents(index: Index) -> None:
+    _store(index, "a", _turn("first ibis", "one"))
+    _store(index, "b", _turn("second ibis"))
+    assert index.stale_sessions() == [("a", index.last_seq("a")), ("b", index.last_seq("b"))]
+    assert index.indexed_seq("a") == 0
+
+    index.replace_documents("a", [("user", "first ibis"), ("agent", "one")], 2)
+    assert _docs(index, "a") == [("user", "first ibis"), ("agent", "one")]
+    assert index.indexed_seq("a") == 2
+    index.add_documents("a", [("agent", "two")], index.last_seq("a"))
+    assert _docs(index, "a") == [("user", "first ibis"), ("agent", "one"), ("agent", "two")]
+    assert index.stale_sessions() == [("b", index.last_seq("b"))]  # "a" reflects its whole log
+    index.replace_documents("a", [("user", "only ibis")], index.last_seq("a"))  # replaced, not added
+    assert _docs(index, "a") == [("user", "only ibis")]
+    assert index.indexed_seq("nobody") == 0
+    if index.has_fts():
+        _fts_ok(index)  # the FTS5 index says what the documents say
+    assert _ids(index.search(["ibis"])) == ["a"]  # "b" is not indexed yet
+
+
+def test_a_discarded_search_index_is_made_again_empty_and_every_session_is_stale(index: Index) -> None:
+    _store(index, "a", _turn("quokka", "yes"))
+    indexing.catch_up(index)
+    assert index.stale_sessions() == [] and index.search_damage() is None
+    fts = index.has_fts()
+    index.discard_search_index()
+    assert _docs(index, "a") == [] and index.indexed_seq("a") == 0
+    assert index.stale_sessions() == [("a", index.last_seq("a"))]
+    assert index.has_fts() == fts and index.ensure_fts() == fts
+    assert index.search_damage() is None
+    indexing.catch_up(index)
+    assert _ids(index.search(["quokka"])) == ["a"]
+
+
+def test_ensure_fts_makes_a_missing_fts5_index_from_the_documents(index: Index) -> None:
+    if not index.has_fts():
+        pytest.skip("this SQLite has no FTS5")
+    _store(index, "a", _turn("axolotl"))
+    indexing.catch_up(index)
+    index.conn.execute("DROP TABLE search_fts")
+    assert not index.has_fts()
+    assert index.ensure_fts() is True and index.has_fts()
+    _fts_ok(index)
+    assert _ids(index.search(["axolotl"])) == ["a"]

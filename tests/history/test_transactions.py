@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from acpcli.errors import ConfigError
-from acpcli.history import housekeeping
+from acpcli.history import housekeeping, indexing
 from acpcli.history.index import Index, is_locked, lock_wait
 from acpcli.history.transactions import in_batches
-from acpcli.session import indexing
 from tests.helpers.records import rec
 
 SLOW_STEP = 0.05  # each session's work, made slow: 40 sessions hold the catch-up for 2 s

@@ -4,7 +4,7 @@ A session's documents are its transcript as ``show`` rebuilds it from the event 
 merged as :func:`~acpcli.history.records.rebuild` merges them), so reindexing a session
 means rebuilding it. That is done:
 
-* after every turn (:func:`turn_indexed`, from :func:`acpcli.session.turn.after_turn`):
+* after every turn (:func:`turn_indexed`, from the session layer's ``after_turn``):
   the turn's messages are added as they stand in the live store, without reading the log,
   when the documents already reflected everything stored before the turn but records that
   add no text (commands, modes, usage, settings...); otherwise the whole session is rebuilt;
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from acpcli.history.records import SETTING
 
 if TYPE_CHECKING:
     from acpcli.history.index import Index
-    from acpcli.session.live import LiveSession
+    from acpcli.history.store import Store
 
 log = logging.getLogger("acpcli.history.search")
 
@@ -52,18 +52,15 @@ def reindex(index: Index, session_id: str) -> None:
 
     seq = index.last_seq(session_id)  # read first: events stored meanwhile make it stale again
     store = rebuild(index, session_id)
-    search.replace(index.conn, session_id, search.documents(store.entries), seq)
+    index.replace_documents(session_id, search.documents(store.entries), seq)
 
 
 def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -> int:
     """Reindex every session whose documents lag its event log, least recent first; call
     ``progress(done, total)`` after each. Return how many were reindexed. Also makes the FTS5
     index if this SQLite has FTS5 and the database was made without it."""
-    from acpcli.history import search
-
-    conn = index.conn
-    search.ensure_fts(conn)
-    todo = search.stale(conn)
+    index.ensure_fts()
+    todo = index.stale_sessions()
     if not todo:
         return 0
     index.last_seq(todo[0][0])  # flushes this process's writers: none may write inside the batch
@@ -81,11 +78,25 @@ def catch_up(index: Index, progress: Callable[[int, int], None] | None = None) -
         if progress is not None:
             progress(done, total)
 
-    in_batches(conn, list(enumerate(todo, 1)), one)
+    in_batches(index.conn, list(enumerate(todo, 1)), one)
     return len(todo)
 
 
-def turn_indexed(index: Index, live: LiveSession) -> None:
+class Turn(Protocol):
+    """What :func:`turn_indexed` reads of a session whose turn just ended (the session layer's
+    live session has it: this floor names nothing above it)."""
+
+    @property
+    def session_id(self) -> str: ...  # the id the index records
+    @property
+    def store(self) -> Store: ...  # the session's live transcript
+    @property
+    def turn_seq(self) -> int | None: ...  # the seq of the turn's start record (None: none)
+    @property
+    def turn_first_entry(self) -> int: ...  # where the turn's entries begin in the store
+
+
+def turn_indexed(index: Index, live: Turn) -> None:
     """A turn ended (its events flushed): add what it said to the session's documents.
 
     Cheap when the documents reflected the log up to the turn's start (the usual case): the
@@ -96,14 +107,13 @@ def turn_indexed(index: Index, live: LiveSession) -> None:
     from acpcli.history import search
 
     try:
-        conn = index.conn
         start = live.turn_seq
-        indexed = search.indexed_seq(conn, live.session_id)
+        indexed = index.indexed_seq(live.session_id)
         if start is not None and indexed < start and all(
             kind in _TEXTLESS for kind in index.kinds_after(live.session_id, indexed)[: start - indexed - 1]
         ):
             docs = search.documents(live.store.entries[live.turn_first_entry :])
-            search.extend(conn, live.session_id, docs, index.last_seq(live.session_id))
+            index.add_documents(live.session_id, docs, index.last_seq(live.session_id))
         else:
             reindex(index, live.session_id)
     except Exception:
