@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from acpcli.session.agent import AgentChoice, agent_label, agent_stderr_log, env_extra
-    from acpcli.session.attach import attach
+    from acpcli.session.attach import attach, fork_recorded
     from acpcli.session.context import Run
     from acpcli.session.conversation import Conversation, ConversationLink
     from acpcli.session.inputs import Options, for_prompt, for_reattach
@@ -60,6 +60,7 @@ __all__ = [
     "exporter",
     "for_prompt",
     "for_reattach",
+    "fork_recorded",
     "late_updates_possible",
     "open_link",
     "reopened_line",
@@ -71,7 +72,7 @@ __all__ = [
 #: Where each name lives in the session layer (``exporter`` is ``run._exporter``).
 _WHERE = {
     **dict.fromkeys(("AgentChoice", "agent_label", "agent_stderr_log", "env_extra"), "acpcli.session.agent"),
-    "attach": "acpcli.session.attach",
+    **dict.fromkeys(("attach", "fork_recorded"), "acpcli.session.attach"),
     "Run": "acpcli.session.context",
     **dict.fromkeys(("Conversation", "ConversationLink"), "acpcli.session.conversation"),
     **dict.fromkeys(("Options", "for_prompt", "for_reattach"), "acpcli.session.inputs"),

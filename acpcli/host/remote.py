@@ -27,9 +27,9 @@ from acpcli.host.channel import Channel, ChannelClosed
 from acpcli.host.client import apply_event
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import LiveSession
     from acpcli.history.store import Store
     from acpcli.protocol.settings import Choice
-    from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
 
 #: A second Ctrl-C within so many seconds leaves the turn (the host cancels it; the session stays).
@@ -116,7 +116,7 @@ class HostedLink:
         say: Callable[[str], None],
         elicit: Callable[[LiveSession, Any], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> None:
-        from acpcli.session.live import LiveSession
+        from acpcli.api.frontends import LiveSession
 
         self.channel = channel
         self.ready = ready
@@ -264,7 +264,7 @@ class HostedLink:
     def find_setting(self, live: LiveSession, key: str) -> Choice:
         """As :meth:`AgentLink.find_setting <acpcli.session.link.AgentLink.find_setting>`,
         on the mirror (it answers without the host)."""
-        from acpcli.session.link import AgentLink
+        from acpcli.api.frontends import AgentLink
 
         return AgentLink.find_setting(self, live, key)  # type: ignore[arg-type]  # reads features only
 
@@ -314,7 +314,7 @@ class HostedLink:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
         withdraws it while it waits its turn); a second within 3 s leaves at once
         (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left)."""
-        from acpcli.session.turn import Withdrawn
+        from acpcli.api.frontends import Withdrawn
 
         live = self.live
         live.interrupted = False

@@ -59,9 +59,8 @@ from acpcli.host.channel import Channel, ChannelClosed, same_user
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
 
+    from acpcli.api.frontends import AgentLink, LiveSession
     from acpcli.history.index import EventWriter
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
 
 log = logging.getLogger("acpcli.host")
 
@@ -499,11 +498,9 @@ class Host:
 
     async def run(self, report: Any) -> int:
         """Link the agent, attach the session, report ready, serve until the end."""
+        from acpcli.api.frontends import Options, attach, continued_by, for_prompt
         from acpcli.history.guarded import open_index
         from acpcli.processes.supervisor import Supervisor
-        from acpcli.session.attach import attach
-        from acpcli.session.inputs import Options, for_prompt
-        from acpcli.session.run import continued_by
 
         options = Options(**_options(self.spec.get("options") or {}))
         making = self.spec.get("command") == "new"
@@ -511,7 +508,7 @@ class Host:
         if making:
             inputs = options.inputs()
         elif asked is not None:  # `load`/`resume --keep-alive`: as those commands resolve it
-            from acpcli.session.inputs import for_reattach
+            from acpcli.api.frontends import for_reattach
 
             inputs = for_reattach(asked, self.session_id, options)[0]
         else:
@@ -554,7 +551,7 @@ class Host:
                             index.set_title(live.session_id, live.store.title)
                     live.recorder = Tee(writer, self)
                     self.live = live
-                    from acpcli.session.agent import agent_label
+                    from acpcli.api.frontends import agent_label
 
                     self.agent_label = agent_label(inputs.agent, link.features)
                     return await self._serve(link, live, index, inputs, report)
@@ -571,10 +568,9 @@ class Host:
         return await supervisor.run(main)
 
     def _link(self, inputs: Any, run: Any) -> Any:
+        from acpcli.api.frontends import agent_stderr_log, env_extra, open_link
         from acpcli.config import step_timeout
         from acpcli.services.permissions import Refusals, permission_decider
-        from acpcli.session.agent import agent_stderr_log, env_extra
-        from acpcli.session.link import open_link
         from acpcli.wire.negotiate import ClientOffer
         from acpcli.wire.wiretap import WireTap
 
@@ -635,8 +631,8 @@ class Host:
         """The session's writer lock (:mod:`acpcli.history.lock`): a command without a host (a
         `--keep-alive 0` prompt, a REPL) may be writing a turn of it; wait for it, or with
         ``wait`` False raise SessionBusy (exit 18 for the client)."""
+        from acpcli.api.frontends import claim
         from acpcli.history.lock import SessionLock
-        from acpcli.session.turn import claim
 
         lock = SessionLock(session_id)
         await claim(lock, wait=wait, notice=notice)
@@ -671,8 +667,8 @@ class Host:
                 await self.wakeup.wait()
 
     async def _run_turn(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, turn: Turn) -> None:
+        from acpcli.api.frontends import after_turn, late_updates_possible, title_from_prompt
         from acpcli.services.mentions import build_prompt
-        from acpcli.session.turn import after_turn, late_updates_possible, title_from_prompt
 
         self.current = turn
         client = turn.client
@@ -822,8 +818,8 @@ def _outcome(params: dict[str, Any], answer: dict[str, Any]) -> str:
 def _quiet_run(spec: dict[str, Any]) -> Any:
     """The host's :class:`~acpcli.session.context.Run`: nobody at a terminal (its streams go
     nowhere; what a client must see is sent to it), the policy and services its starter chose."""
+    from acpcli.api.frontends import Run
     from acpcli.env import Environment
-    from acpcli.session.context import Run
 
     nowhere = open(os.devnull, "r+", encoding="utf-8")  # noqa: SIM115 - lives as long as the host
     return Run(

@@ -3,11 +3,15 @@
 A :class:`Conversation` is the link to the session's agent, the
 :class:`~acpcli.session.live.LiveSession`, the index it is recorded in, the writer of its
 events, the agent's name and the exporter of its transcript, with what a conversation does:
-a prompt turn and its bookkeeping, a setting changed, a turn cancelled, the session closed or
-forked, a login or a logout. The REPL (:func:`acpcli.repl.run_repl` and its slash commands),
-the Python API's :class:`~acpcli.api.client.Session` and the command bodies hold one of these
-instead of the loose parts, and reach the :class:`~acpcli.session.link.AgentLink` methods that
-take the live session first through it.
+a prompt turn and its bookkeeping, a setting changed, a turn cancelled, the session closed, a
+login or a logout. The REPL (:func:`acpcli.repl.run_repl` and its slash commands), the Python
+API's :class:`~acpcli.api.client.Session` and the command bodies hold one of these instead of
+the loose parts, and reach the :class:`~acpcli.session.link.AgentLink` methods that take the
+live session first through it.
+
+A fork is :func:`~acpcli.session.attach.fork_recorded` of a conversation: it sets a session up
+as attach does, and this module sits below attach (which needs the command's
+:class:`~acpcli.session.context.Run`, whose person is handed a conversation).
 
 Its link is an :class:`~acpcli.session.link.AgentLink`, or anything else that does what a
 conversation asks of a link (:class:`ConversationLink`): the REPL over a live session's host
@@ -24,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 if TYPE_CHECKING:
     from acpcli.history.index import EventWriter, Index
     from acpcli.protocol.settings import Choice
-    from acpcli.session.context import Run
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
@@ -91,7 +94,7 @@ class Conversation:
         return bool(getattr(self.link, "hosted", False))
 
     @property
-    def _agent_link(self) -> AgentLink:
+    def agent_link(self) -> AgentLink:
         """The link as the session's own :class:`~acpcli.session.link.AgentLink`: what only
         a conversation that holds its agent itself does (a hosted one asks its host)."""
         return cast("AgentLink", self.link)
@@ -120,7 +123,7 @@ class Conversation:
         from acpcli.session.turn import run_turn
 
         return await run_turn(
-            self._agent_link, self.live, blocks, notice=notice, tick=tick, sent=sent, limit=limit, interrupts=interrupts
+            self.agent_link, self.live, blocks, notice=notice, tick=tick, sent=sent, limit=limit, interrupts=interrupts
         )
 
     def flush(self) -> None:
@@ -145,21 +148,21 @@ class Conversation:
 
     async def cancel(self) -> None:
         """``session/cancel`` the running turn (:meth:`~acpcli.session.link.AgentLink.cancel`)."""
-        await self._agent_link.cancel(self.live)
+        await self.agent_link.cancel(self.live)
 
     async def send_during_turn(self, blocks: Sequence[dict[str, Any]]) -> Any:
         """A prompt sent into the running turn, for an agent that queues it
         (:meth:`~acpcli.session.link.AgentLink.send_during_turn`); the raw answer."""
-        return await self._agent_link.send_during_turn(self.live, blocks)
+        return await self.agent_link.send_during_turn(self.live, blocks)
 
     async def steer(self, blocks: Sequence[dict[str, Any]]) -> str:
         """A prompt put into the running turn, for an agent that steers
         (:meth:`~acpcli.session.link.AgentLink.steer`); the agent's outcome."""
-        return await self._agent_link.steer(self.live, blocks)
+        return await self.agent_link.steer(self.live, blocks)
 
     async def settle(self, *, first: float = 1.0) -> None:
         """Wait while a replay is still arriving (:meth:`~acpcli.session.link.AgentLink.settle`)."""
-        await self._agent_link.settle(self.live, first=first)
+        await self.agent_link.settle(self.live, first=first)
 
     # -- settings ------------------------------------------------------------------------------
 
@@ -188,18 +191,6 @@ class Conversation:
         self.writer.flush()
         self.index.mark_closed(self.live.session_id)
         return answer
-
-    async def fork(self, run: Run) -> LiveSession:
-        """``session/fork`` of this session, recorded with the conversation so far
-        (:func:`~acpcli.session.attach.fork_recorded`); this conversation stays on its own
-        session. :class:`~acpcli.errors.CapabilityMissing` (nothing sent) when the agent
-        cannot fork."""
-        from acpcli.session.attach import fork_recorded
-        from acpcli.wire import capabilities
-
-        capabilities.require(self.features, "session/fork")
-        self.writer.flush()  # the transcript so far, whole, before it is copied
-        return await fork_recorded(self._agent_link, self.live.session_id, run, self.index, self.writer)
 
     async def login(self, method_id: str) -> Any:
         """Log in with one of the agent's methods."""
