@@ -59,7 +59,7 @@ from acpcli.host.channel import Channel, ChannelClosed, same_user
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
 
-    from acpcli.api.frontends import AgentLink, LiveSession
+    from acpcli.api.frontends import AgentLink, Conversation, LiveSession
     from acpcli.history.index import EventWriter
 
 log = logging.getLogger("acpcli.host")
@@ -551,10 +551,11 @@ class Host:
                             index.set_title(live.session_id, live.store.title)
                     live.recorder = Tee(writer, self)
                     self.live = live
-                    from acpcli.api.frontends import agent_label
+                    from acpcli.api.frontends import Conversation, agent_label
 
                     self.agent_label = agent_label(inputs.agent, link.features)
-                    return await self._serve(link, live, index, inputs, report)
+                    conversation = Conversation(link, live, index, writer, self.agent_label)
+                    return await self._serve(conversation, inputs, report)
             finally:
                 from acpcli.history.guarded import verdict
 
@@ -599,7 +600,7 @@ class Host:
             step_timeout=step_timeout(flag=self.spec.get("timeout")),
         )
 
-    async def _serve(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, report: Any) -> int:
+    async def _serve(self, conversation: Conversation, inputs: Any, report: Any) -> int:
         path = address.socket_path(self.session_id)
         try:
             path.unlink()  # stale: we hold the host lock, so no live host listens there
@@ -616,7 +617,7 @@ class Host:
                         await listener.serve(self.serve_client, task_group=tg)
 
                 tg.start_soon(accept)
-                await self._turns(link, live, index, inputs)
+                await self._turns(conversation, inputs)
                 await self._say_goodbye()
                 tg.cancel_scope.cancel()
         finally:
@@ -647,16 +648,16 @@ class Host:
             while any(not client.gone.is_set() for client in self.clients):  # noqa: ASYNC110 - a few pumps draining
                 await anyio.sleep(0.02)
 
-    async def _turns(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any) -> None:
+    async def _turns(self, conversation: Conversation, inputs: Any) -> None:
         """Run queued turns in order; return when the host should end."""
         while not self.stopping.is_set():
-            if link.conn.closed:
+            if conversation.agent_link.conn.closed:
                 return  # the agent went away: the next command starts a new host
             if self.queue:
                 turn = self.queue.popleft()
                 if turn.client.gone.is_set():
                     continue
-                await self._run_turn(link, live, index, inputs, turn)
+                await self._run_turn(conversation, inputs, turn)
                 continue
             if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive:
                 log.info("no turn and no client for %.0f s: ending", self.keep_alive)
@@ -666,10 +667,11 @@ class Host:
             with anyio.move_on_after(min(max(wait, 0.05), 1.0)):  # and look at the agent each second
                 await self.wakeup.wait()
 
-    async def _run_turn(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, turn: Turn) -> None:
-        from acpcli.api.frontends import after_turn, late_updates_possible, title_from_prompt
+    async def _run_turn(self, conversation: Conversation, inputs: Any, turn: Turn) -> None:
+        from acpcli.api.frontends import late_updates_possible
         from acpcli.services.mentions import build_prompt
 
+        link, live = conversation.agent_link, conversation.live
         self.current = turn
         client = turn.client
         for other in self.clients:
@@ -684,7 +686,7 @@ class Host:
             self.touch()
             return
         # what the client's own store cannot know from this turn's updates alone
-        client.post({"t": "start", "title": live.store.title or _recorded_title(index, self.session_id)})
+        client.post({"t": "start", "title": live.store.title or _recorded_title(conversation.index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
             blocks = build_prompt(
@@ -700,7 +702,7 @@ class Host:
             finally:
                 live.turn_active = False
             live.recorder.flush() if live.recorder is not None else None
-            after_turn(index, live)
+            conversation.after_turn()
             for warning in live.take_warnings():  # the context nearly full: the client says it
                 client.post({"t": "note", "text": f"acpcli: warning: {warning}"})
             # "late": the agent may still say something of this turn (a one-shot client waits a moment)
@@ -709,7 +711,7 @@ class Host:
             self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
             log.info("turn failed: %s", err)
-            title_from_prompt(index, live)  # a failed first prompt still titles the session
+            conversation.title_from_prompt()  # a failed first prompt still titles the session
             client.post(_error(err))
             self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
             if live.recorder is not None:
