@@ -1,8 +1,10 @@
 """A terminal's conversation with a live session's host, shaped like the link the REPL drives.
 
-:class:`HostedLink` stands where the REPL (:func:`acpcli.repl.run_repl`) has an
+:class:`HostedLink` stands where the REPL's conversation (:func:`acpcli.repl.run_repl`, a
+:class:`~acpcli.session.conversation.Conversation`) has an
 :class:`~acpcli.session.link.AgentLink` for a session of its own: the same few things
-(``features``, ``find_setting`` / ``set_by_name``, ``close``, ``login`` / ``logout``) and a
+(``features``, ``find_setting`` / ``set_by_name``, ``close``, ``login`` / ``logout``: a
+:class:`~acpcli.session.conversation.ConversationLink`) and a
 ``turn`` (a prompt's text in, its stop reason out), each carried over the socket to the host,
 which owns the agent, the queue and the writes. Its ``live`` is a mirror of the session (a
 :class:`~acpcli.session.live.LiveSession` without a recorder) that starts from the ``state`` of

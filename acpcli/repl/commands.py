@@ -23,7 +23,7 @@ from acpcli.repl.queue import PromptQueue, one_line
 from acpcli.text.safe import safe_line, safe_text, shown_id
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import Conversation, ConversationLink, LiveSession
+    from acpcli.api.frontends import Conversation, LiveSession
     from acpcli.env import Environment
     from acpcli.history.index import Index
     from acpcli.wire.negotiate import AgentFeatures
@@ -41,15 +41,13 @@ class Context:
     queue: PromptQueue = field(default_factory=PromptQueue)
 
     @property
-    def link(self) -> ConversationLink:
-        return self.conversation.link
-
-    @property
     def live(self) -> LiveSession:
+        """The conversation's live session (its store, its view)."""
         return self.conversation.live
 
     @property
     def index(self) -> Index:
+        """The index the conversation is recorded in."""
         return self.conversation.index
 
     def say(self, text: str, style: str | None = None, hang: int | None = None, keep: str = "") -> None:
@@ -77,7 +75,7 @@ class Context:
     def login_methods(self) -> list[tuple[str, str]]:
         from acpcli.protocol import wire
 
-        return [(m.id, m.name or m.id) for m in wire.login_methods(self.link.features.auth_methods)]
+        return [(m.id, m.name or m.id) for m in wire.login_methods(self.conversation.features.auth_methods)]
 
 
 Handler = Callable[[Context, str], Awaitable["int | None"]]
@@ -143,7 +141,7 @@ async def _quit(ctx: Context, arg: str) -> int | None:
 
 
 async def _close(ctx: Context, arg: str) -> int | None:
-    if not ctx.link.features.close:
+    if not ctx.conversation.features.close:
         ctx.say("this agent does not support session/close")
         return None
     from acpcli.api.frontends import closed_line
@@ -171,7 +169,7 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
         head = f"  {mark} {pad(safe_line(prefixes[rec.id]), id_width)}  {when}  {rec.state:<6}  "
         title = safe_line(rec.shown_title or "(untitled)")
         ctx.say(head + shorten(title, max(10, ctx.env.err.width - len(head))))
-    ctx.say("  " + _come_back_hint(ctx.link.features))
+    ctx.say("  " + _come_back_hint(ctx.conversation.features))
     return None
 
 
@@ -268,16 +266,16 @@ async def _fork(ctx: Context, arg: str) -> int | None:
 
     forked = await fork_recorded(ctx.conversation, Run(env=ctx.env))  # the capability message first, nothing sent
     ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")
-    ctx.say("  " + _come_back_hint(ctx.link.features, shown_id(forked.session_id), lead="continue the fork with"))
+    ctx.say("  " + _come_back_hint(ctx.conversation.features, shown_id(forked.session_id), lead="continue the fork with"))
     return None
 
 
 async def _login(ctx: Context, arg: str) -> int | None:
     from acpcli.protocol import wire
 
-    methods = wire.login_methods(ctx.link.features.auth_methods)
+    methods = wire.login_methods(ctx.conversation.features.auth_methods)
     if not methods:
-        ctx.say(f"{ctx.link.features.display_name} offers no login methods")
+        ctx.say(f"{ctx.conversation.features.display_name} offers no login methods")
         return None
     wanted = arg.strip()
     if not wanted and len(methods) == 1 and methods[0].type == "agent":
