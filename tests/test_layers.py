@@ -23,8 +23,8 @@ UPPER = ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.sessi
 #: of the session layer, below the commands, which may use it.
 ALLOWED_UP = {
     "acpcli.cli": ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.session"),
-    "acpcli.repl": ("acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.session"),
-    "acpcli.host": ("acpcli.host", "acpcli.session"),
+    "acpcli.repl": ("acpcli.repl", "acpcli.host", "acpcli.api"),
+    "acpcli.host": ("acpcli.host", "acpcli.api"),
     "acpcli.api": ("acpcli.api", "acpcli.session"),
     "acpcli.session": ("acpcli.session",),
 }

@@ -4,8 +4,10 @@ Built on the session layer, the way the CLI's commands are: the agent is resolve
 ``--agent``/``--cmd`` resolve it (:mod:`acpcli.session.agent`), one link carries every
 session (:func:`acpcli.session.link.open_link`), sessions are set up and recorded by
 :func:`acpcli.session.attach.attach` (so they are in ``acpcli sessions`` and ``show`` like the
-CLI's), a turn is :func:`acpcli.session.turn.run_turn` without the Ctrl-C handling (a library
-leaves signals to its program), and every update reaches the caller through the same
+CLI's), each :class:`Session` wraps the session layer's
+:class:`~acpcli.session.conversation.Conversation` (the REPL's too), whose turn is
+:func:`acpcli.session.turn.run_turn` here without the Ctrl-C handling (a library leaves signals
+to its program), and every update reaches the caller through the same
 :meth:`~acpcli.session.live.LiveSession.feed` that draws the CLI's screen: a :class:`_Feed` sink
 turns the store's changes into :mod:`acpcli.api.types` events.
 
@@ -53,6 +55,7 @@ if TYPE_CHECKING:
     from acpcli.services import elicitation as el
     from acpcli.services.permissions import Refusals
     from acpcli.session.context import Run
+    from acpcli.session.conversation import Conversation
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
@@ -492,7 +495,7 @@ class Agent:
 
     def _emit(self, live: LiveSession | None, event: Event | _Failed) -> None:
         for session in getattr(self, "_sessions", ()):
-            if session._live is live:
+            if session._conversation.live is live:
                 session._emit(event)
 
     def _run(self) -> Run:
@@ -567,7 +570,9 @@ class Agent:
         self._writer.flush()
         if live.lock is not None:
             live.lock.release()  # between turns nobody writes: each turn takes it again
-        session = Session(self, live)
+        from acpcli.session.conversation import Conversation
+
+        session = Session(self, Conversation(self._link, live, self._index, self._writer, self.name))
         self._sessions.append(session)
         return session
 
@@ -626,34 +631,36 @@ class SessionInfo:
 
 class Session:
     """One session over a connected :class:`Agent`: prompt it, cancel a turn, change a setting,
-    read its transcript, close it."""
+    read its transcript, close it. Built on the session layer's
+    :class:`~acpcli.session.conversation.Conversation`, as the REPL is."""
 
-    def __init__(self, agent: Agent, live: LiveSession) -> None:
+    def __init__(self, agent: Agent, conversation: Conversation) -> None:
         self._agent = agent
-        self._live = live
+        self._conversation = conversation
         self._send: MemoryObjectSendStream[Event | _Failed] | None = None
-        live.sink = _Feed(self)
-        live.lock_wait = True
+        conversation.live.sink = _Feed(self)
+        conversation.live.lock_wait = True
 
     @property
     def id(self) -> str:
         """The session's id as recorded (``acpcli show ID``)."""
-        return self._live.session_id
+        return self._conversation.session_id
 
     @property
     def cwd(self) -> str | None:
-        return self._live.cwd
+        return self._conversation.live.cwd
 
     @property
     def transcript(self) -> Transcript:
         """The transcript so far (``.markdown()``, ``.text()``, ``.jsonl()``), read from the
         store every update went into: what ``acpcli show`` prints of it."""
-        return Transcript(self._live.store, self._live.session_id)
+        live = self._conversation.live
+        return Transcript(live.store, live.session_id)
 
     @property
     def settings(self) -> tuple[Setting, ...]:
         """The settings the session offers now (modes, models, config options)."""
-        return tuple(setting(c) for c in self._live.settings())
+        return tuple(setting(c) for c in self._conversation.settings())
 
     @property
     def running(self) -> bool:
@@ -682,12 +689,12 @@ class Session:
         agent._check()
         if self._send is not None:
             raise UsageError(f"a turn is running on session {self.id}: one turn at a time")
-        live = self._live
+        live = self._conversation.live
         roots = [live.cwd or agent._inputs.cwd, *live.additional_directories]
-        blocks = build_prompt(text, roots[0], roots, agent._link.features, strict=False)
+        blocks = build_prompt(text, roots[0], roots, self._conversation.features, strict=False)
         send, receive = anyio.create_memory_object_stream[Event | _Failed](math.inf)
         self._send = send
-        agent._tg.start_soon(self._turn, blocks, send)
+        agent._tg.start_soon(self._turn, text, blocks, send)
         async with receive:
             async for item in receive:
                 if isinstance(item, _Failed):
@@ -705,20 +712,20 @@ class Session:
         assert result is not None  # prompt ends with TurnEnded or raises
         return result
 
-    async def _turn(self, blocks: list[dict[str, Any]], send: MemoryObjectSendStream[Event | _Failed]) -> None:
+    async def _turn(
+        self, text: str, blocks: list[dict[str, Any]], send: MemoryObjectSendStream[Event | _Failed]
+    ) -> None:
         from acpcli.history.store import AGENT, Message
         from acpcli.session.outcome import turn_timed_out
-        from acpcli.session.turn import after_turn, run_turn
 
-        agent, live = self._agent, self._live
+        agent, conversation = self._agent, self._conversation
+        live = conversation.live
         try:
             try:
-                stop = await run_turn(
-                    agent._link, live, blocks, notice=agent._notice, limit=agent._timeout, interrupts=False
-                )
+                stop = await conversation.turn(text, blocks, notice=agent._notice, limit=agent._timeout, interrupts=False)
             finally:
-                agent._writer.flush()
-                after_turn(agent._index, live)
+                conversation.flush()
+                conversation.after_turn()
             if live.timed_out:
                 raise turn_timed_out(agent._timeout, live.session_id, answered=live.timed_out == "cancelled")
             said = "".join(
@@ -735,17 +742,15 @@ class Session:
     async def cancel(self) -> None:
         """``session/cancel`` the running turn (it ends with stop reason ``cancelled``);
         nothing when no turn is running."""
-        if self._send is not None and not self._live.cancel_requested:
-            await self._agent._link.cancel(self._live)
+        if self._send is not None and not self._conversation.live.cancel_requested:
+            await self._conversation.cancel()
 
     async def set(self, key: str, value: str) -> Setting:
         """Set one of the session's settings (``"mode"``, ``"model"``, a config option's id or
         name) to ``value``; returns it as it now is. :class:`~acpcli.errors.UsageError` names
         what is offered when there is no such setting or value."""
         self._agent._check()
-        choice = await self._agent._link.set_by_name(self._live, key, value)
-        self._agent._writer.flush()
-        return setting(choice)
+        return setting(await self._conversation.set(key, value))
 
     async def close(self) -> None:
         """``session/close`` (the agent forgets it; it stays in the local index, marked
@@ -756,9 +761,7 @@ class Session:
         agent._check()
         if self._send is not None:
             await self.cancel()
-        capabilities.require(agent._link.features, "session/close")
-        await agent._link.close(self._live.session_id)
-        agent._writer.flush()
-        agent._index.mark_closed(self._live.session_id)
+        capabilities.require(self._conversation.features, "session/close")
+        await self._conversation.close()
         if self in agent._sessions:
             agent._sessions.remove(self)

@@ -26,10 +26,9 @@ from acpcli.host.messages import BlockingChannel, ChannelClosed, connect_blockin
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from acpcli.api.frontends import Options, Run
     from acpcli.history.index import SessionRecord
     from acpcli.history.store import Store
-    from acpcli.session.context import Run
-    from acpcli.session.inputs import Options
 
 #: How long a started host may take to link the agent and attach the session, beyond the
 #: setup steps' own timeout (spawning, initialize, resume or load each get that timeout).
@@ -196,7 +195,7 @@ def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) ->
 
 def hosted_session(options: Options, run: Run, *, agent: Any, keep_alive: float) -> str:
     """A new session made by a host of its own, which keeps the agent; the session's id."""
-    from acpcli.session.policy import decider_for
+    from acpcli.api.frontends import decider_for
 
     policy = decider_for(run, agent).policy
     answer = start_host(spec_for(None, options, policy, run, keep_alive))
@@ -211,7 +210,7 @@ def hosted_reattach(
     """``load``/``resume ID`` with keep-alive on: a host that did the load (its replay
     stored) or the resume keeps the agent; a session whose host runs already is joined
     instead (no second agent). Whether a host was started here."""
-    from acpcli.session.policy import decider_for
+    from acpcli.api.frontends import decider_for
 
     path = str(address.socket_path(session_id))
     if _reachable(path):
@@ -297,18 +296,17 @@ def prompt(
     keep_alive: float,
 ) -> int:
     """One turn on the live session ``record`` (see the module docstring)."""
-    from acpcli.session.agent import AgentChoice
-    from acpcli.session.policy import decider_for
+    from acpcli.api.frontends import AgentChoice, decider_for
 
     session_id = record.id
     decider = decider_for(run, AgentChoice(record.agent, list(record.argv)))
     if record.state == "closed":  # the host that is started for it reopens it (its attach)
-        from acpcli.session.outcome import reopened_line
+        from acpcli.api.frontends import reopened_line
 
         run.say(reopened_line(session_id))
 
     def make_spec() -> dict[str, Any]:
-        from acpcli.session.inputs import for_prompt
+        from acpcli.api.frontends import for_prompt
 
         for_prompt(options, session_id, False)  # the options checked here, as without a host
         return spec_for(session_id, options, decider.policy, run, keep_alive)
@@ -337,7 +335,7 @@ def prompt(
             view.close()
         finally:
             channel.close()  # a turn still running is cancelled by the host: its client left
-    from acpcli.session.outcome import said_anything, turn_exit
+    from acpcli.api.frontends import said_anything, turn_exit
 
     return turn_exit(
         stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
@@ -460,7 +458,7 @@ def _linger(channel: BlockingChannel, mirror: Mirror) -> None:
     until the host has sent nothing for a moment (the host stores them either way)."""
     import time
 
-    from acpcli.session.turn import LATE_LIMIT, LATE_QUIET
+    from acpcli.api.frontends import LATE_LIMIT, LATE_QUIET
 
     start = last = time.monotonic()
     while True:
@@ -503,8 +501,8 @@ def _elicit(run: Run, mirror: Mirror, view: Any, params: Any, agent: Any = None)
     without a host (:func:`~acpcli.session.policy.elicitor_for`): the script's ``--answer``s
     or a decline, or the form at this terminal (which needs an event loop for its time); the
     view shows it (jsonl) as it would without a host."""
+    from acpcli.api.frontends import elicitor_for
     from acpcli.services import elicitation as el
-    from acpcli.session.policy import elicitor_for
 
     try:
         request = el.read_request(params)

@@ -1,8 +1,10 @@
 """A terminal's conversation with a live session's host, shaped like the link the REPL drives.
 
-:class:`HostedLink` stands where the REPL (:func:`acpcli.repl.run_repl`) has an
+:class:`HostedLink` stands where the REPL's conversation (:func:`acpcli.repl.run_repl`, a
+:class:`~acpcli.session.conversation.Conversation`) has an
 :class:`~acpcli.session.link.AgentLink` for a session of its own: the same few things
-(``features``, ``find_setting`` / ``set_by_name``, ``close``, ``login`` / ``logout``) and a
+(``features``, ``find_setting`` / ``set_by_name``, ``close``, ``login`` / ``logout``: a
+:class:`~acpcli.session.conversation.ConversationLink`) and a
 ``turn`` (a prompt's text in, its stop reason out), each carried over the socket to the host,
 which owns the agent, the queue and the writes. Its ``live`` is a mirror of the session (a
 :class:`~acpcli.session.live.LiveSession` without a recorder) that starts from the ``state`` of
@@ -27,9 +29,9 @@ from acpcli.host.channel import Channel, ChannelClosed
 from acpcli.host.client import apply_event
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import LiveSession
     from acpcli.history.store import Store
     from acpcli.protocol.settings import Choice
-    from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
 
 #: A second Ctrl-C within so many seconds leaves the turn (the host cancels it; the session stays).
@@ -116,7 +118,7 @@ class HostedLink:
         say: Callable[[str], None],
         elicit: Callable[[LiveSession, Any], Awaitable[dict[str, Any] | None]] | None = None,
     ) -> None:
-        from acpcli.session.live import LiveSession
+        from acpcli.api.frontends import LiveSession
 
         self.channel = channel
         self.ready = ready
@@ -264,7 +266,7 @@ class HostedLink:
     def find_setting(self, live: LiveSession, key: str) -> Choice:
         """As :meth:`AgentLink.find_setting <acpcli.session.link.AgentLink.find_setting>`,
         on the mirror (it answers without the host)."""
-        from acpcli.session.link import AgentLink
+        from acpcli.api.frontends import AgentLink
 
         return AgentLink.find_setting(self, live, key)  # type: ignore[arg-type]  # reads features only
 
@@ -314,7 +316,7 @@ class HostedLink:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
         withdraws it while it waits its turn); a second within 3 s leaves at once
         (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left)."""
-        from acpcli.session.turn import Withdrawn
+        from acpcli.api.frontends import Withdrawn
 
         live = self.live
         live.interrupted = False

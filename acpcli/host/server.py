@@ -59,9 +59,8 @@ from acpcli.host.channel import Channel, ChannelClosed, same_user
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
 
+    from acpcli.api.frontends import AgentLink, Conversation, LiveSession
     from acpcli.history.index import EventWriter
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
 
 log = logging.getLogger("acpcli.host")
 
@@ -499,11 +498,9 @@ class Host:
 
     async def run(self, report: Any) -> int:
         """Link the agent, attach the session, report ready, serve until the end."""
+        from acpcli.api.frontends import Options, attach, continued_by, for_prompt
         from acpcli.history.guarded import open_index
         from acpcli.processes.supervisor import Supervisor
-        from acpcli.session.attach import attach
-        from acpcli.session.inputs import Options, for_prompt
-        from acpcli.session.run import continued_by
 
         options = Options(**_options(self.spec.get("options") or {}))
         making = self.spec.get("command") == "new"
@@ -511,7 +508,7 @@ class Host:
         if making:
             inputs = options.inputs()
         elif asked is not None:  # `load`/`resume --keep-alive`: as those commands resolve it
-            from acpcli.session.inputs import for_reattach
+            from acpcli.api.frontends import for_reattach
 
             inputs = for_reattach(asked, self.session_id, options)[0]
         else:
@@ -554,10 +551,11 @@ class Host:
                             index.set_title(live.session_id, live.store.title)
                     live.recorder = Tee(writer, self)
                     self.live = live
-                    from acpcli.session.agent import agent_label
+                    from acpcli.api.frontends import Conversation, agent_label
 
                     self.agent_label = agent_label(inputs.agent, link.features)
-                    return await self._serve(link, live, index, inputs, report)
+                    conversation = Conversation(link, live, index, writer, self.agent_label)
+                    return await self._serve(conversation, inputs, report)
             finally:
                 from acpcli.history.guarded import verdict
 
@@ -571,10 +569,9 @@ class Host:
         return await supervisor.run(main)
 
     def _link(self, inputs: Any, run: Any) -> Any:
+        from acpcli.api.frontends import agent_stderr_log, env_extra, open_link
         from acpcli.config import step_timeout
         from acpcli.services.permissions import Refusals, permission_decider
-        from acpcli.session.agent import agent_stderr_log, env_extra
-        from acpcli.session.link import open_link
         from acpcli.wire.negotiate import ClientOffer
         from acpcli.wire.wiretap import WireTap
 
@@ -603,7 +600,7 @@ class Host:
             step_timeout=step_timeout(flag=self.spec.get("timeout")),
         )
 
-    async def _serve(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, report: Any) -> int:
+    async def _serve(self, conversation: Conversation, inputs: Any, report: Any) -> int:
         path = address.socket_path(self.session_id)
         try:
             path.unlink()  # stale: we hold the host lock, so no live host listens there
@@ -620,7 +617,7 @@ class Host:
                         await listener.serve(self.serve_client, task_group=tg)
 
                 tg.start_soon(accept)
-                await self._turns(link, live, index, inputs)
+                await self._turns(conversation, inputs)
                 await self._say_goodbye()
                 tg.cancel_scope.cancel()
         finally:
@@ -635,8 +632,8 @@ class Host:
         """The session's writer lock (:mod:`acpcli.history.lock`): a command without a host (a
         `--keep-alive 0` prompt, a REPL) may be writing a turn of it; wait for it, or with
         ``wait`` False raise SessionBusy (exit 18 for the client)."""
+        from acpcli.api.frontends import claim
         from acpcli.history.lock import SessionLock
-        from acpcli.session.turn import claim
 
         lock = SessionLock(session_id)
         await claim(lock, wait=wait, notice=notice)
@@ -651,16 +648,16 @@ class Host:
             while any(not client.gone.is_set() for client in self.clients):  # noqa: ASYNC110 - a few pumps draining
                 await anyio.sleep(0.02)
 
-    async def _turns(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any) -> None:
+    async def _turns(self, conversation: Conversation, inputs: Any) -> None:
         """Run queued turns in order; return when the host should end."""
         while not self.stopping.is_set():
-            if link.conn.closed:
+            if conversation.agent_link.conn.closed:
                 return  # the agent went away: the next command starts a new host
             if self.queue:
                 turn = self.queue.popleft()
                 if turn.client.gone.is_set():
                     continue
-                await self._run_turn(link, live, index, inputs, turn)
+                await self._run_turn(conversation, inputs, turn)
                 continue
             if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive:
                 log.info("no turn and no client for %.0f s: ending", self.keep_alive)
@@ -670,10 +667,11 @@ class Host:
             with anyio.move_on_after(min(max(wait, 0.05), 1.0)):  # and look at the agent each second
                 await self.wakeup.wait()
 
-    async def _run_turn(self, link: AgentLink, live: LiveSession, index: Any, inputs: Any, turn: Turn) -> None:
+    async def _run_turn(self, conversation: Conversation, inputs: Any, turn: Turn) -> None:
+        from acpcli.api.frontends import late_updates_possible
         from acpcli.services.mentions import build_prompt
-        from acpcli.session.turn import after_turn, late_updates_possible, title_from_prompt
 
+        link, live = conversation.agent_link, conversation.live
         self.current = turn
         client = turn.client
         for other in self.clients:
@@ -688,7 +686,7 @@ class Host:
             self.touch()
             return
         # what the client's own store cannot know from this turn's updates alone
-        client.post({"t": "start", "title": live.store.title or _recorded_title(index, self.session_id)})
+        client.post({"t": "start", "title": live.store.title or _recorded_title(conversation.index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
             blocks = build_prompt(
@@ -704,7 +702,7 @@ class Host:
             finally:
                 live.turn_active = False
             live.recorder.flush() if live.recorder is not None else None
-            after_turn(index, live)
+            conversation.after_turn()
             for warning in live.take_warnings():  # the context nearly full: the client says it
                 client.post({"t": "note", "text": f"acpcli: warning: {warning}"})
             # "late": the agent may still say something of this turn (a one-shot client waits a moment)
@@ -713,7 +711,7 @@ class Host:
             self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
             log.info("turn failed: %s", err)
-            title_from_prompt(index, live)  # a failed first prompt still titles the session
+            conversation.title_from_prompt()  # a failed first prompt still titles the session
             client.post(_error(err))
             self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
             if live.recorder is not None:
@@ -822,8 +820,8 @@ def _outcome(params: dict[str, Any], answer: dict[str, Any]) -> str:
 def _quiet_run(spec: dict[str, Any]) -> Any:
     """The host's :class:`~acpcli.session.context.Run`: nobody at a terminal (its streams go
     nowhere; what a client must see is sent to it), the policy and services its starter chose."""
+    from acpcli.api.frontends import Run
     from acpcli.env import Environment
-    from acpcli.session.context import Run
 
     nowhere = open(os.devnull, "r+", encoding="utf-8")  # noqa: SIM115 - lives as long as the host
     return Run(

@@ -36,10 +36,9 @@ from acpcli.repl.banner import come_back, print_banner
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import Conversation, LiveSession
     from acpcli.env import Environment
-    from acpcli.history.index import EventWriter, Index, SessionRecord
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
+    from acpcli.history.index import Index, SessionRecord
 
 __all__ = ["AGENT_NAMES", "choose", "offer_login", "permission_asker", "print_banner", "run_repl"]
 
@@ -124,33 +123,25 @@ def _hint_unresolved(env: Environment, missing: Sequence[Any]) -> None:
     )
 
 
-async def run_repl(
-    env: Environment,
-    link: AgentLink,
-    live: LiveSession,
-    *,
-    index: Index,
-    writer: EventWriter,
-    agent: str,
-    export: Callable[[str, str], None] | None = None,
-    banner: bool = True,
-) -> int:
+async def run_repl(env: Environment, conversation: Conversation, *, banner: bool = True) -> int:
     """The read-prompt-render loop. Returns the exit code.
 
     ``banner``: start with the session line (an interactive load/resume has printed it
     already, before its replay). While the input line waits, the session's changes are
     drawn above it as they arrive (:class:`acpcli.repl.above.AboveInput`).
 
-    ``link`` is the session's own :class:`~acpcli.session.link.AgentLink`, or a
-    :class:`~acpcli.host.remote.HostedLink` (``link.hosted``) when the session lives in a host:
-    then each turn goes through the host's queue (:meth:`~acpcli.host.remote.HostedLink.turn`),
-    the host does the bookkeeping, and other terminals' turns are drawn as they come."""
+    ``conversation`` (:class:`~acpcli.session.conversation.Conversation`) holds the session's
+    own :class:`~acpcli.session.link.AgentLink`, or a :class:`~acpcli.host.remote.HostedLink`
+    (``conversation.hosted``) when the session lives in a host: then each turn goes through the
+    host's queue (:meth:`~acpcli.host.remote.HostedLink.turn`), the host does the bookkeeping,
+    and other terminals' turns are drawn as they come."""
     from itertools import islice
 
     from prompt_toolkit import PromptSession
     from rich.text import Text
 
     from acpcli import notices
+    from acpcli.api.frontends import NO_ANSWER, Withdrawn, said_anything
     from acpcli.errors import (
         AuthRequired,
         HostLost,
@@ -171,10 +162,9 @@ async def run_repl(
     from acpcli.repl.toolbar import bottom_toolbar
     from acpcli.services import mentions
     from acpcli.services.permissions import note_on_screen
-    from acpcli.session.outcome import NO_ANSWER, said_anything
-    from acpcli.session.turn import Withdrawn, after_turn, run_turn, title_from_prompt
 
-    ctx = commands.Context(env, link, live, index, writer, agent, export)
+    ctx = commands.Context(env, conversation)
+    link, live = conversation.link, conversation.live
     local = [(c.name, c.help) for c in commands.COMMANDS]
 
     def roots() -> list[str]:
@@ -190,7 +180,7 @@ async def run_repl(
 
     services = getattr(link, "services", None)
     policy = getattr(services, "policy", None)  # the run's --permissions, resolved
-    hosted = getattr(link, "hosted", False)
+    hosted = conversation.hosted
     refusals = getattr(services, "refusals", None)
     if refusals is not None:  # refusals and policy answers go into the view's scrollback, in order
         refusals.screen = lambda line: note_on_screen(live.sink, line)
@@ -200,8 +190,8 @@ async def run_repl(
         if not note_on_screen(live.sink, line, "yellow"):
             env.err.print(line, style="yellow", markup=False)
 
-    record = [_record(index, live.session_id)]  # its titles, read again after each turn
-    toolbar = bottom_toolbar(agent, live, ctx.choices, lambda: record[0], policy)
+    record = [_record(conversation.index, live.session_id)]  # its titles, read again after each turn
+    toolbar = bottom_toolbar(conversation.agent, live, ctx.choices, lambda: record[0], policy)
 
     session: PromptSession[str] = PromptSession(
         history=history(live.cwd),
@@ -229,7 +219,7 @@ async def run_repl(
         # Not strict: `@dataclass` in pasted code names no file and is sent as text.
         return mentions.build_prompt(line, live.cwd or ".", roots(), link.features, strict=False)
 
-    now = SendNow(link, live, queue, build)
+    now = SendNow(conversation, queue, build)
 
     def message() -> str:
         return queue_lines(queue, env.err.width) + "› "
@@ -302,14 +292,11 @@ async def run_repl(
         notices.set_sink(warning)  # the agent's warnings during the turn go into the scrollback too
         try:
             with _typing_during(view, typing):
-                if hosted:
-                    stop = await link.turn(text, notice=notice, tick=getattr(view, "tick", None))  # type: ignore[attr-defined]
-                else:
-                    stop = await run_turn(link, live, blocks, notice=notice, tick=getattr(view, "tick", None), sent=sent)
+                stop = await conversation.turn(text, blocks, notice=notice, tick=getattr(view, "tick", None), sent=sent)
         except BaseException as caught:  # run_turn's task group wraps what it raises
             failure = leaf_error(caught)
-            title_from_prompt(index, live)  # a failed first prompt still titles the session
-            record[0] = _record(index, live.session_id)
+            conversation.title_from_prompt()  # a failed first prompt still titles the session
+            record[0] = _record(conversation.index, live.session_id)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
             if isinstance(failure, (SessionBusy, Withdrawn)):
@@ -337,7 +324,7 @@ async def run_repl(
             continue
         finally:
             notices.set_sink(shown_before)
-            writer.flush()
+            conversation.flush()
             if typing is not None:
                 typed = typing.text  # carried to the next line, whatever ended the turn
                 if keep and typed:  # both a line to fix and one typed ahead: neither is lost
@@ -349,9 +336,8 @@ async def run_repl(
             view.turn_ended(stop or "end_turn")
         if (stop or "end_turn") == "end_turn" and not said_anything(islice(live.store.entries, live.turn_first_entry, None)):
             env.err.print(NO_ANSWER, style="dim", markup=False)
-        if not hosted:  # the host does a hosted turn's bookkeeping
-            after_turn(index, live)
-        record[0] = _record(index, live.session_id)
+        conversation.after_turn()  # (the host does a hosted turn's bookkeeping)
+        record[0] = _record(conversation.index, live.session_id)
         for said in live.take_warnings():  # the context nearly full: one line, once
             env.err.print(f"warning: {said}", style="yellow", markup=False, highlight=False)
     if queue:

@@ -16,9 +16,8 @@ from rich.markup import escape
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import ConversationLink, LiveSession
     from acpcli.env import Environment
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
 
 
 #: The toolbar of the REPL driving each session: the permission picker shows it too.
@@ -124,7 +123,7 @@ async def choose(
         return None
 
 
-async def offer_login(env: Environment, link: AgentLink, err: BaseException) -> bool:
+async def offer_login(env: Environment, link: ConversationLink, err: BaseException) -> bool:
     """The agent answered ``auth_required``: explain, list its login methods, let the person
     pick one and log in. True when logged in (the caller retries what failed)."""
     from acpcli.errors import RpcError

@@ -23,28 +23,32 @@ from acpcli.repl.queue import PromptQueue, one_line
 from acpcli.text.safe import safe_line, safe_text, shown_id
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import Conversation, LiveSession
     from acpcli.env import Environment
-    from acpcli.history.index import EventWriter, Index
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
+    from acpcli.history.index import Index
     from acpcli.wire.negotiate import AgentFeatures
 
 
 @dataclass
 class Context:
-    """What a slash command may use."""
+    """What a slash command may use: the terminal and the conversation (its ``export``, the
+    stored transcript written by the CLI, which owns the event log's reading; ``None`` when
+    unavailable)."""
 
     env: Environment
-    link: AgentLink
-    live: LiveSession
-    index: Index
-    writer: EventWriter
-    agent: str
-    #: ``export(path, format)`` writes this session's stored transcript (given by the CLI,
-    #: which owns the event log's reading); ``None`` when unavailable.
-    export: Callable[[str, str], None] | None = None
+    conversation: Conversation
     #: The prompts typed during a turn, waiting for it to end (:mod:`acpcli.repl.queue`).
     queue: PromptQueue = field(default_factory=PromptQueue)
+
+    @property
+    def live(self) -> LiveSession:
+        """The conversation's live session (its store, its view)."""
+        return self.conversation.live
+
+    @property
+    def index(self) -> Index:
+        """The index the conversation is recorded in."""
+        return self.conversation.index
 
     def say(self, text: str, style: str | None = None, hang: int | None = None, keep: str = "") -> None:
         """Print ``text`` wrapped at words to the terminal's width, each line after its first
@@ -66,12 +70,12 @@ class Context:
             self.env.err.print(shown, style=style, markup=False, highlight=False)
 
     def choices(self) -> list[settings.Choice]:
-        return self.live.settings()
+        return self.conversation.settings()
 
     def login_methods(self) -> list[tuple[str, str]]:
         from acpcli.protocol import wire
 
-        return [(m.id, m.name or m.id) for m in wire.login_methods(self.link.features.auth_methods)]
+        return [(m.id, m.name or m.id) for m in wire.login_methods(self.conversation.features.auth_methods)]
 
 
 Handler = Callable[[Context, str], Awaitable["int | None"]]
@@ -137,13 +141,12 @@ async def _quit(ctx: Context, arg: str) -> int | None:
 
 
 async def _close(ctx: Context, arg: str) -> int | None:
-    if not ctx.link.features.close:
+    if not ctx.conversation.features.close:
         ctx.say("this agent does not support session/close")
         return None
-    from acpcli.session.run import closed_line
+    from acpcli.api.frontends import closed_line
 
-    answer = await ctx.link.close(ctx.live.session_id)
-    ctx.index.mark_closed(ctx.live.session_id)
+    answer = await ctx.conversation.close()
     ctx.say(closed_line(ctx.live.session_id, answer))
     return int(ExitCode.OK)
 
@@ -151,7 +154,7 @@ async def _close(ctx: Context, arg: str) -> int | None:
 async def _sessions(ctx: Context, arg: str) -> int | None:
     import time
 
-    records = ctx.index.list_sessions(agent=ctx.agent, cwd=ctx.live.cwd, limit=20)
+    records = ctx.index.list_sessions(agent=ctx.conversation.agent, cwd=ctx.live.cwd, limit=20)
     if not records:
         ctx.say("no sessions recorded here")
     from acpcli.render.fit import pad, shorten
@@ -166,7 +169,7 @@ async def _sessions(ctx: Context, arg: str) -> int | None:
         head = f"  {mark} {pad(safe_line(prefixes[rec.id]), id_width)}  {when}  {rec.state:<6}  "
         title = safe_line(rec.shown_title or "(untitled)")
         ctx.say(head + shorten(title, max(10, ctx.env.err.width - len(head))))
-    ctx.say("  " + _come_back_hint(ctx.link.features))
+    ctx.say("  " + _come_back_hint(ctx.conversation.features))
     return None
 
 
@@ -201,10 +204,10 @@ def _show_setting(ctx: Context, choice: settings.Choice) -> None:
 
 async def _set(ctx: Context, key: str, value_text: str) -> None:
     if value_text:
-        now = await ctx.link.set_by_name(ctx.live, key, value_text)
+        now = await ctx.conversation.set(key, value_text)
         ctx.say(f"{now.name}: {now.current}")
         return
-    shown = ctx.link.find_setting(ctx.live, key)
+    shown = ctx.conversation.find_setting(key)
     _show_setting(ctx, shown)
     if shown.category == settings.MODEL:  # the spec: model_config options belong near the model
         for related in ctx.choices():
@@ -259,24 +262,20 @@ def _category(choice: settings.Choice) -> str:
 
 
 async def _fork(ctx: Context, arg: str) -> int | None:
-    from acpcli.session.attach import fork_recorded
-    from acpcli.session.context import Run
-    from acpcli.wire import capabilities
+    from acpcli.api.frontends import Run, fork_recorded
 
-    capabilities.require(ctx.link.features, "session/fork")  # the capability message, nothing sent
-    ctx.writer.flush()  # the transcript so far, whole, before it is copied
-    forked = await fork_recorded(ctx.link, ctx.live.session_id, Run(env=ctx.env), ctx.index, ctx.writer)
+    forked = await fork_recorded(ctx.conversation, Run(env=ctx.env))  # the capability message first, nothing sent
     ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")
-    ctx.say("  " + _come_back_hint(ctx.link.features, shown_id(forked.session_id), lead="continue the fork with"))
+    ctx.say("  " + _come_back_hint(ctx.conversation.features, shown_id(forked.session_id), lead="continue the fork with"))
     return None
 
 
 async def _login(ctx: Context, arg: str) -> int | None:
     from acpcli.protocol import wire
 
-    methods = wire.login_methods(ctx.link.features.auth_methods)
+    methods = wire.login_methods(ctx.conversation.features.auth_methods)
     if not methods:
-        ctx.say(f"{ctx.link.features.display_name} offers no login methods")
+        ctx.say(f"{ctx.conversation.features.display_name} offers no login methods")
         return None
     wanted = arg.strip()
     if not wanted and len(methods) == 1 and methods[0].type == "agent":
@@ -291,19 +290,20 @@ async def _login(ctx: Context, arg: str) -> int | None:
             ctx.say(f"  {pad(safe_line(method.id), id_width)}  {method.label}{note}", hang=2 + id_width + 2 if id_width else 4)
         ctx.say("  /login METHOD logs in with one of them")
         return None
-    await ctx.link.login(wanted)
+    await ctx.conversation.login(wanted)
     ctx.say(f"logged in with {wanted}")
     return None
 
 
 async def _logout(ctx: Context, arg: str) -> int | None:
-    await ctx.link.logout()
+    await ctx.conversation.logout()
     ctx.say("logged out")
     return None
 
 
 async def _export(ctx: Context, arg: str) -> int | None:
-    if ctx.export is None:
+    export = ctx.conversation.export
+    if export is None:
         ctx.say("export is not available here")
         return None
     path = arg.strip()
@@ -314,8 +314,8 @@ async def _export(ctx: Context, arg: str) -> int | None:
 
     path = os.path.expanduser(path)
     fmt = "markdown" if path.endswith((".md", ".markdown")) else "jsonl" if path.endswith(".jsonl") else "text"
-    ctx.writer.flush()
-    ctx.export(path, fmt)
+    ctx.conversation.flush()
+    export(path, fmt)
     ctx.say(f"wrote {fmt} transcript to {path}")
     return None
 

@@ -18,11 +18,10 @@ from rich.markup import escape
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import AgentChoice, Run
     from acpcli.env import Environment
     from acpcli.history.store import Store
     from acpcli.host.remote import HostedLink
-    from acpcli.session.agent import AgentChoice
-    from acpcli.session.context import Run
 
 
 def watch_host(env: Environment, link: HostedLink) -> None:
@@ -89,18 +88,18 @@ def run_hosted(
     host had stored (``transcript``), then the conversation. ``joined``: the line to start
     with instead of the session line (attach: which agent and host; ``{agent}`` and ``{pid}``
     filled in); ``not_live``: what to raise when no host runs the session."""
+    from acpcli.api.frontends import decider_for
     from acpcli.host import address
     from acpcli.host.channel import connect
     from acpcli.host.remote import LOST_HINT, HostedLink, join
-    from acpcli.session.policy import decider_for
 
     decider = decider_for(run, agent)
 
     async def main() -> int:
+        from acpcli.api.frontends import Conversation, exporter
         from acpcli.errors import HostLost
         from acpcli.history.guarded import open_index
         from acpcli.repl import print_banner, run_repl
-        from acpcli.session.run import _exporter
 
         try:
             channel = await connect(str(address.socket_path(session_id)))
@@ -136,10 +135,8 @@ def run_hosted(
             async with anyio.create_task_group() as tg:
                 tg.start_soon(link.serve)
                 try:
-                    code = await run_repl(
-                        env, link, link.live, index=index, writer=writer, agent=ready.agent,  # type: ignore[arg-type]
-                        export=_exporter(session_id), banner=False,
-                    )
+                    conversation = Conversation(link, link.live, index, writer, ready.agent, exporter(session_id))
+                    code = await run_repl(env, conversation, banner=False)
                 finally:
                     await link.leave()
                     tg.cancel_scope.cancel()

@@ -6,17 +6,14 @@ logins, the banner, the replay screen, the conversation (the REPL).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import AgentLink, Conversation, LiveSession
     from acpcli.env import Environment
-    from acpcli.history.index import EventWriter, Index
     from acpcli.history.store import Store
     from acpcli.render import View
     from acpcli.services.elicitation import Request
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
 
 
@@ -70,28 +67,14 @@ class AtTerminal:
 
         return held_view(self.env)
 
-    async def show_replay(
-        self, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
-    ) -> View:
+    async def show_replay(self, conversation: Conversation, command: str, held: View, local: Store | None) -> View:
         from acpcli.repl.reattach import show_replay
 
         self.starting(None)
-        return await show_replay(self.env, link, live, command, held, local)
+        return await show_replay(self.env, conversation, command, held, local)
 
-    async def converse(
-        self,
-        link: AgentLink,
-        live: LiveSession,
-        *,
-        index: Index,
-        writer: EventWriter,
-        agent: str,
-        export: Callable[[str, str], None] | None,
-        banner: bool,
-    ) -> int:
+    async def converse(self, conversation: Conversation, *, banner: bool) -> int:
         from acpcli.repl import run_repl
 
         self.starting(None)
-        return await run_repl(
-            self.env, link, live, index=index, writer=writer, agent=agent, export=export, banner=banner
-        )
+        return await run_repl(self.env, conversation, banner=banner)

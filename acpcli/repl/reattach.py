@@ -24,11 +24,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import Conversation
     from acpcli.env import Environment
     from acpcli.history.store import Store
     from acpcli.render import View
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
 
 #: ``settle`` for a resume: no replay is expected, so no long wait for a first update.
 RESUME_FIRST_UPDATE = 0.1
@@ -41,11 +40,9 @@ def held_view(env: Environment) -> View:
     return make_view(env, final_only=True)
 
 
-async def show_replay(
-    env: Environment, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
-) -> View:
+async def show_replay(env: Environment, conversation: Conversation, command: str, held: View, local: Store | None) -> View:
     """Wait for the replay to finish and draw it, and return the streaming view the REPL
-    continues with (attached to ``live``). ``local``: for a ``load``, the record merged with
+    continues with (attached to the conversation's live session). ``local``: for a ``load``, the record merged with
     the replay (drawn instead of what ``held`` could have collected, which is nothing: the
     load ran without a view); for a ``resume``, the store acpcli recorded, drawn when the
     agent replayed nothing."""
@@ -54,13 +51,13 @@ async def show_replay(
     if command == "load" and local is not None:  # settled already, before its end-of-replay marker
         held.print_store(local)
     if command == "resume":
-        await link.settle(live, first=RESUME_FIRST_UPDATE)
-    replayed = bool(live.store.entries)
+        await conversation.settle(first=RESUME_FIRST_UPDATE)
+    replayed = bool(conversation.live.store.entries)
     if command == "resume" and not replayed and local is not None and local.entries:
         env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
         held.print_store(local)
         env.err.print("[dim]── resumed ──[/]")
     held.close()  # prints what it collected, if anything: a resume's replay, whole and once
     view = make_view(env)
-    live.sink = view
+    conversation.live.sink = view
     return view

@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 from acpcli.repl.queue import QUEUEING, STEERING, PromptQueue, send_now_way
 
 if TYPE_CHECKING:
-    from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
+    from acpcli.api.frontends import Conversation
 
 
 class SendNow:
@@ -31,19 +30,19 @@ class SendNow:
     it returns the line to show under the input line."""
 
     def __init__(
-        self, link: AgentLink, live: LiveSession, queue: PromptQueue, build: Callable[[str], list[dict[str, Any]]]
+        self, conversation: Conversation, queue: PromptQueue, build: Callable[[str], list[dict[str, Any]]]
     ) -> None:
-        self.link, self.live, self.queue, self.build = link, live, queue, build
+        self.conversation, self.queue, self.build = conversation, queue, build
         #: A REPL over a live session's host hands its turns to the host's queue: the host
         #: takes no prompt into a running turn (yet), so the prompt waits here.
-        self.hosted = bool(getattr(link, "hosted", False))
-        self.way = None if self.hosted else send_now_way(getattr(link.features, "raw", None))
+        self.hosted = conversation.hosted
+        self.way = None if self.hosted else send_now_way(getattr(conversation.features, "raw", None))
         #: promptQueueing: the answer of the prompt sent during the turn, awaited as the next turn.
         self.pending: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def __call__(self, text: str) -> str:
-        features = self.link.features
+        features = self.conversation.features
         name = features.agent_title or features.agent_name or "the agent"
         if self.hosted:
             self.queue.add(text)
@@ -51,7 +50,7 @@ class SendNow:
         if self.way is None:
             self.queue.add(text)
             return f"queued: {name} does not take a prompt during a turn"
-        if not self.live.turn_active:
+        if not self.conversation.live.turn_active:
             self.queue.add(text)
             return "queued: the turn has ended"
         if self.pending is not None:
@@ -64,7 +63,7 @@ class SendNow:
             return f"queued: {getattr(err, 'message', err)}"
         loop = asyncio.get_running_loop()
         if self.way == QUEUEING:
-            self.pending = loop.create_task(self.link.send_during_turn(self.live, blocks))
+            self.pending = loop.create_task(self.conversation.send_during_turn(blocks))
             return f"sent now: {name} takes it up when it can"
         assert self.way == STEERING
         task = loop.create_task(self._steer(text, blocks))
@@ -74,7 +73,7 @@ class SendNow:
 
     async def _steer(self, text: str, blocks: list[dict[str, Any]]) -> None:
         try:
-            outcome = await self.link.steer(self.live, blocks)
+            outcome = await self.conversation.steer(blocks)
         except Exception:  # noqa: BLE001 - refused or lost: the prompt is not lost, it goes first
             outcome = "failed"
         if outcome != "injected":

@@ -6,6 +6,9 @@ The way of the data, one module a step::
                                 inputs      which session, which agent, which roots/MCP/protocol
                                 attach      new / load / resume, and the index kept in step
                                 turn        one prompt turn (Ctrl-C, output loss), the bookkeeping after it
+                                conversation
+                                            one live session with its link, index and writer, as one
+                                            object: what the REPL and the Python API hold
                                 link        one agent connection: AgentLink + the Dispatcher of what it sends
                                 live        one live session: store, view, event log, turn state
                                 records     the event log's own records; a transcript rebuilt from it

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.render import View
     from acpcli.session.context import Run
+    from acpcli.session.conversation import Conversation
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
@@ -145,14 +146,20 @@ async def attach(
     return live
 
 
-async def fork_recorded(link: AgentLink, session_id: str, run: Run, index: Index, writer: EventWriter) -> LiveSession:
-    """Fork the recorded session ``session_id`` over an open ``link`` (``/fork`` in the REPL):
-    the new session recorded with its parent and a copy of its transcript, as ``acpcli fork``
-    does; its writer lock is let go at once (nothing runs on it here)."""
+async def fork_recorded(conversation: Conversation, run: Run) -> LiveSession:
+    """Fork the conversation's recorded session over its link (``/fork`` in the REPL): the new
+    session recorded with its parent and a copy of its transcript, as ``acpcli fork`` does;
+    its writer lock is let go at once (nothing runs on it here), and the conversation stays on
+    its own session. :class:`~acpcli.errors.CapabilityMissing` (nothing sent) when the agent
+    cannot fork."""
     from acpcli.session.inputs import Options
+    from acpcli.wire import capabilities
 
-    parent = index.get(session_id)
-    live = await attach(link, "fork", Options().inputs(parent), run, index, writer, None, parent.id)
+    capabilities.require(conversation.features, "session/fork")
+    index, writer = conversation.index, conversation.writer
+    writer.flush()  # the transcript so far, whole, before it is copied
+    parent = index.get(conversation.session_id)
+    live = await attach(conversation.agent_link, "fork", Options().inputs(parent), run, index, writer, None, parent.id)
     if live.lock is not None:
         live.lock.release()
     return live

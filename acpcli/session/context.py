@@ -5,18 +5,17 @@ The REPL implements :class:`Person`; scripts have none.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.history.index import EventWriter, Index
     from acpcli.history.store import Store
     from acpcli.processes.supervisor import Supervisor
     from acpcli.render import View
     from acpcli.services.elicitation import Request
     from acpcli.services.permissions import Asker, Refusals
+    from acpcli.session.conversation import Conversation
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
@@ -50,24 +49,12 @@ class Person(Protocol):
         """A view that collects a replay and draws it whole when closed."""
         ...
 
-    async def show_replay(
-        self, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
-    ) -> View:
+    async def show_replay(self, conversation: Conversation, command: str, held: View, local: Store | None) -> View:
         """Draw a finished replay (or the local transcript after a silent resume); return the
         streaming view the conversation continues with."""
         ...
 
-    async def converse(
-        self,
-        link: AgentLink,
-        live: LiveSession,
-        *,
-        index: Index,
-        writer: EventWriter,
-        agent: str,
-        export: Callable[[str, str], None] | None,
-        banner: bool,
-    ) -> int:
+    async def converse(self, conversation: Conversation, *, banner: bool) -> int:
         """The conversation (the REPL) until they leave; returns the exit code."""
         ...
 

@@ -317,17 +317,19 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 lock = live.lock = lock or live.lock  # load/resume: ours; new: taken as it was recorded
                 live.lock_wait = run.wait
                 if person is not None:
+                    from acpcli.session.conversation import Conversation
+
+                    conversation = Conversation(
+                        link, live, index, writer, agent_label(inputs.agent, link.features), _exporter(live.session_id)
+                    )
                     if reattaching:
                         assert view is not None
                         shown = "load" if command == "fork" else command  # drawn as a load's record
-                        view = await person.show_replay(link, live, shown, view, local)
+                        view = await person.show_replay(conversation, shown, view, local)
                     writer.flush()
                     if lock is not None:
                         lock.release()  # between turns nobody writes: each turn takes it again
-                    return await person.converse(
-                        link, live, index=index, writer=writer, agent=agent_label(inputs.agent, link.features),
-                        export=_exporter(live.session_id), banner=not reattaching,
-                    )
+                    return await person.converse(conversation, banner=not reattaching)
                 if view is not None:
                     view.close()
                     view = None

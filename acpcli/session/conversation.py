@@ -1,0 +1,201 @@
+"""One conversation: a live session together with what it is held with, as one object.
+
+A :class:`Conversation` is the link to the session's agent, the
+:class:`~acpcli.session.live.LiveSession`, the index it is recorded in, the writer of its
+events, the agent's name and the exporter of its transcript, with what a conversation does:
+a prompt turn and its bookkeeping, a setting changed, a turn cancelled, the session closed, a
+login or a logout. The REPL (:func:`acpcli.repl.run_repl` and its slash commands), the Python
+API's :class:`~acpcli.api.client.Session` and the command bodies hold one of these instead of
+the loose parts, and reach the :class:`~acpcli.session.link.AgentLink` methods that take the
+live session first through it.
+
+A fork is :func:`~acpcli.session.attach.fork_recorded` of a conversation: it sets a session up
+as attach does, and this module sits below attach (which needs the command's
+:class:`~acpcli.session.context.Run`, whose person is handed a conversation).
+
+Its link is an :class:`~acpcli.session.link.AgentLink`, or anything else that does what a
+conversation asks of a link (:class:`ConversationLink`): the REPL over a live session's host
+holds a :class:`~acpcli.host.remote.HostedLink` (``hosted`` true), whose turns go through the
+host's queue and whose bookkeeping the host does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+if TYPE_CHECKING:
+    from acpcli.history.index import EventWriter, Index
+    from acpcli.protocol.settings import Choice
+    from acpcli.session.link import AgentLink
+    from acpcli.session.live import LiveSession
+    from acpcli.wire.negotiate import AgentFeatures
+
+
+class ConversationLink(Protocol):
+    """What a conversation asks of its link, whoever holds the agent: the session's own
+    :class:`~acpcli.session.link.AgentLink`, or the host's stand-in for one
+    (:class:`~acpcli.host.remote.HostedLink`)."""
+
+    @property
+    def features(self) -> AgentFeatures:
+        """The agent's features, as negotiated."""
+        ...
+
+    def find_setting(self, live: LiveSession, key: str) -> Choice:
+        """The setting ``key`` names (:meth:`AgentLink.find_setting <acpcli.session.link.AgentLink.find_setting>`)."""
+        ...
+
+    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Choice:
+        """Set the setting ``key`` names; the setting as it now is."""
+        ...
+
+    async def close(self, session_id: str) -> Any:
+        """``session/close``; what the agent answered."""
+        ...
+
+    async def login(self, method_id: str) -> Any:
+        """Log in with one of the agent's methods."""
+        ...
+
+    async def logout(self) -> Any:
+        """Log out of the agent."""
+        ...
+
+
+@dataclass
+class Conversation:
+    """See the module docstring."""
+
+    link: ConversationLink
+    live: LiveSession
+    index: Index
+    writer: EventWriter
+    #: The name the session is recorded under (the configured name, else the agent's own).
+    agent: str
+    #: ``export(path, format)`` writes this session's stored transcript; ``None`` when the
+    #: caller offers none.
+    export: Callable[[str, str], None] | None = None
+
+    @property
+    def session_id(self) -> str:
+        """The session's id as recorded."""
+        return self.live.session_id
+
+    @property
+    def features(self) -> AgentFeatures:
+        """The agent's features, as negotiated."""
+        return self.link.features
+
+    @property
+    def hosted(self) -> bool:
+        """The session lives in a host: turns go through its queue, it does the bookkeeping."""
+        return bool(getattr(self.link, "hosted", False))
+
+    @property
+    def agent_link(self) -> AgentLink:
+        """The link as the session's own :class:`~acpcli.session.link.AgentLink`: what only
+        a conversation that holds its agent itself does (a hosted one asks its host)."""
+        return cast("AgentLink", self.link)
+
+    # -- a turn and its bookkeeping ----------------------------------------------------------
+
+    async def turn(
+        self,
+        text: str,
+        blocks: Sequence[dict[str, Any]],
+        *,
+        notice: Callable[[str], None],
+        tick: Callable[[], None] | None = None,
+        sent: Any = None,
+        limit: float | None = None,
+        interrupts: bool = True,
+    ) -> str:
+        """One prompt turn; its stop reason. The session's own: ``blocks`` sent as
+        :func:`~acpcli.session.turn.run_turn` sends them (``sent``, ``limit``, ``interrupts``
+        as it takes them); a hosted one: ``text`` through the host's queue
+        (:meth:`~acpcli.host.remote.HostedLink.turn`)."""
+        if self.hosted:
+            hosted: Any = self.link
+            stop: str = await hosted.turn(text, notice=notice, tick=tick)
+            return stop
+        from acpcli.session.turn import run_turn
+
+        return await run_turn(
+            self.agent_link, self.live, blocks, notice=notice, tick=tick, sent=sent, limit=limit, interrupts=interrupts
+        )
+
+    def flush(self) -> None:
+        """What the session's events wait to have written, written."""
+        self.writer.flush()
+
+    def after_turn(self) -> None:
+        """The bookkeeping after a turn (:func:`~acpcli.session.turn.after_turn`: title,
+        search documents); nothing for a hosted conversation, whose host does it."""
+        if self.hosted:
+            return
+        from acpcli.session.turn import after_turn
+
+        after_turn(self.index, self.live)
+
+    def title_from_prompt(self) -> None:
+        """Title the session from its first prompt when nothing else titles it
+        (:func:`~acpcli.session.turn.title_from_prompt`: a failed first turn too)."""
+        from acpcli.session.turn import title_from_prompt
+
+        title_from_prompt(self.index, self.live)
+
+    async def cancel(self) -> None:
+        """``session/cancel`` the running turn (:meth:`~acpcli.session.link.AgentLink.cancel`)."""
+        await self.agent_link.cancel(self.live)
+
+    async def send_during_turn(self, blocks: Sequence[dict[str, Any]]) -> Any:
+        """A prompt sent into the running turn, for an agent that queues it
+        (:meth:`~acpcli.session.link.AgentLink.send_during_turn`); the raw answer."""
+        return await self.agent_link.send_during_turn(self.live, blocks)
+
+    async def steer(self, blocks: Sequence[dict[str, Any]]) -> str:
+        """A prompt put into the running turn, for an agent that steers
+        (:meth:`~acpcli.session.link.AgentLink.steer`); the agent's outcome."""
+        return await self.agent_link.steer(self.live, blocks)
+
+    async def settle(self, *, first: float = 1.0) -> None:
+        """Wait while a replay is still arriving (:meth:`~acpcli.session.link.AgentLink.settle`)."""
+        await self.agent_link.settle(self.live, first=first)
+
+    # -- settings ------------------------------------------------------------------------------
+
+    def settings(self) -> list[Choice]:
+        """The settings the session offers now."""
+        return self.live.settings()
+
+    def find_setting(self, key: str) -> Choice:
+        """The setting ``key`` names; :class:`~acpcli.errors.UsageError` naming those offered
+        otherwise."""
+        return self.link.find_setting(self.live, key)
+
+    async def set(self, key: str, value_text: str) -> Choice:
+        """Set the setting ``key`` names to the value ``value_text`` names, the change
+        written to the event log; the setting as it now is."""
+        choice = await self.link.set_by_name(self.live, key, value_text)
+        self.writer.flush()
+        return choice
+
+    # -- the session's life -----------------------------------------------------------------
+
+    async def close(self) -> Any:
+        """``session/close`` (the agent forgets it), then marked closed in the index; what the
+        agent answered."""
+        answer = await self.link.close(self.live.session_id)
+        self.writer.flush()
+        self.index.mark_closed(self.live.session_id)
+        return answer
+
+    async def login(self, method_id: str) -> Any:
+        """Log in with one of the agent's methods."""
+        return await self.link.login(method_id)
+
+    async def logout(self) -> Any:
+        """Log out of the agent."""
+        return await self.link.logout()
