@@ -144,7 +144,7 @@ def test_the_door_exports_the_api_and_lower_floors_do_not_import_it() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["acpcli.session.run", "acpcli.session.link", "acpcli.cli.sessions", "acpcli.api.client"]
+    "module", ["acpcli.api.commands", "acpcli.session.link", "acpcli.cli.sessions", "acpcli.api.client"]
 )
 def test_the_walk_modules_exist(module: str) -> None:
     # The layer test reads files: make sure it reads the modules the README's walks name.

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from acpcli.history.store import Change, Store
     from acpcli.services import elicitation as el
     from acpcli.services.permissions import Refusals
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
@@ -495,13 +495,13 @@ class Agent:
             if session._live is live:
                 session._emit(event)
 
-    def _run(self) -> Run:
-        """The session layer's :class:`~acpcli.session.context.Run` of this connection: no
+    def _run(self) -> Invocation:
+        """The session layer's :class:`~acpcli.session.context.Invocation` of this connection: no
         person, no streams of its own (what it would say goes to :meth:`_notice`)."""
         from acpcli.env import Environment
-        from acpcli.session.context import Run
+        from acpcli.session.context import Invocation
 
-        return Run(env=Environment(stdin=io.StringIO(), stdout=_Lines(self._notice), stderr=_Lines(self._notice)))
+        return Invocation(env=Environment(stdin=io.StringIO(), stdout=_Lines(self._notice), stderr=_Lines(self._notice)))
 
     def _check(self) -> None:
         if self._closed:

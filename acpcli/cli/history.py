@@ -555,9 +555,9 @@ def _updated_before(updated: object, since: float) -> bool:
 def show(session_id: str, grep: str | None = None) -> int:
     """Print the stored transcript of a session (rich on a terminal, plain text otherwise);
     ``grep``: only the messages and tool calls holding every one of its words."""
+    from acpcli.api.commands import stored
     from acpcli.cli.streams import environment
     from acpcli.render import make_view
-    from acpcli.session.run import stored
 
     env = environment()
     words = search_terms(grep) if grep is not None else None
@@ -808,10 +808,10 @@ def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> N
 
 def export(session_id: str, output_format: str, output: Path | None) -> int:
     """Write a stored transcript as markdown, jsonl or plain text (to ``output`` or stdout)."""
+    from acpcli.api.commands import stored
     from acpcli.cli.streams import environment
     from acpcli.render import FORMATS
     from acpcli.render.export import write_transcript
-    from acpcli.session.run import stored
 
     if output_format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {output_format!r})")

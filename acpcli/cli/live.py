@@ -55,7 +55,7 @@ def attach_to(session_id: str, permissions: str | None) -> int:
     from acpcli.errors import HostLost, UsageError
     from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
     from acpcli.text.safe import safe_line
 
     env = environment()
@@ -69,7 +69,7 @@ def attach_to(session_id: str, permissions: str | None) -> int:
     from rich.markup import escape  # (here: `sessions` in a pipe imports this module, not rich)
 
     joined = f"[dim]attached to {escape(safe_line(sid))} with {{agent}} (host pid {{pid}}) — Ctrl-D leaves, the session stays live[/]"
-    run = Run(env=env, person=AtTerminal(env), permissions=permissions)
+    run = Invocation(env=env, person=AtTerminal(env), permissions=permissions)
     return run_hosted(env, run, sid, None, transcript=True, joined=joined, not_live=not_live)
 
 

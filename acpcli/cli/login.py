@@ -91,7 +91,7 @@ def run_auth(
     from acpcli.config import parse_timeout
     from acpcli.protocol import wire
     from acpcli.session.agent import env_extra, pick_agent
-    from acpcli.session.run import link_for
+    from acpcli.session.linking import link_for
     from acpcli.wire.negotiate import parse_protocol_choice
 
     if protocol is not None:

@@ -98,7 +98,7 @@ def prompt(
     from acpcli.cli.streams import close_output, environment, prompt_text
     from acpcli.config import parse_timeout
     from acpcli.env import Environment
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
     from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
     wanted = wanted_settings(mode, model, set_)
@@ -120,7 +120,7 @@ def prompt(
         inputs = None
     else:
         inputs, record = for_prompt(options, session, last)
-    run = Run(
+    run = Invocation(
         env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
         wait=not no_wait, answers=given,
     )
@@ -158,10 +158,10 @@ def prompt(
                 keep_alive=live_seconds,
             )
         else:
-            from acpcli.session import run as running
+            from acpcli.api import commands
 
             assert inputs is not None
-            code = running.prompt(
+            code = commands.prompt(
                 inputs, run, the_text, session_id=record.id if record is not None else None,
                 output_format=output_format, quiet=quiet, settings=wanted,
             )

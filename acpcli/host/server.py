@@ -501,9 +501,8 @@ class Host:
         """Link the agent, attach the session, report ready, serve until the end."""
         from acpcli.history.guarded import open_index
         from acpcli.processes.supervisor import Supervisor
-        from acpcli.session.attach import attach
+        from acpcli.session.attach import attach, continued_by
         from acpcli.session.inputs import Options, for_prompt
-        from acpcli.session.run import continued_by
 
         options = Options(**_options(self.spec.get("options") or {}))
         making = self.spec.get("command") == "new"
@@ -820,13 +819,13 @@ def _outcome(params: dict[str, Any], answer: dict[str, Any]) -> str:
 
 
 def _quiet_run(spec: dict[str, Any]) -> Any:
-    """The host's :class:`~acpcli.session.context.Run`: nobody at a terminal (its streams go
+    """The host's :class:`~acpcli.session.context.Invocation`: nobody at a terminal (its streams go
     nowhere; what a client must see is sent to it), the policy and services its starter chose."""
     from acpcli.env import Environment
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
 
     nowhere = open(os.devnull, "r+", encoding="utf-8")  # noqa: SIM115 - lives as long as the host
-    return Run(
+    return Invocation(
         env=Environment(stdin=nowhere, stdout=nowhere, stderr=nowhere),
         title=spec.get("title") if isinstance(spec.get("title"), str) else None,
         permissions=spec.get("policy"), fs=bool(spec.get("fs", True)), terminal=bool(spec.get("terminal", True)),

@@ -140,7 +140,7 @@ async def _close(ctx: Context, arg: str) -> int | None:
     if not ctx.link.features.close:
         ctx.say("this agent does not support session/close")
         return None
-    from acpcli.session.run import closed_line
+    from acpcli.api.commands import closed_line
 
     answer = await ctx.link.close(ctx.live.session_id)
     ctx.index.mark_closed(ctx.live.session_id)
@@ -260,12 +260,12 @@ def _category(choice: settings.Choice) -> str:
 
 async def _fork(ctx: Context, arg: str) -> int | None:
     from acpcli.session.attach import fork_recorded
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
     from acpcli.wire import capabilities
 
     capabilities.require(ctx.link.features, "session/fork")  # the capability message, nothing sent
     ctx.writer.flush()  # the transcript so far, whole, before it is copied
-    forked = await fork_recorded(ctx.link, ctx.live.session_id, Run(env=ctx.env), ctx.index, ctx.writer)
+    forked = await fork_recorded(ctx.link, ctx.live.session_id, Invocation(env=ctx.env), ctx.index, ctx.writer)
     ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")
     ctx.say("  " + _come_back_hint(ctx.link.features, shown_id(forked.session_id), lead="continue the fork with"))
     return None

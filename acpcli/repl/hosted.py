@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from acpcli.history.store import Store
     from acpcli.host.remote import HostedLink
     from acpcli.session.agent import AgentChoice
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
 
 
 def watch_host(env: Environment, link: HostedLink) -> None:
@@ -77,7 +77,7 @@ def _above(env: Environment, markup: str, sink: Any = None) -> None:
 
 def run_hosted(
     env: Environment,
-    run: Run,
+    run: Invocation,
     session_id: str,
     agent: AgentChoice | None,
     *,
@@ -97,10 +97,10 @@ def run_hosted(
     decider = decider_for(run, agent)
 
     async def main() -> int:
+        from acpcli.api.commands import _exporter
         from acpcli.errors import HostLost
         from acpcli.history.guarded import open_index
         from acpcli.repl import print_banner, run_repl
-        from acpcli.session.run import _exporter
 
         try:
             channel = await connect(str(address.socket_path(session_id)))

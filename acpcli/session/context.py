@@ -73,7 +73,7 @@ class Person(Protocol):
 
 
 @dataclass
-class Run:
+class Invocation:
     """What one command run needs beyond its inputs: streams, wishes, the person if any."""
 
     env: Environment
