@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,15 @@ if TYPE_CHECKING:
     from acpcli.render import View
     from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a session command ended: its exit code (``cli/`` exits with it) and the session it
+    set up (the new one of ``new`` and ``fork``; None when it failed before)."""
+
+    exit_code: int
+    session_id: str | None = None
 
 
 @contextmanager
@@ -122,11 +132,12 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
         return record, rebuild(index, record.id)
 
 
-def lifecycle(command: str, inputs: SessionInputs, run: Invocation, session_id: str | None = None) -> int:
+def lifecycle(command: str, inputs: SessionInputs, run: Invocation, session_id: str | None = None) -> Outcome:
     """``new``, ``fork``, ``load`` or ``resume``: start the agent, set the session up, record
-    it, then hand over to the person or print what a script needs (``new`` and ``fork``: the
-    new id; ``load``: the session's transcript as ``show`` has it, the record merged with the
-    replay; ``resume``: nothing). ``session_id``: the session loaded, resumed or forked."""
+    it, then hand over to the person or give a script what it needs (``new`` and ``fork``: the
+    new id, told to ``run.created`` as soon as the agent chose it; ``load``: the session's
+    transcript as ``show`` has it, the record merged with the replay, drawn by the view;
+    ``resume``: nothing). ``session_id``: the session loaded, resumed or forked."""
     import anyio
 
     from acpcli.errors import ExitCode
@@ -135,9 +146,10 @@ def lifecycle(command: str, inputs: SessionInputs, run: Invocation, session_id: 
     supervisor = run.supervisor = Supervisor()
     person = run.person
     lock: SessionLock | None = None
+    ran: str | None = None  # the session set up (the new one of new and fork)
 
     async def main() -> int:
-        nonlocal lock
+        nonlocal lock, ran
         if person is not None:  # at once: a slow agent's start is not a blank screen
             person.starting(starting_name(inputs.agent))
         from acpcli.history.guarded import open_index
@@ -189,6 +201,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Invocation, session_id: 
                     local = _local_store(index, live.session_id)  # the conversation so far, copied
                 lock = live.lock = lock or live.lock  # load/resume: ours; new: taken as it was recorded
                 live.lock_wait = run.wait
+                ran = live.session_id
                 if person is not None:
                     if reattaching:
                         assert view is not None
@@ -204,11 +217,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Invocation, session_id: 
                 if view is not None:
                     view.close()
                     view = None
-                if command in ("new", "fork"):
-                    from acpcli.text.safe import safe_line
-
-                    run.env.stdout.write(safe_line(live.session_id) + "\n")  # the agent chose it
-                    run.env.stdout.flush()
+                if command in ("new", "fork") and run.created is not None:
+                    run.created(live.session_id)  # at once: a later failure (exit 16, 17) still leaves it said
                 if live.store.title:
                     index.set_title(live.session_id, live.store.title)
                 return int(ExitCode.OK)
@@ -224,7 +234,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Invocation, session_id: 
 
     try:
         with _auth_hinted(inputs.agent), _given_up(supervisor):
-            return anyio.run(supervisor.run, main)
+            return Outcome(anyio.run(supervisor.run, main), ran)
     finally:
         if person is not None:
             person.starting(None)  # main may not have run its finally (a start failure)
@@ -244,12 +254,12 @@ async def _claimed(session_id: str, run: Invocation) -> SessionLock:
     return lock
 
 
-def new(options: Options, run: Invocation) -> int:
+def new(options: Options, run: Invocation) -> Outcome:
     """``acpcli new``: the inputs checked, then :func:`lifecycle`."""
     return lifecycle("new", options.inputs(), run)
 
 
-def fork(session_id: str, options: Options, run: Invocation) -> int:
+def fork(session_id: str, options: Options, run: Invocation) -> Outcome:
     """``acpcli fork ID``: the recorded session (exit 8 when it is not) forked on its agent
     (``session/fork``, refused with exit 6 when not advertised), then :func:`lifecycle`."""
     from acpcli.session.inputs import lookup
@@ -258,7 +268,7 @@ def fork(session_id: str, options: Options, run: Invocation) -> int:
     return lifecycle("fork", options.inputs(record), run, session_id=record.id)
 
 
-def reattach(command: str, session_id: str, options: Options, run: Invocation, *, new_if_missing: bool = False) -> int:
+def reattach(command: str, session_id: str, options: Options, run: Invocation, *, new_if_missing: bool = False) -> Outcome:
     """``acpcli load|resume ID``: the session and inputs resolved
     (:func:`~acpcli.session.inputs.for_reattach`, before anything starts), then
     :func:`lifecycle`; with ``new_if_missing``, an agent's error starts a new session

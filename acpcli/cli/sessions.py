@@ -37,6 +37,7 @@ from acpcli.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from acpcli.env import Environment
     from acpcli.session.context import Invocation
     from acpcli.session.inputs import Options
 
@@ -78,7 +79,17 @@ def _run(
         env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal,
         timeout=seconds,
         wait=not no_wait,
+        created=lambda session_id: _print_id(env, session_id),
     )
+
+
+def _print_id(env: Environment, session_id: str) -> None:
+    """A session a script created (``new``, ``fork``): its id alone on a line of stdout, so
+    that ``ID=$(acpcli new --no-repl ...)`` works."""
+    from acpcli.text.safe import safe_line
+
+    env.stdout.write(safe_line(session_id) + "\n")  # the agent chose it
+    env.stdout.flush()
 
 
 @app.command()
@@ -133,7 +144,7 @@ def new(
 
         sid = client.hosted_session(options, invocation, agent=inputs.agent, keep_alive=seconds)
         raise typer.Exit(run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=False))
-    raise typer.Exit(commands.new(options, invocation))
+    raise typer.Exit(commands.new(options, invocation).exit_code)
 
 
 @app.command()
@@ -184,7 +195,7 @@ def load(
     seconds = configured_keep_alive(keep_alive)
     if seconds:
         raise typer.Exit(_hosted_reattach("load", session_id, options, invocation, seconds, new_if_missing=new_if_missing))
-    raise typer.Exit(commands.reattach("load", session_id, options, invocation, new_if_missing=new_if_missing))
+    raise typer.Exit(commands.reattach("load", session_id, options, invocation, new_if_missing=new_if_missing).exit_code)
 
 
 @app.command()
@@ -231,7 +242,7 @@ def fork(
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
     invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
-    raise typer.Exit(commands.fork(session_id, options, invocation))
+    raise typer.Exit(commands.fork(session_id, options, invocation).exit_code)
 
 
 @app.command()
@@ -279,7 +290,7 @@ def resume(
     seconds = configured_keep_alive(keep_alive)
     if seconds:
         raise typer.Exit(_hosted_reattach("resume", session_id, options, invocation, seconds, new_if_missing=new_if_missing))
-    raise typer.Exit(commands.reattach("resume", session_id, options, invocation, new_if_missing=new_if_missing))
+    raise typer.Exit(commands.reattach("resume", session_id, options, invocation, new_if_missing=new_if_missing).exit_code)
 
 
 def _hosted_reattach(

@@ -98,6 +98,10 @@ class Invocation:
     #: On a session another acpcli is running a turn on: wait for it (True), or SessionBusy
     #: at once (``--no-wait``).
     wait: bool = True
+    #: Told the id of a session the run created (``new``, ``fork``, a ``--new-if-missing``
+    #: fallback) as soon as the agent chose it, when nobody converses: the CLI writes it on
+    #: stdout for scripts. None: nobody is told.
+    created: Callable[[str], None] | None = None
 
     @property
     def repl(self) -> bool:
