@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from acpcli.history.store import Change, Store
     from acpcli.services import elicitation as el
     from acpcli.services.permissions import Refusals
-    from acpcli.session.context import Invocation
+    from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
@@ -529,7 +529,7 @@ class Agent:
         acpcli recorded of it)."""
         return await self._reattach("resume", session_id)
 
-    async def _reattach(self, command: str, session_id: str) -> Session:
+    async def _reattach(self, command: Lifecycle, session_id: str) -> Session:
         from acpcli.history.lock import SessionLock
         from acpcli.session.attach import attach
         from acpcli.session.inputs import lookup_or_none, recorded_mcp

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from acpcli.errors import RpcError, SessionNotFound, UsageError
 from acpcli.session.agent import AgentChoice, agent_arg, agent_label, starting_name
 from acpcli.session.attach import attach, continued_by, raise_if_unknown
-from acpcli.session.context import Invocation
+from acpcli.session.context import Invocation, Lifecycle
 from acpcli.session.linking import link_for
 from acpcli.session.outcome import said_anything, turn_exit
 from acpcli.text.safe import shown_id
@@ -132,7 +132,7 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
         return record, rebuild(index, record.id)
 
 
-def lifecycle(command: str, inputs: SessionInputs, run: Invocation, session_id: str | None = None) -> Outcome:
+def lifecycle(command: Lifecycle, inputs: SessionInputs, run: Invocation, session_id: str | None = None) -> Outcome:
     """``new``, ``fork``, ``load`` or ``resume``: start the agent, set the session up, record
     it, then hand over to the person or give a script what it needs (``new`` and ``fork``: the
     new id, told to ``run.created`` as soon as the agent chose it; ``load``: the session's
@@ -268,7 +268,7 @@ def fork(session_id: str, options: Options, run: Invocation) -> Outcome:
     return lifecycle("fork", options.inputs(record), run, session_id=record.id)
 
 
-def reattach(command: str, session_id: str, options: Options, run: Invocation, *, new_if_missing: bool = False) -> Outcome:
+def reattach(command: Lifecycle, session_id: str, options: Options, run: Invocation, *, new_if_missing: bool = False) -> Outcome:
     """``acpcli load|resume ID``: the session and inputs resolved
     (:func:`~acpcli.session.inputs.for_reattach`, before anything starts), then
     :func:`lifecycle`; with ``new_if_missing``, an agent's error starts a new session

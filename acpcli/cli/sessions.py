@@ -38,7 +38,7 @@ from acpcli.cli.options import (
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.session.context import Invocation
+    from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.inputs import Options
 
 app = typer.Typer()
@@ -294,7 +294,7 @@ def resume(
 
 
 def _hosted_reattach(
-    command: str, session_id: str, options: Options, invocation: Invocation, seconds: float, *, new_if_missing: bool
+    command: Lifecycle, session_id: str, options: Options, invocation: Invocation, seconds: float, *, new_if_missing: bool
 ) -> int:
     """``load``/``resume`` with keep-alive on: a host does the load or resume and keeps the
     agent (or the session's running host is joined); then the REPL over it, or without one

@@ -27,7 +27,7 @@ from acpcli.text.safe import shown_id
 if TYPE_CHECKING:
     from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.render import View
-    from acpcli.session.context import Invocation
+    from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 async def attach(
     link: AgentLink,
-    command: str,
+    command: Lifecycle,
     inputs: SessionInputs,
     run: Invocation,
     index: Index,
@@ -285,7 +285,7 @@ def raise_if_unknown(
     raise unknown from err
 
 
-def continued_by(features: AgentFeatures, *, hint: str) -> str:
+def continued_by(features: AgentFeatures, *, hint: str) -> Lifecycle:
     """How a recorded session is continued with this agent: ``resume`` when it offers that,
     else ``load``; an agent with neither is :class:`CapabilityMissing` (with ``hint``)."""
     from acpcli.errors import CapabilityMissing

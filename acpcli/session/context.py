@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
+
+
+#: How a command sets its session up over a link: a new one, a fork of a recorded one, or a
+#: recorded one loaded (replayed) or resumed (not replayed).
+Lifecycle = Literal["new", "load", "resume", "fork"]
 
 
 class Person(Protocol):
@@ -51,7 +56,7 @@ class Person(Protocol):
         ...
 
     async def show_replay(
-        self, link: AgentLink, live: LiveSession, command: str, held: View, local: Store | None
+        self, link: AgentLink, live: LiveSession, command: Lifecycle, held: View, local: Store | None
     ) -> View:
         """Draw a finished replay (or the local transcript after a silent resume); return the
         streaming view the conversation continues with."""

@@ -22,6 +22,7 @@ from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
     from acpcli.history.index import SessionRecord
+    from acpcli.session.context import Lifecycle
 
 
 @dataclass
@@ -261,7 +262,7 @@ class Options:
         return inputs
 
 
-def for_reattach(command: str, session_id: str, options: Options) -> tuple[SessionInputs, SessionRecord | None]:
+def for_reattach(command: Lifecycle, session_id: str, options: Options) -> tuple[SessionInputs, SessionRecord | None]:
     """``load``/``resume ID``: the inputs, and the index record when the id is recorded here
     (a session made by another client needs ``--agent``/``--cmd``, and is recorded from then on)."""
     record = lookup_or_none(session_id)
