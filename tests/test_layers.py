@@ -22,7 +22,7 @@ UPPER = ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.sessi
 #: Python API (acpcli.api, exported by the package's door ``acpcli/__init__.py``) is a client
 #: of the session layer, below the commands, which may use it.
 ALLOWED_UP = {
-    "acpcli.cli": ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.session"),
+    "acpcli.cli": ("acpcli.cli", "acpcli.repl", "acpcli.host", "acpcli.api"),
     "acpcli.repl": ("acpcli.repl", "acpcli.host", "acpcli.api", "acpcli.session"),
     "acpcli.host": ("acpcli.host", "acpcli.session"),
     "acpcli.api": ("acpcli.api", "acpcli.session"),

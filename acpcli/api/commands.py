@@ -1,13 +1,16 @@
 """What each session command does once its arguments are parsed.
 
-``new``/``load``/``resume``: :func:`lifecycle` and :func:`reattach`; ``prompt``:
-:func:`prompt`; ``close``: :func:`close`.
+``new``/``load``/``resume``/``fork``: :func:`lifecycle` (by way of :func:`new`,
+:func:`reattach`, :func:`fork`); ``prompt``: :func:`prompt`; ``close``: :func:`close`.
 
 Each runs under a :class:`~acpcli.processes.supervisor.Supervisor` (signals, timed flushes), opens the
 index, links the agent (:func:`~acpcli.session.linking.link_for`), attaches the session
 (:mod:`~acpcli.session.attach`), runs the turn or hands over to the person
-(:class:`~acpcli.session.context.Person`), and returns an exit code or raises an
-:class:`~acpcli.errors.AcpcliError`. ``cli/`` maps both.
+(:class:`~acpcli.session.context.Person`), and returns an :class:`Outcome` (``new``,
+``load``, ``resume``, ``fork``) or an exit code (``prompt``, ``close``), or raises an
+:class:`~acpcli.errors.AcpcliError`; it prints no result: ``cli/`` writes them and maps both
+to the exit. The command tree imports the session layer through this module only
+(:data:`__all__`).
 """
 
 from __future__ import annotations
@@ -20,11 +23,25 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from acpcli.errors import RpcError, SessionNotFound, UsageError
-from acpcli.session.agent import AgentChoice, agent_arg, agent_label, starting_name
-from acpcli.session.attach import attach, continued_by, raise_if_unknown
+from acpcli.session.agent import (
+    AgentChoice,
+    agent_arg,
+    agent_label,
+    env_extra,
+    pick_agent,
+    starting_name,
+)
 from acpcli.session.context import Invocation, Lifecycle
+from acpcli.session.inputs import (
+    Options,
+    SessionInputs,
+    for_prompt,
+    for_reattach,
+    lookup,
+    resolve_dir,
+)
 from acpcli.session.linking import link_for
-from acpcli.session.outcome import said_anything, turn_exit
+from acpcli.session.remote import delete_remote, list_remote
 from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
@@ -36,8 +53,36 @@ if TYPE_CHECKING:
     from acpcli.history.store import Store
     from acpcli.processes.supervisor import Supervisor
     from acpcli.render import View
-    from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink
+
+
+#: What the command tree (``acpcli/cli``) uses: the command bodies below, and what it needs of
+#: the session layer, which uses these itself and so keeps them (the CLI imports the façade only).
+__all__ = [
+    "AgentChoice",
+    "Invocation",
+    "Lifecycle",
+    "Options",
+    "Outcome",
+    "SessionInputs",
+    "close",
+    "closed_line",
+    "delete_remote",
+    "env_extra",
+    "for_prompt",
+    "for_reattach",
+    "fork",
+    "lifecycle",
+    "link_for",
+    "list_remote",
+    "lookup",
+    "new",
+    "pick_agent",
+    "prompt",
+    "reattach",
+    "resolve_dir",
+    "stored",
+]
 
 
 @dataclass(frozen=True)
@@ -154,6 +199,7 @@ def lifecycle(command: Lifecycle, inputs: SessionInputs, run: Invocation, sessio
             person.starting(starting_name(inputs.agent))
         from acpcli.history.guarded import open_index
         from acpcli.render import make_view
+        from acpcli.session.attach import attach
 
         def storage_failed(message: str) -> None:
             if person is not None:  # a person is watching: say it now, the session goes on
@@ -365,6 +411,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Invocation) -> int
         from acpcli.history.index import Index
         from acpcli.history.records import had_turns
         from acpcli.session import forgotten
+        from acpcli.session.attach import raise_if_unknown
         from acpcli.wire import capabilities
 
         async with _link(inputs, run) as link:
@@ -439,6 +486,8 @@ def prompt(
         from acpcli.render import make_view
         from acpcli.services.mentions import build_prompt
         from acpcli.services.permissions import note_on_screen
+        from acpcli.session.attach import attach, continued_by
+        from acpcli.session.outcome import said_anything, turn_exit
         from acpcli.session.turn import after_turn, collect_late, run_turn, title_from_prompt
 
         if session_id is not None:

@@ -17,10 +17,10 @@ from acpcli.errors import ExitCode, UsageError
 from acpcli.text.safe import clip, safe_line, shown_id
 
 if TYPE_CHECKING:
+    from acpcli.api.commands import Options
     from acpcli.env import Environment
     from acpcli.history.index import Index, SessionRecord
     from acpcli.history.search import Hit
-    from acpcli.session.inputs import Options
 
 
 T = TypeVar("T")
@@ -80,9 +80,9 @@ def sessions(
     timeout: str | None = None,
     wide: bool = False,
 ) -> int:
+    from acpcli.api.commands import resolve_dir
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
-    from acpcli.session.inputs import resolve_dir
 
     if state is not None and state not in STATES:
         raise UsageError(f"--state must be one of {', '.join(STATES)} (got {state!r})")
@@ -327,7 +327,7 @@ def remove(
             rec = index.get(given)
             records[rec.id] = rec
         if remote:
-            from acpcli.session.inputs import Options
+            from acpcli.api.commands import Options
 
             options = Options(agent=agent, cmd=cmd, protocol=protocol)
             return _delete_remote(index, list(records.values()), options, yes=yes, timeout=seconds)
@@ -418,11 +418,11 @@ def _delete_remote(
     there (CapabilityMissing, exit 6, or its error): that session's local record is kept (the
     user asked for both; `sessions rm ID` alone deletes it), while those already deleted on
     their agent's side are deleted here too."""
+    from acpcli.api.commands import delete_remote
     from acpcli.cli.streams import environment
     from acpcli.errors import AcpcliError, Interrupted, SessionBusy
     from acpcli.history.housekeeping import delete_local
     from acpcli.history.lock import SessionLock, holder_text
-    from acpcli.session.remote import delete_remote
 
     env = environment()
     if env.interactive and not yes:
@@ -521,7 +521,7 @@ def _remote_sessions(
     """``sessions --remote``: the agent's ``session/list``, as it orders it; ``since`` keeps
     the sessions it says were updated since then (those without ``updatedAt`` too), ``limit``
     shows at most that many (0: all)."""
-    from acpcli.session.remote import list_remote
+    from acpcli.api.commands import list_remote
 
     shown = 0
     for info in list_remote(agent, cmd, cwd, protocol, timeout=timeout):
@@ -630,11 +630,11 @@ def search(
     as_json: bool,
 ) -> int:
     """``acpcli search TEXT``: the sessions whose messages hold every word, best match first."""
+    from acpcli.api.commands import resolve_dir
     from acpcli.cli.streams import environment
     from acpcli.history.index import Index
     from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO, has_fts
     from acpcli.paths import db_path
-    from acpcli.session.inputs import resolve_dir
 
     words = search_terms(text)
     count = parse_limit(limit, SEARCH_LIMIT)

@@ -51,11 +51,11 @@ def attach(
 
 def attach_to(session_id: str, permissions: str | None) -> int:
     """The REPL joined to the session's running host (:func:`acpcli.repl.hosted.run_hosted`)."""
+    from acpcli.api.commands import Invocation
     from acpcli.cli.streams import environment
     from acpcli.errors import HostLost, UsageError
     from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
-    from acpcli.session.context import Invocation
     from acpcli.text.safe import safe_line
 
     env = environment()
@@ -117,8 +117,8 @@ def stop_quietly(session_id: str) -> tuple[int, bool] | None:
 def _resolve(session_id: str) -> str:
     """A recorded session's full id (the index resolves unique prefixes); an id the index
     does not hold is still tried (a host may hold it)."""
+    from acpcli.api.commands import lookup
     from acpcli.errors import SessionNotFound
-    from acpcli.session.inputs import lookup
 
     try:
         return lookup(session_id).id

@@ -27,8 +27,10 @@ from acpcli.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from acpcli.api.commands import SessionInputs
     from acpcli.history.index import SessionRecord
-    from acpcli.session.inputs import SessionInputs
 
 app = typer.Typer()
 
@@ -95,13 +97,12 @@ def prompt(
     With --session or --last the session's agent stays running for the next prompt (a live
     session, --keep-alive); a new session's does only when --keep-alive is given.
     """
+    from acpcli.api.commands import Invocation, Options, for_prompt
     from acpcli.cli.streams import close_output, environment, prompt_text
     from acpcli.config import parse_timeout
     from acpcli.env import Environment
-    from acpcli.session.context import Invocation
-    from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
-    wanted = wanted_settings(mode, model, set_)
+    wanted = _wanted_settings(mode, model, set_)
     given = _form_answers(answer or [], answers)
     seconds = parse_timeout(timeout)
     env = environment()
@@ -114,7 +115,7 @@ def prompt(
     record: SessionRecord | None
     inputs: SessionInputs | None
     if live_seconds and session is not None and not last:
-        from acpcli.session.inputs import lookup
+        from acpcli.api.commands import lookup
 
         record = lookup(session)  # a live session needs no more to be found: its host has the rest
         inputs = None
@@ -140,8 +141,8 @@ def prompt(
     try:
         if record is None and live_seconds and inputs is not None:
             # a new session with --keep-alive: made by a host, which keeps it for the next prompt
+            from acpcli.api.commands import lookup
             from acpcli.host import client
-            from acpcli.session.inputs import lookup
             from acpcli.text.safe import shown_id
 
             made = client.hosted_session(options, run, agent=inputs.agent, keep_alive=live_seconds)
@@ -173,6 +174,20 @@ def prompt(
 
 #: The largest ``--answers`` file read.
 _MAX_ANSWERS_FILE = 1024 * 1024
+
+
+def _wanted_settings(mode: str | None, model: str | None, pairs: Sequence[str] | None) -> list[tuple[str, str]]:
+    """``--mode``, ``--model`` and ``--set NAME=VALUE`` as (setting, value) pairs, in that
+    order; a malformed ``--set`` is a usage error before anything starts."""
+    from acpcli.errors import UsageError
+
+    wanted = [(key, value) for key, value in (("mode", mode), ("model", model)) if value is not None]
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"--set wants NAME=VALUE, got {pair!r}")
+        wanted.append((key.strip(), value.strip()))
+    return wanted
 
 
 def _form_answers(pairs: list[str], path: Path | None) -> dict[str, Any] | None:

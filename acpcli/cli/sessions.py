@@ -37,9 +37,8 @@ from acpcli.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from acpcli.api.commands import Invocation, Lifecycle, Options
     from acpcli.env import Environment
-    from acpcli.session.context import Invocation, Lifecycle
-    from acpcli.session.inputs import Options
 
 app = typer.Typer()
 
@@ -64,9 +63,9 @@ def _run(
     no_wait: bool = False,
 ) -> Invocation:
     """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
+    from acpcli.api.commands import Invocation
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
-    from acpcli.session.context import Invocation
 
     seconds = parse_timeout(timeout)  # before anything starts
     env = environment()
@@ -124,7 +123,7 @@ def new(
       acpcli new --cmd 'my-agent --acp' --cwd ~/src/app --add-dir ~/src/lib
     """
     from acpcli.api import commands
-    from acpcli.session.inputs import Options
+    from acpcli.api.commands import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
@@ -183,7 +182,7 @@ def load(
     is joined instead (no second agent).
     """
     from acpcli.api import commands
-    from acpcli.session.inputs import Options
+    from acpcli.api.commands import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
@@ -235,7 +234,7 @@ def fork(
       FORK=$(acpcli fork "$ID" --no-repl) && acpcli prompt --session "$FORK" 'try the other way'
     """
     from acpcli.api import commands
-    from acpcli.session.inputs import Options
+    from acpcli.api.commands import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
@@ -278,7 +277,7 @@ def resume(
     resume and keeps the agent; a session whose host runs already is joined instead.
     """
     from acpcli.api import commands
-    from acpcli.session.inputs import Options
+    from acpcli.api.commands import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
@@ -299,9 +298,9 @@ def _hosted_reattach(
     """``load``/``resume`` with keep-alive on: a host does the load or resume and keeps the
     agent (or the session's running host is joined); then the REPL over it, or without one
     what the command prints (``load``: the transcript; ``resume``: nothing)."""
+    from acpcli.api.commands import for_reattach
     from acpcli.errors import ExitCode, HostReported
     from acpcli.host import client
-    from acpcli.session.inputs import for_reattach
     from acpcli.text.safe import shown_id
 
     inputs, record = for_reattach(command, session_id, options)
@@ -344,7 +343,7 @@ def close(
     process's lock on the local index, then exits 18 naming it.
     """
     from acpcli.api import commands
-    from acpcli.session.inputs import Options
+    from acpcli.api.commands import Options
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
     invocation = _run(True, timeout=timeout)
@@ -355,8 +354,8 @@ def close(
 def _stop_host_of(session_id: str, invocation: Invocation) -> None:
     """A live session is closed with its host stopped first (a turn it runs is cancelled):
     closing is the end of the conversation, and the agent is then asked by this command."""
+    from acpcli.api.commands import lookup
     from acpcli.errors import SessionNotFound
-    from acpcli.session.inputs import lookup
 
     try:
         full_id = lookup(session_id).id

@@ -218,18 +218,6 @@ def last_session_here(cwd: str | os.PathLike[str] | None) -> str | None:
     return rows[0].id
 
 
-def wanted_settings(mode: str | None, model: str | None, pairs: Sequence[str] | None) -> list[tuple[str, str]]:
-    """``--mode``, ``--model`` and ``--set NAME=VALUE`` as (setting, value) pairs, in that
-    order; a malformed ``--set`` is a usage error before anything starts."""
-    wanted = [(key, value) for key, value in (("mode", mode), ("model", model)) if value is not None]
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise UsageError(f"--set wants NAME=VALUE, got {pair!r}")
-        wanted.append((key.strip(), value.strip()))
-    return wanted
-
-
 @dataclass
 class Options:
     """The session options of a command line, as given (nothing checked yet)."""

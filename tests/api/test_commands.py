@@ -9,10 +9,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from acpcli.api.commands import Outcome, new, reattach, stored
+from acpcli.api.commands import Invocation, Options, Outcome, new, reattach, stored
 from acpcli.env import Environment
-from acpcli.session.context import Invocation
-from acpcli.session.inputs import Options
 
 DEMO = shlex.join([sys.executable, "-m", "acpcli.demo_agent", "--delay", "0"])
 
