@@ -69,8 +69,8 @@ def attach_to(session_id: str, permissions: str | None) -> int:
     from rich.markup import escape  # (here: `sessions` in a pipe imports this module, not rich)
 
     joined = f"[dim]attached to {escape(safe_line(sid))} with {{agent}} (host pid {{pid}}) — Ctrl-D leaves, the session stays live[/]"
-    run = Invocation(env=env, person=AtTerminal(env), permissions=permissions)
-    return run_hosted(env, run, sid, None, transcript=True, joined=joined, not_live=not_live)
+    invocation = Invocation(env=env, person=AtTerminal(env), permissions=permissions)
+    return run_hosted(env, invocation, sid, None, transcript=True, joined=joined, not_live=not_live)
 
 
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:

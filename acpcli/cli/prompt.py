@@ -121,15 +121,15 @@ def prompt(
         inputs = None
     else:
         inputs, record = for_prompt(options, session, last)
-    run = Invocation(
+    invocation = Invocation(
         env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
         wait=not no_wait, answers=given,
     )
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
 
-        run.asker = AtTerminal(env).ask_permission
-        run.form_filler = AtTerminal(env).elicit
+        invocation.asker = AtTerminal(env).ask_permission
+        invocation.form_filler = AtTerminal(env).elicit
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -137,7 +137,7 @@ def prompt(
             from acpcli.errors import OutputError
 
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
-        run.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
+        invocation.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
         if record is None and live_seconds and inputs is not None:
             # a new session with --keep-alive: made by a host, which keeps it for the next prompt
@@ -145,17 +145,17 @@ def prompt(
             from acpcli.host import client
             from acpcli.text.safe import shown_id
 
-            made = client.hosted_session(options, run, agent=inputs.agent, keep_alive=live_seconds)
-            run.env.note(f"session {shown_id(made)}", style="dim")
+            made = client.hosted_session(options, invocation, agent=inputs.agent, keep_alive=live_seconds)
+            invocation.env.note(f"session {shown_id(made)}", style="dim")
             code = client.prompt(
-                lookup(made), options, run, the_text, output_format=output_format, quiet=quiet, settings=wanted,
+                lookup(made), options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
                 keep_alive=live_seconds,
             )
         elif record is not None and live_seconds:
             from acpcli.host import client
 
             code = client.prompt(
-                record, options, run, the_text, output_format=output_format, quiet=quiet, settings=wanted,
+                record, options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
                 keep_alive=live_seconds,
             )
         else:
@@ -163,12 +163,12 @@ def prompt(
 
             assert inputs is not None
             code = commands.prompt(
-                inputs, run, the_text, session_id=record.id if record is not None else None,
+                inputs, invocation, the_text, session_id=record.id if record is not None else None,
                 output_format=output_format, quiet=quiet, settings=wanted,
             )
     finally:
         if output is not None:
-            close_output(run.env.stdout, str(output))
+            close_output(invocation.env.stdout, str(output))
     raise typer.Exit(code)
 
 
