@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from acpcli.history.store import Change, Store
     from acpcli.services import elicitation as el
     from acpcli.services.permissions import Refusals
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.conversation import Conversation
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
@@ -498,13 +498,13 @@ class Agent:
             if session._conversation.live is live:
                 session._emit(event)
 
-    def _run(self) -> Run:
-        """The session layer's :class:`~acpcli.session.context.Run` of this connection: no
+    def _run(self) -> Invocation:
+        """The session layer's :class:`~acpcli.session.context.Invocation` of this connection: no
         person, no streams of its own (what it would say goes to :meth:`_notice`)."""
         from acpcli.env import Environment
-        from acpcli.session.context import Run
+        from acpcli.session.context import Invocation
 
-        return Run(env=Environment(stdin=io.StringIO(), stdout=_Lines(self._notice), stderr=_Lines(self._notice)))
+        return Invocation(env=Environment(stdin=io.StringIO(), stdout=_Lines(self._notice), stderr=_Lines(self._notice)))
 
     def _check(self) -> None:
         if self._closed:
@@ -532,7 +532,7 @@ class Agent:
         acpcli recorded of it)."""
         return await self._reattach("resume", session_id)
 
-    async def _reattach(self, command: str, session_id: str) -> Session:
+    async def _reattach(self, command: Lifecycle, session_id: str) -> Session:
         from acpcli.history.lock import SessionLock
         from acpcli.session.attach import attach
         from acpcli.session.inputs import lookup_or_none, recorded_mcp

@@ -17,10 +17,10 @@ from acpcli.errors import ExitCode, UsageError
 from acpcli.text.safe import clip, safe_line, shown_id
 
 if TYPE_CHECKING:
+    from acpcli.api.frontends import Options
     from acpcli.env import Environment
     from acpcli.history.index import Index, SessionRecord
     from acpcli.history.search import Hit
-    from acpcli.session.inputs import Options
 
 
 T = TypeVar("T")
@@ -80,9 +80,9 @@ def sessions(
     timeout: str | None = None,
     wide: bool = False,
 ) -> int:
+    from acpcli.api.frontends import resolve_dir
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
-    from acpcli.session.inputs import resolve_dir
 
     if state is not None and state not in STATES:
         raise UsageError(f"--state must be one of {', '.join(STATES)} (got {state!r})")
@@ -324,7 +324,7 @@ def remove(
             rec = index.get(given)
             records[rec.id] = rec
         if remote:
-            from acpcli.session.inputs import Options
+            from acpcli.api.frontends import Options
 
             options = Options(agent=agent, cmd=cmd, protocol=protocol)
             return _delete_remote(index, list(records.values()), options, yes=yes, timeout=seconds)
@@ -411,11 +411,11 @@ def _delete_remote(
     there (CapabilityMissing, exit 6, or its error): that session's local record is kept (the
     user asked for both; `sessions rm ID` alone deletes it), while those already deleted on
     their agent's side are deleted here too."""
+    from acpcli.api.frontends import delete_remote
     from acpcli.cli.streams import environment
     from acpcli.errors import AcpcliError, Interrupted, SessionBusy
     from acpcli.history.housekeeping import delete_local
     from acpcli.history.lock import SessionLock, holder_text
-    from acpcli.session.remote import delete_remote
 
     env = environment()
     if env.interactive and not yes:
@@ -513,7 +513,7 @@ def _remote_sessions(
     """``sessions --remote``: the agent's ``session/list``, as it orders it; ``since`` keeps
     the sessions it says were updated since then (those without ``updatedAt`` too), ``limit``
     shows at most that many (0: all)."""
-    from acpcli.session.remote import list_remote
+    from acpcli.api.frontends import list_remote
 
     shown = 0
     for info in list_remote(agent, cmd, cwd, protocol, timeout=timeout):
@@ -547,9 +547,9 @@ def _updated_before(updated: object, since: float) -> bool:
 def show(session_id: str, grep: str | None = None) -> int:
     """Print the stored transcript of a session (rich on a terminal, plain text otherwise);
     ``grep``: only the messages and tool calls holding every one of its words."""
+    from acpcli.api.commands import stored
     from acpcli.cli.streams import environment
     from acpcli.render import make_view
-    from acpcli.session.run import stored
 
     env = environment()
     words = search_terms(grep) if grep is not None else None
@@ -622,10 +622,10 @@ def search(
     as_json: bool,
 ) -> int:
     """``acpcli search TEXT``: the sessions whose messages hold every word, best match first."""
+    from acpcli.api.frontends import resolve_dir
     from acpcli.cli.streams import environment
     from acpcli.history.index import Index
     from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO
-    from acpcli.session.inputs import resolve_dir
 
     words = search_terms(text)
     count = parse_limit(limit, SEARCH_LIMIT)
@@ -797,10 +797,10 @@ def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> N
 
 def export(session_id: str, output_format: str, output: Path | None) -> int:
     """Write a stored transcript as markdown, jsonl or plain text (to ``output`` or stdout)."""
+    from acpcli.api.commands import stored
     from acpcli.cli.streams import environment
     from acpcli.render import FORMATS
     from acpcli.render.export import write_transcript
-    from acpcli.session.run import stored
 
     if output_format not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)} (got {output_format!r})")

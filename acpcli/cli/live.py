@@ -51,11 +51,11 @@ def attach(
 
 def attach_to(session_id: str, permissions: str | None) -> int:
     """The REPL joined to the session's running host (:func:`acpcli.repl.hosted.run_hosted`)."""
+    from acpcli.api.frontends import Invocation
     from acpcli.cli.streams import environment
     from acpcli.errors import HostLost, UsageError
     from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
-    from acpcli.session.context import Run
     from acpcli.text.safe import safe_line
 
     env = environment()
@@ -69,8 +69,8 @@ def attach_to(session_id: str, permissions: str | None) -> int:
     from rich.markup import escape  # (here: `sessions` in a pipe imports this module, not rich)
 
     joined = f"[dim]attached to {escape(safe_line(sid))} with {{agent}} (host pid {{pid}}) — Ctrl-D leaves, the session stays live[/]"
-    run = Run(env=env, person=AtTerminal(env), permissions=permissions)
-    return run_hosted(env, run, sid, None, transcript=True, joined=joined, not_live=not_live)
+    invocation = Invocation(env=env, person=AtTerminal(env), permissions=permissions)
+    return run_hosted(env, invocation, sid, None, transcript=True, joined=joined, not_live=not_live)
 
 
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
@@ -117,8 +117,8 @@ def stop_quietly(session_id: str) -> tuple[int, bool] | None:
 def _resolve(session_id: str) -> str:
     """A recorded session's full id (the index resolves unique prefixes); an id the index
     does not hold is still tried (a host may hold it)."""
+    from acpcli.api.frontends import lookup
     from acpcli.errors import SessionNotFound
-    from acpcli.session.inputs import lookup
 
     try:
         return lookup(session_id).id

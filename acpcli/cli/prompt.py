@@ -27,8 +27,10 @@ from acpcli.cli.options import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from acpcli.api.frontends import SessionInputs
     from acpcli.history.index import SessionRecord
-    from acpcli.session.inputs import SessionInputs
 
 app = typer.Typer()
 
@@ -95,11 +97,10 @@ def prompt(
     With --session or --last the session's agent stays running for the next prompt (a live
     session, --keep-alive); a new session's does only when --keep-alive is given.
     """
+    from acpcli.api.frontends import Invocation, Options, for_prompt
     from acpcli.cli.streams import close_output, environment, prompt_text
     from acpcli.config import parse_timeout
     from acpcli.env import Environment
-    from acpcli.session.context import Run
-    from acpcli.session.inputs import Options, for_prompt, wanted_settings
 
     wanted = wanted_settings(mode, model, set_)
     given = _form_answers(answer or [], answers)
@@ -114,21 +115,21 @@ def prompt(
     record: SessionRecord | None
     inputs: SessionInputs | None
     if live_seconds and session is not None and not last:
-        from acpcli.session.inputs import lookup
+        from acpcli.api.frontends import lookup
 
         record = lookup(session)  # a live session needs no more to be found: its host has the rest
         inputs = None
     else:
         inputs, record = for_prompt(options, session, last)
-    run = Run(
+    invocation = Invocation(
         env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
         wait=not no_wait, answers=given,
     )
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`
         from acpcli.repl.person import AtTerminal
 
-        run.asker = AtTerminal(env).ask_permission
-        run.form_filler = AtTerminal(env).elicit
+        invocation.asker = AtTerminal(env).ask_permission
+        invocation.form_filler = AtTerminal(env).elicit
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -136,43 +137,57 @@ def prompt(
             from acpcli.errors import OutputError
 
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
-        run.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
+        invocation.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
     try:
         if record is None and live_seconds and inputs is not None:
             # a new session with --keep-alive: made by a host, which keeps it for the next prompt
+            from acpcli.api.frontends import lookup
             from acpcli.host import client
-            from acpcli.session.inputs import lookup
             from acpcli.text.safe import shown_id
 
-            made = client.hosted_session(options, run, agent=inputs.agent, keep_alive=live_seconds)
-            run.env.note(f"session {shown_id(made)}", style="dim")
+            made = client.hosted_session(options, invocation, agent=inputs.agent, keep_alive=live_seconds)
+            invocation.env.note(f"session {shown_id(made)}", style="dim")
             code = client.prompt(
-                lookup(made), options, run, the_text, output_format=output_format, quiet=quiet, settings=wanted,
+                lookup(made), options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
                 keep_alive=live_seconds,
             )
         elif record is not None and live_seconds:
             from acpcli.host import client
 
             code = client.prompt(
-                record, options, run, the_text, output_format=output_format, quiet=quiet, settings=wanted,
+                record, options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
                 keep_alive=live_seconds,
             )
         else:
-            from acpcli.session import run as running
+            from acpcli.api import commands
 
             assert inputs is not None
-            code = running.prompt(
-                inputs, run, the_text, session_id=record.id if record is not None else None,
+            code = commands.prompt(
+                inputs, invocation, the_text, session_id=record.id if record is not None else None,
                 output_format=output_format, quiet=quiet, settings=wanted,
             )
     finally:
         if output is not None:
-            close_output(run.env.stdout, str(output))
+            close_output(invocation.env.stdout, str(output))
     raise typer.Exit(code)
 
 
 #: The largest ``--answers`` file read.
 _MAX_ANSWERS_FILE = 1024 * 1024
+
+
+def wanted_settings(mode: str | None, model: str | None, pairs: Sequence[str] | None) -> list[tuple[str, str]]:
+    """``--mode``, ``--model`` and ``--set NAME=VALUE`` as (setting, value) pairs, in that
+    order; a malformed ``--set`` is a usage error before anything starts."""
+    from acpcli.errors import UsageError
+
+    wanted = [(key, value) for key, value in (("mode", mode), ("model", model)) if value is not None]
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise UsageError(f"--set wants NAME=VALUE, got {pair!r}")
+        wanted.append((key.strip(), value.strip()))
+    return wanted
 
 
 def _form_answers(pairs: list[str], path: Path | None) -> dict[str, Any] | None:

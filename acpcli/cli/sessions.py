@@ -1,6 +1,6 @@
 """The session commands: new, load, fork, resume, close, sessions, show, export.
 
-new/load/fork/resume/close run in :mod:`acpcli.session.run`; sessions/show/export in
+new/load/fork/resume/close run in :mod:`acpcli.api.commands`; sessions/show/export in
 :mod:`acpcli.cli.history`.
 
 Each command parses its arguments and calls one function, imported inside the command so
@@ -37,8 +37,8 @@ from acpcli.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from acpcli.session.context import Run
-    from acpcli.session.inputs import Options
+    from acpcli.api.frontends import Invocation, Lifecycle, Options
+    from acpcli.env import Environment
 
 app = typer.Typer()
 
@@ -61,11 +61,11 @@ def _run(
     no_terminal: bool = False,
     timeout: str | None = None,
     no_wait: bool = False,
-) -> Run:
+) -> Invocation:
     """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
+    from acpcli.api.frontends import Invocation
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
-    from acpcli.session.context import Run
 
     seconds = parse_timeout(timeout)  # before anything starts
     env = environment()
@@ -74,11 +74,21 @@ def _run(
         from acpcli.repl.person import AtTerminal
 
         person = AtTerminal(env)
-    return Run(
+    return Invocation(
         env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal,
         timeout=seconds,
         wait=not no_wait,
+        created=lambda session_id: _print_id(env, session_id),
     )
+
+
+def _print_id(env: Environment, session_id: str) -> None:
+    """A session a script created (``new``, ``fork``): its id alone on a line of stdout, so
+    that ``ID=$(acpcli new --no-repl ...)`` works."""
+    from acpcli.text.safe import safe_line
+
+    env.stdout.write(safe_line(session_id) + "\n")  # the agent chose it
+    env.stdout.flush()
 
 
 @app.command()
@@ -112,14 +122,14 @@ def new(
 
       acpcli new --cmd 'my-agent --acp' --cwd ~/src/app --add-dir ~/src/lib
     """
-    from acpcli.session import run
-    from acpcli.session.inputs import Options
+    from acpcli.api import commands
+    from acpcli.api.frontends import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
         log_file=log_file,
     )
-    the_run = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
+    invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
@@ -127,13 +137,13 @@ def new(
         from acpcli.host import client
 
         inputs = options.inputs()  # checked here: a bad option is this command's error
-        if the_run.person is None:
-            raise typer.Exit(client.new_session(options, the_run, agent=inputs.agent, keep_alive=seconds))
+        if invocation.person is None:
+            raise typer.Exit(client.new_session(options, invocation, agent=inputs.agent, keep_alive=seconds))
         from acpcli.repl.hosted import run_hosted
 
-        sid = client.hosted_session(options, the_run, agent=inputs.agent, keep_alive=seconds)
-        raise typer.Exit(run_hosted(the_run.env, the_run, sid, inputs.agent, transcript=False))
-    raise typer.Exit(run.new(options, the_run))
+        sid = client.hosted_session(options, invocation, agent=inputs.agent, keep_alive=seconds)
+        raise typer.Exit(run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=False))
+    raise typer.Exit(commands.new(options, invocation).exit_code)
 
 
 @app.command()
@@ -171,20 +181,20 @@ def load(
     load and keeps the agent for the prompts that follow; a session whose host runs already
     is joined instead (no second agent).
     """
-    from acpcli.session import run
-    from acpcli.session.inputs import Options
+    from acpcli.api import commands
+    from acpcli.api.frontends import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
+    invocation = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
     if seconds:
-        raise typer.Exit(_hosted_reattach("load", session_id, options, the_run, seconds, new_if_missing=new_if_missing))
-    raise typer.Exit(run.reattach("load", session_id, options, the_run, new_if_missing=new_if_missing))
+        raise typer.Exit(_hosted_reattach("load", session_id, options, invocation, seconds, new_if_missing=new_if_missing))
+    raise typer.Exit(commands.reattach("load", session_id, options, invocation, new_if_missing=new_if_missing).exit_code)
 
 
 @app.command()
@@ -223,15 +233,15 @@ def fork(
 
       FORK=$(acpcli fork "$ID" --no-repl) && acpcli prompt --session "$FORK" 'try the other way'
     """
-    from acpcli.session import run
-    from acpcli.session.inputs import Options
+    from acpcli.api import commands
+    from acpcli.api.frontends import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
-    raise typer.Exit(run.fork(session_id, options, the_run))
+    invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
+    raise typer.Exit(commands.fork(session_id, options, invocation).exit_code)
 
 
 @app.command()
@@ -266,54 +276,54 @@ def resume(
     With keep-alive on (--keep-alive SECONDS, default 300; 0: off) a background host does the
     resume and keeps the agent; a session whose host runs already is joined instead.
     """
-    from acpcli.session import run
-    from acpcli.session.inputs import Options
+    from acpcli.api import commands
+    from acpcli.api.frontends import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    the_run = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
+    invocation = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
     if seconds:
-        raise typer.Exit(_hosted_reattach("resume", session_id, options, the_run, seconds, new_if_missing=new_if_missing))
-    raise typer.Exit(run.reattach("resume", session_id, options, the_run, new_if_missing=new_if_missing))
+        raise typer.Exit(_hosted_reattach("resume", session_id, options, invocation, seconds, new_if_missing=new_if_missing))
+    raise typer.Exit(commands.reattach("resume", session_id, options, invocation, new_if_missing=new_if_missing).exit_code)
 
 
 def _hosted_reattach(
-    command: str, session_id: str, options: Options, the_run: Run, seconds: float, *, new_if_missing: bool
+    command: Lifecycle, session_id: str, options: Options, invocation: Invocation, seconds: float, *, new_if_missing: bool
 ) -> int:
     """``load``/``resume`` with keep-alive on: a host does the load or resume and keeps the
     agent (or the session's running host is joined); then the REPL over it, or without one
     what the command prints (``load``: the transcript; ``resume``: nothing)."""
+    from acpcli.api.frontends import for_reattach
     from acpcli.errors import ExitCode, HostReported
     from acpcli.host import client
-    from acpcli.session.inputs import for_reattach
     from acpcli.text.safe import shown_id
 
     inputs, record = for_reattach(command, session_id, options)
     sid = record.id if record is not None else session_id
     try:
-        client.hosted_reattach(command, sid, options, the_run, agent=inputs.agent, keep_alive=seconds)
+        client.hosted_reattach(command, sid, options, invocation, agent=inputs.agent, keep_alive=seconds)
     except HostReported as err:
         if not new_if_missing or err.exit_code != ExitCode.AGENT_ERROR:
             raise
-        the_run.say(f"acpcli: {command} of {shown_id(sid)} failed ({err.message}); starting a new session (--new-if-missing)")
-        sid = client.hosted_session(options, the_run, agent=inputs.agent, keep_alive=seconds)
-        if the_run.person is None:
+        invocation.say(f"acpcli: {command} of {shown_id(sid)} failed ({err.message}); starting a new session (--new-if-missing)")
+        sid = client.hosted_session(options, invocation, agent=inputs.agent, keep_alive=seconds)
+        if invocation.person is None:
             return int(ExitCode.OK)
         from acpcli.repl.hosted import run_hosted
 
-        return run_hosted(the_run.env, the_run, sid, inputs.agent, transcript=False)
-    if the_run.person is None:
+        return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=False)
+    if invocation.person is None:
         if command == "load":
-            client.print_stored(sid, the_run)
+            client.print_stored(sid, invocation)
         return int(ExitCode.OK)
     from acpcli.repl.hosted import run_hosted
 
-    return run_hosted(the_run.env, the_run, sid, inputs.agent, transcript=True)
+    return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=True)
 
 
 @app.command()
@@ -332,30 +342,30 @@ def close(
     Marking it closed waits up to ACPCLI_LOCK_WAIT seconds (default 15) for another
     process's lock on the local index, then exits 18 naming it.
     """
-    from acpcli.session import run
-    from acpcli.session.inputs import Options
+    from acpcli.api import commands
+    from acpcli.api.frontends import Options
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
-    the_run = _run(True, timeout=timeout)
-    _stop_host_of(session_id, the_run)
-    raise typer.Exit(run.close(session_id, options, the_run))
+    invocation = _run(True, timeout=timeout)
+    _stop_host_of(session_id, invocation)
+    raise typer.Exit(commands.close(session_id, options, invocation))
 
 
-def _stop_host_of(session_id: str, the_run: Run) -> None:
+def _stop_host_of(session_id: str, invocation: Invocation) -> None:
     """A live session is closed with its host stopped first (a turn it runs is cancelled):
     closing is the end of the conversation, and the agent is then asked by this command."""
+    from acpcli.api.frontends import lookup
     from acpcli.errors import SessionNotFound
-    from acpcli.session.inputs import lookup
 
     try:
         full_id = lookup(session_id).id
     except SessionNotFound:
-        return  # run.close says so
+        return  # commands.close says so
     from acpcli.cli.live import stop_quietly
 
     stopped = stop_quietly(full_id)
     if stopped is not None:
-        the_run.say(f"acpcli: stopped the live session's host (pid {stopped[0]})")
+        invocation.say(f"acpcli: stopped the live session's host (pid {stopped[0]})")
 
 
 @app.command()

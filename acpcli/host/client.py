@@ -26,7 +26,7 @@ from acpcli.host.messages import BlockingChannel, ChannelClosed, connect_blockin
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from acpcli.api.frontends import Options, Run
+    from acpcli.api.frontends import Invocation, Options
     from acpcli.history.index import SessionRecord
     from acpcli.history.store import Store
 
@@ -36,7 +36,7 @@ _START_MARGIN = 15.0
 
 
 def spec_for(
-    session_id: str | None, options: Options, policy: str | None, run: Run, keep_alive: float,
+    session_id: str | None, options: Options, policy: str | None, run: Invocation, keep_alive: float,
     command: str | None = None,
 ) -> dict[str, Any]:
     """What a new host needs to attach ``session_id`` as this command would (paths made
@@ -181,7 +181,7 @@ def _read_line(stream: Any, limit: float | None) -> str:
     return data.split(b"\n", 1)[0].decode("utf-8", "replace")
 
 
-def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) -> int:
+def new_session(options: Options, run: Invocation, *, agent: Any, keep_alive: float) -> int:
     """``acpcli new --no-repl`` with keep-alive on: a host makes the session and keeps its
     agent for the prompts that follow; its id is printed as without a host."""
     from acpcli.errors import ExitCode
@@ -193,7 +193,7 @@ def new_session(options: Options, run: Run, *, agent: Any, keep_alive: float) ->
     return int(ExitCode.OK)
 
 
-def hosted_session(options: Options, run: Run, *, agent: Any, keep_alive: float) -> str:
+def hosted_session(options: Options, run: Invocation, *, agent: Any, keep_alive: float) -> str:
     """A new session made by a host of its own, which keeps the agent; the session's id."""
     from acpcli.api.frontends import decider_for
 
@@ -205,7 +205,7 @@ def hosted_session(options: Options, run: Run, *, agent: Any, keep_alive: float)
 
 
 def hosted_reattach(
-    command: str, session_id: str, options: Options, run: Run, *, agent: Any, keep_alive: float
+    command: str, session_id: str, options: Options, run: Invocation, *, agent: Any, keep_alive: float
 ) -> bool:
     """``load``/``resume ID`` with keep-alive on: a host that did the load (its replay
     stored) or the resume keeps the agent; a session whose host runs already is joined
@@ -233,7 +233,7 @@ def _reachable(path: str) -> bool:
     return True
 
 
-def print_stored(session_id: str, run: Run) -> None:
+def print_stored(session_id: str, run: Invocation) -> None:
     """What ``load --no-repl`` prints: the session's transcript as the store has it (the
     host stored the replay merged with the record, as ``show`` has it)."""
     from acpcli.history.index import Index
@@ -287,7 +287,7 @@ def apply_event(live: Any, kind: str, payload: str) -> None:
 def prompt(
     record: SessionRecord,
     options: Options,
-    run: Run,
+    run: Invocation,
     text: str,
     *,
     output_format: str,
@@ -349,7 +349,7 @@ _TIMEOUT_GRACE = 3.0
 _TICK = 0.1
 
 
-def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, run: Run) -> tuple[str, bool, bool]:
+def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, run: Invocation) -> tuple[str, bool, bool]:
     """Read the host's messages until this command's turn ends: its stop reason, whether it
     was interrupted here, whether it outlasted ``--timeout``. Ctrl-C cancels it (a second one
     within 3 s leaves: the host cancels the turn of a client that left); ``--timeout`` cancels
@@ -496,7 +496,7 @@ def _decide(decider: Any, mirror: Mirror, params: dict[str, Any]) -> dict[str, A
     return None
 
 
-def _elicit(run: Run, mirror: Mirror, view: Any, params: Any, agent: Any = None) -> dict[str, Any]:
+def _elicit(run: Invocation, mirror: Mirror, view: Any, params: Any, agent: Any = None) -> dict[str, Any]:
     """A request for input of this command's turn (the host read it already), answered as
     without a host (:func:`~acpcli.session.policy.elicitor_for`): the script's ``--answer``s
     or a decline, or the form at this terminal (which needs an event loop for its time); the

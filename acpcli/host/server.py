@@ -818,13 +818,13 @@ def _outcome(params: dict[str, Any], answer: dict[str, Any]) -> str:
 
 
 def _quiet_run(spec: dict[str, Any]) -> Any:
-    """The host's :class:`~acpcli.session.context.Run`: nobody at a terminal (its streams go
+    """The host's :class:`~acpcli.session.context.Invocation`: nobody at a terminal (its streams go
     nowhere; what a client must see is sent to it), the policy and services its starter chose."""
-    from acpcli.api.frontends import Run
+    from acpcli.api.frontends import Invocation
     from acpcli.env import Environment
 
     nowhere = open(os.devnull, "r+", encoding="utf-8")  # noqa: SIM115 - lives as long as the host
-    return Run(
+    return Invocation(
         env=Environment(stdin=nowhere, stdout=nowhere, stderr=nowhere),
         title=spec.get("title") if isinstance(spec.get("title"), str) else None,
         permissions=spec.get("policy"), fs=bool(spec.get("fs", True)), terminal=bool(spec.get("terminal", True)),

@@ -262,9 +262,9 @@ def _category(choice: settings.Choice) -> str:
 
 
 async def _fork(ctx: Context, arg: str) -> int | None:
-    from acpcli.api.frontends import Run, fork_recorded
+    from acpcli.api.frontends import Invocation, fork_recorded
 
-    forked = await fork_recorded(ctx.conversation, Run(env=ctx.env))  # the capability message first, nothing sent
+    forked = await fork_recorded(ctx.conversation, Invocation(env=ctx.env))  # the capability message first, nothing sent
     ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")
     ctx.say("  " + _come_back_hint(ctx.conversation.features, shown_id(forked.session_id), lead="continue the fork with"))
     return None

@@ -18,7 +18,7 @@ from rich.markup import escape
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import AgentChoice, Run
+    from acpcli.api.frontends import AgentChoice, Invocation
     from acpcli.env import Environment
     from acpcli.history.store import Store
     from acpcli.host.remote import HostedLink
@@ -76,7 +76,7 @@ def _above(env: Environment, markup: str, sink: Any = None) -> None:
 
 def run_hosted(
     env: Environment,
-    run: Run,
+    run: Invocation,
     session_id: str,
     agent: AgentChoice | None,
     *,

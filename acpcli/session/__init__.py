@@ -2,7 +2,8 @@
 
 The way of the data, one module a step::
 
-    cli/ (parse arguments)  ->  run         what a command does: agent, link, attach, turn, close
+    cli/ (parse arguments)  ->  acpcli.api.commands: what a command does (agent, link, attach, turn, close)
+                            ->  linking     the link of one command run: its policy, form answers, wire tap
                                 inputs      which session, which agent, which roots/MCP/protocol
                                 attach      new / load / resume, and the index kept in step
                                 turn        one prompt turn (Ctrl-C, output loss), the bookkeeping after it
@@ -18,6 +19,6 @@ The way of the data, one module a step::
     <- acpcli.wire.connection -> Dispatcher -> LiveSession.feed -> store, event log, view  (updates in)
 
 Nothing here parses a command line or prints a transcript itself: the views (``acpcli.render``)
-and a person at the keyboard (``acpcli.repl``, as a :class:`~acpcli.session.run.Person`) are
+and a person at the keyboard (``acpcli.repl``, as a :class:`~acpcli.session.context.Person`) are
 handed in. This package's ``__init__`` imports nothing, so ``--help`` does not pay for it.
 """

@@ -27,7 +27,7 @@ from acpcli.text.safe import shown_id
 if TYPE_CHECKING:
     from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.render import View
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.conversation import Conversation
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 
 async def attach(
     link: AgentLink,
-    command: str,
+    command: Lifecycle,
     inputs: SessionInputs,
-    run: Run,
+    run: Invocation,
     index: Index,
     writer: EventWriter,
     view: View | None,
@@ -146,7 +146,7 @@ async def attach(
     return live
 
 
-async def fork_recorded(conversation: Conversation, run: Run) -> LiveSession:
+async def fork_recorded(conversation: Conversation, run: Invocation) -> LiveSession:
     """Fork the conversation's recorded session over its link (``/fork`` in the REPL): the new
     session recorded with its parent and a copy of its transcript, as ``acpcli fork`` does;
     its writer lock is let go at once (nothing runs on it here), and the conversation stays on
@@ -193,7 +193,7 @@ def _local_ids(agent_id: str) -> Iterator[str]:
         yield f"{agent_id}.{uuid.uuid4().hex[:12]}"
 
 
-def _record_new(live: LiveSession, inputs: SessionInputs, features: AgentFeatures, run: Run, index: Index) -> None:
+def _record_new(live: LiveSession, inputs: SessionInputs, features: AgentFeatures, run: Invocation, index: Index) -> None:
     """Record a session the agent just created, holding its writer lock (``live.lock``) from
     before it is listed, so that no other command (``prompt --last``) writes to it first.
 
@@ -262,7 +262,7 @@ def _record(inputs: SessionInputs, session_id: str, features: AgentFeatures, tit
     )
 
 
-async def logged_in(link: AgentLink, run: Run, setup: Callable[[], Awaitable[LiveSession]]) -> LiveSession:
+async def logged_in(link: AgentLink, run: Invocation, setup: Callable[[], Awaitable[LiveSession]]) -> LiveSession:
     """Run a session setup; when the agent answers ``auth_required`` on a terminal, offer its
     login methods and try once more after a login (scripts get exit 10 and the hint)."""
     try:
@@ -292,3 +292,15 @@ def raise_if_unknown(
             "check the id (`acpcli sessions --remote` asks the agent)"
         )
     raise unknown from err
+
+
+def continued_by(features: AgentFeatures, *, hint: str) -> Lifecycle:
+    """How a recorded session is continued with this agent: ``resume`` when it offers that,
+    else ``load``; an agent with neither is :class:`CapabilityMissing` (with ``hint``)."""
+    from acpcli.errors import CapabilityMissing
+
+    if features.resume:
+        return "resume"
+    if features.load:
+        return "load"
+    raise CapabilityMissing(f"{features.display_name} can neither resume nor load a session", hint=hint)

@@ -6,9 +6,11 @@ The REPL implements :class:`Person`; scripts have none.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from acpcli.env import Environment
     from acpcli.history.store import Store
     from acpcli.processes.supervisor import Supervisor
@@ -19,6 +21,11 @@ if TYPE_CHECKING:
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
+
+
+#: How a command sets its session up over a link: a new one, a fork of a recorded one, or a
+#: recorded one loaded (replayed) or resumed (not replayed).
+Lifecycle = Literal["new", "load", "resume", "fork"]
 
 
 class Person(Protocol):
@@ -49,7 +56,9 @@ class Person(Protocol):
         """A view that collects a replay and draws it whole when closed."""
         ...
 
-    async def show_replay(self, conversation: Conversation, command: str, held: View, local: Store | None) -> View:
+    async def show_replay(
+        self, conversation: Conversation, command: Lifecycle, held: View, local: Store | None
+    ) -> View:
         """Draw a finished replay (or the local transcript after a silent resume); return the
         streaming view the conversation continues with."""
         ...
@@ -60,7 +69,7 @@ class Person(Protocol):
 
 
 @dataclass
-class Run:
+class Invocation:
     """What one command run needs beyond its inputs: streams, wishes, the person if any."""
 
     env: Environment
@@ -85,6 +94,10 @@ class Run:
     #: On a session another acpcli is running a turn on: wait for it (True), or SessionBusy
     #: at once (``--no-wait``).
     wait: bool = True
+    #: Told the id of a session the run created (``new``, ``fork``, a ``--new-if-missing``
+    #: fallback) as soon as the agent chose it, when nobody converses: the CLI writes it on
+    #: stdout for scripts. None: nobody is told.
+    created: Callable[[str], None] | None = None
 
     @property
     def repl(self) -> bool:

@@ -11,7 +11,7 @@ live session first through it.
 
 A fork is :func:`~acpcli.session.attach.fork_recorded` of a conversation: it sets a session up
 as attach does, and this module sits below attach (which needs the command's
-:class:`~acpcli.session.context.Run`, whose person is handed a conversation).
+:class:`~acpcli.session.context.Invocation`, whose person is handed a conversation).
 
 Its link is an :class:`~acpcli.session.link.AgentLink`, or anything else that does what a
 conversation asks of a link (:class:`ConversationLink`): the REPL over a live session's host

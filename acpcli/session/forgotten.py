@@ -22,7 +22,7 @@ from acpcli.text.safe import shown_id
 if TYPE_CHECKING:
     from acpcli.history.index import EventWriter, Index, SessionRecord
     from acpcli.render import View
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession
@@ -52,7 +52,7 @@ async def stand_in(
     link: AgentLink,
     known: SessionRecord,
     inputs: SessionInputs,
-    run: Run,
+    run: Invocation,
     index: Index,
     writer: EventWriter,
     view: View | None,

@@ -22,6 +22,7 @@ from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
     from acpcli.history.index import SessionRecord
+    from acpcli.session.context import Lifecycle
 
 
 @dataclass
@@ -214,18 +215,6 @@ def last_session_here(cwd: str | os.PathLike[str] | None) -> str | None:
     return rows[0].id
 
 
-def wanted_settings(mode: str | None, model: str | None, pairs: Sequence[str] | None) -> list[tuple[str, str]]:
-    """``--mode``, ``--model`` and ``--set NAME=VALUE`` as (setting, value) pairs, in that
-    order; a malformed ``--set`` is a usage error before anything starts."""
-    wanted = [(key, value) for key, value in (("mode", mode), ("model", model)) if value is not None]
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise UsageError(f"--set wants NAME=VALUE, got {pair!r}")
-        wanted.append((key.strip(), value.strip()))
-    return wanted
-
-
 @dataclass
 class Options:
     """The session options of a command line, as given (nothing checked yet)."""
@@ -258,7 +247,7 @@ class Options:
         return inputs
 
 
-def for_reattach(command: str, session_id: str, options: Options) -> tuple[SessionInputs, SessionRecord | None]:
+def for_reattach(command: Lifecycle, session_id: str, options: Options) -> tuple[SessionInputs, SessionRecord | None]:
     """``load``/``resume ID``: the inputs, and the index record when the id is recorded here
     (a session made by another client needs ``--agent``/``--cmd``, and is recorded from then on)."""
     record = lookup_or_none(session_id)

@@ -1,5 +1,5 @@
 """How a one-turn command ends, from how its turn ended: its exit code or the error it leaves
-with. Shared by a command that runs its turn itself (:mod:`acpcli.session.run`) and one whose
+with. Shared by a command that runs its turn itself (:mod:`acpcli.api.commands`) and one whose
 turn a live session's host runs (:mod:`acpcli.host.client`); light to import (the host's
 clients import no event loop)."""
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from acpcli.errors import StepTimeout
     from acpcli.services.permissions import Refusals
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
 
 
 #: What is said of a turn the agent ended (``end_turn``) having said and done nothing: claude,
@@ -45,7 +45,7 @@ def reopened_line(session_id: str) -> str:
 
 def turn_exit(
     stop: str,
-    run: Run,
+    run: Invocation,
     session_id: str,
     *,
     interrupted: bool,

@@ -1,6 +1,6 @@
 """The permission policy of one command run: the flag, the config, or who can be asked.
 
-Kept apart from :mod:`acpcli.session.run` so that a command which only talks to a live
+Kept apart from :mod:`acpcli.session.linking` so that a command which only talks to a live
 session's host (:mod:`acpcli.host.client`) can decide without importing the session setup.
 """
 
@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from acpcli.services.permissions import PermissionPolicy
     from acpcli.session.agent import AgentChoice
-    from acpcli.session.context import Run
+    from acpcli.session.context import Invocation
     from acpcli.session.link import Elicitor
 
 
-def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
+def decider_for(run: Invocation, agent: AgentChoice | None = None) -> PermissionPolicy:
     """The run's permission policy: ``--permissions``, else the ``permissions`` config key (the
     agent's, then the top-level one), else ``ask`` on a terminal and ``deny`` in scripts. Each
     refusal by the policy is one line on stderr (:class:`~acpcli.services.permissions.Refusals`)."""
@@ -44,7 +44,7 @@ def decider_for(run: Run, agent: AgentChoice | None = None) -> PermissionPolicy:
     return permission_decider(run.env, policy, ask, run.refusals)
 
 
-def elicitor_for(run: Run) -> Elicitor:
+def elicitor_for(run: Invocation) -> Elicitor:
     """Who answers the agent's requests for input (``elicitation/create``): ``--answer`` /
     ``--answers`` when given (a script's answers win, even on a terminal), else the person
     (the REPL's form, or ``prompt``'s on a terminal), else nobody: declined, one stderr line."""

@@ -11,7 +11,7 @@ import pytest
 
 from acpcli.history.eventlog import EventWriter
 from acpcli.history.index import Index
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from tests.session.demo_peer import quiet_env
 
 
@@ -21,9 +21,9 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def run() -> Run:
+def run() -> Invocation:
     """A script's run (nobody to ask), its streams in buffers."""
-    return Run(env=quiet_env())
+    return Invocation(env=quiet_env())
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from acpcli.demo_agent.flags import parse_options
 from acpcli.demo_agent.rpc import EOF, Peer, PeerGone
 from acpcli.env import Environment
 from acpcli.errors import ConnectionClosed
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from acpcli.session.link import AgentLink, open_link
 from acpcli.wire.transport import MemoryTransport, memory_pair
 
@@ -114,7 +114,7 @@ def quiet_env() -> Environment:
     return Environment(stdin=io.StringIO(), stdout=io.StringIO(), stderr=io.StringIO())
 
 
-def stderr_of(run: Run) -> str:
+def stderr_of(run: Invocation) -> str:
     stream = run.env.stderr
     assert isinstance(stream, io.StringIO)
     return stream.getvalue()

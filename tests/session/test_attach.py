@@ -14,7 +14,7 @@ from acpcli.history.index import Index
 from acpcli.history.lock import SessionLock
 from acpcli.history.records import REPLAY_ABORT, REPLAY_END, REPLAY_START, TURN_END, TURN_START
 from acpcli.session.attach import attach, logged_in, raise_if_unknown
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from acpcli.session.inputs import Options, SessionInputs
 from acpcli.session.link import AgentLink
 from acpcli.session.turn import after_turn
@@ -33,7 +33,7 @@ def kinds(index: Index, writer: EventWriter, sid: str) -> list[str]:
 
 
 async def new_with_a_turn(
-    inputs: SessionInputs, run: Run, index: Index, writer: EventWriter, *flags: str
+    inputs: SessionInputs, run: Invocation, index: Index, writer: EventWriter, *flags: str
 ) -> str:
     """One launch of the demo agent: a new session, recorded, with one turn; its id."""
     async with demo_link(*flags) as link:
@@ -49,7 +49,7 @@ async def new_with_a_turn(
 # -- new --------------------------------------------------------------------------------------
 
 
-async def test_new_records_the_session_and_holds_its_lock(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_new_records_the_session_and_holds_its_lock(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     run.title = "my title"
     async with demo_link("--protocol", "1") as link:
@@ -66,7 +66,7 @@ async def test_new_records_the_session_and_holds_its_lock(run: Run, index: Index
         live.lock.release()
 
 
-async def test_new_remembers_the_mcp_references_given(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_new_remembers_the_mcp_references_given(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     inputs = Options(agent="demo", cwd=workdir, no_mcp=True).inputs()
     async with demo_link() as link:
         live = await attach(link, "new", inputs, run, index, writer, None, None)
@@ -75,7 +75,7 @@ async def test_new_remembers_the_mcp_references_given(run: Run, index: Index, wr
     assert index.get(live.session_id).mcp_refs == {"config": None, "names": []}
 
 
-async def test_a_cmd_agent_is_recorded_under_its_own_name(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_a_cmd_agent_is_recorded_under_its_own_name(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     inputs = Options(cmd="whatever --acp", cwd=workdir).inputs()
     async with demo_link() as link:
         live = await attach(link, "new", inputs, run, index, writer, None, None)
@@ -87,7 +87,7 @@ async def test_a_cmd_agent_is_recorded_under_its_own_name(run: Run, index: Index
 # -- load -------------------------------------------------------------------------------------
 
 
-async def test_load_brackets_the_replay_in_the_event_log(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_load_brackets_the_replay_in_the_event_log(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     sid = await new_with_a_turn(inputs, run, index, writer)
     before = kinds(index, writer, sid)
@@ -104,7 +104,7 @@ async def test_load_brackets_the_replay_in_the_event_log(run: Run, index: Index,
 
 
 async def test_load_of_an_id_nobody_knows_leaves_nothing_behind(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     async with demo_link() as link:
@@ -119,7 +119,7 @@ async def test_load_of_an_id_nobody_knows_leaves_nothing_behind(
 
 
 async def test_an_agents_session_made_elsewhere_is_recorded_from_now_on(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     sid = await new_with_a_turn(inputs, run, index, writer)
@@ -131,7 +131,7 @@ async def test_an_agents_session_made_elsewhere_is_recorded_from_now_on(
 
 
 async def test_load_without_the_capability_sends_nothing_and_marks_nothing(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     sid = await new_with_a_turn(inputs, run, index, writer)
@@ -145,7 +145,7 @@ async def test_load_without_the_capability_sends_nothing_and_marks_nothing(
 
 
 async def test_load_without_the_capability_of_an_unrecorded_id_leaves_no_record(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     async with demo_link("--without", "load") as link:
@@ -156,7 +156,7 @@ async def test_load_without_the_capability_of_an_unrecorded_id_leaves_no_record(
 
 
 async def test_a_load_refused_for_a_recorded_session_is_marked_aborted_and_kept(
-    run: Run, index: Index, writer: EventWriter, workdir: Path, tmp_path: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path, tmp_path: Path
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     sid = await new_with_a_turn(inputs, run, index, writer)
@@ -175,7 +175,7 @@ async def test_a_load_refused_for_a_recorded_session_is_marked_aborted_and_kept(
 
 
 async def test_resume_with_other_roots_records_them(
-    run: Run, index: Index, writer: EventWriter, workdir: Path, tmp_path: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path, tmp_path: Path
 ) -> None:
     sid = await new_with_a_turn(Options(agent="demo", cwd=workdir).inputs(), run, index, writer)
     extra = tmp_path / "extra"
@@ -189,7 +189,7 @@ async def test_resume_with_other_roots_records_them(
 
 
 async def test_a_closed_session_continued_is_reopened_and_says_so(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     sid = await new_with_a_turn(inputs, run, index, writer)
@@ -201,7 +201,7 @@ async def test_a_closed_session_continued_is_reopened_and_says_so(
 
 
 async def test_a_session_continued_over_another_protocol_records_it(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     sid = await new_with_a_turn(inputs, run, index, writer)
@@ -232,7 +232,7 @@ class LoggingIn:
 
 
 async def test_auth_required_in_a_script_is_raised(workdir: Path, index: Index, writer: EventWriter) -> None:
-    run = Run(env=quiet_env())
+    run = Invocation(env=quiet_env())
     inputs = Options(agent="demo", cwd=workdir).inputs()
     async with demo_link("--require-auth", "--forget-auth") as link:
         with pytest.raises(AuthRequired):
@@ -244,7 +244,7 @@ async def test_auth_required_on_a_terminal_offers_a_login_and_tries_again(
     workdir: Path, index: Index, writer: EventWriter
 ) -> None:
     person = LoggingIn()
-    run = Run(env=quiet_env(), person=person)  # type: ignore[arg-type]
+    run = Invocation(env=quiet_env(), person=person)  # type: ignore[arg-type]
     inputs = Options(agent="demo", cwd=workdir).inputs()
     async with demo_link("--require-auth", "--forget-auth") as link:
         live = await attach(link, "new", inputs, run, index, writer, None, None)
@@ -256,7 +256,7 @@ async def test_auth_required_on_a_terminal_offers_a_login_and_tries_again(
 
 async def test_logged_in_tries_once_more_only() -> None:
     person = LoggingIn()
-    run = Run(env=quiet_env(), person=person)  # type: ignore[arg-type]
+    run = Invocation(env=quiet_env(), person=person)  # type: ignore[arg-type]
     calls = 0
 
     async def setup() -> Any:

@@ -20,7 +20,7 @@ from acpcli.session.agent import (
     recorded_agent,
     starting_name,
 )
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from acpcli.session.outcome import NO_ANSWER, said_anything, turn_exit
 from acpcli.session.policy import decider_for, elicitor_for
 from acpcli.wire.negotiate import AgentFeatures
@@ -98,7 +98,7 @@ async def ask_person(live: Any, params: dict[str, Any]) -> dict[str, Any] | None
 
 
 def test_a_script_is_denied_by_default_and_told_why() -> None:
-    run = Run(env=quiet_env())
+    run = Invocation(env=quiet_env())
     policy = decider_for(run, AgentChoice("cmd", ["x"]))
     assert policy.policy == "deny" and policy.unattended is False
     assert run.refusals is not None and run.refusals.change == CHANGE_POLICY_UNATTENDED
@@ -107,22 +107,22 @@ def test_a_script_is_denied_by_default_and_told_why() -> None:
 def test_the_flag_wins_over_the_config() -> None:
     write_config('permissions = "read-only"\n[agents.mine]\ncommand = ["m"]\npermissions = "allow"\n')
     mine = AgentChoice("mine", ["m"])
-    assert decider_for(Run(env=quiet_env()), mine).policy == "allow"  # the agent's own key
-    assert decider_for(Run(env=quiet_env()), AgentChoice("cmd", ["other"])).policy == "read-only"
-    assert decider_for(Run(env=quiet_env(), permissions="deny"), mine).policy == "deny"
+    assert decider_for(Invocation(env=quiet_env()), mine).policy == "allow"  # the agent's own key
+    assert decider_for(Invocation(env=quiet_env()), AgentChoice("cmd", ["other"])).policy == "read-only"
+    assert decider_for(Invocation(env=quiet_env(), permissions="deny"), mine).policy == "deny"
 
 
 def test_a_broken_config_warns_and_falls_back_to_the_default() -> None:
     write_config('permissions = "sometimes"\n')
-    run = Run(env=quiet_env())
+    run = Invocation(env=quiet_env())
     assert decider_for(run, AgentChoice("cmd", ["x"])).policy == "deny"
     assert "acpcli: warning: the permissions config key is not used" in stderr_of(run)
 
 
 def test_ask_without_anyone_to_ask_is_deny() -> None:
-    policy = decider_for(Run(env=quiet_env(), permissions="ask"))
+    policy = decider_for(Invocation(env=quiet_env(), permissions="ask"))
     assert (policy.policy, policy.unattended) == ("deny", True)
-    asked = decider_for(Run(env=quiet_env(), permissions="ask", asker=ask_person))
+    asked = decider_for(Invocation(env=quiet_env(), permissions="ask", asker=ask_person))
     assert (asked.policy, asked.unattended) == ("ask", False)
 
 
@@ -130,8 +130,8 @@ def test_the_scripts_answers_win_over_the_person() -> None:
     async def fill(live: Any, request: Any) -> dict[str, Any] | None:
         return None
 
-    assert elicitor_for(Run(env=quiet_env(), form_filler=fill)) is fill
-    assert elicitor_for(Run(env=quiet_env(), form_filler=fill, answers={"size": "L"})) is not fill
+    assert elicitor_for(Invocation(env=quiet_env(), form_filler=fill)) is fill
+    assert elicitor_for(Invocation(env=quiet_env(), form_filler=fill, answers={"size": "L"})) is not fill
 
 
 # -- outcome ----------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ def test_said_anything_counts_only_the_agents_words_and_deeds() -> None:
 
 
 def test_turn_exit_of_a_turn_that_ended() -> None:
-    run = Run(env=quiet_env())
+    run = Invocation(env=quiet_env())
     assert turn_exit("end_turn", run, "s-1", interrupted=False) == 0
     assert stderr_of(run) == ""
     assert turn_exit("end_turn", run, "s-1", interrupted=False, said=False) == 0
@@ -168,7 +168,7 @@ def test_turn_exit_of_a_turn_that_ended() -> None:
 
 
 def test_turn_exit_of_a_turn_that_did_not() -> None:
-    run = Run(env=quiet_env(), timeout=5)
+    run = Invocation(env=quiet_env(), timeout=5)
     with pytest.raises(Interrupted):
         turn_exit("cancelled", run, "s-1", interrupted=True)
     with pytest.raises(TurnEnded, match="refusal") as ended:
@@ -182,7 +182,7 @@ def test_turn_exit_of_a_turn_that_did_not() -> None:
 
 def test_a_cancelled_turn_after_a_refusal_says_it_may_be_why() -> None:
     lines: list[str] = []
-    run = Run(env=quiet_env(), refusals=Refusals(lines.append))
+    run = Invocation(env=quiet_env(), refusals=Refusals(lines.append))
     run.refusals("write a.txt", "deny")  # type: ignore[misc]
     with pytest.raises(TurnEnded) as ended:
         turn_exit("cancelled", run, "s-1", interrupted=False)

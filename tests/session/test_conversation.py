@@ -21,7 +21,7 @@ from acpcli.history.records import SETTING, rebuild
 from acpcli.protocol.settings import Choice
 from acpcli.session.agent import AgentChoice
 from acpcli.session.attach import attach, fork_recorded
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from acpcli.session.conversation import Conversation
 from acpcli.session.inputs import session_inputs
 from acpcli.session.link import open_link
@@ -100,9 +100,9 @@ class Agent:
         return [method for method, _ in self.calls]
 
 
-def quiet_run() -> Run:
+def quiet_run() -> Invocation:
     """A command run with nobody at a terminal and streams of its own."""
-    return Run(env=Environment(stdin=io.StringIO(), stdout=io.StringIO(), stderr=io.StringIO()))
+    return Invocation(env=Environment(stdin=io.StringIO(), stdout=io.StringIO(), stderr=io.StringIO()))
 
 
 def text(value: str) -> dict[str, Any]:

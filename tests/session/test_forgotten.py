@@ -14,7 +14,7 @@ from acpcli.history.eventlog import EventWriter
 from acpcli.history.index import Index
 from acpcli.history.records import REPLAY_ABORT, REPLAY_END, REPLAY_START, SETTING
 from acpcli.session.attach import attach
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from acpcli.session.forgotten import agent_forgot, lost_hint
 from acpcli.session.inputs import Options
 from acpcli.session.turn import run_turn
@@ -66,7 +66,7 @@ def test_the_lost_hint_says_where_the_transcript_is_and_how_to_go_on() -> None:
 # -- a never-prompted session -----------------------------------------------------------------
 
 
-async def made_elsewhere(run: Run, index: Index, writer: EventWriter, workdir: Path, *settings: tuple[str, str]) -> str:
+async def made_elsewhere(run: Invocation, index: Index, writer: EventWriter, workdir: Path, *settings: tuple[str, str]) -> str:
     """A recorded session never prompted (its settings changed), made by a demo agent that
     keeps its sessions elsewhere: the agent of the next launch does not know it."""
     async with demo_link("--state-dir", str(workdir.parent / "first-launch")) as link:
@@ -80,7 +80,7 @@ async def made_elsewhere(run: Run, index: Index, writer: EventWriter, workdir: P
 
 
 async def test_a_fresh_session_stands_in_for_a_never_prompted_one(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     sid = await made_elsewhere(run, index, writer, workdir)
     inputs = Options().inputs(index.get(sid))
@@ -106,7 +106,7 @@ async def test_a_fresh_session_stands_in_for_a_never_prompted_one(
 
 
 async def test_the_stand_in_gets_the_settings_changed_since(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     sid = await made_elsewhere(run, index, writer, workdir, ("model", "demo-smart"), ("effort", "high"))
     writer.append(sid, SETTING, json.dumps({"key": "colour", "value": "blue"}))  # no longer offered
@@ -119,7 +119,7 @@ async def test_the_stand_in_gets_the_settings_changed_since(
 
 
 async def test_a_fork_never_prompted_is_made_fresh_by_an_agent_that_cannot_fork(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     parent = await made_elsewhere(run, index, writer, workdir)
     child = await made_elsewhere(run, index, writer, workdir)
@@ -132,7 +132,7 @@ async def test_a_fork_never_prompted_is_made_fresh_by_an_agent_that_cannot_fork(
     assert "started a fresh agent session" in stderr_of(run)
 
 
-async def test_a_session_with_turns_is_not_replaced(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_a_session_with_turns_is_not_replaced(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     async with demo_link("--state-dir", str(workdir.parent / "first-launch")) as link:
         live = await attach(link, "new", Options(agent="demo", cwd=workdir).inputs(), run, index, writer, None, None)
         await run_turn(link, live, [text(QUIET)], notice=lambda line: None)

@@ -22,7 +22,6 @@ from acpcli.session.inputs import (
     lookup,
     resolve_dir,
     session_inputs,
-    wanted_settings,
 )
 from tests.helpers.records import rec
 
@@ -246,19 +245,6 @@ def test_prompt_with_session_and_last_is_a_usage_error() -> None:
 def test_prompt_session_that_is_not_recorded_is_session_not_found(workdir: Path) -> None:
     with pytest.raises(SessionNotFound):
         for_prompt(Options(agent="demo", cwd=workdir), "nope", False)
-
-
-# -- settings -------------------------------------------------------------------------------
-
-
-def test_wanted_settings_in_order_and_checked() -> None:
-    assert wanted_settings("code", "large", [" effort = high ", "brave=on"]) == [
-        ("mode", "code"), ("model", "large"), ("effort", "high"), ("brave", "on"),
-    ]
-    assert wanted_settings(None, None, None) == []
-    for bad in ("effort", "=high", "effort= "):
-        with pytest.raises(UsageError, match="--set wants NAME=VALUE"):
-            wanted_settings(None, None, [bad])
 
 
 def test_session_inputs_falls_back_to_the_process_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,7 @@ from acpcli.errors import CapabilityMissing, UsageError
 from acpcli.history.index import Index
 from acpcli.paths import db_path
 from acpcli.session.attach import attach
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from acpcli.session.inputs import Options
 from acpcli.session.remote import delete_remote, list_remote, titles_from_list
 from acpcli.session.turn import run_turn
@@ -37,7 +37,7 @@ def prompted_sessions(workdir: Path, *prompts: str) -> list[str]:
 
     async def main() -> None:
         inputs = Options(cmd=DEMO_CMD, cwd=workdir).inputs()
-        run = Run(env=quiet_env())
+        run = Invocation(env=quiet_env())
         with Index.open() as index:
             writer = index.writer()
             async with demo_link() as link:

@@ -19,7 +19,7 @@ from acpcli.history.lock import SessionLock
 from acpcli.history.records import TURN_END, TURN_START
 from acpcli.history.store import Store
 from acpcli.session.attach import attach
-from acpcli.session.context import Run
+from acpcli.session.context import Invocation
 from acpcli.session.inputs import Options
 from acpcli.session.link import AgentLink
 from acpcli.session.live import LiveSession
@@ -71,7 +71,7 @@ async def never(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
-async def started(link: AgentLink, run: Run, index: Index, writer: EventWriter, workdir: Path) -> LiveSession:
+async def started(link: AgentLink, run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> LiveSession:
     """A new session, recorded, its writer lock let go (as the REPL holds it between turns)."""
     live = await attach(link, "new", Options(agent="demo", cwd=workdir).inputs(), run, index, writer, None, None)
     assert live.lock is not None
@@ -89,7 +89,7 @@ def events(index: Index, writer: EventWriter, sid: str) -> list[tuple[str, Any]]
 
 @pytest.mark.parametrize("protocol", ["1", "2"])
 async def test_a_turn_is_bracketed_by_turn_records(
-    protocol: str, run: Run, index: Index, writer: EventWriter, workdir: Path
+    protocol: str, run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     notices: list[str] = []
     async with demo_link("--protocol", protocol) as link:
@@ -102,7 +102,7 @@ async def test_a_turn_is_bracketed_by_turn_records(
     assert dict(events(index, writer, live.session_id))[TURN_END] == {"stopReason": "end_turn", "error": None}
 
 
-async def test_the_turn_takes_the_free_lock_and_lets_it_go(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_the_turn_takes_the_free_lock_and_lets_it_go(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     held_during: list[bool] = []
 
     async def check(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +121,7 @@ async def test_the_turn_takes_the_free_lock_and_lets_it_go(run: Run, index: Inde
         live.lock.release()
 
 
-async def test_a_busy_session_with_no_wait_sends_nothing(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_a_busy_session_with_no_wait_sends_nothing(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     tap = Frames()
     async with demo_link(tap=tap) as link:
         live = await started(link, run, index, writer, workdir)
@@ -136,7 +136,7 @@ async def test_a_busy_session_with_no_wait_sends_nothing(run: Run, index: Index,
 
 
 async def test_ctrl_c_cancels_the_turn_and_waits_for_the_agent(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     async def interrupt(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
         await press_ctrl_c()  # the person presses Ctrl-C while asked
@@ -155,7 +155,7 @@ async def test_ctrl_c_cancels_the_turn_and_waits_for_the_agent(
         assert await run_turn(link, live, [text(QUIET)], notice=notices.append) == "end_turn"
 
 
-async def test_ctrl_c_twice_gives_up_the_turn(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_ctrl_c_twice_gives_up_the_turn(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     async def interrupt_twice(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
         await press_ctrl_c(times=2)
         return await never(live, params)
@@ -173,7 +173,7 @@ async def test_ctrl_c_twice_gives_up_the_turn(run: Run, index: Index, writer: Ev
 
 
 async def test_without_interrupts_ctrl_c_is_left_to_the_program(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     # interrupts=False (the Python API): run_turn installs no SIGINT handler of its own.
     seen: list[object] = []
@@ -191,7 +191,7 @@ async def test_without_interrupts_ctrl_c_is_left_to_the_program(
         assert seen[1] != before  # with interrupts, the turn listens for Ctrl-C
 
 
-async def test_a_turn_past_its_limit_is_cancelled(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_a_turn_past_its_limit_is_cancelled(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     tap = Frames()
     async with demo_link(decide_permission=never, tap=tap) as link:
         live = await started(link, run, index, writer, workdir)
@@ -203,7 +203,7 @@ async def test_a_turn_past_its_limit_is_cancelled(run: Run, index: Index, writer
         assert live.timed_out is None  # each turn starts afresh
 
 
-async def test_a_lost_output_ends_the_turn_with_its_error(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_a_lost_output_ends_the_turn_with_its_error(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     async def lose_output(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
         live.output_error = BrokenPipeError("stdout closed")
         live.output_lost.set()
@@ -216,7 +216,7 @@ async def test_a_lost_output_ends_the_turn_with_its_error(run: Run, index: Index
     assert isinstance(only(err.value), BrokenPipeError)
 
 
-async def test_tick_is_called_while_the_turn_runs(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_tick_is_called_while_the_turn_runs(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     ticked = anyio.Event()
 
     async def after_a_tick(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
@@ -281,7 +281,7 @@ async def test_ctrl_c_while_waiting_withdraws_the_prompt() -> None:
 
 
 async def test_after_turn_titles_the_session_by_its_first_prompt_once(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     async with demo_link() as link:
         live = await started(link, run, index, writer, workdir)
@@ -311,7 +311,7 @@ def test_title_from_prompt_waits_for_a_prompt(index: Index) -> None:
     assert index.get("s-1").prompt_title == "fix the build"
 
 
-async def test_after_turn_touches_the_session(run: Run, index: Index, writer: EventWriter, workdir: Path) -> None:
+async def test_after_turn_touches_the_session(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     async with demo_link() as link:
         live = await started(link, run, index, writer, workdir)
         index.touch(live.session_id, when=1.0)
@@ -325,7 +325,7 @@ async def test_after_turn_touches_the_session(run: Run, index: Index, writer: Ev
 
 @pytest.mark.parametrize(("protocol", "stop", "possible"), [("1", "end_turn", True), ("1", "cancelled", False), ("2", "end_turn", False)])
 async def test_late_updates_are_possible_after_a_v1_turn_that_ended(
-    protocol: str, stop: str, possible: bool, run: Run, index: Index, writer: EventWriter, workdir: Path
+    protocol: str, stop: str, possible: bool, run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     async with demo_link("--protocol", protocol) as link:
         live = await started(link, run, index, writer, workdir)
@@ -336,7 +336,7 @@ async def test_late_updates_are_possible_after_a_v1_turn_that_ended(
 
 
 async def test_collect_late_counts_what_comes_until_it_is_quiet(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     async with demo_link("--protocol", "1") as link:
         live = await started(link, run, index, writer, workdir)
@@ -356,7 +356,7 @@ async def test_collect_late_counts_what_comes_until_it_is_quiet(
 
 
 async def test_collect_late_stops_at_its_limit_however_much_comes(
-    run: Run, index: Index, writer: EventWriter, workdir: Path
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
     async with demo_link("--protocol", "1") as link:
         live = await started(link, run, index, writer, workdir)

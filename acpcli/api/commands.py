@@ -1,12 +1,15 @@
 """What each session command does once its arguments are parsed.
 
-``new``/``load``/``resume``: :func:`lifecycle` and :func:`reattach`; ``prompt``:
-:func:`prompt`; ``close``: :func:`close`.
+``new``/``load``/``resume``/``fork``: :func:`lifecycle` (by way of :func:`new`,
+:func:`reattach`, :func:`fork`); ``prompt``: :func:`prompt`; ``close``: :func:`close`.
 
 Each runs under a :class:`~acpcli.processes.supervisor.Supervisor` (signals, timed flushes), opens the
-index, links the agent (:func:`link_for`), attaches the session (:mod:`~acpcli.session.attach`),
-runs the turn or hands over to the person (:class:`~acpcli.session.context.Person`), and
-returns an exit code or raises an :class:`~acpcli.errors.AcpcliError`. ``cli/`` maps both.
+index, links the agent (:func:`~acpcli.session.linking.link_for`), attaches the session
+(:mod:`~acpcli.session.attach`), runs the turn or hands over to the person
+(:class:`~acpcli.session.context.Person`), and returns an :class:`Outcome` (``new``,
+``load``, ``resume``, ``fork``) or an exit code (``prompt``, ``close``), or raises an
+:class:`~acpcli.errors.AcpcliError`; it prints no result: ``cli/`` writes them and maps both
+to the exit. The command tree imports the session layer through :mod:`acpcli.api.frontends` only.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from itertools import islice
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acpcli.errors import RpcError, SessionNotFound, UsageError
@@ -23,14 +26,16 @@ from acpcli.session.agent import (
     AgentChoice,
     agent_arg,
     agent_label,
-    agent_stderr_log,
-    env_extra,
     starting_name,
 )
-from acpcli.session.attach import attach, raise_if_unknown
-from acpcli.session.context import Run
-from acpcli.session.outcome import said_anything, turn_exit
-from acpcli.session.policy import decider_for, elicitor_for
+from acpcli.session.context import Invocation, Lifecycle
+from acpcli.session.inputs import (
+    Options,
+    SessionInputs,
+    for_reattach,
+    lookup,
+)
+from acpcli.session.linking import link_for
 from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
@@ -42,10 +47,31 @@ if TYPE_CHECKING:
     from acpcli.history.store import Store
     from acpcli.processes.supervisor import Supervisor
     from acpcli.render import View
-    from acpcli.session.inputs import Options, SessionInputs
-    from acpcli.session.link import AgentLink, Elicitor
-    from acpcli.wire.negotiate import AgentFeatures
-    from acpcli.wire.wiretap import Tap, WireTap
+    from acpcli.session.link import AgentLink
+
+
+#: The command bodies (the command tree, ``acpcli/cli``, calls them; what it needs of the session
+#: layer besides comes through :mod:`acpcli.api.frontends`).
+__all__ = [
+    "Outcome",
+    "close",
+    "closed_line",
+    "fork",
+    "lifecycle",
+    "new",
+    "prompt",
+    "reattach",
+    "stored",
+]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a session command ended: its exit code (``cli/`` exits with it) and the session it
+    set up (the new one of ``new`` and ``fork``; None when it failed before)."""
+
+    exit_code: int
+    session_id: str | None = None
 
 
 @contextmanager
@@ -78,133 +104,14 @@ def _given_up(supervisor: Supervisor) -> Iterator[None]:
         raise Interrupted(f"interrupted: gave up waiting for {what} (the agent was asked to cancel it)") from None
 
 
-def link_for(
-    agent: AgentChoice,
-    *,
-    protocol: str | None = None,
-    log_file: Path | None = None,
-    run: Run | None = None,
-    timeout: float | None = None,
-    elicit: Elicitor | None = None,
-    one_shot: bool = False,
-) -> AbstractAsyncContextManager[AgentLink]:
-    """``open_link`` for a chosen agent: its env additions, stderr log, permission policy.
-
-    Without a ``run`` (``acpcli auth``), ``elicit`` answers the agent's requests for input
-    (a login's link); else the run's :func:`~acpcli.session.policy.elicitor_for` does.
-
-    ``timeout`` (``--timeout``; else the run's) bounds each setup step instead of
-    ``ACPCLI_TIMEOUT`` / the config (:func:`~acpcli.config.step_timeout`). ``one_shot``: the
-    command needs nothing of the agent after its body, which has stored what arrived, so an
-    agent that does not exit at the end of its input is stopped promptly
-    (:func:`~acpcli.session.link.open_link`).
-
-    Terminal logins are offered (v1 ``auth.terminal``) by ``acpcli auth`` (``run`` is None),
-    which runs them, and by sessions with a person at the keyboard, who can be sent there; a
-    script would only be told to log in elsewhere, so it does not offer them.
-    """
-    from acpcli.config import step_timeout
-    from acpcli.session.link import open_link
-    from acpcli.wire.negotiate import ClientOffer
-
-    offer = ClientOffer()
-    decider = None
-    if run is not None:
-        elicit = elicitor_for(run)
-        offer = ClientOffer(
-            read_text_file=run.fs, write_text_file=run.fs, terminal=run.terminal, auth_terminal=run.env.stdin_isatty
-        )
-        decider = decider_for(run, agent)
-    tap, wire_log = _tap(run, log_file)
-    link = open_link(
-        agent.argv,
-        env_extra=env_extra(agent),
-        choice=protocol or agent.protocol or "auto",  # type: ignore[arg-type]  # validated by the caller / config
-        offer=offer,
-        log_file=log_file,
-        stderr_log=agent_stderr_log(agent),
-        decide_permission=decider,
-        elicit=elicit,
-        tap=tap,
-        policy=decider.policy if decider is not None else None,
-        refusals=decider.refusals if decider is not None else None,
-        step_timeout=step_timeout(flag=timeout if timeout is not None else run.timeout if run is not None else None),
-        cancelled=run.supervisor.cancelled if run is not None and run.supervisor is not None else None,
-        one_shot=one_shot,
-    )
-    return link if wire_log is None else _logged(link, wire_log)
-
-
-def _tap(run: Run | None, log_file: Path | None) -> tuple[Tap | None, WireTap | None]:
-    """The connection's tap, and the wire log when it is one: ``--raw``'s frames on stdout
-    (they win), else the wire log (``--log-file``, else ``ACPCLI_LOG_FILE``), opened now so
-    that a path that cannot be written is refused before the agent starts (exit 17)."""
-    if run is not None and run.raw:
-        return _raw_tap(run), None
-    from acpcli.errors import OutputError
-    from acpcli.wire.wiretap import WireTap
-
-    wire_log = WireTap(log_file) if log_file is not None else WireTap.from_env()
-    if wire_log is None:
-        return None, None
-    if run is not None and run.person is not None:
-        say = run.env.note
-        wire_log.on_failure = lambda message: say(
-            f"acpcli: warning: {message}; the session goes on without it", style="yellow"
-        )
-    try:
-        wire_log.open()
-    except OSError as err:
-        raise OutputError(f"cannot write the wire log {wire_log.path}: {err.strerror or err}") from None
-    return wire_log, wire_log
-
-
-@asynccontextmanager
-async def _logged(link: AbstractAsyncContextManager[AgentLink], wire_log: WireTap) -> AsyncIterator[AgentLink]:
-    """The link, and at its end the wire log's verdict: a log that could not be written did
-    not stop the conversation (:class:`~acpcli.wire.wiretap.WireTap`), but the command then ends
-    with :class:`~acpcli.errors.OutputError` (exit 17) once everything else is done -- or,
-    when another error is on its way out, says so in one warning line beside it."""
-    try:
-        async with link as linked:
-            yield linked
-    except BaseException:
-        if wire_log.failure is not None:
-            sys.stderr.write(f"acpcli: warning: {_log_lost(wire_log)}\n")
-        raise
-    if wire_log.failure is not None:
-        from acpcli.errors import OutputError
-
-        raise OutputError(_log_lost(wire_log))
-
-
-def _log_lost(wire_log: WireTap) -> str:
-    lost = wire_log.lost
-    return f"{wire_log.failure} ({lost} frame{'s' if lost != 1 else ''} not logged)"
-
-
-def _raw_tap(run: Run) -> Tap:
-    """``--raw``: the frames on stdout; under a supervisor, one that cannot be written stops
-    the command (exit 17: stdout was the output asked for)."""
-    supervisor = run.supervisor
-    from acpcli.wire.wiretap import StreamTap
-
-    tap = StreamTap(run.env.stdout)
-    if supervisor is None:
-        return tap
-    from acpcli.processes.supervisor import GuardedTap
-
-    return GuardedTap(tap, "the frames to standard output", supervisor)
-
-
-def _link(inputs: SessionInputs, run: Run) -> AbstractAsyncContextManager[AgentLink]:
+def _link(inputs: SessionInputs, run: Invocation) -> AbstractAsyncContextManager[AgentLink]:
     """The link of a session command: one-shot (the agent stopped promptly once the command
     is done) unless a person converses over it."""
     return link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run, one_shot=run.person is None)
 
 
 @asynccontextmanager
-async def _starting_link(inputs: SessionInputs, run: Run) -> AsyncIterator[AgentLink]:
+async def _starting_link(inputs: SessionInputs, run: Invocation) -> AsyncIterator[AgentLink]:
     """:func:`_link` for a person: the line saying the agent starts names it as it calls
     itself once it has answered ``initialize``, and is gone before the agent is stopped
     after an error (which can take seconds), not after."""
@@ -249,11 +156,12 @@ def stored(session_id: str) -> tuple[SessionRecord, Store]:
         return record, rebuild(index, record.id)
 
 
-def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | None = None) -> int:
+def lifecycle(command: Lifecycle, inputs: SessionInputs, run: Invocation, session_id: str | None = None) -> Outcome:
     """``new``, ``fork``, ``load`` or ``resume``: start the agent, set the session up, record
-    it, then hand over to the person or print what a script needs (``new`` and ``fork``: the
-    new id; ``load``: the session's transcript as ``show`` has it, the record merged with the
-    replay; ``resume``: nothing). ``session_id``: the session loaded, resumed or forked."""
+    it, then hand over to the person or give a script what it needs (``new`` and ``fork``: the
+    new id, told to ``run.created`` as soon as the agent chose it; ``load``: the session's
+    transcript as ``show`` has it, the record merged with the replay, drawn by the view;
+    ``resume``: nothing). ``session_id``: the session loaded, resumed or forked."""
     import anyio
 
     from acpcli.errors import ExitCode
@@ -262,13 +170,15 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
     supervisor = run.supervisor = Supervisor()
     person = run.person
     lock: SessionLock | None = None
+    ran: str | None = None  # the session set up (the new one of new and fork)
 
     async def main() -> int:
-        nonlocal lock
+        nonlocal lock, ran
         if person is not None:  # at once: a slow agent's start is not a blank screen
             person.starting(starting_name(inputs.agent))
         from acpcli.history.guarded import open_index
         from acpcli.render import make_view
+        from acpcli.session.attach import attach
 
         def storage_failed(message: str) -> None:
             if person is not None:  # a person is watching: say it now, the session goes on
@@ -316,6 +226,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                     local = _local_store(index, live.session_id)  # the conversation so far, copied
                 lock = live.lock = lock or live.lock  # load/resume: ours; new: taken as it was recorded
                 live.lock_wait = run.wait
+                ran = live.session_id
                 if person is not None:
                     from acpcli.session.conversation import Conversation
 
@@ -333,11 +244,8 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
                 if view is not None:
                     view.close()
                     view = None
-                if command in ("new", "fork"):
-                    from acpcli.text.safe import safe_line
-
-                    run.env.stdout.write(safe_line(live.session_id) + "\n")  # the agent chose it
-                    run.env.stdout.flush()
+                if command in ("new", "fork") and run.created is not None:
+                    run.created(live.session_id)  # at once: a later failure (exit 16, 17) still leaves it said
                 if live.store.title:
                     index.set_title(live.session_id, live.store.title)
                 return int(ExitCode.OK)
@@ -353,7 +261,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
 
     try:
         with _auth_hinted(inputs.agent), _given_up(supervisor):
-            return anyio.run(supervisor.run, main)
+            return Outcome(anyio.run(supervisor.run, main), ran)
     finally:
         if person is not None:
             person.starting(None)  # main may not have run its finally (a start failure)
@@ -361,7 +269,7 @@ def lifecycle(command: str, inputs: SessionInputs, run: Run, session_id: str | N
             lock.release()  # after _put_away: what the command wrote is in
 
 
-async def _claimed(session_id: str, run: Run) -> SessionLock:
+async def _claimed(session_id: str, run: Invocation) -> SessionLock:
     """The writer lock of a recorded session (:func:`~acpcli.session.turn.claim`), taken
     before its first write: while another acpcli runs a turn on it, wait (one line on
     stderr), or with ``--no-wait`` SessionBusy (exit 18)."""
@@ -373,26 +281,24 @@ async def _claimed(session_id: str, run: Run) -> SessionLock:
     return lock
 
 
-def new(options: Options, run: Run) -> int:
+def new(options: Options, run: Invocation) -> Outcome:
     """``acpcli new``: the inputs checked, then :func:`lifecycle`."""
     return lifecycle("new", options.inputs(), run)
 
 
-def fork(session_id: str, options: Options, run: Run) -> int:
+def fork(session_id: str, options: Options, run: Invocation) -> Outcome:
     """``acpcli fork ID``: the recorded session (exit 8 when it is not) forked on its agent
     (``session/fork``, refused with exit 6 when not advertised), then :func:`lifecycle`."""
-    from acpcli.session.inputs import lookup
 
     record = lookup(session_id)
     return lifecycle("fork", options.inputs(record), run, session_id=record.id)
 
 
-def reattach(command: str, session_id: str, options: Options, run: Run, *, new_if_missing: bool = False) -> int:
+def reattach(command: Lifecycle, session_id: str, options: Options, run: Invocation, *, new_if_missing: bool = False) -> Outcome:
     """``acpcli load|resume ID``: the session and inputs resolved
     (:func:`~acpcli.session.inputs.for_reattach`, before anything starts), then
     :func:`lifecycle`; with ``new_if_missing``, an agent's error starts a new session
     instead, saying so."""
-    from acpcli.session.inputs import for_reattach
 
     inputs, record = for_reattach(command, session_id, options)
     sid = record.id if record is not None else session_id
@@ -435,9 +341,8 @@ def _local_store(index: Index, session_id: str) -> Store | None:
     return rebuild(index, known.id)
 
 
-def close(session_id: str, options: Options, run: Run) -> int:
+def close(session_id: str, options: Options, run: Invocation) -> int:
     """``acpcli close ID``: the recorded session (exit 8 when it is not), then :func:`_close`."""
-    from acpcli.session.inputs import lookup
 
     record = lookup(session_id)
     if record.state == "closed":  # nothing to do, and no agent to start for it
@@ -474,7 +379,7 @@ def _mark_closed(session_id: str) -> None:
         sys.stderr.write(f"acpcli: warning: {err.message}\n")
 
 
-def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
+def _close(record: SessionRecord, inputs: SessionInputs, run: Invocation) -> int:
     """Make the session active (resume if supported), then ``session/close``."""
     import anyio
 
@@ -484,6 +389,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
         from acpcli.history.index import Index
         from acpcli.history.records import had_turns
         from acpcli.session import forgotten
+        from acpcli.session.attach import raise_if_unknown
         from acpcli.wire import capabilities
 
         async with _link(inputs, run) as link:
@@ -528,7 +434,7 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Run) -> int:
 
 def prompt(
     inputs: SessionInputs,
-    run: Run,
+    run: Invocation,
     text: str,
     *,
     session_id: str | None,
@@ -558,6 +464,8 @@ def prompt(
         from acpcli.render import make_view
         from acpcli.services.mentions import build_prompt
         from acpcli.services.permissions import note_on_screen
+        from acpcli.session.attach import attach, continued_by
+        from acpcli.session.outcome import said_anything, turn_exit
         from acpcli.session.turn import after_turn, collect_late, run_turn, title_from_prompt
 
         if session_id is not None:
@@ -636,19 +544,6 @@ def prompt(
             lock.release()  # after _put_away: the turn is in the event log
 
 
-def continued_by(features: AgentFeatures, *, hint: str) -> str:
-    """How a recorded session is continued with this agent: ``resume`` when it offers that,
-    else ``load``; an agent with neither is :class:`CapabilityMissing` (with ``hint``)."""
-    from acpcli.errors import CapabilityMissing
-
-    if features.resume:
-        return "resume"
-    if features.load:
-        return "load"
-    raise CapabilityMissing(f"{features.display_name} can neither resume nor load a session", hint=hint)
-
-
-
-def _stdout_name(run: Run) -> str:
+def _stdout_name(run: Invocation) -> str:
     name = getattr(run.env.stdout, "name", None)
     return name if isinstance(name, str) and not name.startswith("<") else "standard output"
