@@ -542,7 +542,10 @@ def test_no_sql_outside_the_history_package() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and statement.match(node.value):
                 found.append(f"{path.relative_to(root)}:{node.lineno}: {node.value[:40]!r}")
             # .conn of a link (or an AgentLink's own) is the agent's JSON-RPC connection
-            wire = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("link", "self")
+            holder = node.value if isinstance(node, ast.Attribute) else None
+            wire = (isinstance(holder, ast.Name) and holder.id in ("link", "self")) or (
+                isinstance(holder, ast.Attribute) and holder.attr in ("link", "agent_link")
+            )
             if isinstance(node, ast.Attribute) and (
                 node.attr in ("execute", "executemany", "executescript") or (node.attr == "conn" and not wire)
             ):
