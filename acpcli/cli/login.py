@@ -47,7 +47,7 @@ async def _pick(env: Environment, methods: list[LoginMethod], wanted: str | None
         return methods[0]
     if not env.stdin_isatty:
         raise UsageError(f"{agent} offers several login methods: pass --method ID", hint=f"one of: {known}")
-    from acpcli.repl import choose
+    from acpcli.repl.asking import choose
 
     picked = await choose(f"log in with 1-{len(methods)}:", [f"{m.label} ({m.id}, {m.type})" for m in methods])
     if picked is None:

@@ -18,8 +18,7 @@ This module is the loop (:func:`run_repl`); its pieces live beside it: the key b
 (:mod:`acpcli.repl.keys`), the completer (:mod:`acpcli.repl.completion`), the toolbar
 (:mod:`acpcli.repl.toolbar`), the input history (:mod:`acpcli.repl.input_history`), the
 questions put to the person (:mod:`acpcli.repl.asking`) and the first and last lines
-(:mod:`acpcli.repl.banner`). It also exports what :mod:`acpcli.repl.person`, the hosted REPL
-and ``acpcli login`` import from the package.
+(:mod:`acpcli.repl.banner`).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 
 from acpcli.errors import ExitCode
-from acpcli.repl.asking import AGENT_NAMES, choose, offer_login, permission_asker
+from acpcli.repl.asking import AGENT_NAMES, offer_login
 from acpcli.repl.banner import come_back, print_banner
 from acpcli.text.safe import safe_line
 
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.history.index import Index, SessionRecord
 
-__all__ = ["AGENT_NAMES", "choose", "offer_login", "permission_asker", "print_banner", "run_repl"]
+__all__ = ["run_repl"]
 
 
 def _record(index: Index, session_id: str) -> SessionRecord | None:

@@ -99,7 +99,8 @@ def run_hosted(
         from acpcli.api.frontends import Conversation, exporter
         from acpcli.errors import HostLost
         from acpcli.history.guarded import open_index
-        from acpcli.repl import print_banner, run_repl
+        from acpcli.repl import run_repl
+        from acpcli.repl.banner import print_banner
 
         try:
             channel = await connect(str(address.socket_path(session_id)))

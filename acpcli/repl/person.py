@@ -36,13 +36,13 @@ class AtTerminal:
         self._starting.show(name)
 
     async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
-        from acpcli.repl import permission_asker
+        from acpcli.repl.asking import permission_asker
 
         self.starting(None)
         return await permission_asker(self.env)(live, params)
 
     async def elicit(self, live: LiveSession | None, request: Request) -> dict[str, Any] | None:
-        from acpcli.repl import AGENT_NAMES
+        from acpcli.repl.asking import AGENT_NAMES
         from acpcli.repl.form import ask
         from acpcli.services.permissions import release_screen
 
@@ -51,13 +51,13 @@ class AtTerminal:
         return await ask(self.env, request, agent=agent or request.agent or None)
 
     async def offer_login(self, link: AgentLink, err: BaseException) -> bool:
-        from acpcli.repl import offer_login
+        from acpcli.repl.asking import offer_login
 
         self.starting(None)
         return await offer_login(self.env, link, err)
 
     def banner(self, session_id: str, features: AgentFeatures) -> None:
-        from acpcli.repl import print_banner
+        from acpcli.repl.banner import print_banner
 
         self.starting(None)
         print_banner(self.env, session_id, features.display_name)
