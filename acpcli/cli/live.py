@@ -127,18 +127,24 @@ def _resolve(session_id: str) -> str:
 
 
 def _wait_gone(info: object, seconds: float = 10.0) -> bool:
-    """Wait for a host to end (its lock released); SIGTERM it past half the wait."""
+    """Wait for a host to end (its lock released and its process gone: it lets the lock go
+    before it exits); SIGTERM it past half the wait."""
     import os
     import signal
     import time
 
     from acpcli.host import address
+    from acpcli.processes.children import running
 
     assert isinstance(info, address.HostInfo)
     deadline = time.monotonic() + seconds
     termed = False
+
+    def gone() -> bool:
+        return address.holder(info.lock) is None and not running(info.pid)
+
     while time.monotonic() < deadline:
-        if address.holder(info.lock) is None:
+        if gone():
             return True
         if not termed and time.monotonic() > deadline - seconds / 2:
             termed = True
@@ -147,7 +153,7 @@ def _wait_gone(info: object, seconds: float = 10.0) -> bool:
             except ProcessLookupError:
                 return True
         time.sleep(0.05)
-    return address.holder(info.lock) is None
+    return gone()
 
 
 def list_live(*, as_json: bool) -> int:

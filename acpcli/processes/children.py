@@ -241,6 +241,11 @@ def _living(pids: Iterable[int]) -> dict[int, int]:
     return alive
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (neither gone nor a zombie)."""
+    return bool(_living((pid,)))
+
+
 def leftovers(root: int, tag: str | None, *, alive: bool) -> dict[int, int]:
     """What to end for the owner ``root`` (a process group leader acpcli started, tagged
     ``tag``), as ``{pid: start time}``: its descendants (only while it is ``alive``: a dead
