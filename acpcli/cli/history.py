@@ -373,6 +373,21 @@ def _line(rec: SessionRecord) -> str:
     return f"  {shown_id(rec.id)}  {_when(rec.last_used_at)}  {rec.agent}  {rec.shown_title or '(untitled)'}"
 
 
+def _confirmed(env: Environment, records: list[SessionRecord], question: str) -> bool:
+    """On a terminal: list ``records`` and ask ``question`` (``{these}`` names them); True to
+    go on. Not on a terminal: True (a script asked for it)."""
+    if not env.interactive:
+        return True
+    for rec in records:
+        env.note(_line(rec))
+    these = "this session" if len(records) == 1 else f"these {_count(records)}"
+    answer = env.err.input(question.format(these=these) + " [y/N] ", markup=False, emoji=False)
+    if answer.strip().lower() not in ("y", "yes"):
+        env.note("nothing deleted")
+        return False
+    return True
+
+
 def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy: bool = False) -> int:
     """Ask first on a terminal (unless ``yes``), then delete (:mod:`acpcli.history.housekeeping`;
     a session with a turn running in another acpcli: SessionBusy, or with ``skip_busy`` kept)."""
@@ -380,14 +395,8 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy:
     from acpcli.history.housekeeping import delete_local
 
     env = environment()
-    if env.interactive and not yes:
-        for rec in records:
-            env.note(_line(rec))
-        these = "this session" if len(records) == 1 else f"these {_count(records)}"
-        answer = env.err.input(f"Delete the local records of {these}? [y/N] ", markup=False, emoji=False)
-        if answer.strip().lower() not in ("y", "yes"):
-            env.note("nothing deleted")
-            return int(ExitCode.OK)
+    if not (yes or _confirmed(env, records, "Delete the local records of {these}?")):
+        return int(ExitCode.OK)
     _stop_idle_hosts(env, records)
     deleted = repaired_search(
         env,
@@ -418,14 +427,8 @@ def _delete_remote(
     from acpcli.history.lock import SessionLock, holder_text
 
     env = environment()
-    if env.interactive and not yes:
-        for rec in records:
-            env.note(_line(rec))
-        these = "this session" if len(records) == 1 else f"these {_count(records)}"
-        answer = env.err.input(f"Delete {these} on the agent's side and here? [y/N] ", markup=False, emoji=False)
-        if answer.strip().lower() not in ("y", "yes"):
-            env.note("nothing deleted")
-            return int(ExitCode.OK)
+    if not (yes or _confirmed(env, records, "Delete {these} on the agent's side and here?")):
+        return int(ExitCode.OK)
     _stop_idle_hosts(env, records)
     for rec in records:  # nothing is sent while a turn runs on one of them
         lock = SessionLock(rec.id)
