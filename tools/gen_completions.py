@@ -7,7 +7,7 @@ Usage::
     python tools/gen_completions.py --check    # exit 1 if a committed script is stale
 
 The text is :func:`acpcli.cli.completion.script`, the same that ``acpcli completion SHELL``
-prints; ``tests/test_completion.py`` fails when the committed files differ from it.
+prints; ``tests/cli/test_completion.py`` fails when the committed files differ from it.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ HOW_TO_UPGRADE = (
     "typer {version} is not a version acpcli/cli/typer_compat.py was written against "
     "(KNOWN_TYPER = {known}). Check every entry of RELIED_ON and what install(), "
     "command_tree() and parse_line() do with it against the new typer, run "
-    "tests/test_startup_imports.py and tests/test_completion.py, then add the version."
+    "tests/test_startup_imports.py and tests/cli/test_completion.py, then add the version."
 )
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.demo_agent.test_wire import Agent, _update, stop_all, updates
 from tests.peers import agent_argv
-from tests.test_demo_agent import Agent, _update, stop_all, updates
 
 V1_BOOLEAN = {"session": {"configOptions": {"boolean": {}}}}
 SELECTS = ["mode", "model", "effort"]

@@ -25,7 +25,7 @@ from acpcli.cli.completion import COMPLETE_VAR, SHELLS, script
 from acpcli.errors import ExitCode
 from acpcli.history.index import Index, SessionRecord
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMPLETIONS = REPO / "completions"
 VENV_BIN = Path(sys.executable).parent
 TIMEOUT = 60  # a guard against hangs; every call here takes a fraction of a second
