@@ -12,11 +12,13 @@ The way of the data, one module a step::
                                             object: what the REPL and the Python API hold
                                 link        one agent connection: AgentLink + the Dispatcher of what it sends
                                 live        one live session: store, view, event log, turn state
-                                records     the event log's own records; a transcript rebuilt from it
                                 forgotten   sessions the agent no longer knows
                                 remote      what the agent lists (session/list)
     -> acpcli.wire.connection -> acpcli.wire.transport        (requests out)
     <- acpcli.wire.connection -> Dispatcher -> LiveSession.feed -> store, event log, view  (updates in)
+
+What is kept (the index, the event log, acpcli's own records in it, search) is
+:mod:`acpcli.history`, below this layer.
 
 Nothing here parses a command line or prints a transcript itself: the views (``acpcli.render``)
 and a person at the keyboard (``acpcli.repl``, as a :class:`~acpcli.session.context.Person`) are
