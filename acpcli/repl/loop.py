@@ -11,6 +11,7 @@ its failure and the bookkeeping after it) and :meth:`Repl.goodbye` (the last lin
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -317,7 +318,8 @@ class Repl:
                 # how to come back, since the session may well survive on the agent's side.
                 if isinstance(failure, HostLost):
                     raise failure from None  # one line, as `prompt` says it
-                env.err.print(f"[dim]to come back later:[/] {escape(come_back(self.link.features, live.session_id))}")
+                command = come_back(self.link.features, live.session_id)
+                _dim_line(env, f"to come back later: {command}", command)
                 raise
             # The agent refused this prompt but is still there: say so, keep the line, stay.
             self.keep = text
@@ -353,7 +355,24 @@ class Repl:
         if queue:
             env.err.print(f"[yellow]{len(queue)} queued prompt{'s' if len(queue) != 1 else ''} not sent[/]")
         if self.hosted:
-            env.err.print(f"[dim]{escape(link.goodbye())}[/]")  # type: ignore[attr-defined]
+            said: str = link.goodbye()  # type: ignore[attr-defined]
+            _dim_line(env, said, *re.findall(r"`[^`]+`", said))
             return self.code
-        env.err.print(f"[dim]bye — come back with:[/] {escape(come_back(link.features, self.live.session_id))}")
+        command = come_back(link.features, self.live.session_id)
+        _dim_line(env, f"bye — come back with: {command}", command)
         return self.code
+
+
+def _dim_line(env: Environment, text: str, *together: str) -> None:
+    """``text``, dim, wrapped at words to the terminal's width (a terminal would cut it
+    anywhere, an id in two); each of ``together`` (a command to copy) stays on one line."""
+    from acpcli.render.fit import wrap
+
+    for part in together:
+        text = text.replace(part, part.replace(" ", _JOINED))
+    lines = wrap(safe_line(text), env.err.width, 2)
+    env.err.print("\n".join(lines).replace(_JOINED, " "), style="dim", markup=False, highlight=False)
+
+
+#: Joins the words of a command while a line is wrapped (shown as a space).
+_JOINED = "\u00a0"

@@ -100,3 +100,20 @@ async def test_a_queued_prompt_is_sent_before_the_line_is_read(index: Index, wri
     assert not repl.queue  # both sent, one turn each
     assert [e.text for e in repl.live.store.entries if getattr(e, "kind", "") == "user"] == [QUIET, "second"]
     assert "queued prompt" not in err
+
+
+def test_the_last_line_wraps_at_words_and_keeps_a_command_whole() -> None:
+    import io
+
+    from acpcli.env import Environment
+    from acpcli.repl.loop import _dim_line
+
+    err = io.StringIO()
+    env = Environment(stdin=io.StringIO(), stdout=io.StringIO(), stderr=err)
+    env.err.width = 50
+    command = "`acpcli attach demo-0123456789abcdef01`"
+    _dim_line(env, f"bye — the session stays live for 300 s: {command} rejoins it", command)
+    lines = err.getvalue().splitlines()
+    assert len(lines) > 1 and all(len(line) <= 50 for line in lines), lines
+    assert any(command in line for line in lines), lines  # never cut between its words
+    assert "\u00a0" not in err.getvalue()
