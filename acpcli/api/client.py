@@ -113,39 +113,26 @@ def connect(
     is the state directory (default ``$ACPCLI_HOME``, else the platform's): sessions made here
     are listed by ``acpcli sessions`` with that home. ``log_file`` logs the wire frames.
     """
+    # Nothing runs until the connection is entered, inside ``home`` (every path derives from it).
     return _connected(
-        agent, argv=argv, cwd=cwd, permissions=permissions, on_input=on_input, add_dirs=add_dirs, mcp=mcp,
-        mcp_config=mcp_config, protocol=protocol, fs=fs, terminal=terminal, timeout=timeout, home=home,
-        log_file=log_file, transport=transport,
+        home,
+        _open(
+            agent, argv=argv, cwd=cwd, permissions=permissions, on_input=on_input, add_dirs=add_dirs, mcp=mcp,
+            mcp_config=mcp_config, protocol=protocol, fs=fs, terminal=terminal, timeout=timeout,
+            log_file=log_file, transport=transport,
+        ),
     )
 
 
 @asynccontextmanager
 async def _connected(
-    agent: str | None,
-    *,
-    argv: Sequence[str] | None,
-    cwd: str | os.PathLike[str] | None,
-    permissions: str | PermissionCallback | None,
-    on_input: InputCallback | None,
-    add_dirs: Sequence[str | os.PathLike[str]],
-    mcp: Sequence[str],
-    mcp_config: str | os.PathLike[str] | None,
-    protocol: str | None,
-    fs: bool,
-    terminal: bool,
-    timeout: float | None,  # noqa: ASYNC109 - bounds each step and turn, not this call
-    home: str | os.PathLike[str] | None,
-    log_file: str | os.PathLike[str] | None,
-    transport: Transport | None,
+    home: str | os.PathLike[str] | None, opening: AbstractAsyncContextManager[Agent]
 ) -> AsyncIterator[Agent]:
+    """``opening`` entered with ``home`` as acpcli's home, its errors unwrapped from the task
+    groups they come through (a script catches ``AcpcliError``, not an exception group)."""
     with _home(home):
         try:
-            async with _open(
-                agent, argv=argv, cwd=cwd, permissions=permissions, on_input=on_input, add_dirs=add_dirs, mcp=mcp,
-                mcp_config=mcp_config, protocol=protocol, fs=fs, terminal=terminal, timeout=timeout,
-                log_file=log_file, transport=transport,
-            ) as opened:
+            async with opening as opened:
                 yield opened
         except BaseException as err:
             leaf = _unwrapped(err)

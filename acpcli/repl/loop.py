@@ -319,7 +319,7 @@ class Repl:
                 if isinstance(failure, HostLost):
                     raise failure from None  # one line, as `prompt` says it
                 command = come_back(self.link.features, live.session_id)
-                _dim_line(env, f"to come back later: {command}", command)
+                self._say_dim(f"to come back later: {command}", command)
                 raise
             # The agent refused this prompt but is still there: say so, keep the line, stay.
             self.keep = text
@@ -356,22 +356,18 @@ class Repl:
             env.err.print(f"[yellow]{len(queue)} queued prompt{'s' if len(queue) != 1 else ''} not sent[/]")
         if self.hosted:
             said: str = link.goodbye()  # type: ignore[attr-defined]
-            _dim_line(env, said, *re.findall(r"`[^`]+`", said))
+            self._say_dim(said, *re.findall(r"`[^`]+`", said))
             return self.code
         command = come_back(link.features, self.live.session_id)
-        _dim_line(env, f"bye — come back with: {command}", command)
+        self._say_dim(f"bye — come back with: {command}", command)
         return self.code
 
-
-def _dim_line(env: Environment, text: str, *together: str) -> None:
-    """``text``, dim, wrapped at words to the terminal's width (a terminal would cut it
-    anywhere, an id in two); each of ``together`` (a command to copy) stays on one line."""
-    from acpcli.render.fit import wrap
-
-    for part in together:
-        text = text.replace(part, part.replace(" ", _JOINED))
-    lines = wrap(safe_line(text), env.err.width, 2)
-    env.err.print("\n".join(lines).replace(_JOINED, " "), style="dim", markup=False, highlight=False)
+    def _say_dim(self, text: str, *commands: str) -> None:
+        """``text``, dim, wrapped at words as every line of ours (a terminal would cut it
+        anywhere, an id in two); each of ``commands`` (to copy) stays on one line."""
+        for command in commands:
+            text = text.replace(command, command.replace(" ", _JOINED))
+        self.ctx.say(text, style="dim", hang=2, keep=_JOINED)
 
 
 #: Joins the words of a command while a line is wrapped (shown as a space).

@@ -42,10 +42,15 @@ def writer(index: Index) -> Iterator[EventWriter]:
     w.close()
 
 
-async def converse(keys: str, index: Index, writer: EventWriter, cwd: Path, queued: tuple[str, ...] = ()) -> tuple[Repl, int, str]:
+async def converse(
+    keys: str, index: Index, writer: EventWriter, cwd: Path, queued: tuple[str, ...] = (), width: int | None = None
+) -> tuple[Repl, int, str]:
     """A new demo session, then :meth:`Repl.run` over it with ``keys`` typed (and ``queued``
-    in its queue first): the loop, its exit code and what it wrote on stderr."""
+    in its queue first; stderr ``width`` columns wide): the loop, its exit code and what it
+    wrote on stderr."""
     run = Invocation(env=quiet_env())
+    if width is not None:
+        run.env.err.width = width
     async with demo_link() as link:
         live = await attach(link, "new", Options(agent="demo", cwd=cwd).inputs(), run, index, writer, None, None)
         assert live.lock is not None
@@ -102,18 +107,17 @@ async def test_a_queued_prompt_is_sent_before_the_line_is_read(index: Index, wri
     assert "queued prompt" not in err
 
 
-def test_the_last_line_wraps_at_words_and_keeps_a_command_whole() -> None:
-    import io
 
-    from acpcli.env import Environment
-    from acpcli.repl.loop import _dim_line
+async def test_the_goodbye_wraps_at_words_and_keeps_the_command_whole(
+    index: Index, writer: EventWriter, tmp_path: Path
+) -> None:
+    from acpcli.repl.banner import come_back
 
-    err = io.StringIO()
-    env = Environment(stdin=io.StringIO(), stdout=io.StringIO(), stderr=err)
-    env.err.width = 50
-    command = "`acpcli attach demo-0123456789abcdef01`"
-    _dim_line(env, f"bye — the session stays live for 300 s: {command} rejoins it", command)
-    lines = err.getvalue().splitlines()
-    assert len(lines) > 1 and all(len(line) <= 50 for line in lines), lines
-    assert any(command in line for line in lines), lines  # never cut between its words
-    assert "\u00a0" not in err.getvalue()
+    repl, code, err = await converse(f"{CTRL_D}", index, writer, tmp_path, width=60)
+    assert code == int(ExitCode.OK)
+    command = come_back(repl.link.features, repl.live.session_id)
+    assert len(f"bye — come back with: {command}") > 60  # too long for one line
+    lines = err.splitlines()
+    assert all(len(line) <= 60 for line in lines), lines
+    assert any(line.strip() == command for line in lines), lines  # never cut between its words
+    assert "\u00a0" not in err
