@@ -16,6 +16,7 @@ from acpcli.errors import ExitCode, UsageError
 if TYPE_CHECKING:
     from acpcli.agents.registry import Registry, RegistryAgent
     from acpcli.env import Environment
+    from acpcli.render.fit import Column
 
 app = typer.Typer()
 
@@ -214,8 +215,23 @@ def _registry_rows(reg: Registry, local: dict[str, str]) -> Iterator[dict[str, A
 
 
 _COLUMNS = ("NAME", "VERSION", "RUNS", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION")
-#: The columns cut (with an ellipsis) when the table is wider than the terminal.
-_FLEXIBLE = frozenset({"COMMAND", "FOUND", "SOURCE", "DESCRIPTION"})
+
+
+def _columns() -> list[Column]:
+    """The table's columns on a terminal, with how soon each gives way (:class:`Column`):
+    the name and what the agent is come first; how it runs and where from give way first
+    (whole: a word like ``command`` is never cut, the column is dropped); an empty column (no registry version known) is not drawn."""
+    from acpcli.render.fit import Column
+
+    return [
+        Column("NAME", rank=100, floor=0, keep=True),
+        Column("VERSION", rank=20, floor=0),
+        Column("RUNS", rank=10, floor=0),
+        Column("COMMAND", rank=40, floor=12, cap=40),
+        Column("FOUND", rank=50, floor=11, cap=30),
+        Column("SOURCE", rank=30, floor=0),
+        Column("DESCRIPTION", rank=90, floor=20),
+    ]
 
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
@@ -235,32 +251,10 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
         found += f" (installed {row['installed']}: `acpcli agents update` installs {row['version']})"
     if row.get("shadowed_by"):
         source += f" (the {row['shadowed_by']} {row['name']} runs)"
-    cells = (row["name"], row["version"] or "", row["runs"], " ".join(row["argv"]), found, source, row["description"])
+    # (the demo runs as an isolated interpreter given acpcli's folder: a person reads the module)
+    command = "python -m acpcli.demo_agent" if row.get("builtin") and row["name"] == "demo" else " ".join(row["argv"])
+    cells = (row["name"], row["version"] or "", row["runs"], command, found, source, row["description"])
     return tuple(safe_line(str(c)) for c in cells)
-
-
-def _fit(widths: list[int], room: int | None) -> list[int]:
-    """Column widths that fit ``room`` cells (two spaces between columns): the widest of the
-    :data:`_FLEXIBLE` columns are cut to one width, the largest that fits (never below their
-    header), as rich would share the room."""
-    if room is None:
-        return widths
-    fixed = sum(w for w, name in zip(widths, _COLUMNS, strict=True) if name not in _FLEXIBLE)
-    floor = {i: len(name) for i, name in enumerate(_COLUMNS) if name in _FLEXIBLE}
-
-    def total(cap: int) -> int:
-        return fixed + sum(max(floor[i], min(widths[i], cap)) for i in floor) + 2 * (len(widths) - 1)
-
-    if total(max(widths)) <= room:
-        return widths
-    low, high = 0, max(widths)  # total(low) may not fit either: then every column is at its floor
-    while low < high:
-        mid = (low + high + 1) // 2
-        if total(mid) <= room:
-            low = mid
-        else:
-            high = mid - 1
-    return [max(floor[i], min(w, low)) if i in floor else w for i, w in enumerate(widths)]
 
 
 def _table(env: Environment, rows: list[tuple[str, ...]]) -> None:
@@ -274,34 +268,13 @@ def _table(env: Environment, rows: list[tuple[str, ...]]) -> None:
         env.stdout.write("\t".join(_COLUMNS) + "\n")
         env.stdout.writelines("\t".join(cells) + "\n" for cells in rows)
         return
-    from rich.cells import cell_len, set_cell_size
-
-    widths = [len(c) for c in _COLUMNS]
-    for cells in rows:
-        for i, cell in enumerate(cells):
-            n = len(cell) if cell.isascii() else cell_len(cell)
-            if n > widths[i]:
-                widths[i] = n
-    widths = _fit(widths, env.out.width)
-    last = len(widths) - 1
-
-    def line(cells: tuple[str, ...]) -> str:
-        out = []
-        for i, cell in enumerate(cells):
-            n = len(cell) if cell.isascii() else cell_len(cell)
-            if n > widths[i]:
-                cell = set_cell_size(cell, widths[i] - 1) + "…"
-            elif i < last:
-                cell = cell + " " * (widths[i] - n)
-            out.append(cell)
-        return "  ".join(out).rstrip() + "\n"
-
     from rich.text import Text
 
-    env.out.print(Text(line(_COLUMNS).rstrip("\n"), style="bold"), soft_wrap=True)
-    write = env.stdout.write
-    for cells in rows:
-        write(line(cells))
+    from acpcli.render.fit import table_lines
+
+    header, lines = table_lines(_columns(), [dict(zip(_COLUMNS, cells, strict=True)) for cells in rows], env.out.width)
+    env.out.print(Text(header, style="bold"), soft_wrap=True)
+    env.stdout.writelines(line + "\n" for line in lines)
 
 
 def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:

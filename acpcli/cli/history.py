@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.history.index import Index, SessionRecord
     from acpcli.history.search import Hit
+    from acpcli.render.fit import Column
 
 
 T = TypeVar("T")
@@ -206,9 +207,11 @@ def _session_lines(
     unique prefix, the agent, the title taking the room the rest leaves, the cwd shortened
     from the left with ``~`` for home, the last use as an age, the state when not all are
     active. ``wide``: whole ids and cwds, the protocol and both dates; as wide as it takes."""
+    from dataclasses import replace
+
     from rich.text import Text
 
-    from acpcli.render.fit import cells, pad, shorten, shorten_left
+    from acpcli.render.fit import Column, table_lines
 
     home = os.path.expanduser("~")
 
@@ -239,42 +242,46 @@ def _session_lines(
         }
         for rec in rows
     ]
-    columns = ["ID", "AGENT", "TITLE", "CWD"]
-    columns += ["V", "CREATED", "LAST USED", "STATE"] if wide else ["LAST USED"]
+    # What a person reads first keeps its room longest: the title, then the id to copy; the
+    # state, the cwd and a fork's parent give way first (cut, then dropped); a column
+    # with nothing in it is not drawn.
+    names = ["ID", "AGENT", "TITLE", "CWD"] + (["V", "CREATED", "LAST USED", "STATE"] if wide else ["LAST USED"])
     if not wide and any(row["STATE"] != "active" for row in table):
-        columns.append("STATE")
-    if any(rec.parent_id for rec in rows):  # the parent of a fork (acpcli fork), when one is listed
-        columns.append("PARENT")
-    widths = {c: max([cells(c)] + [cells(row[c]) for row in table]) for c in columns}
+        names.append("STATE")
+    names.append("PARENT")
+    columns = [column for column in _session_columns() if column.name in names]
     if wide:
-        widths["TITLE"] = min(widths["TITLE"], 80)  # a title the agent made a page long
+        columns = [Column(c.name, cap=80 if c.name == "TITLE" else None) for c in columns]  # as wide as it takes
     else:
-        # The title takes what the others leave; they give way first down to their floors.
-        widths["AGENT"] = min(widths["AGENT"], 16)
-        widths["CWD"] = min(widths["CWD"], max(10, env.out.width // 6))
-        gaps = 2 * (len(columns) - 1)
-        room = env.out.width - gaps - sum(w for c, w in widths.items() if c != "TITLE")
-        for column, floor in (("CWD", 8), ("AGENT", 8)):
-            if room < 16 and widths[column] > floor:
-                give = min(widths[column] - floor, 16 - room)
-                widths[column] -= give
-                room += give
-        widths["TITLE"] = max(5, min(room, widths["TITLE"]))
-    last = columns[-1]
-
-    def line(row: dict[str, str]) -> str:
-        out = []
-        for column in columns:
-            value, width = row[column], widths[column]
-            if cells(value) > width:
-                value = shorten_left(value, width) if column == "CWD" else shorten(value, width)
-            out.append(value if column == last else pad(value, width))
-        return "  ".join(out)
-
-    overflow: Literal["ignore", "ellipsis"] = "ignore" if wide else "ellipsis"  # (a narrow terminal)
-    env.out.print(Text(line({c: c for c in columns}), style="bold"), no_wrap=True, overflow=overflow, crop=not wide)
+        columns = [
+            replace(c, cap=max(10, env.out.width // 6)) if c.name == "CWD" else c
+            for c in columns
+        ]
     for row in table:
-        env.out.print(Text(line(row)), no_wrap=True, overflow=overflow, crop=not wide)
+        if row["PARENT"] == "-":
+            row["PARENT"] = ""
+    header, lines = table_lines(columns, table, None if wide else env.out.width)
+    overflow: Literal["ignore", "ellipsis"] = "ignore" if wide else "ellipsis"  # (a narrow terminal)
+    env.out.print(Text(header, style="bold"), no_wrap=True, overflow=overflow, crop=not wide)
+    for text in lines:
+        env.out.print(Text(text), no_wrap=True, overflow=overflow, crop=not wide)
+
+
+def _session_columns() -> tuple[Column, ...]:
+    """``sessions``' columns on a terminal, with how soon each gives way."""
+    from acpcli.render.fit import Column
+
+    return (
+        Column("ID", rank=100, floor=0, keep=True),
+        Column("AGENT", rank=60, floor=8, cap=16, soft=16),
+        Column("TITLE", rank=90, floor=24),
+        Column("CWD", rank=40, floor=8, left=True, soft=10),
+        Column("V", rank=5),
+        Column("CREATED", rank=5),
+        Column("LAST USED", rank=50, floor=0),
+        Column("STATE", rank=30, floor=6),
+        Column("PARENT", rank=10, floor=8),
+    )
 
 
 def _migrate_quietly(index: Index) -> None:
@@ -652,6 +659,7 @@ def search(
 
         found = repaired_search(env, index, searched)
         has_fts_now = index.has_fts()
+        shortest = index.unique_prefixes([rec.id for rec, _ in found], ID_PREFIX) if found else {}
         if not has_fts_now:
             env.note(
                 "warning — this Python's SQLite has no FTS5: searching by a slower scan, newest first",
@@ -667,7 +675,7 @@ def search(
     if as_json:
         _search_json(env, found)
     elif found:
-        _search_lines(env, found)
+        _search_lines(env, found, shortest)
     if not found:
         env.note(f"no session matches {clip(text, 80)!r}")
     elif more:
@@ -772,7 +780,10 @@ def _search_json(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> No
         )
 
 
-def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> None:
+def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]], shortest: dict[str, str]) -> None:
+    """Pipes: a tab-separated line a session, whole. A terminal: a line a session as
+    ``sessions`` draws it (the id's unique prefix, the title first, the agent's display
+    name, the last use as an age), then the matching words in their message."""
     if not env.stdout_is_terminal:
         # Pipes: one tab-separated line per session, the snippet plain.
         env.stdout.write("ID\tAGENT\tLAST_USED\tTITLE\tKIND\tMATCHES\tSNIPPET\n")
@@ -783,13 +794,18 @@ def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]]) -> N
         return
     from rich.text import Text
 
+    from acpcli.render.fit import cells, shorten
+
     for rec, hit in found:
         head = Text()
-        head.append(safe_line(rec.id), style="bold")
-        matched = f"  {hit.matches} matches" if hit.matches > 1 else ""
-        head.append(f"  {_when(rec.last_used_at)}  {safe_line(rec.agent)}{matched}", style="dim")
-        if rec.shown_title:
-            head.append("  " + safe_line(rec.shown_title))
+        ident = safe_line(shortest.get(rec.id, rec.id))
+        head.append(ident, style="bold")
+        matched = f" · {hit.matches} matches" if hit.matches > 1 else ""
+        about = f"  {safe_line(agent_shown(rec))} · {ago(rec.last_used_at)}{matched}"
+        if rec.shown_title:  # the title gives way to what is said of it down to 20 cells, then it
+            room = max(20, env.out.width - cells(ident) - cells(about) - 2)
+            head.append("  " + shorten(safe_line(rec.shown_title), room))
+        head.append(about, style="dim")
         body = Text("  ")
         body.append(f"{_KIND_LABELS.get(hit.kind, hit.kind)}: ", style="cyan")
         for piece, is_match in _snippet_parts(hit.snippet):

@@ -187,12 +187,49 @@ def list_live(*, as_json: bool) -> int:
     if not rows:
         typer.echo("no live sessions", err=True)
         return int(ExitCode.OK)
-    typer.echo("ID\tAGENT\tHOST PID\tSTATE\tQUEUED\tCLIENTS\tIDLE")
-    for row in rows:
-        state = "busy" if row["busy"] else "idle"
-        idle = f"{row['idle']:.0f}s" if isinstance(row["idle"], (int, float)) else "?"
-        typer.echo(
-            f"{safe_line(str(row['id']))}\t{safe_line(str(row['agent'] or '?'))}\t{row['pid']}\t{state}\t"
-            f"{row['queued'] or 0}\t{row['clients'] or 0}\t{idle}"
-        )
+    table = [
+        {
+            "ID": safe_line(str(row["id"])),
+            "AGENT": safe_line(str(row["agent"] or "?")),
+            "HOST PID": str(row["pid"]),
+            "STATE": "busy" if row["busy"] else "idle",
+            "QUEUED": str(row["queued"] or 0),
+            "CLIENTS": str(row["clients"] or 0),
+            "IDLE": f"{row['idle']:.0f}s" if isinstance(row["idle"], (int, float)) else "?",
+        }
+        for row in rows
+    ]
+    names = ("ID", "AGENT", "HOST PID", "STATE", "QUEUED", "CLIENTS", "IDLE")
+    from acpcli.cli.streams import environment
+
+    env = environment()
+    if not env.stdout_is_terminal:  # scripts: tab-separated, whole
+        env.stdout.write("\t".join(names) + "\n")
+        env.stdout.writelines("\t".join(line[n] for n in names) + "\n" for line in table)
+        return int(ExitCode.OK)
+    from rich.text import Text
+
+    from acpcli.cli.history import ID_PREFIX, agent_shown
+    from acpcli.errors import AcpcliError
+    from acpcli.history.index import Index
+    from acpcli.render.fit import Column, table_lines
+
+    with Index.existing(read_only=True) as index:  # the ids and agents as `sessions` shows them
+        if index is not None:
+            shortest = index.unique_prefixes([str(row["id"]) for row in rows], ID_PREFIX)
+            for row, line in zip(rows, table, strict=True):
+                line["ID"] = safe_line(shortest.get(str(row["id"]), str(row["id"])))
+                try:
+                    line["AGENT"] = safe_line(agent_shown(index.get(str(row["id"]))))
+                except AcpcliError:  # a host of a session the index does not hold (yet)
+                    pass
+    columns = [
+        Column("ID", rank=100, floor=0, keep=True), Column("AGENT", rank=80, floor=8, cap=24),
+        Column("HOST PID", rank=20, floor=0), Column("STATE", rank=90, floor=0), Column("QUEUED", rank=40, floor=0),
+        Column("CLIENTS", rank=30, floor=0), Column("IDLE", rank=50, floor=0),
+    ]
+    header, lines = table_lines(columns, table, env.out.width)
+    env.out.print(Text(header, style="bold"), no_wrap=True, overflow="ellipsis")
+    for text in lines:
+        env.out.print(Text(text), no_wrap=True, overflow="ellipsis")
     return int(ExitCode.OK)

@@ -4,7 +4,10 @@
   never inside a number (``23.7k/200k`` stays whole or goes whole);
 * :func:`shorten_left` -- a path cut from the left at a separator (``…/src/app``);
 * :func:`wrap` -- lines broken at word boundaries, continuation lines under a hanging indent;
-* :func:`cells` and :func:`pad` -- widths in terminal cells (a CJK character takes two).
+* :func:`cells` and :func:`pad` -- widths in terminal cells (a CJK character takes two);
+* :class:`Column` and :func:`table_lines` -- a table that fits a width: empty columns
+  dropped, the columns a person reads last giving way (cut, then dropped) before the ones
+  read first.
 
 Widths are terminal cells, not characters. Pure functions: the text is shown as given (make
 agent text safe with :mod:`acpcli.text.safe` first). Imports nothing heavy at import time.
@@ -13,8 +16,10 @@ agent text safe with :mod:`acpcli.text.safe` first). Imports nothing heavy at im
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-__all__ = ["ELLIPSIS", "cells", "pad", "shorten", "shorten_left", "wrap"]
+__all__ = ["ELLIPSIS", "Column", "cells", "fit_columns", "pad", "shorten", "shorten_left", "table_lines", "wrap"]
 
 ELLIPSIS = "…"
 #: What a cut line does not end with before its ellipsis (``a · b ·…`` reads as ``a · b…``).
@@ -136,3 +141,88 @@ def wrap(text: str, width: int, indent: int | str = 0) -> list[str]:
 def _words(line: str) -> list[tuple[str, str]]:
     """``line`` as (the spaces before it, word) pairs."""
     return [(m.group(1), m.group(2)) for m in _WORD.finditer(line)]
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+#: Cells that say nothing: a column holding only these is not shown.
+_EMPTY = ("", "-")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table laid out by :func:`fit_columns`.
+
+    ``rank``: how soon it gives way when the table is too wide -- the lowest rank is cut
+    first, and dropped first when every column is at its floor (the column a person reads
+    first has the highest rank). ``floor``: the narrowest it is cut to (at least its
+    header, unless 0: then it is never cut, only dropped). ``cap``: the most it takes even
+    when there is room. ``soft``: the width it keeps while the others are cut to theirs
+    (the columns give way to their soft widths first, rank by rank, and only then to their
+    floors). ``left``: cut from the left (a path: ``…/src/app``). ``keep``: never dropped (the
+    id a person copies)."""
+
+    name: str
+    rank: int = 0
+    floor: int | None = None
+    cap: int | None = None
+    left: bool = False
+    keep: bool = False
+    soft: int | None = None
+
+    def least(self, soft: bool = False) -> int:
+        if self.floor == 0:
+            return 1 << 30  # never cut
+        floor = max(cells(self.name), self.floor or 0)
+        return max(floor, self.soft or 0) if soft else floor
+
+
+def fit_columns(
+    columns: Sequence[Column], rows: Sequence[Mapping[str, str]], room: int | None, gap: int = 2
+) -> tuple[list[Column], dict[str, int]]:
+    """The columns to show of ``rows`` in ``room`` cells, and their widths.
+
+    A column empty in every row (``""`` or ``"-"``) is left out. When the rest is wider than
+    ``room``, the columns give way by rank, lowest first: each is cut down to its soft width,
+    then (rank by rank again) to its floor, and when all are at their floors the lowest-ranked one that may go is dropped (and the room
+    it leaves goes back to the others). ``room`` None: every column at its natural width."""
+    shown = [c for c in columns if any(row.get(c.name, "") not in _EMPTY for row in rows)]
+    natural = {
+        c.name: min(c.cap or 1 << 30, max([cells(c.name)] + [cells(row.get(c.name, "")) for row in rows]))
+        for c in shown
+    }
+    if room is None:
+        return shown, natural
+    while True:
+        widths = {c.name: natural[c.name] for c in shown}
+        over = sum(widths.values()) + gap * (len(shown) - 1) - room
+        for soft in (True, False):
+            for column in sorted(shown, key=lambda c: c.rank):
+                if over <= 0:
+                    break
+                give = min(over, max(0, widths[column.name] - column.least(soft)))
+                widths[column.name] -= give
+                over -= give
+        droppable = [c for c in shown if not c.keep]
+        if over <= 0 or not droppable or len(shown) == 1:
+            return shown, widths
+        shown.remove(min(droppable, key=lambda c: c.rank))
+
+
+def table_lines(
+    columns: Sequence[Column], rows: Sequence[Mapping[str, str]], room: int | None
+) -> tuple[str, list[str]]:
+    """The header and one line a row of the table :func:`fit_columns` lays out (cells cut
+    with ``…`` where they are wider than their column; the last column not padded)."""
+    shown, widths = fit_columns(columns, rows, room)
+
+    def line(row: Mapping[str, str]) -> str:
+        out = []
+        for i, column in enumerate(shown):
+            value, width = row.get(column.name, ""), widths[column.name]
+            if cells(value) > width:
+                value = shorten_left(value, width) if column.left else shorten(value, width)
+            out.append(value if i == len(shown) - 1 else pad(value, width))
+        return "  ".join(out).rstrip()
+
+    return line({c.name: c.name for c in shown}), [line(row) for row in rows]

@@ -745,3 +745,21 @@ def test_ctrl_c_in_a_repl_over_a_host_cancels_the_turn_and_both_stay(hosts: Cli,
     repl.prompt()
     (after,) = live_rows(cli)
     assert after["pid"] == row["pid"] and after["agent_pid"] == row["agent_pid"]
+
+
+def test_live_sessions_on_a_terminal_are_a_table_that_fits(hosts: Cli) -> None:
+    """``sessions --live`` on a terminal: a table in its width with the ids as ``sessions``
+    shows them (the unique prefix) and the agent's display name; on a pipe, whole tab-separated lines."""
+    from .screen import screen_text
+
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--agent", "demo", env=LIVE).stdout.strip()
+    cli.ok("prompt", "--session", sid, "hello", env=LIVE)
+    piped = cli.ok("sessions", "--live").stdout.splitlines()
+    assert piped[0].split("\t")[:2] == ["ID", "AGENT"] and piped[1].split("\t")[0] == sid
+    for width in (60, 100):
+        out = cli.ok("sessions", "--live", env={"FORCE_COLOR": "1", "COLUMNS": str(width)}).stdout
+        header, row = screen_text(out.replace("\n", "\r\n"), width=width, height=10).splitlines()[:2]
+        assert "\t" not in header and header.split()[:2] == ["ID", "AGENT"]
+        assert row.split()[:2] == [sid[:8], "demo"] and "idle" in row.split()
+        assert len(header) <= width and len(row) <= width

@@ -515,14 +515,26 @@ def test_a_version_named_like_the_pointer_file_is_refused(cli: Cli, server: Regi
     assert not (cli.home / "agents").exists()
 
 
-def test_the_table_fits_a_terminal_by_cutting_the_widest_columns() -> None:
-    from acpcli.cli.agents import _COLUMNS, _fit
+def test_the_table_fits_a_terminal_dropping_empty_columns_and_keeping_the_name() -> None:
+    from acpcli.cli.agents import _COLUMNS, _columns
+    from acpcli.render.fit import cells, fit_columns, table_lines
 
-    widths = [12, 7, 7, 60, 40, 8, 90]
-    assert _fit(widths, None) == widths and _fit(widths, 1000) == widths
-    fitted = _fit(widths, 100)
-    assert sum(fitted) + 2 * 6 <= 100
-    assert fitted[:3] == widths[:3]  # NAME, VERSION, RUNS are never cut
-    assert fitted[3] == fitted[6] and fitted[4] <= fitted[3]  # the widest share what is left
-    floors = _fit(widths, 10)  # no room at all: every cut column at its header's width
-    assert [floors[i] for i in (3, 4, 5, 6)] == [len(_COLUMNS[i]) for i in (3, 4, 5, 6)]
+    rows = [
+        dict(zip(_COLUMNS, ("claude", "", "command", "claude-agent-acp", "not on PATH", "built-in",
+                            "Claude Agent (claude-agent-acp)"), strict=True)),
+        dict(zip(_COLUMNS, ("demo", "", "command", "python -m acpcli.demo_agent", "/usr/bin/python3",
+                            "built-in", "built-in demo agent (offline)"), strict=True)),
+    ]
+    for room in (60, 80, 120):
+        shown, _ = fit_columns(_columns(), rows, room)
+        names = [c.name for c in shown]
+        assert "VERSION" not in names  # nothing in it
+        assert names[0] == "NAME" and "DESCRIPTION" in names
+        header, lines = table_lines(_columns(), rows, room)
+        assert all(cells(line) <= room for line in [header, *lines])
+    wide, _ = fit_columns(_columns(), rows, 200)
+    assert [c.name for c in wide] == ["NAME", "RUNS", "COMMAND", "FOUND", "SOURCE", "DESCRIPTION"]
+    narrow, _ = fit_columns(_columns(), rows, 60)
+    assert "RUNS" not in [c.name for c in narrow]  # how it runs gives way before what it is
+
+

@@ -54,3 +54,56 @@ def test_wrap_cuts_only_a_word_wider_than_a_line_and_keeps_line_breaks() -> None
     ]
     assert wrap("a\n\nb c", 3, 2) == ["a", "", "  b", "  c"]
     assert wrap("", 10) == [""]
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+
+def _columns() -> list:
+    from acpcli.render.fit import Column
+
+    return [
+        Column("ID", rank=100, floor=0, keep=True),
+        Column("TITLE", rank=90, floor=20),
+        Column("STATE", rank=30, floor=6),
+        Column("PARENT", rank=10, floor=8),
+    ]
+
+
+def test_a_column_with_nothing_in_it_is_not_drawn() -> None:
+    from acpcli.render.fit import fit_columns
+
+    rows = [{"ID": "a1", "TITLE": "one", "STATE": "active", "PARENT": ""}, {"ID": "b2", "TITLE": "two", "STATE": "-"}]
+    shown, widths = fit_columns(_columns(), rows, 80)
+    assert [c.name for c in shown] == ["ID", "TITLE", "STATE"]
+    assert widths == {"ID": 2, "TITLE": 5, "STATE": 6}
+
+
+def test_the_lowest_ranked_columns_give_way_before_the_title() -> None:
+    from acpcli.render.fit import cells, fit_columns, table_lines
+
+    title = "Refactor the session host so that every turn runs under its sender's policy"
+    rows = [{"ID": "demo-1234", "TITLE": title, "STATE": "active · live", "PARENT": "demo-9876"}]
+    for room in (40, 60, 80, 100):
+        shown, widths = fit_columns(_columns(), rows, room)
+        header, lines = table_lines(_columns(), rows, room)
+        assert all(cells(line) <= room for line in [header, *lines]), room
+        # the title keeps at least its floor while anything of lower rank is still shown
+        names = [c.name for c in shown]
+        assert "TITLE" in names and "ID" in names
+        if "STATE" in names or "PARENT" in names:
+            assert widths["TITLE"] >= 20
+    narrow, _ = fit_columns(_columns(), rows, 40)
+    assert [c.name for c in narrow] == ["ID", "TITLE", "STATE"]  # the parent went first
+    narrower, _ = fit_columns(_columns(), rows, 35)
+    assert [c.name for c in narrower] == ["ID", "TITLE"]  # then the state
+    wide, widths = fit_columns(_columns(), rows, 200)
+    assert [c.name for c in wide] == ["ID", "TITLE", "STATE", "PARENT"] and widths["TITLE"] == len(title)
+
+
+def test_a_kept_column_is_never_cut_nor_dropped() -> None:
+    from acpcli.render.fit import fit_columns
+
+    rows = [{"ID": "x" * 30, "TITLE": "t" * 40}]
+    shown, widths = fit_columns(_columns(), rows, 25)
+    assert [c.name for c in shown] == ["ID"] and widths["ID"] == 30  # the terminal crops what is left
