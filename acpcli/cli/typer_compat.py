@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args, get_origin
@@ -318,6 +319,39 @@ class OnDemandGroup(TyperGroup):
             for name in self.declared:
                 self.get_command(ctx, name)
         return super().resolve_command(ctx, args)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the tree as click's standalone mode would, except that a usage error (an
+        unknown option, a missing argument, a bad value) is raised as acpcli's own
+        :class:`~acpcli.errors.UsageError` (one ``acpcli: error:`` line and a hint naming
+        the command's ``--help``, exit 2), and a Ctrl-C that reaches it as a
+        :class:`~acpcli.errors.Interrupted` (``acpcli: interrupted``, exit 130) rather than
+        click's ``Aborted!`` and exit 1."""
+        from typer._click import (
+            exceptions as click,  # (the click typer carries: a known typer here)
+        )
+
+        from acpcli.errors import Interrupted, UsageError
+
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as err:
+            # (an option's missing value is raised without its context: the command is the
+            # first word of the line that names one)
+            words = kwargs.get("args")
+            words = sys.argv[1:] if words is None else words
+            named = next((w for w in words if not w.startswith("-")), None)
+            where = err.ctx.command_path if err.ctx is not None else "acpcli"
+            if err.ctx is None and named in self.declared:
+                where = f"acpcli {named}"
+            message = err.format_message().rstrip(".")
+            raise UsageError(message[:1].lower() + message[1:], hint=f"see '{where} --help'") from None
+        except typer.Abort:
+            raise Interrupted() from None
+        except click.ClickException as err:  # (click's file errors and the like)
+            raise UsageError(err.format_message()) from None
+        sys.exit(code if isinstance(code, int) else 0)
 
     def summary(self, cmd_name: str) -> tuple[bool, str | None]:
         """``(hidden, help)`` of a subcommand, read from its declaration as typer would,

@@ -120,3 +120,20 @@ def test_agents_lists_builtins_and_configured_agents_with_what_is_really_found(
     assert "not on PATH" in ghost
     [demo] = [line for line in table.stdout.splitlines() if line.split()[:1] == ["demo"]]
     assert "not on PATH" not in demo
+
+
+def test_what_the_command_line_parser_refuses_is_one_acpcli_line_and_exit_2(cli: Cli) -> None:
+    """An unknown option, a missing argument, an unknown command or a bad value: one
+    ``acpcli: error:`` line and a hint naming the command's ``--help`` (typer's boxed
+    ``Usage: … Error:`` text before), exit 2, nothing on stdout."""
+    cases = [
+        (("agents", "--no-such-flag"), "acpcli: error: no such option: --no-such-flag", "acpcli agents --help"),
+        (("search",), "acpcli: error: missing argument 'WORD'", "acpcli search --help"),
+        (("frobnicate",), "acpcli: error: no such command 'frobnicate'", "acpcli --help"),
+        (("sessions", "--limit"), "acpcli: error: option '--limit' requires an argument", "acpcli sessions --help"),
+    ]
+    for args, line, helping in cases:
+        proc = cli.run(*args)
+        assert proc.returncode == ExitCode.USAGE, (args, proc.stderr)
+        assert proc.stdout == ""
+        assert proc.stderr.splitlines() == [line, f"acpcli: hint: see '{helping}'"], (args, proc.stderr)

@@ -92,7 +92,7 @@ def test_bad_input_is_one_line_and_exit_2(cli: Cli, trace: AgentTrace) -> None:
     ):
         assert words in error_line(cli.run(*args), ExitCode.USAGE), args
     missing = cli.run("search")  # click's own usage error, as for every command
-    assert missing.returncode == ExitCode.USAGE and "Missing argument 'WORD'" in missing.stderr
+    assert missing.returncode == ExitCode.USAGE and missing.stderr.splitlines()[0] == "acpcli: error: missing argument 'WORD'"
 
 
 def test_the_first_search_indexes_old_sessions_with_progress_on_a_terminal(cli: Cli, trace: AgentTrace, spawn) -> None:  # type: ignore[no-untyped-def]
