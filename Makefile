@@ -1,17 +1,30 @@
 # The quick start is two commands: `make demo` and `make test`.
-# Both create .venv on first use and reinstall only when pyproject.toml changes.
+# Both create .venv on first use and reinstall only when pyproject.toml changes. `make demo`
+# installs what running acpcli needs and nothing else; `make test` adds the test tools.
+# Installs are quiet: pip's output goes to .venv/install.log, shown only when it fails.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+DOCS_STAMP := $(VENV)/.installed-docs
+PIP    := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test check lint typecheck bench models completions clean
+.PHONY: demo test check lint typecheck bench models completions docs clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	@$(PIP) --upgrade pip > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@$(PIP) -e . >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	@$(PIP) -e '.[test]' >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $(TEST_STAMP)
+
+$(DOCS_STAMP): $(STAMP)
+	@$(PIP) -e '.[docs]' >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@touch $(DOCS_STAMP)
 
 # A session with the built-in demo agent: the interactive prompt on a terminal (over
 # ACP v1, the stable protocol, so its `form` keyword can ask for input), a one-shot prompt
@@ -25,29 +38,35 @@ demo: $(STAMP)
 
 # The one test command (CI runs it too): lint, type check, then the whole suite, spread over
 # the machine's cores (pytest-xdist; `.venv/bin/python -m pytest -q` runs it in one process).
-test: check
+test: $(TEST_STAMP) check
 	$(BIN)/python -m pytest -q -n auto
 
 check: lint typecheck
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check acpcli tests bench tools
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python bench/run_all.py
 
 # Regenerate the protocol models from the upstream schemas (needs the dev extra):
 # ACPCLI_SPEC_DIR names their folder (the upstream ACP spec, outside the repository).
-models: $(STAMP)
+models: $(TEST_STAMP)
 	$(BIN)/python -m pip install -q -e '.[test,dev]'
 	$(BIN)/python tools/gen_models.py
 
 # Regenerate completions/acpcli.{bash,zsh,fish} from the program.
-completions: $(STAMP)
+completions: $(TEST_STAMP)
 	$(BIN)/python tools/gen_completions.py
 
+# The user's guide as a site (site/): the command reference regenerated from the program, then
+# mkdocs build --strict (a broken link or a page missing from the navigation fails).
+docs: $(DOCS_STAMP)
+	$(BIN)/python tools/gen_reference.py
+	$(BIN)/mkdocs build --strict --quiet
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -44,7 +44,7 @@ from acpcli.text.safe import clip_lines, safe_text
 
 
 class ExitCode(enum.IntEnum):
-    """Every exit status acpcli uses. Documented in README.md ("Exit codes")."""
+    """Every exit status acpcli uses. Documented in docs/scripting.md ("Exit codes")."""
 
     OK = 0
     FAILURE = 1  # an unexpected internal error (a bug: please report it)

@@ -41,7 +41,13 @@ app = typer.Typer(
     help=(
         "A terminal client for ACP (Agent Client Protocol) agents.\n\n"
         "acpcli starts an agent (claude-agent-acp, codex-acp, gemini --acp, or the built-in "
-        "demo), negotiates the protocol version (v1 or v2) and drives its sessions."
+        "demo), negotiates the protocol version (v1 or v2) and drives its sessions. "
+        "`acpcli COMMAND --help` says more of each command.\n\n"
+        "Examples:\n\n"
+        "\b\n"
+        "  acpcli new --agent demo\n"
+        '  acpcli prompt --agent claude "explain this repository"\n'
+        "  acpcli sessions"
     ),
     # Plain click help: typer's rich help would import rich.markdown on every --help.
     rich_markup_mode=None,

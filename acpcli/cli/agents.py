@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 
-@app.command()
+@app.command(short_help="List, show, install, update and remove agents.")
 def agents(
     action: Annotated[
         str | None,
@@ -45,11 +45,18 @@ def agents(
     The registry is fetched on demand from $ACPCLI_REGISTRY_URL (else the config's
     registry_url, else the public ACP registry) and cached for a day under ACPCLI_HOME;
     offline, the cached copy is used. Configure more agents in config.toml under
-    [agents.NAME] (see the README); run any other command with --cmd.
+    [agents.NAME] (see docs/configuration.md); run any other command with --cmd.
 
     Downloads are capped while they arrive (the registry at 16 MiB, an archive at 1 GiB)
     and given up after 2 and 10 minutes in all: ACPCLI_DOWNLOAD_DEADLINE=SECONDS sets
     both. Registry entries whose package is not a package name are skipped with a warning.
+
+    Examples:
+
+    \b
+      acpcli agents
+      acpcli agents show codex-acp
+      acpcli agents install codex-acp
     """
     if action is None:
         if agent_id is not None:

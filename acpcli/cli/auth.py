@@ -12,7 +12,7 @@ from acpcli.cli.options import Agent, Cmd, LogFile, Protocol, Timeout
 app = typer.Typer()
 
 
-@app.command()
+@app.command(short_help="Log in to an agent, or log out of it.")
 def auth(
     agent_name: Annotated[
         str | None,
@@ -42,11 +42,12 @@ def auth(
     terminal (the agent's command line plus the arguments the method names). Sessions need
     no restart afterwards: `acpcli resume ID` picks up where you were.
 
-    \b
     Examples:
-      acpcli auth claude             log in (asks which way when there are several)
-      acpcli auth codex --list       show the login methods
-      acpcli auth gemini --logout    log out
+
+    \b
+      acpcli auth claude             # asks which way when there are several
+      acpcli auth codex --list       # the login methods
+      acpcli auth gemini --logout
     """
     from acpcli.cli import login
     from acpcli.errors import UsageError

@@ -194,16 +194,17 @@ Shell = Annotated[
 ]
 
 
-@app.command()
+@app.command(short_help="Print the shell completion script for bash, zsh or fish.")
 def completion(shell: Shell) -> None:
     """Print the shell completion script for bash, zsh or fish.
 
-    Install it once (see completions/README.md), for example:
+    Install it once (see completions/README.md).
 
+    Examples:
+
+    \b
       acpcli completion bash > ~/.local/share/bash-completion/completions/acpcli
-
-      acpcli completion zsh > ~/.zfunc/_acpcli   # a directory on $fpath
-
+      acpcli completion zsh > ~/.zfunc/_acpcli     # a folder on $fpath
       acpcli completion fish > ~/.config/fish/completions/acpcli.fish
     """
     from acpcli.errors import UsageError

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 
-@app.command()
+@app.command(short_help="Check the local history for damage; --repair salvages it.")
 def doctor(
     repair: Annotated[
         bool,
@@ -40,8 +40,9 @@ def doctor(
     search index is rebuilt), the damaged file is kept beside it, and what could not be
     read is listed. Run it while no other acpcli command is running.
 
-    \b
     Examples:
+
+    \b
       acpcli doctor
       acpcli doctor --repair
     """

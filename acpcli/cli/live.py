@@ -11,7 +11,7 @@ from acpcli.cli import completers
 app = typer.Typer()
 
 
-@app.command()
+@app.command(short_help="End live sessions: their background hosts and agents.")
 def stop(
     session_ids: Annotated[list[str] | None, typer.Argument(metavar="SESSION_ID...", help="The live sessions to stop.", autocompletion=completers.session_ids, show_default=False)] = None,
     all_hosts: Annotated[bool, typer.Option("--all", help="Stop every live session of this ACPCLI_HOME.")] = False,
@@ -22,14 +22,14 @@ def stop(
 
     Examples:
 
-      acpcli stop demo-1f2e…
-
+    \b
+      acpcli stop demo-1f2e
       acpcli stop --all
     """
     raise typer.Exit(stop_hosts(list(session_ids or []), all_hosts=all_hosts))
 
 
-@app.command()
+@app.command(short_help="Join a live session from another terminal.")
 def attach(
     session_id: Annotated[str, typer.Argument(metavar="SESSION_ID", help="The live session to join.", autocompletion=completers.session_ids, show_default=False)],
     permissions: Annotated[str | None, typer.Option("--permissions", metavar="POLICY", help="Answer the permission requests of prompts sent from here: ask (default), allow, deny or read-only.", autocompletion=completers.permission_policies, show_default=False)] = None,
@@ -44,7 +44,9 @@ def attach(
 
     Examples:
 
-      acpcli attach demo-1f2e…
+    \b
+      acpcli attach demo-1f2e
+      acpcli attach demo-1f2e --permissions read-only
     """
     raise typer.Exit(attach_to(session_id, permissions))
 

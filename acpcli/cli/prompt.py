@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 
-@app.command()
+@app.command(short_help="Send one prompt, print the answer, exit with how it ended.")
 def prompt(
     text: Annotated[list[str] | None, typer.Argument(metavar="TEXT", help="The prompt (else -f FILE, else stdin).", show_default=False)] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin): UTF-8 text, at most 8 MiB (the same holds for a piped stdin; mention larger files with @PATH).", show_default=False)] = None,
@@ -80,22 +80,17 @@ def prompt(
     running a turn on, it waits for that turn to end (saying so on stderr), or with --no-wait
     exits 18 at once.
 
-    Examples:
-
-      acpcli prompt --agent demo "explain this repo"
-
-      echo "summarize" | acpcli prompt --agent demo > answer.md
-
-      acpcli prompt --last "and now the tests"
-
-      acpcli prompt --agent claude --mode plan --model opus "how would you split this module?"
-
-      acpcli prompt --agent demo --timeout 300 "summarize the changes"
-
-      acpcli prompt --agent demo --protocol 1 --answer name=Ada --answer drink=tea "form"
-
     With --session or --last the session's agent stays running for the next prompt (a live
     session, --keep-alive); a new session's does only when --keep-alive is given.
+
+    Examples:
+
+    \b
+      acpcli prompt --agent demo "explain this repo"
+      acpcli prompt --agent demo -f task.md > answer.md
+      acpcli prompt --last "and now the tests"
+      acpcli prompt --agent claude --mode plan "how would you split this?"
+      acpcli prompt --agent demo --protocol 1 --answer name=Ada "form"
     """
     from acpcli.api.frontends import Invocation, Options, for_prompt
     from acpcli.cli.streams import close_output, environment, prompt_text

@@ -91,7 +91,7 @@ def _print_id(env: Environment, session_id: str) -> None:
     env.stdout.flush()
 
 
-@app.command()
+@app.command(short_help="Start a new session with an agent.")
 def new(
     agent: Agent = None,
     cmd: Cmd = None,
@@ -118,8 +118,8 @@ def new(
 
     Examples:
 
+    \b
       acpcli new --agent demo
-
       acpcli new --cmd 'my-agent --acp' --cwd ~/src/app --add-dir ~/src/lib
     """
     from acpcli.api import commands
@@ -146,7 +146,7 @@ def new(
     raise typer.Exit(commands.new(options, invocation).exit_code)
 
 
-@app.command()
+@app.command(short_help="Reopen a session: the agent replays it, then the prompt opens.")
 def load(
     session_id: SessionId,
     agent: Agent = None,
@@ -180,6 +180,12 @@ def load(
     With keep-alive on (--keep-alive SECONDS, default 300; 0: off) a background host does the
     load and keeps the agent for the prompts that follow; a session whose host runs already
     is joined instead (no second agent).
+
+    Examples:
+
+    \b
+      acpcli load demo-1f2e
+      acpcli load demo-1f2e --no-repl > transcript.txt
     """
     from acpcli.api import commands
     from acpcli.api.frontends import Options
@@ -197,7 +203,7 @@ def load(
     raise typer.Exit(commands.reattach("load", session_id, options, invocation, new_if_missing=new_if_missing).exit_code)
 
 
-@app.command()
+@app.command(short_help="Start a new session from a copy of a session's conversation.")
 def fork(
     session_id: SessionId,
     agent: Agent = None,
@@ -229,9 +235,10 @@ def fork(
 
     Examples:
 
-      acpcli fork claude-5c1d…
-
-      FORK=$(acpcli fork "$ID" --no-repl) && acpcli prompt --session "$FORK" 'try the other way'
+    \b
+      acpcli fork claude-5c1d
+      FORK=$(acpcli fork "$ID" --no-repl)
+      acpcli prompt --session "$FORK" 'try the other way'
     """
     from acpcli.api import commands
     from acpcli.api.frontends import Options
@@ -244,7 +251,7 @@ def fork(
     raise typer.Exit(commands.fork(session_id, options, invocation).exit_code)
 
 
-@app.command()
+@app.command(short_help="Reopen a session without a replay, then the prompt opens.")
 def resume(
     session_id: SessionId,
     agent: Agent = None,
@@ -275,6 +282,12 @@ def resume(
     the line is not sent).
     With keep-alive on (--keep-alive SECONDS, default 300; 0: off) a background host does the
     resume and keeps the agent; a session whose host runs already is joined instead.
+
+    Examples:
+
+    \b
+      acpcli resume claude-5c1d
+      acpcli resume claude-5c1d --keep-alive 0
     """
     from acpcli.api import commands
     from acpcli.api.frontends import Options
@@ -326,7 +339,7 @@ def _hosted_reattach(
     return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=True)
 
 
-@app.command()
+@app.command(short_help="Close a session on the agent and mark it closed.")
 def close(
     session_id: SessionId,
     agent: Agent = None,
@@ -341,6 +354,11 @@ def close(
     Needs an agent that supports closing. What the agent answered is reported on stderr.
     Marking it closed waits up to ACPCLI_LOCK_WAIT seconds (default 15) for another
     process's lock on the local index, then exits 18 naming it.
+
+    Examples:
+
+    \b
+      acpcli close claude-5c1d
     """
     from acpcli.api import commands
     from acpcli.api.frontends import Options
@@ -368,7 +386,7 @@ def _stop_host_of(session_id: str, invocation: Invocation) -> None:
         invocation.say(f"acpcli: stopped the live session's host (pid {stopped[0]})")
 
 
-@app.command()
+@app.command(short_help="List the recorded sessions, or remove them (rm, prune).")
 def sessions(
     action: Annotated[list[str] | None, typer.Argument(metavar="rm ID... | prune", help="`rm ID…`: delete these sessions' local records; `prune --older-than AGE`: delete those of every session last used before (see below).", autocompletion=completers.session_action, show_default=False)] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="rm, prune: do not ask first on a terminal.")] = False,
@@ -411,14 +429,11 @@ def sessions(
 
     Examples:
 
+    \b
       acpcli sessions --since 7d --agent demo
-
       acpcli sessions --all --json
-
-      acpcli sessions rm demo-1f2e… demo-9a8b… --yes
-
-      acpcli sessions rm claude-5c1d… --remote
-
+      acpcli sessions rm demo-1f2e demo-9a8b --yes
+      acpcli sessions rm claude-5c1d --remote
       acpcli sessions prune --older-than 30d --dry-run
     """
     from acpcli.cli import history
@@ -454,7 +469,7 @@ def sessions(
     ))
 
 
-@app.command()
+@app.command(short_help="Print a session's stored transcript; no agent is started.")
 def show(
     session_id: SessionId,
     grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORDS", help="Only the messages and tool calls holding every word (case-insensitive; word* for a prefix).", show_default=False)] = None,
@@ -463,13 +478,19 @@ def show(
 
     With --grep, only the entries holding every word, and a note on stderr saying how many
     of how many: the jump from `acpcli search` to the messages that matched.
+
+    Examples:
+
+    \b
+      acpcli show demo-1f2e
+      acpcli show demo-1f2e --grep migration
     """
     from acpcli.cli import history
 
     raise typer.Exit(history.show(session_id, grep))
 
 
-@app.command()
+@app.command(short_help="Find past conversations by the words in their messages.")
 def search(
     text: Annotated[list[str], typer.Argument(metavar="WORD", help="Words every matching message holds (case-insensitive; word* matches a prefix).", show_default=False)],
     agent: Annotated[str | None, typer.Option("--agent", "-a", metavar="NAME", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
@@ -489,13 +510,10 @@ def search(
 
     Examples:
 
+    \b
       acpcli search flaky test
-
       acpcli search "retry*" --agent codex --since 2w
-
       acpcli search deploy --json | jq -r .id
-
-      acpcli show SESSION --grep deploy
     """
     from acpcli.cli import history
 
@@ -504,7 +522,7 @@ def search(
     ))
 
 
-@app.command()
+@app.command(short_help="Write a session's transcript to a file or to stdout.")
 def export(
     session_id: SessionId,
     output_format: Annotated[str, typer.Option("--format", metavar="markdown|jsonl|text", help="Transcript format.", autocompletion=completers.formats)] = "markdown",
@@ -514,6 +532,12 @@ def export(
 
     markdown: a readable transcript; jsonl: one normalized event per line; text: plain text.
     Exporting after `acpcli load ID` gives the same messages as before it.
+
+    Examples:
+
+    \b
+      acpcli export demo-1f2e -o session.md
+      acpcli export demo-1f2e --format jsonl | jq .type
     """
     from acpcli.cli import history
 

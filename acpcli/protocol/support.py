@@ -1,9 +1,9 @@
 """What acpcli supports of ACP, method by method, and the capability that gates each: the
-table README's "Protocol versions" section shows.
+table docs/protocol.md shows.
 
 Pure data, importing nothing. ``tests/protocol/test_support.py`` holds it to two things: it
 covers every method of the generated method table (:mod:`.methods`, both versions), so a
-regenerated schema with a new method fails until it is listed here; and README's table says
+regenerated schema with a new method fails until it is listed here; and that table says
 exactly what this one says, row by row.
 
 Each :class:`Method` names the method (or, for an advertisement acpcli reads, what it

@@ -1,4 +1,4 @@
-"""README's table of what acpcli supports, method by method, is the protocol layer's
+"""The protocol page's table (docs/protocol.md) of what acpcli supports, method by method, is the protocol layer's
 (:mod:`acpcli.protocol.support`), and that table covers every method of the generated method
 table (:mod:`acpcli.protocol.methods`) in both versions, each in the direction and versions
 the schemas give it."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from acpcli.protocol import methods, support
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 HEADER = "| method | direction | ACP v1 (stable): gated on | v2 draft: gated on | acpcli |"
 
 

@@ -1,4 +1,4 @@
-"""The README's architecture map is held to the floors of ``tests/test_layers.py``.
+"""The architecture map (docs/architecture.md) is held to the floors of ``tests/test_layers.py``.
 
 The map names every floor (a folder, or a module directly in acpcli/) once, from the top down,
 in the order of ``FLOORS``; every module file the Architecture section names exists. Which
@@ -20,10 +20,7 @@ MODULE_FILE = re.compile(r"(?<![\w./-])((?:\w+/)*\w+\.py)\b")
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("\n## Architecture\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+    return (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
 
 
 def _map(section: str) -> list[tuple[str, str]]:
