@@ -151,3 +151,25 @@ def configure_logging() -> None:
     logger.addHandler(LazyFile())
     logger.propagate = False
     logger._acpcli_configured = True  # type: ignore[attr-defined]
+
+
+def program(argv0: str | None = None, cwd: str | None = None, path: str | None = None) -> str:
+    """How to type this program in a hint we print (``acpcli resume ID``): ``acpcli`` when that
+    is what the shell finds, else the path it was run by (``.venv/bin/acpcli`` after ``make
+    demo``, relative to the current folder when it is under it), so every command we print runs
+    as printed. ``python -m acpcli`` (and anything that is not a program named acpcli) is
+    named ``acpcli``."""
+    import shutil
+
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if os.path.basename(argv0) != "acpcli" or os.sep not in argv0:
+        return "acpcli"
+    found = shutil.which("acpcli", path=path)
+    real = os.path.realpath(argv0)
+    if found is not None and os.path.realpath(found) == real:
+        return "acpcli"
+    here = os.getcwd() if cwd is None else cwd
+    absolute = os.path.abspath(argv0)
+    if absolute.startswith(here.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, here)
+    return absolute

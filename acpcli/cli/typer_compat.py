@@ -346,6 +346,9 @@ class OnDemandGroup(TyperGroup):
             if err.ctx is None and named in self.declared:
                 where = f"acpcli {named}"
             message = err.format_message().rstrip(".")
+            from acpcli.env import program
+
+            where = program() + where.removeprefix("acpcli")  # (a command to run as printed)
             raise UsageError(message[:1].lower() + message[1:], hint=f"see '{where} --help'") from None
         except typer.Abort:
             raise Interrupted() from None

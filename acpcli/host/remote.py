@@ -301,10 +301,13 @@ class HostedLink:
 
         if self.closed_elsewhere:
             return "the session was closed from another terminal; its host has ended"
+        from acpcli.env import program
+
         sid = shown_id(self.live.session_id)
         keep = self.ready.keep_alive
         how_long = f" for {keep:g} s after its last turn" if keep else ""
-        return f"bye — the session stays live{how_long}: `acpcli attach {sid}` rejoins it, `acpcli stop {sid}` ends it"
+        acpcli = program()
+        return f"bye — the session stays live{how_long}: `{acpcli} attach {sid}` rejoins it, `{acpcli} stop {sid}` ends it"
 
     async def leave(self) -> None:
         """This terminal goes; the host stays (for its keep-alive)."""

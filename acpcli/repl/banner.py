@@ -23,10 +23,13 @@ def print_banner(env: Environment, session_id: str, display_name: str) -> None:
 def come_back(features: AgentFeatures, session_id: str) -> str:
     """The command that reopens ``session_id`` with this agent: ``resume`` when it offers
     that, else ``load`` (gemini); for an agent with neither, ``show`` (the transcript)."""
+    from acpcli.env import program
+
     shown = shown_id(session_id)  # a unique prefix reopens it as well as the whole id
+    acpcli = program()  # (as the user can type it: .venv/bin/acpcli when it is not on the PATH)
     if features.resume:
-        return f"acpcli resume {shown}"
+        return f"{acpcli} resume {shown}"
     if features.load:
-        return f"acpcli load {shown}"
+        return f"{acpcli} load {shown}"
     # Neither: the agent cannot reopen it, but what was said stays readable.
-    return f"acpcli show {shown} ({features.display_name} can neither resume nor load a session)"
+    return f"{acpcli} show {shown} ({features.display_name} can neither resume nor load a session)"
