@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.history.index import Index, SessionRecord
     from acpcli.history.search import Hit
+    from acpcli.history.store import Entry, Store
     from acpcli.render.fit import Column
 
 
@@ -554,9 +555,11 @@ def _updated_before(updated: object, since: float) -> bool:
         return False
 
 
-def show(session_id: str, grep: str | None = None) -> int:
+def show(session_id: str, grep: str | None = None, *, pager: bool = True) -> int:
     """Print the stored transcript of a session (rich on a terminal, plain text otherwise);
-    ``grep``: only the messages and tool calls holding every one of its words."""
+    ``grep``: only the messages and tool calls holding every one of its words, each under
+    the prompt it belongs to. On a terminal, with ``pager``, a transcript longer than the
+    screen goes through :func:`paged`."""
     from acpcli.api.commands import stored
     from acpcli.cli.streams import environment
     from acpcli.render import make_view
@@ -567,23 +570,103 @@ def show(session_id: str, grep: str | None = None) -> int:
     if record.parent_id:
         env.note(f"{shown_id(record.id)} is a fork of {shown_id(record.parent_id)}: its transcript starts with the parent's")
     if grep is not None and words is not None:
-        from acpcli.history.search import documents, matches
-
         total = len(store.entries)
-        store.entries = [e for e in store.entries if any(matches(text, words) for _, text in documents([e]))]
+        store.entries, shown = _matching(store.entries, words)
         store.usage = None  # the matches alone: the session's usage line is not one of them
-        shown = len(store.entries)
         env.note(
             f"{shown} of {total} entries of {shown_id(record.id)} match {clip(grep, 80)!r}"
             if shown
             else f"nothing in {shown_id(record.id)} matches {clip(grep, 80)!r}"
         )
+    if pager and env.stdout_is_terminal and env.interactive:
+        paged(env, store)
+        return int(ExitCode.OK)
     view = make_view(env, final_only=True)
     try:
         view.print_store(store)
     finally:
         view.close()
     return int(ExitCode.OK)
+
+
+def _matching(entries: list[Entry], words: list[str]) -> tuple[list[Entry], int]:
+    """The entries holding every word, each match after the prompt it belongs to (the user
+    message before it, once, even when it does not match itself); and how many matched."""
+    from acpcli.history.search import documents, matches
+    from acpcli.history.store import USER, Message
+
+    kept: list[Entry] = []
+    prompt: Entry | None = None
+    prompt_kept = False
+    count = 0
+    for entry in entries:
+        is_prompt = isinstance(entry, Message) and entry.kind == USER
+        if is_prompt:
+            prompt, prompt_kept = entry, False
+        if not any(matches(text, words) for _, text in documents([entry])):
+            continue
+        count += 1
+        if prompt is not None and not prompt_kept:
+            kept.append(prompt)
+            prompt_kept = True
+        if not is_prompt:
+            kept.append(entry)
+    return kept, count
+
+
+_SYSTEMS: dict[str, Literal["standard", "256", "truecolor"]] = {"standard": "standard", "256": "256", "truecolor": "truecolor"}
+
+
+def paged(env: Environment, store: Store) -> None:
+    """The finished transcript of ``store`` as the terminal shows it: through a pager
+    (``$PAGER``, else ``less -R``) when it is longer than the screen, printed as it is
+    otherwise (or when there is no pager to run). Ctrl-C belongs to the pager while it runs."""
+    import io
+    import shlex
+    import shutil
+    import signal
+    import subprocess
+
+    from acpcli.env import Environment
+    from acpcli.render import make_view
+    from acpcli.text.console import SafeConsole
+
+    real = env.out
+    buffer = io.StringIO()
+    console = SafeConsole(
+        file=buffer, force_terminal=True, width=real.width, height=real.height, highlight=False, soft_wrap=False,
+        color_system=_SYSTEMS.get(real.color_system or ""),
+    )
+    drawn = Environment(stdin=env.stdin, stdout=buffer, stderr=env.stderr, _out=console)
+    view = make_view(drawn, final_only=True)
+    try:
+        view.print_store(store)
+    finally:
+        view.close()
+    text = buffer.getvalue()
+    command = shlex.split(os.environ.get("PAGER") or "") or (["less", "-R"] if shutil.which("less") else [])
+    if text.count("\n") < real.height or not command or command == ["cat"]:
+        env.stdout.write(text)
+        env.stdout.flush()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pager = subprocess.Popen(command, stdin=subprocess.PIPE, env={**os.environ, "LESS": os.environ.get("LESS", "-R")})
+    except OSError:  # a $PAGER that does not run: the transcript all the same
+        signal.signal(signal.SIGINT, previous)
+        env.stdout.write(text)
+        env.stdout.flush()
+        return
+    try:
+        assert pager.stdin is not None
+        try:
+            pager.stdin.write(text.encode("utf-8", "replace"))
+            pager.stdin.close()
+        except BrokenPipeError:  # the person left the pager before the end: their choice
+            pass
+        pager.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def search_terms(text: str) -> list[str]:

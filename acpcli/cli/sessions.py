@@ -472,12 +472,15 @@ def sessions(
 @app.command(short_help="Print a session's stored transcript; no agent is started.")
 def show(
     session_id: SessionId,
-    grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORDS", help="Only the messages and tool calls holding every word (case-insensitive; word* for a prefix).", show_default=False)] = None,
+    grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORDS", help="Only the messages and tool calls holding every word (case-insensitive; word* for a prefix), each under the prompt it answers.", show_default=False)] = None,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Print it all even when it is longer than the terminal.")] = False,
 ) -> None:
     """Print a session's stored transcript (no agent is started).
 
-    With --grep, only the entries holding every word, and a note on stderr saying how many
-    of how many: the jump from `acpcli search` to the messages that matched.
+    With --grep, only the entries holding every word, each under the prompt it belongs to,
+    and a note on stderr saying how many of how many: the jump from `acpcli search` to the
+    messages that matched. On a terminal, a transcript longer than the screen goes through
+    a pager ($PAGER, else less -R).
 
     Examples:
 
@@ -487,7 +490,7 @@ def show(
     """
     from acpcli.cli import history
 
-    raise typer.Exit(history.show(session_id, grep))
+    raise typer.Exit(history.show(session_id, grep, pager=not no_pager))
 
 
 @app.command(short_help="Find past conversations by the words in their messages.")

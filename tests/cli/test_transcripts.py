@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from acpcli.errors import ExitCode
-from tests.cli.conftest import Cli
+from tests.cli.conftest import AgentTrace, Cli
 
 LATE_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_late_agent.py"
 
@@ -202,3 +202,33 @@ def test_a_live_session_warns_through_its_client(cli: Cli) -> None:
         assert row["usage"]["used"] == 95000
     finally:
         cli.ok("stop", sid)
+
+
+def test_show_on_a_terminal_pages_what_is_longer_than_the_screen(cli: Cli, trace: AgentTrace, spawn: Any, tmp_path: Path) -> None:
+    """``show`` on a terminal: a transcript longer than the screen goes through $PAGER (with
+    its colours); one that fits, ``--no-pager`` and a pipe print it as it is."""
+    sid = cli.new(trace.demo_cmd())
+    for n in range(3):
+        cli.ok("prompt", "--session", sid, f"turn number {n}")
+    paged = tmp_path / "paged.txt"
+    pager = {"PAGER": f"tee {paged}"}
+    assert spawn("show", sid, env=pager).wait() == 0
+    text = paged.read_text()
+    assert text.count("\n") > 30 and "turn number 2" in text and "\x1b[" in text  # longer than 30 rows, in colour
+    paged.unlink()
+    assert spawn("show", sid, "--no-pager", env=pager).wait() == 0
+    assert not paged.exists()
+    assert spawn("show", sid, "--grep", "characters", env=pager).wait() == 0  # the thoughts alone fit: no pager
+    assert not paged.exists()
+    assert "turn number 2" in cli.ok("show", sid, env=pager).stdout and not paged.exists()  # a pipe
+
+
+def test_show_grep_puts_each_match_under_its_prompt(cli: Cli, trace: AgentTrace) -> None:
+    sid = cli.new(trace.demo_cmd())
+    cli.ok("prompt", "--session", sid, "first question about apples")
+    cli.ok("prompt", "--session", sid, "second question about pears")
+    proc = cli.ok("show", sid, "--grep", "fenced")  # in every answer, in no prompt
+    lines = proc.stdout.splitlines()
+    prompts = [line for line in lines if line.startswith("> ")]
+    assert prompts[:1] == ["> first question about apples"] and "> second question about pears" in prompts
+    assert "2 of" in proc.stderr and "match 'fenced'" in proc.stderr
