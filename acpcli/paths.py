@@ -3,7 +3,9 @@
 Invariants this module keeps:
 
 * **One root.** Every path acpcli reads or writes derives from :func:`home_dir`
-  (``$ACPCLI_HOME`` if set, else the platform's config directory).
+  (``$ACPCLI_HOME`` if set, else the platform's config directory), or, within
+  :func:`home_for` (the Python API's ``connect(home=...)``), the folder it names: for the
+  task it is entered in and the tasks started inside it, never the process's environment.
 * **Nothing is created on import or on asking for a path.** Directories are created on
   first write, with mode 0700, by :func:`ensure_dir` (the umask cannot loosen them).
 * **Private files.** Every file that holds a transcript or a log (the index and its ``-wal``/
@@ -20,19 +22,41 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
 APP_NAME = "acpcli"
 
+#: The home of the connection whose code runs in this context (:func:`home_for`).
+_HOME: ContextVar[Path | None] = ContextVar("acpcli_home", default=None)
 
-def home_dir() -> Path:
-    """The root of all acpcli state: ``$ACPCLI_HOME``, else the platform config dir.
+
+@contextmanager
+def home_for(home: Path) -> Iterator[None]:
+    """:func:`home_dir` is ``home`` for the code that runs inside this block, and for the
+    tasks started inside it (a context variable: other tasks and threads, and the process's
+    environment, are left as they are)."""
+    token = _HOME.set(home)
+    try:
+        yield
+    finally:
+        _HOME.reset(token)
+
+
+def home_dir(*, given: bool = True) -> Path:
+    """The root of all acpcli state: the home of :func:`home_for` (unless ``given`` is
+    False), else ``$ACPCLI_HOME``, else the platform config dir.
 
     Linux and other Unixes: ``$XDG_CONFIG_HOME/acpcli`` (when absolute) or
     ``~/.config/acpcli``; macOS: ``~/Library/Application Support/acpcli``; Windows:
     ``%APPDATA%\\acpcli``. The directory is not created here.
     """
+    pinned = _HOME.get() if given else None
+    if pinned is not None:
+        return pinned
     override = os.environ.get("ACPCLI_HOME")
     if override:
         return Path(override).expanduser()

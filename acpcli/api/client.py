@@ -22,10 +22,12 @@ import logging
 import math
 import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
+
+import anyio.lowlevel
 
 from acpcli.api.convert import event_of, input_request, permission_request, setting
 from acpcli.api.types import (
@@ -43,7 +45,7 @@ from acpcli.api.types import (
     TurnEnded,
     TurnResult,
 )
-from acpcli.errors import AcpcliError, UsageError
+from acpcli.errors import AcpcliError, SessionBusy, UsageError
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -69,6 +71,12 @@ logging.getLogger("acpcli").addHandler(logging.NullHandler())
 CHANGE_POLICY = 'pass permissions="allow" or a callback to acpcli.connect'
 #: The most notices kept on :attr:`Agent.notices` (every one still reaches a running turn).
 _NOTICES_KEPT = 200
+#: Event-loop turns a new prompt gives the generator of a turn its reader broke out of, to be
+#: closed (asyncio closes a dropped async generator in a task of its own, at once).
+_CLOSE_SPINS = 8
+#: How long a turn its caller left is waited for after ``session/cancel`` (an agent that does
+#: not end it by then is left to the connection's end).
+_ABANDON_WAIT = 30.0
 
 
 def connect(
@@ -128,9 +136,14 @@ def connect(
 async def _connected(
     home: str | os.PathLike[str] | None, opening: AbstractAsyncContextManager[Agent]
 ) -> AsyncIterator[Agent]:
-    """``opening`` entered with ``home`` as acpcli's home, its errors unwrapped from the task
-    groups they come through (a script catches ``AcpcliError``, not an exception group)."""
-    with _home(home):
+    """``opening`` entered with ``home`` as acpcli's home (:func:`~acpcli.paths.home_for`: this
+    connection's code and tasks only; without ``home``, the home of the environment as it is
+    now, whatever another connection's), its errors unwrapped from the task groups they come
+    through (a script catches ``AcpcliError``, not an exception group)."""
+    from acpcli import paths
+
+    pinned = Path(os.path.abspath(os.path.expanduser(os.fspath(home)))) if home is not None else paths.home_dir(given=False)
+    with paths.home_for(pinned):
         try:
             async with opening as opened:
                 yield opened
@@ -152,39 +165,6 @@ def _unwrapped(err: BaseException) -> BaseException:
     from acpcli.errors import leaf_error
 
     return leaf_error(err)
-
-
-class _home:
-    """``home=``: ``ACPCLI_HOME`` for the time of the connection (every path derives from
-    it, the agent's own state too); two connections at once must agree on it."""
-
-    _active: ClassVar[dict[str, int]] = {}
-
-    def __init__(self, home: str | os.PathLike[str] | None) -> None:
-        self.home = os.path.abspath(os.path.expanduser(os.fspath(home))) if home is not None else None
-        self._before: str | None = None
-
-    def __enter__(self) -> None:
-        if self.home is None:
-            return
-        others = [h for h, n in self._active.items() if n and h != self.home]
-        if others:
-            raise UsageError(f"another acpcli connection in this process uses home {others[0]}")
-        self._before = os.environ.get("ACPCLI_HOME")
-        os.environ["ACPCLI_HOME"] = self.home
-        self._active[self.home] = self._active.get(self.home, 0) + 1
-
-    def __exit__(self, *exc: object) -> None:
-        if self.home is None:
-            return
-        self._active[self.home] -= 1
-        if self._active[self.home]:
-            return
-        del self._active[self.home]
-        if self._before is None:
-            os.environ.pop("ACPCLI_HOME", None)
-        else:
-            os.environ["ACPCLI_HOME"] = self._before
 
 
 def _choose(agent: str | None, argv: Sequence[str] | None, transport: Transport | None) -> Any:
@@ -232,6 +212,7 @@ async def _open(
 ) -> AsyncIterator[Agent]:
     import anyio
 
+    from acpcli import paths
     from acpcli.config import step_timeout
     from acpcli.history.guarded import open_index, verdict
     from acpcli.services.permissions import PermissionPolicy, Refusals
@@ -240,6 +221,7 @@ async def _open(
     from acpcli.session.link import open_link
     from acpcli.wire.negotiate import ClientOffer
 
+    home = paths.home_dir()  # this connection's (entered by _connected)
     choice = _choose(agent, argv, transport)
     inputs = session_inputs(
         agent=None, cmd=None, cwd=Path(cwd) if cwd is not None else None, add_dir=[Path(d) for d in add_dirs] or None,
@@ -259,7 +241,8 @@ async def _open(
     try:
         link_cm = open_link(
             inputs.agent.argv,
-            env_extra=env_extra(inputs.agent) if transport is None else None,
+            # (the agent's own state, the demo agent's stored sessions, under the same home)
+            env_extra={**env_extra(inputs.agent), "ACPCLI_HOME": str(home)} if transport is None else None,
             choice=inputs.protocol,  # type: ignore[arg-type]  # checked by session_inputs
             offer=ClientOffer(read_text_file=fs, write_text_file=fs, terminal=terminal, auth_terminal=False),
             log_file=inputs.log_file,
@@ -272,7 +255,7 @@ async def _open(
             transport=transport,
         )
         async with link_cm as link, anyio.create_task_group() as tg:
-            owner._setup(link, inputs, index, writer, tg, refusals, timeout)
+            owner._setup(link, inputs, index, writer, tg, refusals, timeout, home)
             try:
                 yield owner
             finally:
@@ -308,8 +291,9 @@ def _policy(permissions: str | PermissionCallback | None, choice: Any) -> tuple[
 
 def _asker(callback: PermissionCallback, owner: Agent) -> Any:
     """The callback as the permission policy's asker (``(live, params) -> answer | None``).
-    An error of the callback's own leaves the turn's ``async for`` as itself (the question is
-    dismissed, so the agent is told ``cancelled`` and the turn is cancelled)."""
+    An error of the callback's own is raised from the turn's ``async for`` once the turn has
+    ended (the question is dismissed, so the agent is told ``cancelled`` and the turn is
+    cancelled): the session is ready for the next prompt then."""
     from acpcli.services.permissions import selected
 
     async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -318,7 +302,7 @@ def _asker(callback: PermissionCallback, owner: Agent) -> Any:
             if chosen is not None and not isinstance(chosen, PermissionOption):
                 raise UsageError(f"the permission callback must return a PermissionOption or None (got {chosen!r})")
         except Exception as err:  # noqa: BLE001 - the caller's error, raised where the caller reads
-            owner._emit(live, _Failed(err))
+            owner._failed(live, err)
             return None
         return selected({"optionId": chosen.option_id}) if chosen is not None else None
 
@@ -348,8 +332,9 @@ def _observed(owner: Agent, decider: Any) -> Any:
 
 
 def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) -> Any:
-    """Who answers ``elicitation/create``: the callback (its own error leaves the turn's
-    ``async for`` as itself; the request is cancelled), else nobody (declined, one notice)."""
+    """Who answers ``elicitation/create``: the callback (its own error is raised from the turn's
+    ``async for`` once the turn has ended; the request is cancelled), else nobody (declined,
+    one notice)."""
     from acpcli.services import elicitation
 
     if callback is None:
@@ -369,7 +354,7 @@ def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) 
             if answered is not None and not isinstance(answered, InputAnswer):
                 raise UsageError(f"the input callback must return an InputAnswer or None (got {answered!r})")
         except Exception as err:  # noqa: BLE001 - the caller's error, raised where the caller reads
-            owner._emit(live, _Failed(err))
+            owner._failed(live, err)
             return None
         if answered is None:
             return None
@@ -424,6 +409,7 @@ class Agent:
     _tg: anyio.abc.TaskGroup
     _refusals: Refusals
     _timeout: float | None
+    _home: Path
     _sessions: list[Session]
     _closed: bool
     #: The notices (what the CLI would say on stderr) that came while no turn was running.
@@ -441,9 +427,10 @@ class Agent:
         tg: anyio.abc.TaskGroup,
         refusals: Refusals,
         timeout: float | None,
+        home: Path,
     ) -> None:
         self._link, self._inputs, self._index, self._writer, self._tg = link, inputs, index, writer, tg
-        self._refusals, self._timeout = refusals, timeout
+        self._refusals, self._timeout, self._home = refusals, timeout, home
         self._sessions = []
         self._closed = False
         if not hasattr(self, "notices"):
@@ -485,6 +472,13 @@ class Agent:
             if session._conversation.live is live:
                 session._emit(event)
 
+    def _failed(self, live: LiveSession | None, error: Exception) -> None:
+        """A callback of the caller's failed during a turn of ``live``: raised from that
+        turn's ``async for`` when the turn has ended (the first such error of a turn)."""
+        for session in getattr(self, "_sessions", ()):
+            if session._conversation.live is live and session._error is None:
+                session._error = error
+
     def _run(self) -> Invocation:
         """The session layer's :class:`~acpcli.session.context.Invocation` of this connection: no
         person, no streams of its own (what it would say goes to :meth:`_notice`)."""
@@ -497,6 +491,13 @@ class Agent:
         if self._closed:
             raise UsageError("this agent's connection is closed")
 
+    def _at_home(self) -> AbstractContextManager[None]:
+        """This connection's home for the code inside (another connection's may be in force
+        in the caller's context: :func:`~acpcli.paths.home_for`)."""
+        from acpcli import paths
+
+        return paths.home_for(self._home)
+
     async def new_session(self, *, title: str | None = None) -> Session:
         """``session/new`` in the connection's ``cwd``, recorded in the index (``acpcli
         sessions`` lists it); ``title`` names it there."""
@@ -505,8 +506,9 @@ class Agent:
         self._check()
         run = self._run()
         run.title = title
-        live = await attach(self._link, "new", self._inputs, run, self._index, self._writer, None, None)
-        return self._opened(live)
+        with self._at_home():
+            live = await attach(self._link, "new", self._inputs, run, self._index, self._writer, None, None)
+            return self._opened(live)
 
     async def load(self, session_id: str) -> Session:
         """``session/load``: the session (an id or a unique prefix of one recorded here, or an
@@ -520,6 +522,10 @@ class Agent:
         return await self._reattach("resume", session_id)
 
     async def _reattach(self, command: Lifecycle, session_id: str) -> Session:
+        with self._at_home():
+            return await self._reattached(command, session_id)
+
+    async def _reattached(self, command: Lifecycle, session_id: str) -> Session:
         from acpcli.history.lock import SessionLock
         from acpcli.session.attach import attach
         from acpcli.session.inputs import lookup_or_none, recorded_mcp
@@ -625,6 +631,10 @@ class Session:
         self._agent = agent
         self._conversation = conversation
         self._send: MemoryObjectSendStream[Event | _Failed] | None = None
+        #: Set while a turn whose reader left is being cancelled (it is set when it has ended).
+        self._leaving: anyio.Event | None = None
+        #: A callback's error during the running turn, raised when the turn has ended.
+        self._error: Exception | None = None
         conversation.live.sink = _Feed(self)
         conversation.live.lock_wait = True
 
@@ -663,11 +673,20 @@ class Session:
         except Exception:  # noqa: BLE001 - the caller stopped reading: the turn goes on unread
             pass
 
-    async def prompt(self, text: str) -> AsyncIterator[Event]:
-        """Send ``text`` (``@path`` mentions resolved as the CLI does) and yield the turn's
-        events as they come; the last is :class:`~acpcli.api.types.TurnEnded` with the
-        :class:`~acpcli.api.types.TurnResult`. One turn at a time per session. Leaving the loop
-        early leaves the turn running: :meth:`cancel` ends it."""
+    async def prompt(
+        self, text: str, *, attach: Sequence[str | os.PathLike[str]] = (), mentions: bool = False
+    ) -> AsyncIterator[Event]:
+        """Send ``text`` and yield the turn's events as they come; the last is
+        :class:`~acpcli.api.types.TurnEnded` with the :class:`~acpcli.api.types.TurnResult`.
+        One turn at a time per session.
+
+        ``attach``: files (inside the session's folders) sent with the text, as ``@path`` is
+        at the CLI's prompt. The text itself is sent as it is: an ``@word`` in it attaches
+        nothing unless ``mentions=True`` (then ``@path`` mentions are resolved as the CLI does).
+
+        The caller owns the turn: leaving the loop early (``break``, an exception) or
+        cancelling the task that reads it cancels the turn (``session/cancel``) and waits for
+        the agent to end it, so the session is ready for the next prompt."""
         import anyio
 
         from acpcli.services.mentions import build_prompt
@@ -675,32 +694,72 @@ class Session:
         agent = self._agent
         agent._check()
         if self._send is not None:
-            raise UsageError(f"a turn is running on session {self.id}: one turn at a time")
+            # A reader that broke out of the last turn's loop: its generator is closed by the
+            # event loop a moment later (that cancels the turn); let it, and wait for the end.
+            for _ in range(_CLOSE_SPINS):
+                if self._leaving is not None:
+                    break
+                await anyio.lowlevel.checkpoint()
+            if self._leaving is not None:
+                await self._leaving.wait()
+        if self._send is not None:
+            raise SessionBusy(f"a turn is running on session {self.id}: one turn at a time")
         live = self._conversation.live
         roots = [live.cwd or agent._inputs.cwd, *live.additional_directories]
-        blocks = build_prompt(text, roots[0], roots, self._conversation.features, strict=False)
+        blocks = build_prompt(
+            text, roots[0], roots, self._conversation.features, strict=False, mentions=mentions,
+            attach=[os.fspath(path) for path in attach],
+        )
         send, receive = anyio.create_memory_object_stream[Event | _Failed](math.inf)
         self._send = send
-        agent._tg.start_soon(self._turn, text, blocks, send)
-        async with receive:
-            async for item in receive:
-                if isinstance(item, _Failed):
-                    raise item.error
-                yield item
-                if isinstance(item, TurnEnded):
-                    return
+        ended = anyio.Event()
+        with agent._at_home():  # (the turn's task takes the context it is started in)
+            agent._tg.start_soon(self._turn, text, blocks, send, ended)
+        finished = False
+        try:
+            async with receive:
+                async for item in receive:
+                    if isinstance(item, _Failed):
+                        finished = True
+                        raise item.error
+                    yield item
+                    if isinstance(item, TurnEnded):
+                        finished = True
+                        return
+        finally:
+            if not finished and not ended.is_set():
+                # The caller left the turn (break, an error, a cancelled task): it is cancelled,
+                # and the session is ready again once the agent has ended it.
+                self._leaving = ended
+                try:
+                    with anyio.CancelScope(shield=True):
+                        await self._abandon(ended)
+                finally:
+                    self._leaving = None
 
-    async def ask(self, text: str) -> TurnResult:
+    async def _abandon(self, ended: anyio.Event) -> None:
+        """Cancel the running turn for a caller that left it, and wait for it to end (its
+        events are dropped; what arrived is stored as always)."""
+        import anyio
+
+        if not self._conversation.live.cancel_requested:
+            await self._conversation.cancel()
+        with anyio.move_on_after(_ABANDON_WAIT):
+            await ended.wait()
+
+    async def ask(
+        self, text: str, *, attach: Sequence[str | os.PathLike[str]] = (), mentions: bool = False
+    ) -> TurnResult:
         """:meth:`prompt`, its events left unread: the turn's result."""
         result: TurnResult | None = None
-        async for event in self.prompt(text):
+        async for event in self.prompt(text, attach=attach, mentions=mentions):
             if isinstance(event, TurnEnded):
                 result = event.result
         assert result is not None  # prompt ends with TurnEnded or raises
         return result
 
     async def _turn(
-        self, text: str, blocks: list[dict[str, Any]], send: MemoryObjectSendStream[Event | _Failed]
+        self, text: str, blocks: list[dict[str, Any]], send: MemoryObjectSendStream[Event | _Failed], ended: anyio.Event
     ) -> None:
         from acpcli.history.store import AGENT, Message
         from acpcli.session.outcome import turn_timed_out
@@ -718,13 +777,18 @@ class Session:
             said = "".join(
                 e.text for e in live.store.entries[live.turn_first_entry :] if isinstance(e, Message) and e.kind == AGENT
             )
-            self._emit(TurnEnded(TurnResult(stop, live.session_id, said)))
+            if self._error is not None:  # a callback failed: the caller's own error, now the turn is over
+                self._emit(_Failed(self._error))
+            else:
+                self._emit(TurnEnded(TurnResult(stop, live.session_id, said)))
         except Exception as err:  # noqa: BLE001 - carried to the caller, who raises it
             leaf = _unwrapped(err)
-            self._emit(_Failed(leaf if isinstance(leaf, Exception) else err))
+            self._emit(_Failed(self._error or (leaf if isinstance(leaf, Exception) else err)))
         finally:
+            self._error = None
             self._send = None
             send.close()
+            ended.set()
 
     async def cancel(self) -> None:
         """``session/cancel`` the running turn (it ends with stop reason ``cancelled``);
@@ -737,7 +801,8 @@ class Session:
         name) to ``value``; returns it as it now is. :class:`~acpcli.errors.UsageError` names
         what is offered when there is no such setting or value."""
         self._agent._check()
-        return setting(await self._conversation.set(key, value))
+        with self._agent._at_home():
+            return setting(await self._conversation.set(key, value))
 
     async def close(self) -> None:
         """``session/close`` (the agent forgets it; it stays in the local index, marked
@@ -749,6 +814,7 @@ class Session:
         if self._send is not None:
             await self.cancel()
         capabilities.require(self._conversation.features, "session/close")
-        await self._conversation.close()
+        with agent._at_home():
+            await self._conversation.close()
         if self in agent._sessions:
             agent._sessions.remove(self)

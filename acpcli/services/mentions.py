@@ -343,24 +343,39 @@ def _file_block(path: str, st: os.stat_result, image: bool, embed: bool) -> dict
 
 
 def build_prompt(
-    text: str, cwd: str, roots: Sequence[str], features: AgentFeatures, *, strict: bool = True
+    text: str,
+    cwd: str,
+    roots: Sequence[str],
+    features: AgentFeatures,
+    *,
+    strict: bool = True,
+    mentions: bool = True,
+    attach: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """The content blocks of one prompt: ``text`` as typed, then a block per distinct mention.
+    """The content blocks of one prompt: ``text`` as typed, then a block per distinct mention
+    (with ``mentions``), then one per path of ``attach`` (files given by name, not found in
+    the text: the Python API's way, where a string that merely mentions ``@x`` sends nothing).
 
     Which block a file becomes depends on ``features.prompt_image`` and
     ``features.prompt_embedded_context`` (see the module docstring). Raises
     :class:`~acpcli.errors.UsageError` for a mention of a missing path or of one outside
     ``roots``; no block is built for any mention then. With ``strict=False`` (scripts, whose
     input may be pasted code full of ``@decorators``) a mention of a path that does not exist
-    stays plain text instead; one outside ``roots`` is still an error.
+    stays plain text instead; one outside ``roots`` is still an error. A path of ``attach``
+    must exist and be inside ``roots``.
     """
     blocks: list[dict[str, Any]] = [text_block(text)]
     image = bool(getattr(features, "prompt_image", False))
     embed = bool(getattr(features, "prompt_embedded_context", False))
     # Resolve every mention before reading any file, so a bad one costs nothing.
     targets: dict[str, os.stat_result] = {}
-    for mention in find_mentions(text, cwd):
+    for mention in find_mentions(text, cwd) if mentions else ():
         found = _resolve(mention, cwd, roots, strict)
+        if found is not None:
+            targets.setdefault(*found)
+    for path in attach:
+        given = os.fspath(path)
+        found = _resolve(Mention(0, len(given), given, given), cwd, roots, True)
         if found is not None:
             targets.setdefault(*found)
     for path, st in targets.items():

@@ -247,7 +247,7 @@ def test_one_turn_at_a_time(tmp_path: Path) -> None:
         events = session.prompt("first")
         first = await events.__anext__()  # the turn is running now
         assert isinstance(first, acpcli.UserText) and session.running
-        with pytest.raises(acpcli.UsageError, match="one turn at a time"):
+        with pytest.raises(acpcli.SessionBusy, match="one turn at a time"):
             await session.ask("second")
         await session.cancel()
         rest = [event async for event in events]
