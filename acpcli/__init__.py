@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from acpcli.api.client import Agent, Session, SessionInfo, connect
+    from acpcli.api.history import SearchHit, StoredSession, search, sessions, transcript
     from acpcli.api.sync import run
     from acpcli.api.types import (
         AgentText,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
         ToolCallStarted,
         ToolCallUpdated,
         Transcript,
+        TranscriptEntry,
         TurnEnded,
         TurnResult,
         UsageUpdated,
@@ -66,6 +68,9 @@ if TYPE_CHECKING:
         CapabilityMissing,
         ConfigError,
         ConnectionClosed,
+        DamagedState,
+        HandshakeError,
+        HostLost,
         ProtocolError,
         RpcError,
         SessionBusy,
@@ -88,9 +93,12 @@ __all__ = [
     "CapabilityMissing",
     "ConfigError",
     "ConnectionClosed",
+    "DamagedState",
     "Event",
     "FormField",
     "FormRequest",
+    "HandshakeError",
+    "HostLost",
     "InputAnswer",
     "InputAnswered",
     "InputCallback",
@@ -107,6 +115,7 @@ __all__ = [
     "ProtocolError",
     "RpcError",
     "RunResult",
+    "SearchHit",
     "Session",
     "SessionBusy",
     "SessionInfo",
@@ -115,12 +124,14 @@ __all__ = [
     "SettingsChanged",
     "StepTimeout",
     "StorageError",
+    "StoredSession",
     "ThoughtText",
     "TitleChanged",
     "ToolCall",
     "ToolCallStarted",
     "ToolCallUpdated",
     "Transcript",
+    "TranscriptEntry",
     "Transport",
     "TurnEnded",
     "TurnResult",
@@ -132,17 +143,21 @@ __all__ = [
     "connect",
     "memory_pair",
     "run",
+    "search",
+    "sessions",
+    "transcript",
 ]
 
 #: Where each public name lives (imported on first use, so ``import acpcli`` stays cheap).
 _WHERE = {
     **dict.fromkeys(("connect", "Agent", "Session", "SessionInfo"), "acpcli.api.client"),
     "run": "acpcli.api.sync",
+    **dict.fromkeys(("SearchHit", "StoredSession", "search", "sessions", "transcript"), "acpcli.api.history"),
     **dict.fromkeys(("Transport", "memory_pair"), "acpcli.wire.transport"),
     **dict.fromkeys(
         (
             "AcpcliError", "AgentStartError", "AuthRequired", "CapabilityMissing", "ConfigError", "ConnectionClosed",
-            "ProtocolError", "RpcError", "SessionBusy", "SessionNotFound", "StepTimeout", "StorageError",
+            "DamagedState", "HandshakeError", "HostLost", "ProtocolError", "RpcError", "SessionBusy", "SessionNotFound", "StepTimeout", "StorageError",
             "UnknownSession", "UsageError",
         ),
         "acpcli.errors",

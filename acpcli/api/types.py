@@ -310,6 +310,9 @@ Event = (
     | TurnEnded
 )
 
+#: One entry of a stored transcript (:attr:`Transcript.entries`).
+TranscriptEntry = UserText | AgentText | ThoughtText | ToolCall | PlanUpdated | TurnEnded
+
 #: Answers a permission request: the option chosen, or None to dismiss it (``cancelled``,
 #: and the turn is cancelled).
 PermissionCallback = Callable[[PermissionRequest], Awaitable["PermissionOption | None"]]
@@ -340,6 +343,40 @@ class Transcript:
     def jsonl(self) -> str:
         """One JSON object per entry (``acpcli export --format jsonl``)."""
         return self._written("jsonl")
+
+    @property
+    def entries(self) -> tuple[TranscriptEntry, ...]:
+        """The transcript as typed entries, in order: each message whole (:class:`UserText`,
+        :class:`AgentText`, :class:`ThoughtText`), each tool call as it last stood
+        (:class:`ToolCall`), each plan (:class:`PlanUpdated`), and where each turn ended
+        (:class:`TurnEnded`, with the agent's text of that turn)."""
+        from acpcli.api.convert import tool_call
+        from acpcli.history import store as st
+
+        out: list[TranscriptEntry] = []
+        said: list[str] = []
+        for entry in self._store.entries:
+            if isinstance(entry, st.Message):
+                if entry.kind == st.AGENT:
+                    out.append(AgentText(entry.text, entry.message_id))
+                    said.append(entry.text)
+                elif entry.kind == st.THOUGHT:
+                    out.append(ThoughtText(entry.text, entry.message_id))
+                else:
+                    out.append(UserText(entry.text, entry.message_id))
+            elif isinstance(entry, st.ToolCall):
+                out.append(tool_call(entry))
+            elif isinstance(entry, st.Plan):
+                out.append(PlanUpdated(tuple(
+                    PlanEntry(str(e.get("content", "")), str(e.get("status", "pending")), str(e.get("priority", "medium")))
+                    for e in entry.entries
+                    if isinstance(e, dict)
+                )))
+            elif isinstance(entry, st.TurnEnd):
+                stop = entry.stop_reason or ("error" if entry.error else "end_turn")
+                out.append(TurnEnded(TurnResult(stop, self.session_id, "".join(said))))
+                said = []
+        return tuple(out)
 
     def agent_text(self) -> str:
         """The agent's messages' text, joined by blank lines."""

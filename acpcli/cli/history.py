@@ -114,6 +114,9 @@ def sessions(
         if index is not None:
             if index.outdated:  # written by an older acpcli: migrate it once (prompt titles...)
                 _migrate_quietly(index)
+            from acpcli.history.records import agent_filter
+
+            agent = agent_filter(index, agent)  # the recorded name, or the agent's display name
             rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
             if count and len(rows) == count:  # only then can there be more: one count query
                 more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count
@@ -731,9 +734,12 @@ def search(
             return int(ExitCode.OK)
 
         def searched() -> list[tuple[SessionRecord, Hit]]:
+            from acpcli.history.records import agent_filter
+
             late = _catch_up(env, index)
             hits = index.search(
-                words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent, cwd=the_cwd, since=since_ts,
+                words, kinds=KINDS if thoughts else DEFAULT_KINDS, agent=agent_filter(index, agent), cwd=the_cwd,
+                since=since_ts,
                 limit=count + 1 if count else None,
             )
             if late:

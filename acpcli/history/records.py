@@ -119,3 +119,17 @@ def recorded_settings(index: Index, session_id: str) -> list[tuple[str, str]]:
         elif isinstance(value, str):
             latest[key] = value
     return list(latest.items())
+
+
+def agent_filter(index: Index, name: str | None) -> str | None:
+    """The recorded agent name a ``--agent`` filter means: ``name`` when sessions are
+    recorded under it, else the recorded name of the agent whose display name (its own
+    title, ``Claude Agent``) it is, so either name finds its sessions; else ``name`` as it is."""
+    if name is None or index.count_sessions(agent=name, state=None):
+        return name
+    wanted = name.casefold()
+    for record in index.list_sessions():
+        title = (record.agent_info or {}).get("title")
+        if isinstance(title, str) and title.strip().casefold() == wanted:
+            return record.agent
+    return name

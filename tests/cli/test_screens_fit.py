@@ -360,3 +360,14 @@ def test_code_on_a_pseudo_terminal_with_a_light_background(cli: Cli, spawn: Any)
     assert pty.wait() == 0
     assert WHITE_FG not in pty.seen and DARK_BG not in pty.seen
     assert "@dataclass" in screen_text(pty.seen, width=80)
+
+
+def test_agent_filters_take_the_name_shown_or_the_one_recorded(cli: Cli) -> None:
+    """One agent, one name on the screen (``Claude Agent``), and ``--agent`` takes that name or
+    the one it is recorded under (its package name, the id ``--json`` gives)."""
+    _plant(cli.home)
+    for name in ("Claude Agent", "claude agent", CLAUDE["name"]):
+        rows = [json.loads(line) for line in cli.ok("sessions", "--agent", name, "--json").stdout.splitlines()]
+        assert [row["id"] for row in rows] == [UUIDS[1]], name
+        assert rows[0]["agent"] == CLAUDE["name"]  # --json keeps the id
+    assert cli.ok("sessions", "--agent", "Claude", "--json").stdout == ""  # not a prefix match
