@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import acpcli
+
 from .conftest import AgentTrace, Cli
 
 
