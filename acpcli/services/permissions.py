@@ -42,6 +42,12 @@ picked to refuse.
 Every answer acpcli gives on the user's behalf (by the policy, or from memory) is one line
 reported through :class:`Refusals` (stderr), so it stays in the scrollback.
 
+Through a live session's host, each turn runs under the policy of the command or terminal that
+sent it, not the host's: the prompt carries a :class:`Grant` (the policy as the sender's decider
+resolved it, ``--no-fs``, ``--no-terminal``), which the host applies to that turn's file and
+terminal requests (:class:`acpcli.services.requests.TurnPolicy`); its permission requests are
+decided by the sender's own :class:`PermissionPolicy`.
+
 Files: :mod:`acpcli.services.files`; the methods served: :mod:`acpcli.services.requests`.
 """
 
