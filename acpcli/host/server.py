@@ -12,7 +12,7 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
     client                          host
     hello {pid, role}        →
                              ←      ready {pid, session, agent, state}   (state: to a watcher)
-    prompt {text, settings, grant}  →                         (grant: the sender's policy, see below)
+    prompt {text, settings, grant} →                          (grant: the sender's policy, below)
                              ←      queued {ahead}            (turns before this one)
                              ←      start                     (this prompt's turn begins)
                              ←      u {k, p}                  (each update, as the event log stores it)
@@ -581,7 +581,11 @@ class Host:
             self._tasks.start_soon(self._record_when_free, live, update)
 
     async def _record_when_free(self, live: LiveSession, update: dict[str, Any]) -> None:
-        lock = await self._claim(self.session_id, wait=True, notice=lambda line: log.info("%s", line))
+        try:
+            lock = await self._claim(self.session_id, wait=True, notice=lambda line: log.info("%s", line))
+        except AcpcliError as err:  # (a background task: it must not take the host down)
+            log.warning("could not record a refusal between turns: %s", err)
+            return
         try:
             self._record_local(live, update)
         finally:
