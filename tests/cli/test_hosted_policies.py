@@ -122,3 +122,37 @@ def test_a_host_started_by_a_script_serves_an_allowing_prompt(hosts: Cli, area: 
     assert (area / "output.txt").read_text() == "written"
     assert (area / "ran").exists()
     assert refusals(proc.stderr) == [], proc.stderr
+
+
+def test_close_in_an_attached_terminal_waits_for_the_other_terminals_picker(hosts: Cli, spawn: Any, workdir: Path) -> None:
+    """Two terminals on one live session: while the first one's turn waits on its picker,
+    ``/close`` in the second is refused in one line (the session stays); the first person's
+    *Allow* then reaches the agent, and ``/close`` works once the turn is over."""
+    from .pty import CHOICE, CTRL_D
+
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    asker = spawn("attach", sid)
+    asker.expect("attached to")
+    asker.prompt()
+    closer = spawn("attach", sid)
+    closer.expect("attached to")
+    closer.prompt()
+
+    asker.say("write chosen.txt")
+    asker.expect(CHOICE)
+    closer.say("/close")
+    closer.expect("/close: the session has a turn running")
+    closer.prompt()
+
+    asker.child.send("\r")  # the highlighted option: Allow once
+    asker.expect("written with fs/write_text_file")
+    asker.prompt()
+    assert (workdir / "chosen.txt").exists()
+
+    closer.say("/close")
+    closer.expect("closed")
+    assert closer.wait() == 0
+    asker.expect("closed from another terminal")
+    asker.child.send(CTRL_D)
+    assert asker.wait() == 0
