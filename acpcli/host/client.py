@@ -327,7 +327,7 @@ def prompt(
         channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
         channel.send({
             "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
-            "raw": run.raw,
+            "raw": run.raw, "grant": grant_of(decider, run),
         })
         stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
     finally:
@@ -341,6 +341,15 @@ def prompt(
         stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
         said=said_anything(mirror.store.entries),  # the mirror holds this turn only
     )
+
+
+def grant_of(decider: Any, run: Invocation) -> dict[str, Any]:
+    """What a prompt message says of its sender's policy, for the host to apply to its turn
+    (:class:`~acpcli.services.permissions.Grant`): the policy as ``decider`` resolved it
+    here, ``--no-fs`` / ``--no-terminal``, whether anybody can be asked here."""
+    from acpcli.services.permissions import Grant
+
+    return Grant.of(decider, fs=run.fs, terminal=run.terminal).message()
 
 
 #: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.

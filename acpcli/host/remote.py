@@ -117,6 +117,7 @@ class HostedLink:
         decide: Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]],
         say: Callable[[str], None],
         elicit: Callable[[LiveSession, Any], Awaitable[dict[str, Any] | None]] | None = None,
+        grant: dict[str, Any] | None = None,
     ) -> None:
         from acpcli.api.frontends import LiveSession
 
@@ -133,6 +134,9 @@ class HostedLink:
         self._apply_state(ready.state)
         self._decide = decide
         self._elicit = elicit
+        #: What each prompt says of this terminal's policy (:func:`acpcli.host.client.grant_of`);
+        #: the host applies it to the turn (None: the strictest, deny without files or terminals).
+        self.grant = grant
         self._say = say
         #: Called with the text of a turn another terminal sent, as it begins, and with None
         #: when it ends (the REPL heads and closes it).
@@ -326,7 +330,7 @@ class HostedLink:
         outcome: tuple[anyio.Event, list[dict[str, Any]]] = (anyio.Event(), [])
         self._turn = outcome
         try:
-            await self._send({"t": "prompt", "text": text, "settings": []})
+            await self._send({"t": "prompt", "text": text, "settings": [], "grant": self.grant})
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
                 async with anyio.create_task_group() as tg:
 

@@ -12,7 +12,7 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
     client                          host
     hello {pid, role}        →
                              ←      ready {pid, session, agent, state}   (state: to a watcher)
-    prompt {text, settings}  →
+    prompt {text, settings, grant} →                          (grant: the sender's policy, below)
                              ←      queued {ahead}            (turns before this one)
                              ←      start                     (this prompt's turn begins)
                              ←      u {k, p}                  (each update, as the event log stores it)
@@ -29,6 +29,20 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
     stop                     →                                (end the host: the agent is stopped)
     status                   →
                              ←      status {…}
+
+Permissions: each turn runs under the policy of the command or terminal that sent it. Its
+prompt message carries a ``grant`` (:class:`~acpcli.services.permissions.Grant`: the policy
+as the sender's own decider resolved it, ``--no-fs`` / ``--no-terminal``, whether anybody can
+be asked there); a missing or malformed one reads as the strictest (deny, no files, no
+terminals), never as the policy the host was started with. The client services apply it to
+the agent's file and terminal requests for that turn only (:class:`~acpcli.services.requests.TurnPolicy`),
+refusals going to that turn's client as ``note``; a permission request is asked of that
+client, which decides with its own decider. Between turns nobody is there: file and terminal
+requests are refused and recorded (``show`` has them), permission requests answered
+``cancelled``. Only ``prompt`` and ``attach`` clients may send prompts (a ``status`` or
+``stop`` client is a look: it is not watched for leaving, so nothing may wait on it); the
+others get ``error``. ``close`` is refused (exit 18) while a turn runs or waits in the queue:
+another terminal's turn, or its person's answer, must not be cut off.
 
 Invariants: turns run one at a time in arrival order, so nothing of two turns interleaves in
 the store, the event log or ``show``; every update goes to the event log before it goes to
@@ -61,6 +75,8 @@ if TYPE_CHECKING:
 
     from acpcli.api.frontends import AgentLink, Conversation, LiveSession
     from acpcli.history.index import EventWriter
+    from acpcli.services.permissions import Grant
+    from acpcli.services.requests import TurnPolicy
 
 log = logging.getLogger("acpcli.host")
 
@@ -101,6 +117,7 @@ class Turn:
     cancelled: bool = False
     wait: bool = True  # False (--no-wait): exit 18 rather than wait for another command's turn
     raw: bool = False  # --raw: the turn's wire frames (redacted) go to its client too
+    grant: Grant | None = None  # its sender's policy for files and terminals (None: the strictest)
 
 
 class Tee:
@@ -166,18 +183,45 @@ class Host:
         self.keep_alive = float(spec.get("keep_alive") or 0) or math.inf
         self.clients: set[Client] = set()
         self.queue: deque[Turn] = deque()
-        self.current: Turn | None = None
+        #: The client services' policy: the running turn's sender's (see :attr:`current`).
+        self.turn_policy: TurnPolicy | None = None
+        self._current: Turn | None = None
         self.wakeup = anyio.Event()
         self.last_activity = time.monotonic()
         self.stopping = anyio.Event()
         self._asks: dict[int, tuple[anyio.Event, list[Any], Client]] = {}
         self._next_ask = 0
+        self._refusals_between = 0
         self.link: AgentLink | None = None
         self.live: LiveSession | None = None
         self.agent_label = ""
         self.turns_run = 0
         self.index: Any = None  # the host's index, once open
         self._tasks: Any = None  # the serving task group, for background work
+
+    @property
+    def current(self) -> Turn | None:
+        """The turn running. Setting it puts its sender's grant in force for the agent's
+        file and terminal requests (and clearing it takes the grant away): in one place, so
+        that no way a turn starts or ends can leave one turn's policy to another, or to
+        the time between turns."""
+        return self._current
+
+    @current.setter
+    def current(self, turn: Turn | None) -> None:
+        self._current = turn
+        if self.turn_policy is None:
+            return
+        if turn is None:
+            self.turn_policy.end()
+            return
+        from acpcli.services.permissions import Grant, Refusals
+
+        grant = turn.grant if turn.grant is not None else Grant()
+        client = turn.client
+        self.turn_policy.start(
+            grant, Refusals(lambda line: client.post({"t": "note", "text": line}), change=grant.change)
+        )
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -244,7 +288,9 @@ class Host:
             return
         client.pid = hello.get("pid") if isinstance(hello.get("pid"), int) else None
         role = hello.get("role")
-        client.role = role if role in ("prompt", "attach", "status", "stop") else "prompt"
+        # an unknown role is a look (it may not send prompts): nothing is asked of a client
+        # that is not watched for leaving
+        client.role = role if role in ("prompt", "attach", "status", "stop") else "status"
         stored: int | str = 0
         if client.role == "attach" and self.live is not None and isinstance(self.live.recorder, Tee):
             # What it missed is on disk up to `stored`; what follows comes to it live. No
@@ -268,14 +314,22 @@ class Host:
             if kind == "prompt":
                 text = message.get("text")
                 settings = message.get("settings") or []
+                if client not in self.clients:  # a look (status, stop): its leaving is not watched
+                    client.post({
+                        "t": "error", "exit": int(ExitCode.USAGE),
+                        "message": f"a {client.role} client cannot send prompts (say hello as a prompt or attach client)",
+                    })
+                    continue
                 if not isinstance(text, str):
                     client.post({"t": "error", "exit": int(ExitCode.USAGE), "message": "a prompt needs text"})
                     continue
+                from acpcli.services.permissions import Grant
+
                 ahead = len(self.queue) + (1 if self.current is not None else 0)
                 self.queue.append(
                     Turn(
                         client, text, [(str(k), str(v)) for k, v in settings], wait=message.get("wait") is not False,
-                        raw=message.get("raw") is True,
+                        raw=message.get("raw") is True, grant=Grant.read(message.get("grant")),
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -419,6 +473,15 @@ class Host:
             elif op == "close":
                 if not link.features.close:
                     raise CapabilityMissing(f"{link.features.display_name} does not support session/close")
+                if self.current is not None or self.queue:
+                    from acpcli.errors import SessionBusy
+
+                    # a turn (maybe another terminal's, maybe waiting on its person's answer)
+                    # would be cut off, and the prompts after it dropped
+                    raise SessionBusy(
+                        "the session has a turn running or waiting (maybe another terminal's): not closed",
+                        hint="close it once the turn is over",
+                    )
                 value = await link.close(live.session_id)
                 if self.index is not None:
                     self.index.mark_closed(live.session_id)
@@ -440,9 +503,14 @@ class Host:
     # -- permissions -----------------------------------------------------------------------
 
     async def decide(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
-        """A permission request: asked of the client whose prompt started the turn."""
+        """A permission request: asked of the client whose prompt started the turn, which
+        decides it with its own decider (its policy, or its person); ``cancelled`` between
+        turns (recorded: nobody was there) and when that client leaves."""
         turn = self.current
-        if turn is None or turn.client.gone.is_set():
+        if turn is None:
+            self._refused_between(f"permission for {_asked_title(params)}")
+            return CANCELLED
+        if turn.client.gone.is_set():
             return CANCELLED
         self._next_ask += 1
         ask_id = self._next_ask
@@ -453,7 +521,7 @@ class Host:
         self._tell_watchers(turn.client, f"a permission is asked of the terminal that sent this prompt: {title}")
         try:
             turn.client.post({"t": "ask", "id": ask_id, "params": params})
-            await answered.wait()
+            await _answered(answered, turn.client)
         finally:
             del self._asks[ask_id]
         chosen = result[0] if result else None
@@ -479,11 +547,58 @@ class Host:
         self._tell_watchers(turn.client, f"the agent asks the terminal that sent this prompt for input: {described(request)}")
         try:
             turn.client.post({"t": "elicit", "id": ask_id, "params": request.raw, "agent": request.agent})
-            await answered.wait()
+            await _answered(answered, turn.client)
         finally:
             del self._asks[ask_id]
         chosen = result[0] if result else None
         return chosen if isinstance(chosen, dict) else None
+
+    def _refused_between(self, what: str) -> None:
+        """The agent asked for a file, a terminal or a permission while no turn ran: refused
+        (nobody is there), logged, and recorded in the session as a failed tool call of
+        acpcli's own (``show`` has it; attached terminals draw it)."""
+        from acpcli.services.permissions import shown
+
+        line = f"refused {shown(what)}: no prompt turn was running"
+        log.warning("%s", line)
+        live = self.live
+        if live is None or live.recorder is None:
+            return
+        self._refusals_between += 1
+        update = {
+            "sessionUpdate": "tool_call", "toolCallId": f"acpcli-refused-{os.getpid()}-{self._refusals_between}",
+            "title": f"acpcli {line}", "kind": "other", "status": "failed",
+        }
+        from acpcli.history.lock import SessionLock
+
+        lock = SessionLock(self.session_id)
+        if lock.try_acquire():  # no await before the write: no turn can start in between
+            try:
+                self._record_local(live, update)
+            finally:
+                lock.release()
+        elif self._tasks is not None:  # another command writes a turn of it: after that one
+            self._tasks.start_soon(self._record_when_free, live, update)
+
+    async def _record_when_free(self, live: LiveSession, update: dict[str, Any]) -> None:
+        try:
+            lock = await self._claim(self.session_id, wait=True, notice=lambda line: log.info("%s", line))
+        except AcpcliError as err:  # (a background task: it must not take the host down)
+            log.warning("could not record a refusal between turns: %s", err)
+            return
+        try:
+            self._record_local(live, update)
+        finally:
+            lock.release()
+
+    @staticmethod
+    def _record_local(live: LiveSession, update: dict[str, Any]) -> None:
+        try:
+            live.feed(update, local=True)
+            if live.recorder is not None:
+                live.recorder.flush()
+        except Exception:  # a record that cannot be written: the host log has the line
+            log.exception("could not record a refusal between turns")
 
     def _tell_watchers(self, asker: Client, text: str) -> None:
         self._tell_others(asker, {"t": "note", "text": text})
@@ -571,12 +686,14 @@ class Host:
     def _link(self, inputs: Any, run: Any) -> Any:
         from acpcli.api.frontends import agent_stderr_log, env_extra, open_link
         from acpcli.config import step_timeout
-        from acpcli.services.permissions import Refusals, permission_decider
+        from acpcli.services.permissions import Refusals
+        from acpcli.services.requests import TurnPolicy
         from acpcli.wire.negotiate import ClientOffer
         from acpcli.wire.wiretap import WireTap
 
         refusals = Refusals(self.note)
-        policy = permission_decider(run.env, run.permissions, None, refusals).policy
+        # no policy of the host's own: each turn's sender's (see the module docstring)
+        self.turn_policy = TurnPolicy(between=self._refused_between)
         wire_log = WireTap(inputs.log_file) if inputs.log_file is not None else WireTap.from_env()
         if wire_log is not None:
             try:
@@ -595,7 +712,7 @@ class Host:
             decide_permission=self.decide,
             elicit=self.elicit,
             tap=FrameTap(self, wire_log),
-            policy=policy,
+            turns=self.turn_policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=self.spec.get("timeout")),
         )
@@ -795,6 +912,21 @@ def _names(entries: Any) -> set[str]:
 _MASK: Masking | None = None
 
 
+async def _answered(answered: anyio.Event, client: Client) -> None:
+    """Wait for an answer of ``client``, or for it to leave (nothing waits on a client gone)."""
+    if client.gone.is_set():
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def gone() -> None:
+            await client.gone.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(gone)
+        await answered.wait()
+        tg.cancel_scope.cancel()
+
+
 def _asked_title(params: dict[str, Any]) -> str:
     from acpcli.text.safe import safe_line
 
@@ -819,7 +951,8 @@ def _outcome(params: dict[str, Any], answer: dict[str, Any]) -> str:
 
 def _quiet_run(spec: dict[str, Any]) -> Any:
     """The host's :class:`~acpcli.session.context.Invocation`: nobody at a terminal (its streams go
-    nowhere; what a client must see is sent to it), the policy and services its starter chose."""
+    nowhere; what a client must see is sent to it), the services its starter offered the agent
+    (``--no-fs``, ``--no-terminal``). No permission policy: each turn brings its sender's."""
     from acpcli.api.frontends import Invocation
     from acpcli.env import Environment
 
@@ -827,7 +960,7 @@ def _quiet_run(spec: dict[str, Any]) -> Any:
     return Invocation(
         env=Environment(stdin=nowhere, stdout=nowhere, stderr=nowhere),
         title=spec.get("title") if isinstance(spec.get("title"), str) else None,
-        permissions=spec.get("policy"), fs=bool(spec.get("fs", True)), terminal=bool(spec.get("terminal", True)),
+        fs=bool(spec.get("fs", True)), terminal=bool(spec.get("terminal", True)),
     )
 
 

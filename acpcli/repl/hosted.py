@@ -91,6 +91,7 @@ def run_hosted(
     from acpcli.api.frontends import decider_for
     from acpcli.host import address
     from acpcli.host.channel import connect
+    from acpcli.host.client import grant_of
     from acpcli.host.remote import LOST_HINT, HostedLink, join
 
     decider = decider_for(run, agent)
@@ -113,6 +114,7 @@ def run_hosted(
         link = HostedLink(
             channel, ready, store, decide=decider, elicit=AtTerminal(env).elicit,
             say=lambda line: _above(env, f"[dim]{escape(safe_line(line))}[/]", link.live.sink),
+            grant=grant_of(decider, run),  # this terminal's policy, for each turn it sends
         )
         link.services = _Policy(decider.policy)
         watch_host(env, link)

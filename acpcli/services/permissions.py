@@ -42,6 +42,12 @@ picked to refuse.
 Every answer acpcli gives on the user's behalf (by the policy, or from memory) is one line
 reported through :class:`Refusals` (stderr), so it stays in the scrollback.
 
+Through a live session's host, each turn runs under the policy of the command or terminal that
+sent it, not the host's: the prompt carries a :class:`Grant` (the policy as the sender's decider
+resolved it, ``--no-fs``, ``--no-terminal``), which the host applies to that turn's file and
+terminal requests (:class:`acpcli.services.requests.TurnPolicy`); its permission requests are
+decided by the sender's own :class:`PermissionPolicy`.
+
 Files: :mod:`acpcli.services.files`; the methods served: :mod:`acpcli.services.requests`.
 """
 
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from acpcli.errors import RpcError, UsageError
@@ -130,6 +137,12 @@ class Refusals:
         self.count += 1
         self.note(f"acpcli: {refusal_message(shown(what), policy, self.change)}", live)
 
+    def refused(self, what: str, why: str) -> None:
+        """A refusal for a reason other than the policy (``why``: the prompt was sent with
+        ``--no-fs``): one line, counted as a refusal."""
+        self.count += 1
+        self.note(f"acpcli: refused {shown(what)}: {why}")
+
     def note(self, line: str, live: AskedSession | None = None) -> None:
         """Report one line that is not a refusal (control characters shown, never sent);
         ``live``: the session it is about, whose live region is committed first when the
@@ -147,6 +160,56 @@ class Refusals:
                 self._report(line)
             except (OSError, ValueError):  # a closed stderr must not break the answer
                 logger.info("could not report a refusal: %s", line)
+
+
+# -- one turn's grant ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What the sender of one prompt lets the agent do through the client's own methods, as a
+    live session's host applies it to that prompt's turn (and to no other): the permission
+    policy as the sender's own decider resolved it (``ask`` only when a person can be asked
+    there), whether the files and the terminals are on (``--no-fs``, ``--no-terminal``), and
+    whether nobody can be asked (the refusal hint: :data:`CHANGE_POLICY_UNATTENDED`).
+
+    It travels in the prompt message (:meth:`message`, :meth:`read`). The defaults are the
+    strictest reading, which is what a prompt that carries no grant, or a malformed one,
+    gets: ``deny``, no files, no terminals, nobody to ask."""
+
+    policy: str = "deny"
+    fs: bool = False
+    terminal: bool = False
+    unattended: bool = True
+
+    @property
+    def change(self) -> str:
+        """How the sender can change the policy (the refusal lines' hint)."""
+        return CHANGE_POLICY_UNATTENDED if self.unattended else CHANGE_POLICY
+
+    def message(self) -> dict[str, Any]:
+        """The grant as the prompt message carries it."""
+        return {"policy": self.policy, "fs": self.fs, "terminal": self.terminal, "unattended": self.unattended}
+
+    @classmethod
+    def read(cls, raw: Any) -> Grant:
+        """A prompt message's grant; anything missing or not of its type reads as the
+        strictest value (an old or hostile client gets no more than a script with
+        ``--permissions deny --no-fs --no-terminal``). ``ask`` from a client that says nobody
+        can be asked there is ``deny``, as its own decider would have it."""
+        if not isinstance(raw, dict):
+            return cls()
+        unattended = raw.get("unattended") is not False
+        policy = raw.get("policy")
+        if policy not in POLICIES or (policy == "ask" and unattended):
+            policy = "deny"
+        return cls(str(policy), raw.get("fs") is True, raw.get("terminal") is True, unattended)
+
+    @classmethod
+    def of(cls, decider: PermissionPolicy, *, fs: bool, terminal: bool) -> Grant:
+        """The grant of a command (or terminal) whose permission decider is ``decider`` and
+        whose ``--no-fs`` / ``--no-terminal`` choices are ``fs`` / ``terminal``."""
+        return cls(decider.policy, fs, terminal, not decider.can_ask)
 
 
 # -- permissions ---------------------------------------------------------------------------
@@ -316,6 +379,11 @@ class PermissionPolicy:
         self.refusals = refusals
         # (session, request_key) -> "allow"/"reject", oldest first (bounded: MAX_REMEMBERED)
         self._always: dict[tuple[str, str], str] = {}
+
+    @property
+    def can_ask(self) -> bool:
+        """Whether a person can be asked (the refusal hints differ when nobody can)."""
+        return self._ask is not None
 
     def _tell(self, live: AskedSession, line: str) -> None:
         if self.refusals is not None:

@@ -9,6 +9,15 @@ so the connection answers anything else -32601. After ``initialize``,
 client file system or terminals): a handler then answers -32601 itself.
 
 What each permission policy lets these methods do: :mod:`acpcli.services.permissions`.
+
+A live session's host serves many commands' turns through one set of services: it passes a
+:class:`TurnPolicy`, whose grant it sets at each turn's start to the policy of the command or
+terminal that sent the prompt (a :class:`~acpcli.services.permissions.Grant`) and clears at the
+turn's end. Under it, a turn sent with ``--no-fs`` or ``--no-terminal`` is refused those methods
+(with :data:`~acpcli.services.permissions.POLICY_REFUSED` and a line: the capabilities were
+advertised when the host started), and between turns every file and terminal request is refused
+(nobody is there to answer for it) and reported to :attr:`TurnPolicy.between`, but
+``terminal/kill`` and ``terminal/release``, which only stop what runs.
 """
 
 from __future__ import annotations
@@ -25,15 +34,40 @@ from acpcli.services.files import (
     read_text,
     write_text,
 )
-from acpcli.services.permissions import POLICY_REFUSED, READ_ONLY_POLICIES, Refusals
+from acpcli.services.permissions import POLICY_REFUSED, READ_ONLY_POLICIES, Grant, Refusals
 from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
 
     from acpcli.services.terminals import Terminals
     from acpcli.wire.negotiate import AgentFeatures, ClientOffer
 
 logger = logging.getLogger("acpcli.services.requests")
+
+# -- whose policy ------------------------------------------------------------------------------
+
+
+class TurnPolicy:
+    """The policy a live session's host serves the agent's file and terminal requests under:
+    the :class:`~acpcli.services.permissions.Grant` of the turn running (:meth:`start`), with
+    its refusal lines going to that turn's :class:`~acpcli.services.permissions.Refusals`;
+    none between turns (:meth:`end`), when every request is refused and reported to
+    ``between`` (what was refused, in the words of a refusal line)."""
+
+    def __init__(self, between: Callable[[str], None] | None = None) -> None:
+        self.grant: Grant | None = None
+        self.refusals: Refusals | None = None
+        self.between = between
+
+    def start(self, grant: Grant, refusals: Refusals | None) -> None:
+        """A turn begins: its sender's grant is in force until :meth:`end`."""
+        self.grant, self.refusals = grant, refusals
+
+    def end(self) -> None:
+        """The turn is over: nobody is there any more."""
+        self.grant = self.refusals = None
+
 
 # -- the services -----------------------------------------------------------------------------
 
@@ -46,7 +80,9 @@ class ClientServices:
     reaps every terminal still alive. ``session_roots`` gives a session's root set (the
     session layer's ``Dispatcher.roots``). ``fs_write`` defaults to ``fs``. ``policy`` (``deny`` or ``read-only``)
     refuses file writes and terminals (see the module docstring), reporting each refusal to
-    ``refusals``; ``None``, ``ask`` and ``allow`` serve everything offered.
+    ``refusals``; ``None``, ``ask`` and ``allow`` serve everything offered. ``turns`` (a live
+    session's host): the policy changes with each turn (:class:`TurnPolicy`), and ``policy``
+    is not used.
     """
 
     def __init__(
@@ -59,10 +95,12 @@ class ClientServices:
         kill_grace: float | None = None,
         policy: str | None = None,
         refusals: Refusals | None = None,
+        turns: TurnPolicy | None = None,
     ) -> None:
         self._roots = session_roots
         self.policy = policy
         self.refusals = refusals
+        self.turns = turns
         self._fs_read = fs
         self._fs_write = fs if fs_write is None else fs_write
         self._terminal = terminal
@@ -164,12 +202,15 @@ class ClientServices:
     def _not_offered(method: str) -> RpcError:
         return RpcError(RpcError.METHOD_NOT_FOUND, f"method not found: {method}")
 
-    def _refuse(self, method: str, what: str | None) -> RpcError:
+    def _refuse(
+        self, method: str, what: str | None, policy: str | None = None, refusals: Refusals | None = None
+    ) -> RpcError:
         """The error answering ``method`` under a policy that forbids it; reported to the
         user when ``what`` names what was refused."""
-        policy = str(self.policy)
-        if what is not None and self.refusals is not None:
-            self.refusals(what, policy)
+        policy = str(self.policy if policy is None else policy)
+        refusals = self.refusals if refusals is None else refusals
+        if what is not None and refusals is not None:
+            refusals(what, policy)
         return RpcError(
             POLICY_REFUSED,
             f"{method} refused by the client's permission policy {policy!r} "
@@ -177,11 +218,41 @@ class ClientServices:
             {"policy": policy},
         )
 
+    def _check(self, method: str, need: str, what: str | None) -> None:
+        """Raise the refusal when the policy in force forbids ``need`` (``read``, ``write`` or
+        ``terminal``); ``what`` names what is refused for the refusal line (None: say nothing,
+        as for a terminal that cannot exist under the policy)."""
+        turns = self.turns
+        if turns is None:
+            if need != "read" and self.policy in READ_ONLY_POLICIES:
+                raise self._refuse(method, what)
+            return
+        grant = turns.grant
+        if grant is None:
+            if what is not None and turns.between is not None:
+                turns.between(what)
+            raise RpcError(
+                POLICY_REFUSED,
+                f"{method} refused: no prompt turn is running, so nobody is there to allow it",
+                {"policy": "deny"},
+            )
+        flag = "--no-terminal" if need == "terminal" else "--no-fs"
+        if not (grant.terminal if need == "terminal" else grant.fs):
+            if what is not None and turns.refusals is not None:
+                turns.refusals.refused(what, f"the prompt was sent with {flag}")
+            raise RpcError(
+                POLICY_REFUSED, f"{method} refused: the user sent this prompt with {flag}", {"policy": grant.policy}
+            )
+        if need != "read" and grant.policy in READ_ONLY_POLICIES:
+            raise self._refuse(method, what, grant.policy, turns.refusals)
+
     def _terminals_for(self, method: str) -> Terminals:
         if not self._terminal:
             raise self._not_offered(method)
-        if self.policy in READ_ONLY_POLICIES and method != "terminal/create":
-            raise self._refuse(method, None)  # no terminal exists to act on: nothing to report
+        stopping = method in ("terminal/kill", "terminal/release")
+        if method != "terminal/create" and not (stopping and self.turns is not None):
+            # (a host's terminal may outlive the turn that started it: stopping it is always let)
+            self._check(method, "terminal", None)  # no terminal exists to act on: nothing to report
         if self._terminals is None:
             raise RpcError(RpcError.INTERNAL_ERROR, "terminals are not available (services not started)")
         return self._terminals
@@ -198,6 +269,7 @@ class ClientServices:
         if not self._fs_read:
             raise self._not_offered(method)
         req = self._parse(method, params)
+        self._check(method, "read", f"a file read ({method} {req.path})")
         path = confine(req.path, self._roots_for(req.session_id))
         text = await anyio.to_thread.run_sync(read_text, path, req.line, req.limit)
         v1 = models(1)
@@ -215,8 +287,7 @@ class ClientServices:
         if not self._fs_write:
             raise self._not_offered(method)
         req = self._parse(method, params)
-        if self.policy in READ_ONLY_POLICIES:
-            raise self._refuse(method, f"a file write ({method} {req.path})")
+        self._check(method, "write", f"a file write ({method} {req.path})")
         path = confine(req.path, self._roots_for(req.session_id))
         await anyio.to_thread.run_sync(write_text, path, req.content)
         return dump(models(1).WriteTextFileResponse())
@@ -229,11 +300,10 @@ class ClientServices:
 
         terminals = self._terminals_for("terminal/create")
         req = self._parse("terminal/create", params)
-        if self.policy in READ_ONLY_POLICIES:
-            import shlex
+        import shlex
 
-            command = shlex.join([req.command, *(req.args or [])])
-            raise self._refuse("terminal/create", f"a command (terminal/create: {command})")
+        command = shlex.join([req.command, *(req.args or [])])
+        self._check("terminal/create", "terminal", f"a command (terminal/create: {command})")
         roots = self._roots_for(req.session_id)
         cwd = confine(req.cwd, roots) if req.cwd is not None else roots[0]
         env = {var.name: var.value for var in req.env or ()}

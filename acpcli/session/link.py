@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from acpcli.protocol.settings import Choice
     from acpcli.services.elicitation import Request
     from acpcli.services.permissions import Refusals
-    from acpcli.services.requests import ClientServices
+    from acpcli.services.requests import ClientServices, TurnPolicy
     from acpcli.wire.connection import Connection
     from acpcli.wire.negotiate import AgentFeatures, ClientOffer, ProtocolChoice
     from acpcli.wire.transport import AgentProcess, Transport
@@ -739,6 +739,7 @@ async def open_link(
     tap: Tap | None = None,
     policy: str | None = None,
     refusals: Refusals | None = None,
+    turns: TurnPolicy | None = None,
     step_timeout: float | None = None,
     cancelled: list[str] | None = None,
     one_shot: bool = False,
@@ -753,7 +754,8 @@ async def open_link(
     as the ``offer`` advertises, and only on v1 connections (v2 has no such methods).
     Terminals outlive nothing: they are killed after the connection stops. ``policy`` (the
     resolved ``--permissions``) and ``refusals`` go to :class:`~acpcli.services.requests.ClientServices`:
-    ``deny`` and ``read-only`` refuse file writes and terminals. ``step_timeout`` bounds every
+    ``deny`` and ``read-only`` refuse file writes and terminals; ``turns`` (a live session's
+    host) replaces ``policy`` with each turn's sender's. ``step_timeout`` bounds every
     request but a turn and a login (:meth:`~acpcli.wire.connection.Connection.request`).
     ``cancelled`` collects the methods of requests given up with ``$/cancel_request``.
 
@@ -775,7 +777,7 @@ async def open_link(
     dispatcher = Dispatcher(
         decide_permission=decide_permission, elicit=elicit, say=refusals.note if refusals is not None else None
     )
-    services = ClientServices.for_offer(dispatcher.roots, offer, policy=policy, refusals=refusals)
+    services = ClientServices.for_offer(dispatcher.roots, offer, policy=policy, refusals=refusals, turns=turns)
     handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
         "session/request_permission": dispatcher.on_request_permission,
         **services.handlers(),

@@ -13,6 +13,10 @@ Each prompt is one command; its text drives the agent. The result is reported ba
     shell LINE                        terminal/create with LINE as command and no args
     output ID | wait ID | kill ID | release ID    the terminal method of that name
 
+    later SECONDS REPORT COMMAND...   answers {"ok": "later"} and ends the turn at once; SECONDS
+                                      later (between turns) does COMMAND and writes its report
+                                      (the JSON above) to the file REPORT
+
 OPTIONS: ``--limit N`` (outputByteLimit), ``--cwd DIR``, ``--env NAME=VALUE`` (repeatable).
 The agent calls what it is told even when the client did not advertise it (a test peer must
 be able to misbehave), so tests can check the client's -32601.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 from typing import Any
 
@@ -90,9 +95,27 @@ class FsAgent(BaseSdkAgent):
         await self.say(session_id, json.dumps(report))
         return PromptResponse(stop_reason="end_turn")
 
+    async def _later(self, sid: str, seconds: float, report_path: str, command: str) -> None:
+        await asyncio.sleep(seconds)
+        try:
+            report: dict[str, Any] = {"ok": await self._command(sid, command)}
+        except RequestError as exc:
+            report = {"error": {"code": exc.code, "message": str(exc), "data": exc.data}}
+        except Exception as exc:
+            report = {"error": {"code": None, "message": f"{type(exc).__name__}: {exc}", "data": None}}
+        with open(report_path + ".part", "w", encoding="utf-8") as out:
+            out.write(json.dumps(report))
+        os.replace(report_path + ".part", report_path)
+
     async def _command(self, sid: str, text: str) -> Any:
         verb, _, rest = text.partition(" ")
         client = self._client
+        if verb == "later":
+            seconds, report_path, command = rest.split(" ", 2)
+            self._pending = asyncio.get_running_loop().create_task(
+                self._later(sid, float(seconds), report_path, command)
+            )
+            return "later"
         if verb == "caps":
             return _dump(self.client_capabilities)
         if verb == "read":
