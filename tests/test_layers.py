@@ -74,10 +74,15 @@ def _graph() -> dict[str, set[str]]:
     return {name: _imports(name, path, known) for name, path in modules.items()}
 
 
+#: The Python API's doors: ``import acpcli`` (its exports are the API), ``acpcli.testing`` (the
+#: scripted agent for users' tests) and ``acpcli.sync`` (the blocking twin). On the API's floor.
+DOORS = ("acpcli", "acpcli.testing", "acpcli.sync")
+
+
 def _floor(name: str) -> str | None:
     if name == "acpcli.__main__":  # ``python -m acpcli``: the command tree's own door
         return "acpcli.cli"
-    if name == "acpcli":  # ``import acpcli``: the Python API's door (its exports are the API)
+    if name in DOORS:
         return "acpcli.api"
     return next((upper for upper in UPPER if name == upper or name.startswith(upper + ".")), None)
 
@@ -184,7 +189,7 @@ def _floor_of(name: str) -> str | None:
     """The floor of module ``name`` (None for a module on no floor: a test says so)."""
     if name == "acpcli.__main__":
         return "acpcli.cli"
-    if name == "acpcli":
+    if name in DOORS:
         return "acpcli.api"
     return next((floor for floor in FLOORS if name == floor or name.startswith(floor + ".")), None)
 
@@ -208,7 +213,7 @@ def test_every_module_is_on_a_floor() -> None:
         path.stem if path.suffix == ".py" else path.name
         for path in PACKAGE.iterdir()
         if (path.suffix == ".py" or (path / "__init__.py").is_file())
-        and path.name not in ("__init__.py", "__main__.py", "demo_agent")
+        and path.name not in ("__init__.py", "__main__.py", "demo_agent", "testing.py", "sync.py")
     }
     assert sorted(f"acpcli.{top}" for top in tops) == sorted(FLOORS)
 

@@ -58,14 +58,8 @@ def permission_request(live: LiveSession, params: dict[str, Any]) -> PermissionR
         kind=tool_kind(params, live),
         options=options,
         raw_input=raw_input,
-        locations=paths(locations),
+        locations=ToolCall.paths(locations),
     )
-
-
-def paths(locations: Any) -> tuple[str, ...]:
-    return tuple(
-        loc["path"] for loc in locations if isinstance(loc, dict) and isinstance(loc.get("path"), str)
-    ) if isinstance(locations, list) else ()
 
 
 def input_request(request: el.Request) -> InputRequest:
@@ -82,10 +76,7 @@ def input_request(request: el.Request) -> InputRequest:
 
 
 def tool_call(entry: Any) -> ToolCall:
-    return ToolCall(
-        entry.tool_call_id, entry.title, entry.kind, entry.status, tuple(entry.content), paths(entry.locations),
-        entry.raw_input, entry.raw_output,
-    )
+    return ToolCall.of(entry)
 
 
 def setting(choice: Choice) -> Setting:

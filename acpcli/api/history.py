@@ -61,11 +61,10 @@ def _when(seconds: float) -> datetime:
 
 
 def _stored(record: SessionRecord) -> StoredSession:
-    info = record.agent_info or {}
-    title = info.get("title")
-    shown = title if record.agent == info.get("name") and isinstance(title, str) and title.strip() else record.agent
+    from acpcli.history.records import display_name
+
     return StoredSession(
-        record.id, record.agent, shown, record.shown_title, record.cwd, record.state, _when(record.created_at),
+        record.id, record.agent, display_name(record), record.shown_title, record.cwd, record.state, _when(record.created_at),
         _when(record.last_used_at), record.protocol_version, record.parent_id,
     )
 

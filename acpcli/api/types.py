@@ -66,6 +66,21 @@ class ToolCall:
     raw_input: Any = None
     raw_output: Any = None
 
+    @classmethod
+    def of(cls, entry: Any) -> ToolCall:
+        """The store's tool call (:class:`acpcli.history.store.ToolCall`), as the API's."""
+        return cls(
+            entry.tool_call_id, entry.title, entry.kind, entry.status, tuple(entry.content), cls.paths(entry.locations),
+            entry.raw_input, entry.raw_output,
+        )
+
+    @staticmethod
+    def paths(locations: Any) -> tuple[str, ...]:
+        """The paths of a tool call's ``locations`` (the wire's list of ``{path, line}``)."""
+        if not isinstance(locations, list):
+            return ()
+        return tuple(loc["path"] for loc in locations if isinstance(loc, dict) and isinstance(loc.get("path"), str))
+
 
 @dataclass(frozen=True)
 class ToolCallStarted:
@@ -350,7 +365,6 @@ class Transcript:
         :class:`AgentText`, :class:`ThoughtText`), each tool call as it last stood
         (:class:`ToolCall`), each plan (:class:`PlanUpdated`), and where each turn ended
         (:class:`TurnEnded`, with the agent's text of that turn)."""
-        from acpcli.api.convert import tool_call
         from acpcli.history import store as st
 
         out: list[TranscriptEntry] = []
@@ -365,7 +379,7 @@ class Transcript:
                 else:
                     out.append(UserText(entry.text, entry.message_id))
             elif isinstance(entry, st.ToolCall):
-                out.append(tool_call(entry))
+                out.append(ToolCall.of(entry))
             elif isinstance(entry, st.Plan):
                 out.append(PlanUpdated(tuple(
                     PlanEntry(str(e.get("content", "")), str(e.get("status", "pending")), str(e.get("priority", "medium")))

@@ -194,14 +194,10 @@ def ago(ts: float | None, now: float | None = None) -> str:
 
 
 def agent_shown(rec: SessionRecord) -> str:
-    """The agent as a person knows it: the configured name it was started by (``demo``,
-    ``gemini``), or for a ``--cmd`` agent its own title (``Claude Agent`` rather than
-    ``@zed-industries/claude-agent-acp``)."""
-    info = rec.agent_info or {}
-    title = info.get("title")
-    if rec.agent == info.get("name") and isinstance(title, str) and title.strip():
-        return title
-    return rec.agent
+    """The agent as a person knows it (:func:`acpcli.history.records.display_name`)."""
+    from acpcli.history.records import display_name
+
+    return display_name(rec)
 
 
 def _session_lines(

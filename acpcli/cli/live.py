@@ -211,18 +211,18 @@ def list_live(*, as_json: bool) -> int:
         return int(ExitCode.OK)
     from rich.text import Text
 
-    from acpcli.cli.history import ID_PREFIX, agent_shown
     from acpcli.errors import AcpcliError
     from acpcli.history.index import Index
+    from acpcli.history.records import display_name
     from acpcli.render.fit import Column, table_lines
 
     with Index.existing(read_only=True) as index:  # the ids and agents as `sessions` shows them
         if index is not None:
-            shortest = index.unique_prefixes([str(row["id"]) for row in rows], ID_PREFIX)
+            shortest = index.unique_prefixes([str(row["id"]) for row in rows], 8)  # (as `sessions` shows them)
             for row, line in zip(rows, table, strict=True):
                 line["ID"] = safe_line(shortest.get(str(row["id"]), str(row["id"])))
                 try:
-                    line["AGENT"] = safe_line(agent_shown(index.get(str(row["id"]))))
+                    line["AGENT"] = safe_line(display_name(index.get(str(row["id"]))))
                 except AcpcliError:  # a host of a session the index does not hold (yet)
                     pass
     columns = [

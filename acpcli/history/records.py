@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from acpcli.history.index import Index
+    from acpcli.history.index import Index, SessionRecord
     from acpcli.history.store import Store
 
 #: A prompt turn starts (so a rebuilt transcript splits user messages where acpcli sent
@@ -133,3 +133,14 @@ def agent_filter(index: Index, name: str | None) -> str | None:
         if isinstance(title, str) and title.strip().casefold() == wanted:
             return record.agent
     return name
+
+
+def display_name(record: SessionRecord) -> str:
+    """The agent as a person knows it: the configured name it was started by (``demo``,
+    ``gemini``), or for a ``--cmd`` agent its own title (``Claude Agent`` rather than
+    ``@zed-industries/claude-agent-acp``)."""
+    info = record.agent_info or {}
+    title = info.get("title")
+    if record.agent == info.get("name") and isinstance(title, str) and title.strip():
+        return title
+    return record.agent
