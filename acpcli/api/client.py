@@ -154,6 +154,39 @@ async def _connected(
             raise leaf from None
 
 
+#: What the session layer's messages say in the CLI's words, and the same in the API's, longest
+#: first (a script passes arguments to ``acpcli.connect``, not flags).
+_API_WORDS = (
+    ("wait longer with --timeout SECONDS, ACPCLI_TIMEOUT=SECONDS or timeout = SECONDS in config.toml",
+     "wait longer with timeout=SECONDS (acpcli.connect) or timeout = SECONDS in config.toml"),
+    ("pass --agent NAME or --cmd 'COMMAND'", "give acpcli.connect an agent name or argv=[...]"),
+    ("(try --agent demo)", '(the built-in demo agent is "demo")'),
+    ("--permissions ask|allow", 'permissions="allow" or a callback'),
+    ("outlasted --timeout", "outlasted timeout="),
+    ("--timeout", "timeout="),
+    ("--permissions", "permissions="),
+    ("--cwd", "cwd="),
+    ("--add-dir", "add_dirs="),
+    ("--mcp-config", "mcp_config="),
+    ("--protocol", "protocol="),
+)
+
+
+def _in_api_words(err: BaseException) -> BaseException:
+    """``err`` (one of acpcli's errors) saying what to change in the API's words: arguments of
+    :func:`connect`, not the CLI's flags. The error itself, changed in place."""
+    if isinstance(err, AcpcliError):
+        message, hint = err.message, err.hint
+        for cli, api in _API_WORDS:
+            message = message.replace(cli, api)
+            hint = hint.replace(cli, api) if hint is not None else None
+        if message != err.message:
+            err.message = message
+            err.args = (message, *err.args[1:])
+        err.hint = hint
+    return err
+
+
 def _unwrapped(err: BaseException) -> BaseException:
     """The error itself rather than the exception group a task group wraps it in: the one
     exception inside, else the acpcli error (:func:`~acpcli.errors.leaf_error`)."""
@@ -507,7 +540,10 @@ class Agent:
         run = self._run()
         run.title = title
         with self._at_home():
-            live = await attach(self._link, "new", self._inputs, run, self._index, self._writer, None, None)
+            try:
+                live = await attach(self._link, "new", self._inputs, run, self._index, self._writer, None, None)
+            except AcpcliError as err:
+                raise _in_api_words(err) from err.__cause__
             return self._opened(live)
 
     async def load(self, session_id: str) -> Session:
@@ -523,7 +559,10 @@ class Agent:
 
     async def _reattach(self, command: Lifecycle, session_id: str) -> Session:
         with self._at_home():
-            return await self._reattached(command, session_id)
+            try:
+                return await self._reattached(command, session_id)
+            except AcpcliError as err:
+                raise _in_api_words(err) from err.__cause__
 
     async def _reattached(self, command: Lifecycle, session_id: str) -> Session:
         from acpcli.history.lock import SessionLock
@@ -721,7 +760,7 @@ class Session:
                 async for item in receive:
                     if isinstance(item, _Failed):
                         finished = True
-                        raise item.error
+                        raise _in_api_words(item.error)
                     yield item
                     if isinstance(item, TurnEnded):
                         finished = True

@@ -328,3 +328,18 @@ def test_what_is_said_between_turns_is_kept_on_the_agent(tmp_path: Path) -> None
     first, second, notices = drive(MemoryAgent(full_turn), body, cwd=tmp_path)
     assert (first, second) == (SID, f"{SID}.2")
     assert len(notices) == 1 and f"this one is recorded as {SID}.2" in notices[0], notices
+
+
+def test_the_librarys_errors_name_arguments_not_flags(tmp_path: Path) -> None:
+    async def turn(agent: MemoryAgent, prompt: str) -> str:
+        await anyio.sleep(30)  # outlasts the timeout below
+        return "end_turn"
+
+    async def body(agent: acpcli.Agent) -> None:
+        session = await agent.new_session()
+        await session.ask("hi")
+
+    with pytest.raises(acpcli.StepTimeout) as raised:
+        drive(MemoryAgent(turn), body, cwd=tmp_path, timeout=0.5)
+    said = str(raised.value) + (raised.value.hint or "")
+    assert "timeout=" in said and "--timeout" not in said, said
