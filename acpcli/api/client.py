@@ -40,6 +40,7 @@ from acpcli.api.types import (
     PermissionAsked,
     PermissionCallback,
     PermissionOption,
+    Permissions,
     Setting,
     Transcript,
     TurnEnded,
@@ -84,7 +85,7 @@ def connect(
     *,
     argv: Sequence[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
-    permissions: str | PermissionCallback | None = None,
+    permissions: Permissions | PermissionCallback | None = None,
     on_input: InputCallback | None = None,
     add_dirs: Sequence[str | os.PathLike[str]] = (),
     mcp: Sequence[str] = (),
@@ -231,7 +232,7 @@ async def _open(
     *,
     argv: Sequence[str] | None,
     cwd: str | os.PathLike[str] | None,
-    permissions: str | PermissionCallback | None,
+    permissions: Permissions | PermissionCallback | None,
     on_input: InputCallback | None,
     add_dirs: Sequence[str | os.PathLike[str]],
     mcp: Sequence[str],
@@ -302,21 +303,22 @@ async def _open(
             verdict(index)  # a storage failure met on the way: StorageError
 
 
-def _policy(permissions: str | PermissionCallback | None, choice: Any) -> tuple[str, PermissionCallback | None]:
+def _policy(permissions: Permissions | PermissionCallback | None, choice: Any) -> tuple[str, PermissionCallback | None]:
     """The policy name and the callback, if any: a callback is ``ask`` with someone to ask;
     no policy: the config's ``permissions`` key, else ``deny``."""
     from acpcli.services.permissions import POLICIES
 
     if callable(permissions):
         return "ask", permissions
-    if permissions is None:
+    named: str | None = permissions
+    if named is None:
         from acpcli.config import configured_permissions
 
         try:
-            permissions = configured_permissions(choice.name if choice.name != "cmd" else None, choice.argv)
+            named = configured_permissions(choice.name if choice.name != "cmd" else None, choice.argv)
         except AcpcliError:
-            permissions = None
-    policy = permissions or "deny"
+            named = None
+    policy = named or "deny"
     if policy not in POLICIES:
         raise UsageError(f"permissions must be one of {', '.join(POLICIES)} or a callback (got {policy!r})")
     return policy, None

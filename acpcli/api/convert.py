@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from acpcli.api.types import (
     AgentText,
     Event,
+    FieldKind,
     FormField,
     FormRequest,
     InputRequest,
@@ -69,10 +70,20 @@ def input_request(request: el.Request) -> InputRequest:
     if isinstance(request, UrlPage):
         return LinkRequest(request.message, request.url, request.host, tuple(request.warnings), request.session_id)
     fields = tuple(
-        FormField(f.name, f.kind, f.title, f.description, f.required, f.default, tuple(f.options), f.sensitive)
+        FormField(
+            f.name, _FIELD_KINDS.get(f.kind, "text"), f.title, f.description, f.required, f.default, tuple(f.options),
+            f.sensitive,
+        )
         for f in request.fields
     )
     return FormRequest(request.message, fields, request.session_id, request.title)
+
+
+#: The form's field kinds as the API names them (the schema's ``string`` is ``text``).
+_FIELD_KINDS: dict[str, FieldKind] = {
+    "string": "text", "number": "number", "integer": "integer", "boolean": "boolean", "choice": "choice",
+    "multi": "multi",
+}
 
 
 def tool_call(entry: Any) -> ToolCall:

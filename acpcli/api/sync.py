@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from acpcli.api.types import InputCallback, PermissionCallback, RunResult, TurnEnded
+from acpcli.api.types import InputCallback, PermissionCallback, Permissions, RunResult, TurnEnded
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -23,7 +23,7 @@ def run(
     *,
     argv: Sequence[str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
-    permissions: str | PermissionCallback | None = None,
+    permissions: Permissions | PermissionCallback | None = None,
     on_input: InputCallback | None = None,
     session: str | None = None,
     title: str | None = None,

@@ -16,6 +16,28 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from acpcli.history.store import Store
 
+# -- the protocol's enumerations, as types -------------------------------------------------------
+# Each is what ACP names; an agent may send another string, which is kept as sent (so fields
+# read as ``X | str``: a type checker offers the names, a script still sees what came).
+
+#: How a turn ended.
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+#: What a tool call does.
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"]
+#: Where a tool call stands.
+ToolStatus = Literal["pending", "in_progress", "completed", "failed", "cancelled"]
+#: The kinds of answer an agent offers to a permission request.
+OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+#: A plan entry's status and priority.
+PlanStatus = Literal["pending", "in_progress", "completed"]
+PlanPriority = Literal["high", "medium", "low"]
+#: What was sent for a request for input.
+InputAction = Literal["accept", "decline", "cancel"]
+#: The kinds of a form's field.
+FieldKind = Literal["text", "number", "integer", "boolean", "choice", "multi"]
+#: A permission policy by name (``connect(permissions=...)``), as ``--permissions`` takes it.
+Permissions = Literal["ask", "allow", "deny", "read-only"]
+
 #: The stop reasons ACP names (an agent may send another string: it is kept as sent).
 END_TURN = "end_turn"
 MAX_TOKENS = "max_tokens"
@@ -59,8 +81,8 @@ class ToolCall:
 
     tool_call_id: str
     title: str | None
-    kind: str
-    status: str
+    kind: ToolKind | str
+    status: ToolStatus | str
     content: tuple[Mapping[str, Any], ...] = ()
     locations: tuple[str, ...] = ()
     raw_input: Any = None
@@ -101,8 +123,8 @@ class PlanEntry:
     """One step of the agent's plan."""
 
     content: str
-    status: str = "pending"
-    priority: str = "medium"
+    status: PlanStatus | str = "pending"
+    priority: PlanPriority | str = "medium"
 
 
 @dataclass(frozen=True)
@@ -119,7 +141,7 @@ class PermissionOption:
 
     option_id: str
     name: str
-    kind: str
+    kind: OptionKind | str
 
 
 @dataclass(frozen=True)
@@ -130,7 +152,7 @@ class PermissionRequest:
     session_id: str
     tool_call_id: str | None
     title: str | None
-    kind: str
+    kind: ToolKind | str
     options: tuple[PermissionOption, ...]
     raw_input: Any = None
     locations: tuple[str, ...] = ()
@@ -174,7 +196,7 @@ class FormField:
     ``number``, ``integer``, ``boolean``, ``choice`` or ``multi``)."""
 
     name: str
-    kind: str
+    kind: FieldKind
     title: str
     description: str = ""
     required: bool = False
@@ -237,7 +259,7 @@ class InputAnswered:
     ``cancel``)."""
 
     request: InputRequest
-    action: str
+    action: InputAction | str
 
 
 @dataclass(frozen=True)
@@ -291,7 +313,7 @@ class TurnResult:
     ``max_tokens``, ``max_turn_requests`` or a string the agent chose), the session, and the
     agent's text of this turn."""
 
-    stop_reason: str
+    stop_reason: StopReason | str
     session_id: str
     text: str
 
@@ -417,7 +439,7 @@ class RunResult:
     """What :func:`acpcli.run` returns: the turn's result and the session's transcript."""
 
     session_id: str
-    stop_reason: str
+    stop_reason: StopReason | str
     text: str
     markdown: str
     transcript_text: str
