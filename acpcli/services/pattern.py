@@ -32,7 +32,7 @@ from typing import Any
 
 #: The most steps (states visited, characters tested) a run here may take before the pattern
 #: goes to the child process instead (about a second of Python on a slow machine).
-MAX_STEPS = 2_000_000
+MAX_STEPS = 1_000_000
 #: The most instructions a pattern compiles to here (``x{1000}`` is a thousand of them).
 MAX_PROGRAM = 20_000
 #: The most sets of states remembered at once (the cache starts over past it).
