@@ -18,8 +18,8 @@ The output of either function contains no control character (nor bidirectional o
 (:func:`safe_line`: none at all), and applying it again changes nothing.
 
 JSON output (``--format jsonl``, ``--raw``) stays exact: :func:`json_escape` only writes the
-characters JSON allows raw but a terminal would obey (DEL, C1) and lone surrogates (which
-UTF-8 cannot carry) as ``\\u00XX`` escapes, which decode to the same string.
+characters JSON allows raw but a terminal would obey (DEL, C1, the bidirectional controls) and
+lone surrogates (which UTF-8 cannot carry) as ``\\uXXXX`` escapes, which decode to the same string.
 
 Cost: one precompiled regex search when there is nothing to replace (the usual case).
 This module is pure and imports nothing heavy: it is on every output path.
@@ -101,7 +101,7 @@ def shown_id(session_id: str) -> str:
     return safe_line(clip(session_id, ID_SHOWN))
 
 
-_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
 
 
 def _json_code(match: re.Match[str]) -> str:
@@ -110,7 +110,8 @@ def _json_code(match: re.Match[str]) -> str:
 
 def json_escape(json_text: str) -> str:
     """JSON text (``json.dumps(..., ensure_ascii=False)`` or a received frame) with DEL, the
-    C1 controls and lone surrogates written as ``\\uXXXX`` escapes: the same JSON value.
+    C1 controls, the bidirectional controls and lone surrogates written as ``\\uXXXX``
+    escapes: the same JSON value.
 
     Valid only for JSON text, where such characters can only stand inside strings (C0
     controls cannot stand raw in JSON at all, so ``json.dumps`` already escapes them).

@@ -54,6 +54,15 @@ def test_bidirectional_controls_are_shown_as_escapes() -> None:
         assert safe_text(f"a{ch}b") == f"a\\u{ord(ch):04x}b" == safe_line(f"a{ch}b")
         assert has_controls(ch)
     assert safe_line(safe_line("\u2067x\u2069")) == "\\u2067x\\u2069"
+    # JSON output keeps the value exactly, with the override written as an escape
+    import json
+
+    from acpcli.text.safe import json_escape
+
+    value = {"url": "https://example.com/\u202egpj.exe", "title": "\u2066a\u2069\x9b"}
+    text = json_escape(json.dumps(value, ensure_ascii=False))
+    assert "\u202e" not in text and "\u2066" not in text and "\x9b" not in text
+    assert "\\u202e" in text and json.loads(text) == value
 
 
 def test_non_control_unicode_is_kept() -> None:
