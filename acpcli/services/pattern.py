@@ -12,7 +12,8 @@ and no Ctrl-C gets a turn. So a pattern never meets a value in ``re`` in this pr
   dictionary look-up. The run is capped at :data:`MAX_STEPS` steps all the same;
 * any other pattern (back-references, look-around, ``\\b``, inline flags), one too large to
   compile here (:data:`MAX_PROGRAM`), or a run past the cap goes to ``re`` in a child process,
-  killed after :data:`CHILD_SECONDS`.
+  killed after :data:`CHILD_SECONDS`. The value (maybe a secret) reaches the child on its
+  standard input, never on its command line, where other users could read it.
 
 :func:`search` answers as ``re.search(pattern, value) is not None`` would (each single-character
 piece of the pattern is still read by ``re`` itself, so ``\\d``, ``\\w`` and classes mean what
