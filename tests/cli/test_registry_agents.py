@@ -516,19 +516,6 @@ def test_a_version_named_like_the_pointer_file_is_refused(cli: Cli, server: Regi
     assert not (cli.home / "agents").exists()
 
 
-def test_the_table_fits_a_terminal_by_cutting_the_widest_columns() -> None:
-    from acpcli.cli.agents import _COLUMNS, _fit
-
-    widths = [12, 7, 7, 60, 40, 8, 90]
-    assert _fit(widths, None) == widths and _fit(widths, 1000) == widths
-    fitted = _fit(widths, 100)
-    assert sum(fitted) + 2 * 6 <= 100
-    assert fitted[:3] == widths[:3]  # NAME, VERSION, RUNS are never cut
-    assert fitted[3] == fitted[6] and fitted[4] <= fitted[3]  # the widest share what is left
-    floors = _fit(widths, 10)  # no room at all: every cut column at its header's width
-    assert [floors[i] for i in (3, 4, 5, 6)] == [len(_COLUMNS[i]) for i in (3, 4, 5, 6)]
-
-
 @pytest.mark.parametrize("update", [False, True])
 def test_ctrl_c_during_an_install_says_what_was_left(cli: Cli, server: RegistryServer, update: bool) -> None:
     """SIGINT mid-download: one line saying it was interrupted and that nothing was installed
@@ -568,3 +555,17 @@ def test_ctrl_c_during_an_install_says_what_was_left(cli: Cli, server: RegistryS
     else:
         assert lines == ["acpcli: interrupted: 'fake-binary' 2.0.0 was not installed; nothing was left behind"]
         assert not (cli.home / "agents" / "fake-binary").exists()
+
+
+def test_the_table_fits_a_terminal_by_cutting_the_widest_columns() -> None:
+    from acpcli.cli.agents import _COLUMNS, _fit
+
+    widths = [12, 7, 7, 60, 40, 8, 90]
+    assert _fit(widths, None) == widths and _fit(widths, 1000) == widths
+    fitted = _fit(widths, 100)
+    assert sum(fitted) + 2 * 6 <= 100
+    assert fitted[:3] == widths[:3]  # NAME, VERSION, RUNS are never cut
+    assert fitted[3] == fitted[6] and fitted[4] <= fitted[3]  # the widest share what is left
+    floors = _fit(widths, 10)  # no room at all: every cut column at its header's width
+    assert [floors[i] for i in (3, 4, 5, 6)] == [len(_COLUMNS[i]) for i in (3, 4, 5, 6)]
+
