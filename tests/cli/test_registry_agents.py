@@ -568,4 +568,3 @@ def test_the_table_fits_a_terminal_by_cutting_the_widest_columns() -> None:
     assert fitted[3] == fitted[6] and fitted[4] <= fitted[3]  # the widest share what is left
     floors = _fit(widths, 10)  # no room at all: every cut column at its header's width
     assert [floors[i] for i in (3, 4, 5, 6)] == [len(_COLUMNS[i]) for i in (3, 4, 5, 6)]
-
