@@ -5,6 +5,10 @@ Whatever acpcli reads whole at a user's word (``prompt -f FILE``, a prompt on st
 holds more than its cap (:class:`TooLarge`), so ``/dev/zero`` or a FIFO fed by ``yes`` costs
 at most the cap in memory and the time to read that much, never the whole stream.
 
+A FIFO is bounded in time as well: opening one for reading waits for a writer, forever if none
+comes, so it is opened without waiting, and given up (:class:`Silent`, an :class:`OSError`
+whose ``strerror`` says why) when nothing is written to it for :data:`IDLE_SECONDS`.
+
 Nested data (JSON, TOML) is bounded too: :func:`check_depth` refuses what is nested deeper
 than :data:`MAX_DEPTH`, where a parser or a later walk would run out of stack.
 
@@ -13,13 +17,20 @@ Pure and light: on the start-up path of every command that reads a config.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 #: Bytes read at a time: small enough that the overshoot past a cap stays small.
 CHUNK = 64 * 1024
 #: The most a config or MCP server file may hold (bytes): far more than any hand-written one.
 MAX_CONFIG_BYTES = 1024 * 1024
+#: How long a FIFO may stay silent (no writer yet, or one that writes nothing) before it is
+#: given up (seconds): a writer that is coming comes sooner.
+IDLE_SECONDS = 10.0
 #: How deeply config and MCP data may nest (tables, arrays, objects): far more than any real one.
 MAX_DEPTH = 64
 
@@ -73,9 +84,66 @@ def read_capped(stream: Readable, limit: int, check: Callable[[bytes, int], None
     return b"".join(parts)
 
 
+class Silent(OSError):
+    """Nothing was written to a FIFO for :data:`IDLE_SECONDS` (no writer, or a silent one)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            errno.ETIMEDOUT, f"nothing was written to it for {seconds:g} seconds (a FIFO with no writer?)"
+        )
+
+
+class _Fifo:
+    """A FIFO opened without waiting, read with a deadline on each chunk."""
+
+    def __init__(self, fd: int, idle: float) -> None:
+        self.fd = fd
+        self.idle = idle
+
+    def read(self, size: int, /) -> bytes:
+        import select
+
+        while True:
+            if hasattr(select, "poll"):
+                poller = select.poll()
+                poller.register(self.fd, select.POLLIN)
+                ready = bool(poller.poll(self.idle * 1000))  # POLLHUP too: the writer left
+            else:
+                ready = bool(select.select([self.fd], [], [], self.idle)[0])
+            if not ready:
+                raise Silent(self.idle)
+            try:
+                return os.read(self.fd, size)  # b"": the last writer closed it
+            except BlockingIOError:
+                continue  # another reader took what was there
+
+
+@contextmanager
+def open_bounded(path: str | os.PathLike[str], idle: float = IDLE_SECONDS) -> Iterator[Readable]:
+    """``path`` opened for reading whole: a FIFO without waiting for a writer, then read with
+    :class:`Silent` after ``idle`` seconds without a byte; anything else as ``open`` opens it.
+    OSError as ``open`` raises it."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    if not nonblock:  # no FIFOs to fear without it (Windows)
+        with open(path, "rb") as stream:
+            yield stream
+        return
+    fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            yield _Fifo(fd, idle)
+            return
+        os.set_blocking(fd, True)  # a regular file ignores it; a device reads as it would
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            yield stream
+    finally:
+        os.close(fd)
+
+
 def read_file_capped(path: str, limit: int) -> bytes:
-    """The bytes of the file at ``path`` (:func:`read_capped`); OSError as ``open`` raises it."""
-    with open(path, "rb") as stream:
+    """The bytes of the file at ``path`` (:func:`read_capped`, :func:`open_bounded`); OSError
+    as ``open`` raises it (:class:`Silent` for a FIFO nobody writes to)."""
+    with open_bounded(path) as stream:
         return read_capped(stream, limit)
 
 

@@ -584,6 +584,15 @@ def validate_mcp_entry(name: str, entry: Any, where: str = "") -> dict[str, Any]
     elif transport in ("http", "sse"):
         if not isinstance(entry.get("url"), str) or not entry["url"]:
             raise ConfigError(f"{label}: url must be a non-empty string")
+        scheme = entry["url"].partition(":")[0] if ":" in entry["url"] else ""
+        if scheme.lower() not in ("http", "https"):
+            from acpcli.text.safe import clip, safe_line
+
+            shown = f"{safe_line(clip(scheme, 20))}:" if scheme else "a URL without a scheme"
+            raise ConfigError(
+                f"{label}: url must start with http:// or https:// (an {transport} MCP server is reached "
+                f"over HTTP), not {shown}"
+            )
         out["headers"] = _string_map(entry.get("headers", {}), "headers", label)
     else:
         raise ConfigError(

@@ -16,6 +16,7 @@
     │   ├── UnknownSession           SESSION_NOT_FOUND  ... to a load/resume of a session it does not know
     │   ├── AnswerTooLarge           AGENT_ERROR        ... or its answer was a line over the size limit
     │   └── ProtocolError            AGENT_ERROR        ... or it sent what ACP does not allow (acpcli.protocol)
+    │       └── UnprintableId        AGENT_ERROR        ... or a new session id a script cannot be given back
     ├── LoginFailed                  AUTH_REQUIRED      `acpcli auth`: the agent's login program failed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
     ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
@@ -298,6 +299,23 @@ class ProtocolError(RpcError):
         self.rpc_message = self.message
         self.data = None
         self.method = method
+
+
+class UnprintableId(ProtocolError):
+    """A new session's id, to be printed alone on stdout for a script (``ID=$(acpcli new ...)``
+    then ``prompt --session "$ID"``), holds control characters the agent put there: printed raw
+    a terminal would obey them, printed escaped no command would find the session. Refused
+    instead, with the way on (the session is recorded: ``--last`` continues it)."""
+
+    def __init__(self, session_id: str) -> None:
+        from acpcli.text.safe import shown_id
+
+        super().__init__(
+            "the new session's id",
+            f"the agent chose one with control characters ('{shown_id(session_id)}'): "
+            "not printed, since no command could be given it back",
+        )
+        self.hint = "the session is recorded: `acpcli prompt --last` (same agent and directory) continues it"
 
 
 class SessionNotFound(AcpcliError):

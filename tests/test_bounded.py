@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +63,27 @@ def test_check_depth_counts_levels_without_recursion() -> None:
     with pytest.raises(TooDeep):
         check_depth(deep)
     check_depth("a string is no level", limit=0)
+
+
+def test_a_fifo_is_opened_without_waiting_and_given_up_when_silent(tmp_path: Path) -> None:
+    import errno
+    import os
+
+    from acpcli.bounded import Silent, open_bounded
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(Silent) as err, open_bounded(fifo, idle=0.2) as stream:
+        read_capped(stream, 100)
+    assert err.value.errno == errno.ETIMEDOUT and "0.2 seconds" in str(err.value.strerror)
+    # a writer that writes and leaves: everything it wrote, then the end
+    with open_bounded(fifo, idle=30) as stream:
+        with open(fifo, "wb") as writer:
+            writer.write(b"some text")
+        assert read_capped(stream, 100) == b"some text"
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"x" * (CHUNK + 3))
+    with open_bounded(plain, idle=0) as stream:
+        assert read_capped(stream, 2 * CHUNK) == b"x" * (CHUNK + 3)
+    with pytest.raises(IsADirectoryError), open_bounded(tmp_path) as stream:
+        read_capped(stream, 100)

@@ -5,8 +5,9 @@ An install downloads the platform's archive (``.tar.gz``, ``.tgz``, ``.tar.bz2``
 sha256, extracts it there refusing absolute paths, ``..``, links that point outside and
 device files, makes ``cmd`` executable, and only then moves the version into place and
 points ``current.json`` at it. The previous version stays until the new one is in place; an
-interrupted install leaves only a ``.partial-*`` folder, removed by the next install; a
-failed one leaves nothing (no empty folder either).
+install killed on the way leaves only a ``.partial-*`` folder, removed by the next install; a
+failed one leaves nothing (no empty folder either), nor does one stopped by Ctrl-C, which says
+so in one line (:class:`~acpcli.errors.Interrupted`, exit 130) naming what is installed now.
 
 Bounds: the download stops at :data:`MAX_ARCHIVE_SIZE` bytes and at the overall deadline
 (:data:`acpcli.agents.registry.ARCHIVE_DEADLINE`); extraction stops at :data:`MAX_EXTRACTED_SIZE`
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from acpcli.errors import AgentStartError, UnsafeArchive
+from acpcli.errors import AgentStartError, Interrupted, UnsafeArchive
 
 #: A version as a folder name: it starts like a version number (the registry's schema
 #: says ``MAJOR.MINOR.PATCH…``), so it can never be ``current.json``, ``.``/``..`` or a path.
@@ -461,24 +462,63 @@ def install(entry: Any, *, progress: Callable[[int, int | None], None] | None = 
     and nothing else: no partial folder, no empty folder."""
     target = installable(entry)
     base = agents_dir() / entry.id
+    before = installed(entry.id)
+    done_at: list[float] = []  # when the new version was in place, if it was
     try:
         with _locked(entry.id) as waited:
             if waited and (have := installed(entry.id)) is not None and have.version == entry.version:
                 return have  # the other acpcli installed it meanwhile
             try:
-                _install_locked(entry, target, base, progress)
+                _install_locked(entry, target, base, progress, done_at)
             finally:
                 _rmdir_empty(base)  # under the lock: nobody is about to fill it
     except _CannotWrite as exc:
         raise _storage(entry.id, base, exc.error) from None
     except OSError as exc:
         raise _storage(entry.id, base, exc) from None
+    except KeyboardInterrupt:
+        raise _interrupted(entry, before, bool(done_at)) from None  # after the clean-up above: say what is left
     finally:
         _rmdir_empty(base.parent)  # holds the lock files while they are held: not before
     done = installed(entry.id)
     if done is None:
         raise AgentStartError(f"registry agent {entry.id!r}: the installed {target.cmd!r} cannot be run")
     return done
+
+
+def _interrupted(entry: Any, before: Installed | None, done: bool) -> Interrupted:
+    """Ctrl-C during an install, once its partial folder is gone: one line saying what is
+    installed now (``done``: the new version, in place before Ctrl-C arrived; else the
+    version from before, or nothing)."""
+    now = installed(entry.id)
+    what = f"{entry.id!r} {entry.version}"
+    if done and now is not None and now.version == entry.version:
+        return Interrupted(f"interrupted, but {what} was already installed")
+    if now is None:
+        return Interrupted(f"interrupted: {what} was not installed; nothing was left behind")
+    again = " again" if now.version == entry.version else ""
+    return Interrupted(f"interrupted: {what} was not installed{again}; {now.version} is still the one installed")
+
+
+@contextmanager
+def _whole() -> Iterator[None]:
+    """Ctrl-C held back (then raised) while the new version replaces the old one, so an
+    install is either in place with its ``current.json`` or not at all (in the main thread
+    only: signals are handled there)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _storage(agent_id: str, base: Path, exc: OSError) -> AgentStartError:
@@ -492,7 +532,9 @@ def _storage(agent_id: str, base: Path, exc: OSError) -> AgentStartError:
     )
 
 
-def _install_locked(entry: Any, target: Any, base: Path, progress: Callable[[int, int | None], None] | None) -> None:
+def _install_locked(
+    entry: Any, target: Any, base: Path, progress: Callable[[int, int | None], None] | None, done_at: list[float]
+) -> None:
     from acpcli.paths import ensure_dir
 
     ensure_dir(base)
@@ -512,14 +554,6 @@ def _install_locked(entry: Any, target: Any, base: Path, progress: Callable[[int
         cmd.chmod(cmd.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         final = base / entry.version
         old = staging / "old"
-        if os.path.lexists(final):  # the same version again: the old copy goes when the new is in
-            os.replace(final, old)
-        try:
-            os.replace(files, final)
-        except OSError:
-            if os.path.lexists(old):
-                os.replace(old, final)
-            raise
         meta = {
             "id": entry.id,
             "version": entry.version,
@@ -531,7 +565,17 @@ def _install_locked(entry: Any, target: Any, base: Path, progress: Callable[[int
         }
         tmp = staging / "current.json"
         tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        os.replace(tmp, base / "current.json")
+        with _whole():
+            if os.path.lexists(final):  # the same version again: the old copy goes when the new is in
+                os.replace(final, old)
+            try:
+                os.replace(files, final)
+            except OSError:
+                if os.path.lexists(old):
+                    os.replace(old, final)
+                raise
+            os.replace(tmp, base / "current.json")
+            done_at.append(time.monotonic())
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     for other in base.iterdir():  # the new version is in place: older ones go

@@ -198,13 +198,14 @@ def _form_answers(pairs: list[str], path: Path | None) -> dict[str, Any] | None:
     if path is not None:
         import json
 
+        from acpcli.bounded import TooLarge, read_file_capped
+
         try:
-            with open(path, "rb") as stream:
-                data = stream.read(_MAX_ANSWERS_FILE + 1)
+            data = read_file_capped(str(path), _MAX_ANSWERS_FILE)  # a FIFO: not waited on forever
         except OSError as err:
             raise UsageError(f"cannot read --answers {path}: {err.strerror or err}") from None
-        if len(data) > _MAX_ANSWERS_FILE:
-            raise UsageError(f"--answers {path} is over {_MAX_ANSWERS_FILE // 1024} KiB")
+        except TooLarge:
+            raise UsageError(f"--answers {path} is over {_MAX_ANSWERS_FILE // 1024} KiB") from None
         try:
             loaded = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as err:

@@ -84,10 +84,14 @@ def _run(
 
 def _print_id(env: Environment, session_id: str) -> None:
     """A session a script created (``new``, ``fork``): its id alone on a line of stdout, so
-    that ``ID=$(acpcli new --no-repl ...)`` works."""
+    that ``ID=$(acpcli new --no-repl ...)`` works (:class:`~acpcli.errors.UnprintableId`: an
+    id with control characters is refused, not printed)."""
+    from acpcli.errors import UnprintableId
     from acpcli.text.safe import safe_line
 
-    env.stdout.write(safe_line(session_id) + "\n")  # the agent chose it
+    if safe_line(session_id) != session_id:  # the agent chose it
+        raise UnprintableId(session_id)
+    env.stdout.write(session_id + "\n")
     env.stdout.flush()
 
 

@@ -38,9 +38,11 @@ def prompt_text(text: Sequence[str] | None, file: Path | None, env: Environment)
         if str(file) == "-":
             result = read_stdin_text(env)
         else:
+            from acpcli.bounded import open_bounded
+
             where = f"prompt file {file}"
             try:
-                with open(file, "rb") as stream:
+                with open_bounded(file) as stream:  # a FIFO: not waited on forever
                     data = _read_prompt(stream, where)
             except OSError as err:
                 raise UsageError(f"cannot read {where}: {err.strerror or err}") from None

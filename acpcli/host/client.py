@@ -184,11 +184,13 @@ def _read_line(stream: Any, limit: float | None) -> str:
 def new_session(options: Options, run: Invocation, *, agent: Any, keep_alive: float) -> int:
     """``acpcli new --no-repl`` with keep-alive on: a host makes the session and keeps its
     agent for the prompts that follow; its id is printed as without a host."""
-    from acpcli.errors import ExitCode
+    from acpcli.errors import ExitCode, UnprintableId
     from acpcli.text.safe import safe_line
 
     session_id = hosted_session(options, run, agent=agent, keep_alive=keep_alive)
-    run.env.stdout.write(safe_line(session_id) + "\n")
+    if safe_line(session_id) != session_id:
+        raise UnprintableId(session_id)
+    run.env.stdout.write(session_id + "\n")
     run.env.stdout.flush()
     return int(ExitCode.OK)
 

@@ -14,11 +14,12 @@ The agent asks the user for structured input, in one of two modes:
 The answer is ``{"action": "accept", "content": {...}}``, ``{"action": "decline"}`` or
 ``{"action": "cancel"}`` (the user dismissed it).
 
-Everything here is pure (no I/O, no pydantic): :func:`read_request` turns the params into a
+Everything here is pure (no I/O but a field ``pattern`` that only ``re`` reads, checked in a
+child process with a deadline: :mod:`acpcli.services.pattern`; no pydantic): :func:`read_request` turns the params into a
 :class:`Form` or a :class:`UrlPage`, or raises :class:`Invalid` (answered ``-32602``: a request
 acpcli cannot read at all) or :class:`Unusable` (answered ``decline`` with one warning: a
 readable request acpcli will not present -- a field type it does not know, a schema past the
-bounds below, a URL that is not ``http(s)``). The agent's text is untrusted: sizes are bounded
+bounds below, a URL that is not ``http(s)`` or holds invisible characters). The agent's text is untrusted: sizes are bounded
 (:data:`MAX_FIELDS`, :data:`MAX_OPTIONS`, :data:`MAX_TEXT`...) and nothing of it reaches a
 terminal but through the safe-text helpers of whoever draws it.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +68,9 @@ TEXT, NUMBER, INTEGER, BOOLEAN, CHOICE, MULTI = (
     "multi",
 )
 _FORMATS = ("email", "uri", "date", "date-time")
+#: Unicode categories no link may hold: controls, formatting characters (bidirectional
+#: overrides, zero-width spaces...), lone surrogates, line and paragraph separators.
+_HIDDEN = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 
 class Invalid(ValueError):
@@ -412,8 +417,9 @@ def _read_url(
         raise Unusable(
             f"a {parts.scheme[:20] or 'relative'!s} URL (acpcli shows only http and https links)"
         )
-    if any(ch.isspace() or ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 for ch in url):
-        raise Unusable("a URL with spaces or control characters in it")
+    if any(ch.isspace() or unicodedata.category(ch) in _HIDDEN for ch in url):
+        # (RFC 3987 forbids the bidirectional ones in links: U+202E makes a URL read backwards)
+        raise Unusable("a URL with spaces, control or invisible formatting characters in it")
     warnings = []
     if parts.scheme.lower() != "https" and host not in ("localhost", "127.0.0.1", "::1"):
         warnings.append("not https: what you type there can be read on the way")
@@ -492,16 +498,19 @@ def problem(f: Field, value: Any) -> str | None:
         if f.max_length is not None and len(value) > f.max_length:
             return f"at most {f.max_length} characters"
         if f.pattern is not None and value:
-            try:
-                if re.search(f.pattern, value) is None:
-                    return (
-                        "does not have the form asked for"
-                        if f.sensitive
-                        else f"does not match {f.pattern[:60]}"
-                    )
-            except (re.error, RecursionError):
-                return None
-        if f.format == "email" and value and not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", value):
+            from acpcli.services.pattern import search
+            from acpcli.text.safe import safe_line
+
+            found = search(f.pattern, value)  # bounded in time: the agent chose the pattern
+            if found is None:
+                return UNCHECKED
+            if not found:
+                return (
+                    "does not have the form asked for"
+                    if f.sensitive
+                    else f"does not match {safe_line(f.pattern[:60])}"
+                )
+        if f.format == "email" and value and not _email(value):
             return "not an email address"
         if f.format == "uri" and value and not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", value):
             return "not a URI (scheme:...)"
@@ -541,6 +550,23 @@ def problem(f: Field, value: Any) -> str | None:
         if f.max_length is not None and len(value) > f.max_length:
             return f"pick at most {f.max_length}"
     return None
+
+
+#: What a value is told when the agent's pattern could not be checked in time: refused, never
+#: accepted unchecked.
+UNCHECKED = "the agent's pattern for it could not be checked in time"
+
+
+def _email(value: str) -> bool:
+    """``value`` looks like an email address: ``local@domain.tld``, one ``@``, no spaces (string
+    operations, not a regex: a regex with two ``+`` around a dot is quadratic on ``a@....``)."""
+    local, at, domain = value.partition("@")
+    return (
+        bool(at and local)
+        and "@" not in domain
+        and "." in domain[1:-1]
+        and not any(ch.isspace() for ch in value)
+    )
 
 
 def check_content(form: Form, content: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -697,7 +723,8 @@ def scripted(given: Mapping[str, Any] | None, say: Any) -> Any:
     / ``--answers``: each field's value, defaults for the rest) when given, else declined; a
     link is declined (nobody can open it). Every answer is one line for ``say`` (stderr),
     sensitive values masked; a required field left out or a value the form refuses declines
-    the form, the line naming the field."""
+    the form, the line naming the field. Answers that name no field of the form at all were
+    meant for another one: the form is declined, never accepted with the agent's defaults."""
     from acpcli.text.safe import safe_line
 
     async def elicit(live: Any, request: Request) -> dict[str, Any]:
@@ -710,21 +737,30 @@ def scripted(given: Mapping[str, Any] | None, say: Any) -> Any:
                 "give --answer FIELD=VALUE or --answers FILE.json"
             )
             return answer(DECLINE)
+        unused = [safe_line(name[:40]) for name in given if request.field(name) is None]
+        if given and len(unused) == len(given):
+            # Answers meant for another form: the agent's defaults are not the person's answer.
+            shown = ", ".join(unused[:8]) + (", …" if len(unused) > 8 else "")
+            say(
+                f"acpcli: declined the agent's {described(request)}: "
+                f"no field of this form is called {shown}"
+            )
+            return answer(DECLINE)
         content, problems = answer_from(request, given)
         if problems:
             name, why = next(iter(problems.items()))
             f = request.field(name)
             why = (
                 why
-                if f is None or not f.sensitive or why == "required"
+                if f is None or not f.sensitive or why in ("required", UNCHECKED)
                 else "its value is not accepted"
             )
             say(
-                f"acpcli: declined the agent's {described(request)}: field {safe_line(name[:60])!r}: {why}"
+                f"acpcli: declined the agent's {described(request)}: "
+                f"field {safe_line(name[:60])!r}: {safe_line(why)}"
             )
             return answer(DECLINE)
         result = answer(ACCEPT, content)
-        unused = [safe_line(name[:40]) for name in given if request.field(name) is None]
         also = f" (no field of this form is called {', '.join(unused[:8])})" if unused else ""
         say(
             f"acpcli: answered the agent's {described(request)} from --answer: "

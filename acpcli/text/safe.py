@@ -9,14 +9,17 @@ each such character by a visible stand-in instead of dropping it silently:
 * C0 controls except newline and tab (and both of those in :func:`safe_line`): caret
   notation, ``ESC`` -> ``^[``, ``CR`` -> ``^M``, ``BEL`` -> ``^G``, ``NUL`` -> ``^@``;
 * DEL and the C1 controls (U+007F..U+009F): ``\\x7f`` .. ``\\x9f``;
-* lone surrogates (from ``"\\ud800"`` escapes in JSON; not encodable): ``\\ud800``.
+* lone surrogates (from ``"\\ud800"`` escapes in JSON; not encodable): ``\\ud800``;
+* the bidirectional controls (Unicode's Bidi_Control: U+061C, U+200E, U+200F, the embeddings
+  and overrides U+202A..U+202E, the isolates U+2066..U+2069), which reorder what a terminal
+  shows after them (a URL whose end reads backwards, "Trojan Source"): ``\\u202e``.
 
-The output of either function contains no control character but ``\\n`` and ``\\t``
+The output of either function contains no control character (nor bidirectional one) but ``\\n`` and ``\\t``
 (:func:`safe_line`: none at all), and applying it again changes nothing.
 
 JSON output (``--format jsonl``, ``--raw``) stays exact: :func:`json_escape` only writes the
-characters JSON allows raw but a terminal would obey (DEL, C1) and lone surrogates (which
-UTF-8 cannot carry) as ``\\u00XX`` escapes, which decode to the same string.
+characters JSON allows raw but a terminal would obey (DEL, C1, the bidirectional controls) and
+lone surrogates (which UTF-8 cannot carry) as ``\\uXXXX`` escapes, which decode to the same string.
 
 Cost: one precompiled regex search when there is nothing to replace (the usual case).
 This module is pure and imports nothing heavy: it is on every output path.
@@ -46,13 +49,15 @@ def _table(keep: str) -> dict[int, str]:
             table[code] = "^" + chr(code + 0x40)
     for code in range(0x7F, 0xA0):
         table[code] = f"\\x{code:02x}"
-    for code in range(0xD800, 0xE000):
+    for code in (*range(0xD800, 0xE000), *map(ord, _BIDI)):
         table[code] = f"\\u{code:04x}"
     return table
 
 
-_TEXT_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+#: Unicode's Bidi_Control characters (see the module docstring).
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_TEXT_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
+_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
 
 
 def has_controls(text: str) -> bool:
@@ -96,7 +101,7 @@ def shown_id(session_id: str) -> str:
     return safe_line(clip(session_id, ID_SHOWN))
 
 
-_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
 
 
 def _json_code(match: re.Match[str]) -> str:
@@ -105,7 +110,8 @@ def _json_code(match: re.Match[str]) -> str:
 
 def json_escape(json_text: str) -> str:
     """JSON text (``json.dumps(..., ensure_ascii=False)`` or a received frame) with DEL, the
-    C1 controls and lone surrogates written as ``\\uXXXX`` escapes: the same JSON value.
+    C1 controls, the bidirectional controls and lone surrogates written as ``\\uXXXX``
+    escapes: the same JSON value.
 
     Valid only for JSON text, where such characters can only stand inside strings (C0
     controls cannot stand raw in JSON at all, so ``json.dumps`` already escapes them).

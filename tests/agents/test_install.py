@@ -179,6 +179,37 @@ def test_a_failed_install_leaves_the_old_version_and_nothing_half_done(server: R
     assert install.installed("bin-agent").version == "1.0.0"  # type: ignore[union-attr]
 
 
+def test_ctrl_c_while_the_new_version_goes_in_waits_for_it(
+    server: RegistryServer, acpcli_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT between moving the old copy out and the new one in: held back until the new
+    version and its current.json are in place, then one line says it was installed."""
+    import signal
+
+    from acpcli.errors import Interrupted
+
+    server.files["/agent-1.tar.gz"] = good_tar()
+    install.install(entry(server))
+    real_replace = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        if Path(dst).name == "old":  # the old copy moves out: Ctrl-C right now
+            os.kill(os.getpid(), signal.SIGINT)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    try:
+        install.install(entry(server))  # the same version again: the old copy moves out first
+    except KeyboardInterrupt:  # (caught here: it would stop the whole test run)
+        pytest.fail("Ctrl-C went through as it was, mid-install")
+    except Interrupted as err:
+        assert str(err) == "interrupted, but 'bin-agent' 1.0.0 was already installed"
+    else:
+        pytest.fail("the Ctrl-C held back was never raised")
+    assert install.installed("bin-agent").version == "1.0.0"  # type: ignore[union-attr]
+    assert sorted(p.name for p in (acpcli_home / "agents" / "bin-agent").iterdir()) == ["1.0.0", "current.json"]
+
+
 def test_a_version_that_is_not_a_folder_name_is_refused(server: RegistryServer) -> None:
     with pytest.raises(AgentStartError, match="as a folder name"):
         install.install(entry(server, "../1"))

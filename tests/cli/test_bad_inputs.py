@@ -20,6 +20,11 @@ def test_bad_inputs_fail_before_any_agent_starts(cli: Cli, trace: AgentTrace, tm
     demo = trace.demo_cmd()
     bad_json = tmp_path / "bad.json"
     bad_json.write_text('{"mcpServers": {"x": ')
+    ftp, file_sse, bare = (tmp_path / f"{name}.json" for name in ("ftp", "sse", "bare"))
+    ftp.write_text(json.dumps({"mcpServers": {"files": {"url": "ftp://example.com/mcp"}}}))
+    file_sse.write_text(json.dumps({"mcpServers": {"old": {"type": "sse", "url": "FILE:///tmp/mcp"}}}))
+    bare.write_text(json.dumps({"servers": {"web": {"type": "http", "url": "example.com/mcp"}}}))
+    not_http = "url must start with http:// or https://"
     cases = [  # (args, exit code, words the error or its hint must contain)
         (("close", "demo-nope"), ExitCode.SESSION_NOT_FOUND, ["demo-nope"]),
         (("show", "demo-nope"), ExitCode.SESSION_NOT_FOUND, ["demo-nope"]),
@@ -30,6 +35,10 @@ def test_bad_inputs_fail_before_any_agent_starts(cli: Cli, trace: AgentTrace, tm
         (("new", "--no-repl", "--cmd", demo, "--cwd", "no/such/dir"), ExitCode.USAGE, ["--cwd", "no/such/dir"]),
         (("new", "--no-repl", "--cmd", demo, "--add-dir", "missing-root"), ExitCode.USAGE, ["--add-dir", "missing-root"]),
         (("new", "--no-repl", "--cmd", demo, "--mcp-config", str(bad_json)), ExitCode.CONFIG, [str(bad_json), "JSON"]),
+        (("new", "--no-repl", "--cmd", demo, "--mcp-config", str(ftp)), ExitCode.CONFIG, ["'files'", not_http, "not ftp:"]),
+        (("new", "--no-repl", "--cmd", demo, "--mcp-config", str(file_sse)), ExitCode.CONFIG,
+         ["'old'", not_http, "an sse MCP server", "not FILE:"]),
+        (("prompt", "--cmd", demo, "--mcp-config", str(bare), "hi"), ExitCode.CONFIG, ["'web'", "a URL without a scheme"]),
         (("new", "--no-repl", "--cmd", demo, "--protocol", "3"), ExitCode.USAGE, ["--protocol"]),
         (("new", "--no-repl", "--agent", "no-such-agent"), ExitCode.USAGE, ["no-such-agent", "demo", "claude", "codex", "gemini"]),
         (("new", "--no-repl", "--cmd", "/nonexistent/acp-agent --acp"), ExitCode.AGENT_START, ["/nonexistent/acp-agent"]),

@@ -122,6 +122,52 @@ def test_mcp_config_from_an_endless_fifo_is_a_config_error(cli: Cli, trace: Agen
     assert "too large for an MCP server file" in error_line(proc, ExitCode.CONFIG)
 
 
+def test_a_fifo_nobody_writes_to_is_given_up_with_one_line(cli: Cli, trace: AgentTrace, tmp_path: Path) -> None:
+    """``-f``, ``--answers`` and ``--mcp-config`` on a FIFO with no writer: opening one waits for
+    a writer forever; each is given up after a while of silence, one line, nothing started."""
+    commands = {
+        "-f": (["prompt", "--cmd", trace.demo_cmd(), "-f"], ExitCode.USAGE, "cannot read prompt file"),
+        "--answers": (["prompt", "--cmd", trace.demo_cmd(), "--answers"], ExitCode.USAGE, "cannot read --answers"),
+        "--mcp-config": (["new", "--no-repl", "--cmd", trace.demo_cmd(), "--mcp-config"], ExitCode.CONFIG,
+                         "cannot read MCP server file"),
+    }  # fmt: skip
+    procs = {}
+    for option, (args, _, _) in commands.items():
+        fifo = tmp_path / option.strip("-")
+        os.mkfifo(fifo)
+        argv = cli.argv(*args, str(fifo), *(["hello"] if args[0] == "prompt" and option != "-f" else []))
+        procs[option] = (fifo, subprocess.Popen(  # at once: each waits its while of silence
+            argv, env=cli.env(), cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, preexec_fn=_limit_memory,
+        ))  # fmt: skip
+    try:
+        for option, (fifo, proc) in procs.items():
+            out, err = proc.communicate(timeout=TIMEOUT)
+            done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            _, code, lead = commands[option]
+            message = error_line(done, code)
+            assert message == f"{lead} {fifo}: nothing was written to it for 10 seconds (a FIFO with no writer?)"
+    finally:
+        for _, proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert trace.pids() == []
+
+
+def test_a_fifo_written_a_moment_later_is_read(cli: Cli, trace: AgentTrace, tmp_path: Path) -> None:
+    fifo = tmp_path / "prompt"
+    os.mkfifo(fifo)
+    # the writer opens it only after acpcli has (a shell's open waits for a reader), then waits
+    writer = subprocess.Popen(["sh", "-c", f"sleep 1; printf 'say hello late' > {shlex.quote(str(fifo))}"])
+    try:
+        proc = limited(cli, "prompt", "--cmd", trace.demo_cmd(), "-f", str(fifo))
+    finally:
+        writer.wait(timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert "say hello late" in proc.stdout
+
+
 def test_a_config_file_that_is_dev_zero_is_a_config_error(cli: Cli, acpcli_home: Path) -> None:
     (acpcli_home / "config.toml").symlink_to("/dev/zero")
     proc = limited(cli, "new", "--no-repl", "--agent", "demo")

@@ -199,3 +199,24 @@ def test_the_repl_over_a_host_fills_the_form_in_at_its_terminal(spawn) -> None: 
         assert pty.wait() == ExitCode.OK
     finally:
         subprocess.run([sys.executable, "-m", "acpcli", "stop", "--all"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+
+
+def test_a_backtracking_pattern_does_not_freeze_the_form(spawn) -> None:  # type: ignore[no-untyped-def]
+    """``^(a+)+$`` against many ``a`` and a ``!`` (issue 31): Submit shows the mismatch under
+    the field at once (re would backtrack for hours, deaf to every key); fixed, it is sent."""
+    import json
+
+    schema = {"type": "object", "properties": {"code": {"type": "string", "title": "Code", "pattern": "^(a+)+$"}}}
+    pty = spawn("new", "--cmd", CMD)
+    pty.prompt()
+    pty.say("ask " + json.dumps({"mode": "form", "message": "A code", "requestedSchema": schema}))
+    pty.expect(FORM_HINT)
+    pty.child.send("a" * 34 + "!" + TAB + ENTER)  # Submit
+    rows = _until_shown(pty, "1 field to fix").splitlines()
+    at = next(i for i, row in enumerate(rows) if row.startswith("Code"))
+    assert "! does not match ^(a+)+$" in [row.strip() for row in rows[at : at + 4]], rows[at : at + 4]
+    pty.child.send(BACKSPACE)  # the focus went back to Code
+    _until_shown(pty, "! does not match", gone=True)
+    pty.child.send(TAB + ENTER)
+    assert _answer(pty) == 'accept{"code":"' + "a" * 34 + '"}'
+    assert pty.leave()[0] == ExitCode.OK

@@ -227,3 +227,33 @@ def test_markdown_and_quiet_prompt_output_is_neutralized(cli: Cli) -> None:
         assert proc.returncode == ExitCode.OK, (extra, proc.stderr)
         assert_clean(proc.stdout)
         assert f"message {SHOWN} one" in proc.stdout, (extra, proc.stdout)
+
+
+@pytest.mark.parametrize("keep_alive", ["0", "300"])
+def test_a_new_id_with_control_characters_is_refused_for_scripts_not_printed_escaped(cli: Cli, keep_alive: str) -> None:
+    """``ID=$(acpcli new ...)`` then ``prompt --session "$ID"``: an id holding ESC, BEL or a
+    bidirectional override can be given back neither raw nor escaped. Refused in one line
+    (exit 7), nothing on stdout; the session is recorded and ``--last`` continues it."""
+    env = {"HOSTILE_ID": "s\x1b]0;x\x07-\u2067" + "7" * 30, "ACPCLI_KEEP_ALIVE": keep_alive}
+    try:
+        proc = run(cli, "new", "--no-repl", "--cmd", HOSTILE, env=env)
+        message = error_line(proc, ExitCode.AGENT_ERROR)
+        assert message == (
+            "the new session's id: the agent chose one with control characters "
+            f"('s^[]0;x^G-\\u2067{'7' * 30}'): not printed, since no command could be given it back"
+        )
+        assert "acpcli: hint: the session is recorded: `acpcli prompt --last`" in proc.stderr
+        assert_clean(proc.stderr)
+        (row,) = cli.index()
+        assert row["id"] == env["HOSTILE_ID"]
+        again = run(cli, "prompt", "--last", "--cmd", HOSTILE, "--permissions", "deny", "stop:end_turn", env=env)
+        assert again.returncode == 0, again.stderr
+        assert [r["id"] for r in cli.index()] == [env["HOSTILE_ID"]]
+    finally:
+        cli.run("stop", "--all")
+    # a clean id is printed as it is, to be given back
+    proc = run(cli, "new", "--no-repl", "--cmd", HOSTILE, env={"ACPCLI_KEEP_ALIVE": keep_alive, "HOSTILE_ID": "clean-42"})
+    try:
+        assert proc.returncode == 0 and proc.stdout == "clean-42\n", proc.stderr
+    finally:
+        cli.run("stop", "--all")

@@ -8,6 +8,7 @@ import json
 import os
 import resource
 import shlex
+import signal
 import subprocess
 import sys
 import tarfile
@@ -444,6 +445,47 @@ def test_concurrent_installs_of_one_agent_take_turns(cli: Cli, server: RegistryS
     assert sorted(p.name for p in (cli.home / "agents").iterdir()) == ["fake-binary"]
     assert sorted(p.name for p in (cli.home / "agents" / "fake-binary").iterdir()) == ["2.0.0", "current.json"]
     cli.ok("prompt", "--agent", "fake-binary", "--permissions", "allow", "hello", env=env)
+
+
+@pytest.mark.parametrize("update", [False, True])
+def test_ctrl_c_during_an_install_says_what_was_left(cli: Cli, server: RegistryServer, update: bool) -> None:
+    """SIGINT mid-download: one line saying it was interrupted and that nothing was installed
+    (an update: the version installed before stays), exit 130, no partial folder left."""
+    _binary_registry(server, "2.0.0")
+    env = {"ACPCLI_REGISTRY_URL": server.url}
+    if update:
+        cli.ok("agents", "install", "fake-binary", env=env)
+        _binary_registry(server, "2.1.0")
+        cli.ok("agents", "--registry", "--refresh", env=env)
+    archive = f"/fake-binary-{'2.1.0' if update else '2.0.0'}.tar.gz"
+    release = threading.Event()
+    server.responders[archive] = _held_archive(release, server.files.pop(archive))
+    cli.ok("agents", "--registry", env=env)  # the registry cached
+    args = ("agents", "update", "fake-binary") if update else ("agents", "install", "fake-binary")
+    proc = subprocess.Popen(cli.argv(*args), env=cli.env(env), cwd=cli.cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not any(p.name.startswith(".partial-") for p in (cli.home / "agents" / "fake-binary").glob("*")):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.2)  # well into the download
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert out == ""
+    lines = [line for line in err.splitlines() if not line.startswith("acpcli: downloading ")]
+    if update:
+        assert lines == ["acpcli: interrupted: 'fake-binary' 2.1.0 was not installed; 2.0.0 is still the one installed"]
+        assert sorted(p.name for p in (cli.home / "agents" / "fake-binary").iterdir()) == ["2.0.0", "current.json"]
+    else:
+        assert lines == ["acpcli: interrupted: 'fake-binary' 2.0.0 was not installed; nothing was left behind"]
+        assert not (cli.home / "agents" / "fake-binary").exists()
 
 
 def _file_size_limit(limit: int) -> Callable[[], None]:

@@ -22,7 +22,7 @@ DEL, a NUL. What it does on ``session/prompt`` depends on the prompt's text:
 
 ``session/load`` replays the hostile updates. ``HOSTILE_HUGE`` (env, bytes) defaults to 2 MiB.
 ``HOSTILE_ID_BYTES`` (env), if set, makes the id ``session/new`` answers with that many ``x``
-characters instead of ``hostile-1``.
+characters instead of ``hostile-1``; ``HOSTILE_ID`` (env), that very id.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def prompt(message_id: Any, params: dict[str, Any]) -> None:
 
 def _session_id() -> str:
     size = os.environ.get("HOSTILE_ID_BYTES")
-    return "x" * int(size) if size else "hostile-1"
+    return "x" * int(size) if size else os.environ.get("HOSTILE_ID", "hostile-1")
 
 
 def main() -> None:

@@ -14,7 +14,9 @@ Each prompt first streams ``GOT[<prompt>] ``, then by its first word:
 * ``bad``: a form with a field of type ``object`` (acpcli cannot draw it);
 * ``malformed``: a request without a ``message`` (not valid ACP);
 * ``othermode``: a request of mode ``_custom`` (not advertised);
-* ``caps``: nothing asked; says the client's ``elicitation`` capability.
+* ``caps``: nothing asked; says the client's ``elicitation`` capability;
+* ``ask PARAMS``: the request whose params (but ``sessionId``) are the JSON object after the word,
+  sent as it is (a pattern, a URL or defaults a test chooses).
 
 Then it says ``ANSWER <action> <content as JSON>`` (or ``ERROR <code> <message>``) and ends
 the turn ``end_turn``. Without the client's capability for the mode it says ``NO-CAPABILITY``.
@@ -107,6 +109,10 @@ class ElicitAgent(BaseSdkAgent):
         verb = text.split(" ", 1)[0]
         if verb == "caps":
             await self.say(session_id, f"CAPS {json.dumps(self._caps(), sort_keys=True)}")
+            return PromptResponse(stop_reason="end_turn")
+        if verb == "ask":
+            params = {**json.loads(text.split(" ", 1)[1]), "sessionId": session_id}
+            await self.say(session_id, await self._raw(params))
             return PromptResponse(stop_reason="end_turn")
         mode = "url" if verb == "url" else "form"
         if not self._offers(mode):

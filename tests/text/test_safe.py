@@ -47,6 +47,24 @@ def test_del_c1_and_lone_surrogates_are_shown_as_escapes() -> None:
     assert safe_text("\udcff") == "\\udcff"
 
 
+def test_bidirectional_controls_are_shown_as_escapes() -> None:
+    # an override makes "https://example.com/\u202egpj.exe" read ".../exe.jpg" on a terminal
+    assert safe_line("https://example.com/\u202egpj.exe") == "https://example.com/\\u202egpj.exe"
+    for ch in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
+        assert safe_text(f"a{ch}b") == f"a\\u{ord(ch):04x}b" == safe_line(f"a{ch}b")
+        assert has_controls(ch)
+    assert safe_line(safe_line("\u2067x\u2069")) == "\\u2067x\\u2069"
+    # JSON output keeps the value exactly, with the override written as an escape
+    import json
+
+    from acpcli.text.safe import json_escape
+
+    value = {"url": "https://example.com/\u202egpj.exe", "title": "\u2066a\u2069\x9b"}
+    text = json_escape(json.dumps(value, ensure_ascii=False))
+    assert "\u202e" not in text and "\u2066" not in text and "\x9b" not in text
+    assert "\\u202e" in text and json.loads(text) == value
+
+
 def test_non_control_unicode_is_kept() -> None:
     text = "\xa0\u00e9\u2028\u200b\U0001f600"
     assert safe_text(text) == text
