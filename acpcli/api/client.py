@@ -588,6 +588,15 @@ class Agent:
             lock.release()
             raise
         live.lock = lock
+        if command == "load" and record is not None:
+            from acpcli.history.records import rebuild
+            from acpcli.session.live import seed_settings
+
+            # The transcript is the record acpcli kept with the replay merged in (what `acpcli
+            # show` and the CLI's load draw), not the agent's raw replay.
+            self._writer.flush()
+            live.store = rebuild(self._index, sid)
+            seed_settings(live, live.response)
         if command == "resume" and record is not None and not live.store.entries:
             from acpcli.history.records import rebuild
             from acpcli.session.live import seed_settings

@@ -65,16 +65,19 @@ def test_new_prompt_permission_load_close(argv: list[str], tmp_path: Path) -> No
     shown = acpcli_cli("show", session_id)
     assert shown.returncode == 0 and "you said: hello; chosen: allow" in shown.stdout, shown
 
-    async def second() -> tuple[str, str]:
+    async def second() -> tuple[str, str, str]:
         async with acpcli.connect(argv=argv, cwd=tmp_path, permissions="deny") as agent:
             session = await agent.load(session_id)
             replayed = session.transcript.markdown()
+            kept = session.transcript.text()
             result = await session.ask("again")
             await session.close()
-            return replayed, result.text
+            return replayed, kept, result.text
 
-    replayed, again = anyio.run(second)
+    replayed, kept, again = anyio.run(second)
     assert "hello" in replayed and "you said: hello; chosen: allow" in replayed
+    # the record acpcli kept (the plan and the tool call too), as `show` prints it, not the raw replay
+    assert kept == shown.stdout, (kept, shown.stdout)
     assert again == "you said: again; chosen: reject"  # the policy answered for us
     listed = acpcli_cli("sessions", "--all")
     line = next(row for row in listed.stdout.splitlines() if session_id in row)
