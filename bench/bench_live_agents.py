@@ -7,12 +7,16 @@ For one agent command (``--cmd``), in a scratch directory:
   time (the first continuation of a session: the one that works with every agent);
 * acpcli warm: ``prompt --session ID`` on the session's live host, N times (the first one,
   which starts the host, is not counted);
+* the agent's own turn: a minimal client (a few lines of JSON-RPC over the agent's pipes,
+  nothing of acpcli) holds the same agent and times ``session/prompt`` to its answer, N
+  times: what no client can do faster;
 * acpx warm (with ``--acpx PATH``, an acpx installed elsewhere, never a dependency):
   ``acpx --approve-all --agent CMD sessions new``, then ``prompt`` N times (its queue owner
   keeps the agent; the first prompt is not counted).
 
-Each figure is the median wall time; the same prompt text for all. Targets (issue 23): warm at
-most half of cold, and faster than acpx's warm prompt.
+Each figure is the median wall time; the same prompt text for all. Targets: warm at most half
+of cold, faster than acpx's warm prompt (issue 23), and within 150 ms of the agent's own turn
+(issue 33: what acpcli adds to a warm prompt, process start included).
 
 Usage: ``python bench/bench_live_agents.py --cmd 'AGENT ARGV' [--acpx PATH] [--n N]
 [--prompt TEXT] [--check]``. Under ``make bench`` (no ``--cmd``) it says so and measures nothing: it needs a real agent. The agent must be able to keep a session across processes for the cold
@@ -40,6 +44,73 @@ def run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     if proc.returncode != 0:
         raise SystemExit(f"{shlex.join(argv)}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
     return elapsed, proc.stdout
+
+
+class MinimalClient:
+    """The least a client can do: the agent's process, newline-delimited JSON-RPC on its pipes,
+    ``initialize`` (v1, no client capabilities), ``session/new``, then ``session/prompt``s,
+    each timed from the request to its answer. Permission requests are answered cancelled;
+    other requests, ``method not found``."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.next_id = 0
+        self.cwd = cwd
+
+    def _send(self, message: dict[str, object]) -> None:
+        import json
+
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        import json
+
+        self.next_id += 1
+        wanted = self.next_id
+        self._send({"jsonrpc": "2.0", "id": wanted, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise SystemExit(f"the agent ended before answering {method}")
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if message.get("id") == wanted and "method" not in message:
+                if "error" in message:
+                    raise SystemExit(f"{method}: {message['error']}")
+                return message.get("result") or {}
+            if "method" in message and "id" in message:  # the agent asks something: nobody here
+                if message["method"] == "session/request_permission":
+                    self._send({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": {"outcome": "cancelled"}}})
+                else:
+                    self._send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not found"}})
+
+    def turns(self, prompt: str, n: int) -> list[float]:
+        self.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        session = self.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})["sessionId"]
+        self.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": prompt}]})  # warm-up
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            self.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": prompt}]})
+            times.append(time.perf_counter() - start)
+        return times
+
+    def close(self) -> None:
+        import signal
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         warm_id = out.strip()
         run([*acpcli, "prompt", "--session", warm_id, args.prompt], env, work)
         rows["acpcli warm"] = [run([*acpcli, "prompt", "--session", warm_id, args.prompt], env, work)[0] for _ in range(args.n)]
+        minimal = MinimalClient(shlex.split(args.cmd), work, env)
+        try:
+            rows["agent turn"] = minimal.turns(args.prompt, args.n)
+        finally:
+            minimal.close()
         if args.acpx:
             acpx = [args.acpx, "--approve-all", "--agent", args.cmd]
             run([*acpx, "sessions", "new"], env, work)
@@ -96,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     ratio = median["acpcli warm"] / median["acpcli cold"]
     missed |= ratio > 0.5
     print(f"acpcli warm / cold: {ratio:.2f}x (target <= 0.5x): {'PASS' if ratio <= 0.5 else 'MISS'}")
+    added = median["acpcli warm"] - median["agent turn"]
+    missed |= added > 0.150
+    print(f"acpcli warm - the agent's own turn: {added * 1000:.0f} ms (target <= 150 ms): {'PASS' if added <= 0.150 else 'MISS'}")
     if "acpx warm" in median:
         ratio = median["acpcli warm"] / median["acpx warm"]
         missed |= ratio >= 1
