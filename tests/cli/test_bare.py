@@ -4,7 +4,6 @@ terminal, the first runs as ``prompt`` and the second prints the help as before.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
