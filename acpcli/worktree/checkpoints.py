@@ -499,9 +499,11 @@ class Checkpoints:
 
     def rewind(self, to_turn: int, *, dry_run: bool = False, force: bool = False) -> RewindPlan:
         """Bring the files back to their state before turn ``to_turn`` (the checkpoint of turn
-        ``to_turn - 1``): only paths that differ now are written, files created since are
-        removed, deleted ones come back, each written whole (a temporary file, fsync, rename).
-        The present state is checkpointed first, so :meth:`undo` puts it back.
+        ``to_turn - 1``): the paths the turns since changed (that checkpoint against the last
+        one) and that differ now are written, files they created are removed, files they
+        deleted come back, each written whole (a temporary file, fsync, rename). Paths only the
+        user changed since are left as they are. The present state is checkpointed first, so
+        :meth:`undo` puts it back.
 
         ``dry_run``: say what would change, change nothing. Files in no checkpoint (ignored, too
         large) are never overwritten nor removed (``skipped``).
@@ -538,10 +540,19 @@ class Checkpoints:
                 tree, _ = self._record(time.monotonic() + max(self.time_limit, 60.0))
                 head = self._ref("head")
                 now = self._commit(tree, head, f"before {what}" + (f" to turn {to_turn}" if to_turn else ""))
-                changes = self._raw_diff(now, target)
+                # The paths to restore: those the turns changed (the last checkpoint against the
+                # target), and those a rewind stopped half way may have written. A path changed
+                # by hand only is not the rewind's business: it stays as it is.
                 known = [head] if head else []
-                if self._ref("rewinding"):  # a rewind stopped half way: its two ends are known too
-                    known += [oid for oid in (self._ref("undo"), self._ref("rewinding")) if oid]
+                scope = self._changed_paths(head, target) if head else None
+                stopped = self._ref("rewinding")
+                if stopped and scope is not None:
+                    undo = self._ref("undo")
+                    known += [oid for oid in (undo, stopped) if oid]
+                    if undo:
+                        scope |= self._changed_paths(undo, stopped)
+                changes = [c for c in self._raw_diff(now, target) if scope is None or (c.root, c.path) in scope]
+                # Changed by hand: differs now from every state acpcli recorded for it.
                 by_hand: set[tuple[int, bytes]] | None = None
                 for state in known:
                     paths = self._changed_paths(state, now)
