@@ -11,7 +11,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import os
-import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -356,9 +355,7 @@ class Checkpoints:
         return self._top_tree(snaps), self._notes(snaps)
 
     def _top_tree(self, snaps: builtins.list[tuple[RootSpec, RootSnapshot]]) -> str:
-        entries = sorted((str(spec.number).encode(), snap.tree) for spec, snap in snaps)
-        data = b"".join(b"040000 tree " + tree.encode() + b"\t" + name + b"\0" for name, tree in entries)
-        return self._git.run("mktree", "-z", input=data, timeout=SLOW_GIT).decode().strip()
+        return self._store.tree([(str(spec.number).encode(), snap.tree) for spec, snap in snaps])
 
     def _notes(self, snaps: builtins.list[tuple[RootSpec, RootSnapshot]]) -> builtins.list[str]:
         """One line per kind of thing left out, when something of that kind is newly left out
@@ -392,38 +389,17 @@ class Checkpoints:
         return notes
 
     def _commit(self, tree: str, parent: str | None, message: str) -> str:
-        args = ["commit-tree", tree] + (["-p", parent] if parent else [])
-        return self._git.run(*args, input=message.encode("utf-8", "replace") + b"\n", timeout=SLOW_GIT).decode().strip()
+        return self._store.commit(tree, parent, message)
 
     def _update_refs(self, updates: dict[str, str | None]) -> None:
-        """Set (or, with None, delete) refs of the session, all or none."""
-        lines = []
-        for name, oid in updates.items():
-            ref = f"{self._store.refs}/{name}"
-            lines.append(f"update {ref} {oid}\n" if oid else f"delete {ref}\n")
-        self._git.run("update-ref", "--stdin", input="".join(lines).encode(), timeout=SLOW_GIT)
+        """Set (or, with None, delete) refs of the session, in order."""
+        self._store.set_refs(updates)
 
     def _ref(self, name: str) -> str | None:
-        return self._refs_now().get(name)
+        return self._store.refs_now().get(name)
 
     def _refs_now(self) -> dict[str, str]:
-        """Every ref of the session, by name (read from the files: loose refs, packed-refs)."""
-        found: dict[str, str] = {}
-        prefix = self._store.refs + "/"
-        with contextlib.suppress(OSError):
-            for line in (self._store.git_dir / "packed-refs").read_text("ascii", "replace").splitlines():
-                oid, _, ref = line.partition(" ")
-                if ref.startswith(prefix) and len(oid) == 40:
-                    found[ref[len(prefix) :]] = oid
-        folder = self._store.git_dir / self._store.refs
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(folder):
-                if entry.is_file():
-                    with contextlib.suppress(OSError):
-                        oid = Path(entry.path).read_text("ascii", "replace").strip()
-                        if re.fullmatch(r"[0-9a-f]{40}", oid):
-                            found[entry.name] = oid
-        return found
+        return self._store.refs_now()
 
     def _turn_refs(self) -> dict[int, str]:
         return {int(name): oid for name, oid in self._refs_now().items() if name.isdigit()}

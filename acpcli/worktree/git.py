@@ -65,6 +65,9 @@ SETTINGS: tuple[str, ...] = (
     "gc.auto=0",
     "maintenance.auto=false",
     "index.skipHash=false",
+    # one thread: a checkpoint's index work is a few milliseconds, less than starting threads
+    "index.threads=1",
+    "core.preloadIndex=false",
     "feature.manyFiles=false",
     "submodule.recurse=false",
     "advice.addEmbeddedRepo=false",

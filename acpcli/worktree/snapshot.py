@@ -10,8 +10,8 @@ objects are borrowed through alternates: nothing unchanged is hashed again. Then
    when it is inside the root, a restore's temporary files);
 2. files over the size limit, and unreadable ones, are left out (and out of the index, if they
    were in it), said in the result; nested repositories too;
-3. ``git add -A`` of the listed paths only (of the whole root when there are many), then
-   ``git write-tree`` of the root's part of the index.
+3. ``git update-index`` of the listed paths only (``git add -A`` of the whole root when there
+   are many), then ``git write-tree`` of the root's part of the index.
 
 Bounds: a root holding more than ``max_files`` files, or git running past the deadline (the
 process is killed), gives up (:class:`TooLarge`); nothing is half recorded.
@@ -34,6 +34,8 @@ from acpcli.worktree.store import Store
 from acpcli.worktree.userrepo import UserRepo, find_repo, index_entries, seed_problem
 
 #: Above this many changed paths, one ``git add -A`` of the whole root instead of a list.
+#: (``git update-index`` of a list does not walk the tree again; a long list is the first
+#: checkpoint of a plain folder, where ``git add`` is as fast.)
 LIST_LIMIT = 500
 
 
@@ -215,20 +217,20 @@ def _snapshot(git: Git, spec: RootSpec, index: Path, excludes: Path, bounds: Bou
     if to_add:
         added = False
         if len(to_add) <= LIST_LIMIT:
-            try:
-                run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-                    input=b"".join(_literal(p) + b"\0" for p in to_add))
+            try:  # these paths only: no second walk of the tree
+                run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+                    input=b"".join(p + b"\0" for p in sorted(to_add)))
                 added = True
             except GitTimeout:
                 raise
             except GitError:
-                pass  # a listed file went away meanwhile: add the whole root instead
+                pass  # a file became a folder, or went away meanwhile: add the whole root instead
         if not added:
             every = [_literal(p, exclude=True) for p in left_out + result.nested]
             run("add", "-A", "--", *(scope or [_literal(b".")]), *every)
-    if left_out:
-        run("rm", "--cached", "-q", "--ignore-unmatch", "--pathspec-from-file=-", "--pathspec-file-nul",
-            input=b"".join(_literal(p) + b"\0" for p in left_out))
+    tracked = [p for p in left_out if tags.get(p) != b"?"]
+    if tracked:  # out of the index too, so that they are out of the checkpoint
+        run("update-index", "--force-remove", "-z", "--stdin", input=b"".join(p + b"\0" for p in tracked))
     try:
         result.tree = run("write-tree", *([b"--prefix=" + spec.prefix] if spec.prefix else [])).decode().strip()
     except GitTimeout:
@@ -254,8 +256,8 @@ def snapshot_paths(git: Git, store: Store, spec: RootSpec, paths: list[bytes], b
         return git.run(*args, input=input, index=index, work_tree=spec.top, excludes=excludes, timeout=bounds.left())
 
     if paths:
-        run("add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-            input=b"".join(_literal(spec.prefix + p) + b"\0" for p in paths))
+        run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+            input=b"".join(spec.prefix + p + b"\0" for p in sorted(paths)))
     try:
         tree = run("write-tree", *([b"--prefix=" + spec.prefix] if spec.prefix else [])).decode().strip()
     except GitError as exc:

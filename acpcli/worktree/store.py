@@ -28,15 +28,19 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from acpcli.errors import CheckpointsBusy
 from acpcli.history.lock import SessionLock, lock_name
 from acpcli.paths import create_private, ensure_dir, home_dir
-from acpcli.worktree.git import ATTRIBUTES
+from acpcli.worktree.git import ATTRIBUTES, EMPTY_TREE
+
+_OID = re.compile(r"[0-9a-f]{40}")
 
 
 def checkpoints_dir() -> Path:
@@ -138,6 +142,79 @@ class Store:
         except OSError:
             pass
         _write_private(path, data)
+
+    # -- objects and refs, written without a git process -------------------------------
+    #
+    # A checkpoint's top tree, its commit and its refs are a few hundred bytes: writing them
+    # here (a loose object: zlib of "<kind> <size>\0<body>", named by its SHA-1; a loose ref:
+    # the object's name in a file) saves three git processes per checkpoint. The store is a
+    # SHA-1 repository of its own making, never packed.
+
+    def write_object(self, kind: str, body: bytes) -> str:
+        """Store a ``kind`` object (``tree``, ``commit``) of ``body``; its name."""
+        data = kind.encode() + b" " + str(len(body)).encode() + b"\0" + body
+        oid = hashlib.sha1(data).hexdigest()
+        path = self.git_dir / "objects" / oid[:2] / oid[2:]
+        if not path.exists():
+            ensure_dir(path.parent)
+            tmp = path.with_name(f"tmp_obj_{os.getpid()}_{oid[2:]}")
+            with open(tmp, "wb") as f:
+                f.write(zlib.compress(data, 1))
+            os.chmod(tmp, 0o444)
+            os.replace(tmp, path)
+        return oid
+
+    def tree(self, entries: list[tuple[bytes, str]]) -> str:
+        """A tree of folders (``(name, tree oid)``, names without ``/``)."""
+        if any(oid == EMPTY_TREE for _, oid in entries):
+            self.write_object("tree", b"")  # git knows it without it, but not every command
+        body = b"".join(b"40000 " + name + b"\0" + bytes.fromhex(oid) for name, oid in sorted(entries, key=lambda e: e[0] + b"/"))
+        return self.write_object("tree", body)
+
+    def commit(self, tree: str, parent: str | None, message: str, when: float | None = None) -> str:
+        """A commit of ``tree`` (after ``parent``), by acpcli, now (or ``when``)."""
+        stamp = f"{int(time.time() if when is None else when)} +0000".encode()
+        lines = [b"tree " + tree.encode()]
+        if parent:
+            lines.append(b"parent " + parent.encode())
+        lines += [b"author acpcli <acpcli@localhost> " + stamp, b"committer acpcli <acpcli@localhost> " + stamp]
+        body = b"\n".join(lines) + b"\n\n" + message.replace("\0", "").encode("utf-8", "replace") + b"\n"
+        return self.write_object("commit", body)
+
+    def refs_now(self) -> dict[str, str]:
+        """Every ref of the session, by its name under :attr:`refs` (packed-refs, then the
+        loose refs, which win)."""
+        found: dict[str, str] = {}
+        prefix = self.refs + "/"
+        with contextlib.suppress(OSError):
+            for line in (self.git_dir / "packed-refs").read_text("ascii", "replace").splitlines():
+                oid, _, ref = line.partition(" ")
+                if ref.startswith(prefix) and _OID.fullmatch(oid):
+                    found[ref[len(prefix) :]] = oid
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.git_dir / self.refs):
+                if entry.name.endswith(".lock"):
+                    continue  # a ref being written (or left by a crash)
+                with contextlib.suppress(OSError):
+                    oid = Path(entry.path).read_text("ascii", "replace").strip()
+                    if _OID.fullmatch(oid):
+                        found[entry.name] = oid
+        return found
+
+    def set_refs(self, updates: dict[str, str | None]) -> None:
+        """Set (or, with None, delete) refs of the session, in the order given, each by a
+        rename (the caller holds the store's lock)."""
+        folder = ensure_dir(self.git_dir / self.refs)
+        for name, oid in updates.items():
+            path = folder / name
+            if oid is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                continue
+            tmp = folder / f"{name}.lock"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(oid + "\n")
+            os.replace(tmp, path)
 
     # -- giving up ---------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from acpcli.history.lock import SessionLock
 from acpcli.worktree import Checkpoints, check_all, count, remove_checkpoints
 from acpcli.worktree.git import Git, GitError, forget_git
 from acpcli.worktree.restore import Restorer
-from acpcli.worktree.store import checkpoints_dir
+from acpcli.worktree.store import Store, checkpoints_dir
 
 
 def test_without_git_on_path_checkpoints_are_off_in_one_line(plain: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,18 +69,28 @@ def test_a_checkpoint_over_the_time_bound_gives_up(plain: Path) -> None:
         cps.take(1, "t")
 
 
-def test_a_full_disk_is_a_checkpoint_error_and_nothing_is_half_done(plain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("where", ["git", "store"])
+def test_a_full_disk_is_a_checkpoint_error_and_nothing_is_half_done(
+    where: str, plain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cps = Checkpoints("s-full", [plain])
     cps.take(0)
     (plain / "a.txt").write_text("new\n")
-    real = Git.run
+    if where == "git":  # git cannot write the blob, the index or the tree
+        real = Git.run
 
-    def full(self: Git, *args: str | bytes, **kwargs: object) -> bytes:
-        if args[0] in ("add", "commit-tree"):
-            raise GitError(args, 128, b"error: unable to write file: No space left on device\nfatal: adding files failed\n")
-        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+        def full(self: Git, *args: str | bytes, **kwargs: object) -> bytes:
+            if args[0] in ("update-index", "add", "write-tree"):
+                raise GitError(args, 128, b"error: unable to write file: No space left on device\nfatal: failed\n")
+            return real(self, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Git, "run", full)
+        monkeypatch.setattr(Git, "run", full)
+    else:  # the commit object or a ref cannot be written
+
+        def no_room(*args: object, **kwargs: object) -> str:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(Store, "write_object", no_room)
     with pytest.raises(CheckpointError) as err:
         cps.take(1, "t")
     assert type(err.value) is CheckpointError
@@ -88,6 +98,7 @@ def test_a_full_disk_is_a_checkpoint_error_and_nothing_is_half_done(plain: Path,
     monkeypatch.undo()
     assert cps.turns() == [0]
     assert cps.take(1, "t").files[0].path == "a.txt"
+    assert cps.check() == []
 
 
 def test_a_full_disk_during_a_rewind_stops_it_and_undo_brings_everything_back(plain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
