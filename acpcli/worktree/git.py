@@ -117,6 +117,9 @@ def find_git() -> tuple[str | None, str | None]:
     global _found
     if _found is not None:
         return _found
+    if os.name != "posix" or os.open not in os.supports_dir_fd:
+        _found = (None, "they need a POSIX system (links and folders are restored without following links)")
+        return _found
     exe = shutil.which("git")
     if exe is None:
         _found = (None, "git is not on PATH")

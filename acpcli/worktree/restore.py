@@ -30,8 +30,9 @@ from acpcli.worktree.git import Git
 #: The name every temporary file of a restore starts with (left out of checkpoints).
 TEMP_PREFIX = b".acpcli-tmp-"
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class Restorer:
         root_fds: dict[int, int] = {}
         try:
             for number in {c.root for c in changes}:
-                root_fds[number] = os.open(self.roots[number], os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+                root_fds[number] = os.open(self.roots[number], _DIR_FLAGS & ~_NOFOLLOW)
             emptied: set[tuple[int, tuple[bytes, ...]]] = set()
             for change in sorted(deletes, key=lambda c: c.path, reverse=True):
                 self._guarded(change, functools.partial(self._delete, root_fds[change.root], change, emptied))
@@ -229,7 +230,7 @@ class Restorer:
 
     def _chmod(self, dfd: int, name: bytes, change: Change) -> None:
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
         except OSError as exc:
             raise Skipped(f"cannot open it: {exc.strerror}") from None
         try:

@@ -57,6 +57,8 @@ class RootSpec:
     @classmethod
     def of(cls, number: int, root: Path) -> RootSpec:
         repo = find_repo(root)
+        if repo is not None and not repo.sha1:
+            repo = None  # nothing of it can be borrowed: a plain folder (git never stores .git)
         if repo is None or repo.top == root:
             return cls(number, root, root, b"", repo)
         prefix = os.fsencode(root.relative_to(repo.top)) + b"/"

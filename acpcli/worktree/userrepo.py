@@ -38,6 +38,12 @@ class UserRepo:
     def exclude(self) -> Path:
         return self.common_dir / "info" / "exclude"
 
+    @property
+    def sha1(self) -> bool:
+        """Whether its objects are named by SHA-1, as the store's are (else nothing of it can
+        be borrowed: the root is recorded as a plain folder)."""
+        return _SHA256.search(_read(self.common_dir / "config")) is None
+
 
 def _git_dir_of(dotgit: Path) -> Path | None:
     """The git folder a ``.git`` entry names: itself (a folder with a ``HEAD``), or the one a
@@ -78,6 +84,9 @@ def find_repo(root: Path) -> UserRepo | None:
 _CONVERTING = re.compile(rb"(?:^|[\s])(?:text|eol|crlf|filter|ident|working-tree-encoding)(?:=|\s|$)", re.M)
 #: Settings of the user's that convert line endings when git hashes a file.
 _EOL_SETTING = re.compile(rb"^\s*(?:autocrlf|eol)\s*=\s*(?:true|input|crlf)\b", re.I | re.M)
+
+
+_SHA256 = re.compile(rb"^\s*objectformat\s*=\s*sha256\b", re.I | re.M)
 
 
 def _read(path: Path, limit: int = 1 << 20) -> bytes:
