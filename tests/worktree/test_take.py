@@ -282,3 +282,40 @@ def test_taking_a_turn_again_replaces_its_checkpoint(plain: Path) -> None:
     assert [(c.turn, c.label) for c in cps.list()] == [(0, ""), (1, "second try")]
     with pytest.raises(ValueError):
         cps.take(-1)
+
+
+def test_a_sha256_repository_is_recorded_as_a_plain_folder(tmp_path: Path, user_git: UserGit) -> None:
+    top = tmp_path / "sha256"
+    top.mkdir()
+    user_git(top, "init", "-q", "--object-format=sha256")
+    (top / "f.txt").write_text("f\n")
+    user_git(top, "add", "f.txt")
+    user_git(top, "commit", "-qm", "one")
+    before = dot_git_state(top)
+    cps = Checkpoints("s-sha256", [top])
+    cps.take(0)
+    (top / "f.txt").write_text("g\n")
+    assert [f.path for f in cps.take(1, "t").files] == ["f.txt"]
+    assert not (cps.path / "git" / "objects" / "info" / "alternates").exists()
+    cps.rewind(1)
+    assert (top / "f.txt").read_text() == "f\n"
+    assert dot_git_state(top) == before
+
+
+def test_a_linked_worktree_borrows_the_main_repositorys_objects(repo: Path, tmp_path: Path, user_git: UserGit) -> None:
+    linked = tmp_path / "linked"
+    user_git(repo, "worktree", "add", "-q", str(linked))
+    (linked / "forced.log").write_text("x\n")
+    user_git(linked, "add", "-f", "forced.log")
+    before = dot_git_state(repo)
+    cps = Checkpoints("s-linked", [linked])
+    cps.take(0)
+    names = cps._git.run("ls-tree", "-r", "--name-only", cps._ref("0")).decode().split("\n")
+    assert "0/forced.log" in names  # seeded from the linked worktree's own index
+    alternates = (cps.path / "git" / "objects" / "info" / "alternates").read_text().split()
+    assert [Path(a).resolve() for a in alternates] == [(repo / ".git" / "objects").resolve()]
+    (linked / "README").write_text("changed\n")
+    cps.take(1, "t")
+    cps.rewind(1)
+    assert (linked / "README").read_text() == "read me\nagain\n"
+    assert dot_git_state(repo) == before
