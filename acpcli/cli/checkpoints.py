@@ -216,6 +216,15 @@ def _plan_lines(env: Environment, plan: RewindPlan, first: Path | None) -> None:
         env.note(f"left alone: {_where(change, first)}: {why}")
 
 
+def _nothing(env: Environment, plan: RewindPlan, first: Path | None, what: str) -> int:
+    from acpcli.errors import ExitCode
+
+    for change, why in plan.skipped:
+        env.note(f"left alone: {_where(change, first)}: {why}")
+    env.note(f"nothing to change: the files are as they were before {what}")
+    return int(ExitCode.OK)
+
+
 def rewind_files(
     session_id: str, *, to: int | None, undo: bool, files: bool, dry_run: bool, yes: bool, force: bool
 ) -> int:
@@ -248,34 +257,41 @@ def rewind_files(
             assert to is not None
             return cps.rewind(to, dry_run=dry, force=force)
 
-        plan = run(True)
         what = "the last rewind" if undo else f"turn {to}"
-        if not plan.changes:
-            for change, why in plan.skipped:
-                env.note(f"left alone: {_where(change, first)}: {why}")
-            env.note(f"nothing to change: the files are as they were before {what}")
-            return int(ExitCode.OK)
-        if plan.conflicts and not force and not dry_run:
-            run(False)  # refused (RewindRefused names the files): nothing is written, nothing listed
-        _plan_lines(env, plan, first)
-        if dry_run:
-            env.note(f"dry run: nothing changed ({len(plan.changes)} file{'s' if len(plan.changes) != 1 else ''} would be)")
-            return int(ExitCode.OK)
-        if env.interactive and not yes:
+        ask = env.interactive and not yes and not dry_run
+        shown: RewindPlan | None = None
+        if dry_run or ask:  # the plan first (to show, or to ask about); else one pass only
+            plan = run(True)
+            if not plan.changes:
+                return _nothing(env, plan, first, what)
+            if plan.conflicts and not force and not dry_run:
+                run(False)  # refused (RewindRefused names the files): nothing written, nothing listed
+            _plan_lines(env, plan, first)
+            if dry_run:
+                n = len(plan.changes)
+                env.note(f"dry run: nothing changed ({n} file{'s' if n != 1 else ''} would be)")
+                return int(ExitCode.OK)
             n = len(plan.changes)
             answer = env.err.input(f"Rewind {'this file' if n == 1 else f'these {n} files'}? [y/N] ", markup=False, emoji=False)
             if answer.strip().lower() not in ("y", "yes"):
                 env.note("nothing changed")
                 return int(ExitCode.OK)
+            shown = plan
         done = run(False)
-        for change, why in done.skipped:
-            if (change, why) not in plan.skipped:
-                env.note(f"left alone: {_where(change, first)}: {why}")
+        if not done.changes:
+            return _nothing(env, done, first, what)
+        if shown is None:
+            _plan_lines(env, done, first)
+        else:
+            for change, why in done.skipped:
+                if (change, why) not in shown.skipped:
+                    env.note(f"left alone: {_where(change, first)}: {why}")
+        n = len(done.changes)
         if undo:
-            env.note(f"put back {len(done.changes)} file{'s' if len(done.changes) != 1 else ''} as they were before the last rewind")
+            env.note(f"put back {n} file{'s' if n != 1 else ''} as they were before the last rewind")
         else:
             env.note(
-                f"rewound {len(done.changes)} file{'s' if len(done.changes) != 1 else ''} to before turn {to}; "
+                f"rewound {n} file{'s' if n != 1 else ''} to before turn {to}; "
                 f"`acpcli rewind {shown_id(sid)} --undo --files` puts them back"
             )
         return int(ExitCode.OK)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -29,6 +30,8 @@ from acpcli.worktree.snapshot import (
     snapshot_paths,
 )
 from acpcli.worktree.store import Store, checkpoints_dir
+
+log = logging.getLogger("acpcli.worktree")
 
 #: A root (or repository) holding more files than this is not checkpointed.
 DEFAULT_MAX_FILES = 100_000
@@ -311,6 +314,11 @@ class Checkpoints:
                 files = self._changes(base, commit) if base else []
             except (GitError, OSError) as exc:
                 raise _failed(f"checkpoint of turn {turn} not taken", exc) from None
+            except CheckpointError:
+                raise
+            except Exception as exc:  # a turn never fails for its checkpoint: a warning, and the log
+                log.exception("checkpoint of turn %d of %s", turn, self.session_id)
+                raise CheckpointError(f"checkpoint of turn {turn} not taken: {type(exc).__name__}: {exc}") from None
         return Checkpoint(
             turn=turn, label=_label(label), time=time.time(), commit=commit, base=base, files=tuple(files), notes=tuple(notes)
         )

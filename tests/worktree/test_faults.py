@@ -206,3 +206,14 @@ def test_remove_count_and_check_all(plain: Path, acpcli_home: Path) -> None:
     assert sorted(p.name for p in (acpcli_home / "checkpoints").iterdir()) == sorted(
         [keep.path.name, keep.path.name + ".lock"]
     )
+
+
+def test_a_bug_in_a_checkpoint_is_still_only_a_checkpoint_error(plain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cps = Checkpoints("s-bug", [plain])
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise ValueError("unexpected")
+
+    monkeypatch.setattr(Store, "tree", broken)
+    with pytest.raises(CheckpointError, match="checkpoint of turn 0 not taken: ValueError: unexpected"):
+        cps.take(0)
