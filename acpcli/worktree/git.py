@@ -5,7 +5,10 @@ Invariants this module keeps:
 * **Our store only.** Every git this module starts has its own ``GIT_DIR`` (a bare directory
   under ``ACPCLI_HOME``) and, where an index is used, its own ``GIT_INDEX_FILE``. The user's
   repository is only ever *read* by git through ``objects/info/alternates`` (its objects) and
-  as a work tree: no command run here writes a user's index, ref, stash, config or hook.
+  as a work tree: no command run here writes a user's index, ref, stash, config or hook. (One
+  thing git does there by design: when the store would write an object the user's repository
+  already has, git refreshes the time of that object's file instead, its guard against
+  ``gc`` pruning it. Its bytes never change.)
 * **No outside settings.** The environment is the user's minus every ``GIT_*`` variable, with
   ``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null`` and ``GIT_ATTR_NOSYSTEM`` set: no
   system, global or repository config of the user's applies. The settings that change what
