@@ -552,7 +552,10 @@ class Checkpoints:
                 if root is None or not root.is_dir():
                     plan.skipped.append((shown, "its root is not a root of this session now"))
                     continue
-                if change.status == "A" and os.path.lexists(os.path.join(os.fsencode(root), change.path)):
+                full = os.path.join(os.fsencode(root), change.path)
+                # a path to bring back that is there but in no checkpoint (ignored, too large)
+                # is left alone; a folder there may empty with the rewind's own deletions
+                if change.status == "A" and os.path.lexists(full) and (os.path.islink(full) or not os.path.isdir(full)):
                     plan.skipped.append((shown, "in no checkpoint (ignored, or too large): left alone"))
                     continue
                 plan.changes.append(shown)
@@ -578,7 +581,11 @@ class Checkpoints:
                 try:
                     restorer.apply(apply)
                 finally:
-                    plan.skipped += [(self._shown(c, roots), why) for c, why in restorer.skipped]
+                    left = [(self._shown(c, roots), why) for c, why in restorer.skipped]
+                    plan.skipped += left
+                    gone = {(shown.root, shown.path) for shown, _ in left}
+                    plan.changes = [c for c in plan.changes if (c.root, c.path) not in gone]
+                    plan.conflicts = [c for c in plan.conflicts if (c.root, c.path) not in gone]
                 done = self._record_paths(restorer.done, tree)
                 after = self._commit(done, now, f"after {what}" + (f" to turn {to_turn}" if to_turn else ""))
                 self._update_refs({"head": after, "rewinding": None})

@@ -269,3 +269,29 @@ def test_a_rewind_keeps_the_users_repository_as_it_was(repo: Path, user_git: Use
     cps.rewind(1)
     assert user_git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all") == status
     assert dot_git_state(repo) == before
+
+
+def test_a_file_that_became_a_folder_and_back(plain: Path) -> None:
+    (plain / ".gitignore").write_text("*.log\n")
+    cps = Checkpoints("s-kind", [plain])
+    cps.take(0)
+    start = tree_state(plain)
+    (plain / "a.txt").unlink()
+    (plain / "a.txt").mkdir()
+    (plain / "a.txt" / "inner").write_text("inner\n")
+    (plain / "sub" / "b.txt").unlink()
+    (plain / "sub").rmdir()
+    (plain / "sub").write_text("a file where a folder was\n")
+    cps.take(1, "t")
+    after = tree_state(plain)
+    cps.rewind(1)
+    assert tree_state(plain) == start
+    cps.undo()
+    assert tree_state(plain) == after
+    # a folder that still holds a file in no checkpoint is not replaced by the file
+    (plain / "a.txt" / "keep.log").write_text("ignored\n")
+    plan = cps.rewind(1)
+    assert [(c.path, why) for c, why in plan.skipped] == [("a.txt", "a folder is in its place")]
+    assert "a.txt" not in [c.path for c in plan.changes]  # what was done
+    assert (plain / "a.txt" / "keep.log").read_text() == "ignored\n"
+    assert (plain / "sub" / "b.txt").read_text() == "b\n"
