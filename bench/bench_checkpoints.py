@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench_checkpoints: a repository of {n:,} files (made in {made:.1f} s), median of {rounds} rounds")
     print(f"  git status                        {status * 1000:8.1f} ms")
     print(f"  first checkpoint                  {first * 1000:8.1f} ms   {first_ratio:5.2f} x git status (target <= {FIRST_RATIO:.1f})  {word[verdicts[0]]}")
-    print(f"  checkpoint of a 3-file turn       {turn_ms:8.1f} ms   {turn_ms / 1000 / status:5.2f} x git status; added to the turn (target <= {TURN_MS:.0f} ms)  {word[verdicts[1]]}")
+    print(f"  checkpoint of a 3-file turn       {turn_ms:8.1f} ms   added to the turn (target <= {TURN_MS:.0f} ms)  {word[verdicts[1]]}")
+    print(f"    of which over git status        {turn_ms - status * 1000:8.1f} ms   (the walk of the tree is git's own cost)")
     print(f"  acpcli rewind of 3 files          {rewind_s * 1000:8.1f} ms   {rewind_ratio:5.2f} x acpcli --help ({help_s * 1000:.0f} ms; target <= {REWIND_RATIO:.1f})  {word[verdicts[2]]}")
     if args.check and not all(verdicts):
         return 1
