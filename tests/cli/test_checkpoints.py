@@ -146,3 +146,8 @@ def test_on_a_terminal_rewind_asks_first_and_diff_is_coloured(spawn, session: Ch
     pty = spawn("diff", SID, "1")
     pty.expect(r"\x1b\[32m\+print\('three'\)\x1b\[0m")
     assert pty.wait() == 0
+
+
+def test_a_turn_that_is_not_a_number_is_a_usage_error(cli: Cli, session: Checkpoints) -> None:
+    assert "TURN must be a turn number" in error_line(cli.run("diff", SID, "two"), ExitCode.USAGE)
+    assert "--to must be a turn number" in error_line(cli.run("rewind", SID, "--to", "-1", "--files"), ExitCode.USAGE)
