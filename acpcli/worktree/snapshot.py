@@ -133,10 +133,13 @@ def snapshot(git: Git, store: Store, spec: RootSpec, bounds: Bounds) -> RootSnap
     with contextlib.suppress(OSError):
         os.unlink(f"{index}.lock")  # left by a git that was killed (we hold the store's lock)
     seeded = index.exists()
+    checking = False  # a fresh copy of the user's index: its entries are checked in the same walk
     if not seeded and spec.repo is not None and spec.repo.index.is_file():
-        seeded = _seed(git, spec, index, bounds)
+        seeded = checking = _seed(spec, index, bounds)
     try:
-        return _snapshot(git, spec, index, excludes, bounds)
+        return _snapshot(git, spec, index, excludes, bounds, check_seed=checking)
+    except _Untrusted:
+        pass  # the user's index cannot say which files changed: start from nothing
     except GitTimeout:
         raise
     except GitError:
@@ -147,9 +150,14 @@ def snapshot(git: Git, store: Store, spec: RootSpec, bounds: Bounds) -> RootSnap
     return _snapshot(git, spec, index, excludes, bounds)
 
 
-def _seed(git: Git, spec: RootSpec, index: Path, bounds: Bounds) -> bool:
+class _Untrusted(Exception):
+    """The copy of the user's index cannot be trusted (:func:`seed_problem`)."""
+
+
+def _seed(spec: RootSpec, index: Path, bounds: Bounds) -> bool:
     """Start the private index as a copy of the user's (keeping its times: git's racy-entry
-    check reads the index file's own time), if it can be trusted; whether it was."""
+    check reads the index file's own time); whether it was copied. Whether it can be trusted
+    is checked by the first walk (``check_seed``)."""
     assert spec.repo is not None
     try:
         shutil.copy2(spec.repo.index, index)
@@ -164,30 +172,33 @@ def _seed(git: Git, spec: RootSpec, index: Path, bounds: Bounds) -> bool:
         if entries is not None:
             raise TooLarge(f"the repository has more than {bounds.max_files} files")
         return False
-    try:
-        listing = git.run("ls-files", "-z", "-v", index=index, work_tree=spec.top, timeout=bounds.left())
-        problem = seed_problem(spec.repo, listing)
-    except GitTimeout:
-        os.unlink(index)
-        raise
-    except GitError:
-        problem = "unreadable"
-    if problem is not None:
-        os.unlink(index)
-        return False
     return True
 
 
-def _snapshot(git: Git, spec: RootSpec, index: Path, excludes: Path, bounds: Bounds) -> RootSnapshot:
+def _snapshot(
+    git: Git, spec: RootSpec, index: Path, excludes: Path, bounds: Bounds, *, check_seed: bool = False
+) -> RootSnapshot:
     def run(*args: str | bytes, input: bytes | None = None) -> bytes:
         return git.run(*args, input=input, index=index, work_tree=spec.top, excludes=excludes, timeout=bounds.left())
 
     scope = [_literal(spec.prefix.rstrip(b"/"))] if spec.prefix else []
-    listing = run("ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", "--", *scope)
+    # -c -v (a fresh copy of the user's index): every entry too, with its flags (lowercase:
+    # assume-unchanged; S: skip-worktree), checked in this same walk
+    every: list[str | bytes] = ["-c", "-v"] if check_seed else []
+    listing = run("ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", *every, "--", *scope)
     tags: dict[bytes, bytes] = {}
+    cached: list[bytes] = []
     for entry in listing.split(b"\0"):
-        if entry:
-            tags.setdefault(entry[2:], entry[:1])
+        if not entry:
+            continue
+        if check_seed and entry[:1] in (b"H", b"h", b"S", b"s"):
+            cached.append(entry)
+        else:
+            tags.setdefault(entry[2:], entry[:1].upper())
+    if check_seed:
+        assert spec.repo is not None
+        if seed_problem(spec.repo, b"\0".join(cached), spec.prefix) is not None:
+            raise _Untrusted
     untracked = sum(1 for tag in tags.values() if tag == b"?")
     if (index_entries(index) or 0) + untracked > bounds.max_files:
         raise TooLarge(f"it has more than {bounds.max_files} files")
@@ -228,8 +239,8 @@ def _snapshot(git: Git, spec: RootSpec, index: Path, excludes: Path, bounds: Bou
             except GitError:
                 pass  # a file became a folder, or went away meanwhile: add the whole root instead
         if not added:
-            every = [_literal(p, exclude=True) for p in left_out + result.nested]
-            run("add", "-A", "--", *(scope or [_literal(b".")]), *every)
+            excluded = [_literal(p, exclude=True) for p in left_out + result.nested]
+            run("add", "-A", "--", *(scope or [_literal(b".")]), *excluded)
     tracked = [p for p in left_out if tags.get(p) != b"?"]
     if tracked:  # out of the index too, so that they are out of the checkpoint
         run("update-index", "--force-remove", "-z", "--stdin", input=b"".join(p + b"\0" for p in tracked))

@@ -105,10 +105,12 @@ def index_entries(path: Path) -> int | None:
     return int.from_bytes(head[8:12], "big")
 
 
-def seed_problem(repo: UserRepo, listing: bytes) -> str | None:
+def seed_problem(repo: UserRepo, listing: bytes, prefix: bytes = b"") -> str | None:
     """Why the user's index cannot seed the private one (None: it can).
 
-    ``listing`` is ``git ls-files -z -v`` of the copied index. The stat data of an entry only
+    ``listing`` is ``git ls-files -z -v`` of the copied index (the entries under ``prefix``, the
+    root's place in the work tree; the ``.gitattributes`` of the folders above it are read from
+    the disk). The stat data of an entry only
     says "this file holds this blob" when git stored the file's bytes as they are, and when
     git was allowed to look: not with an assume-unchanged or skip-worktree entry, not with
     line-ending or filter attributes (git LFS stores a pointer, ``text`` stores LF), not with
@@ -124,6 +126,11 @@ def seed_problem(repo: UserRepo, listing: bytes) -> str | None:
             return "line-ending settings"
     if _CONVERTING.search(_read(repo.common_dir / "info" / "attributes")):
         return "attributes"
+    parts = [p for p in prefix.split(b"/") if p]
+    for depth in range(len(parts)):  # the folders above the root: their attributes apply to it
+        above = repo.top.joinpath(*(os.fsdecode(p) for p in parts[:depth]))
+        if _CONVERTING.search(_read(above / ".gitattributes")):
+            return "attributes"
     for entry in listing.split(b"\0"):
         if not entry:
             continue

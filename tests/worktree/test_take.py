@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -186,18 +187,24 @@ def test_an_index_that_cannot_be_trusted_is_not_copied(repo: Path, user_git: Use
     assert "0/forced.log" not in names  # a fresh index: what .gitignore says
 
 
-def test_a_repository_with_line_ending_attributes_is_hashed_from_the_files(repo: Path, user_git: UserGit) -> None:
+@pytest.mark.parametrize("root", [".", "src"])
+def test_a_repository_with_line_ending_attributes_is_hashed_from_the_files(
+    root: str, repo: Path, user_git: UserGit
+) -> None:
+    # the user's index holds the LF blob of a file that is CRLF on disk: it must not be trusted
     (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
-    (repo / "dos.txt").write_bytes(b"one\r\ntwo\r\n")
-    user_git(repo, "add", ".gitattributes", "dos.txt")
+    (repo / root / "dos.txt").write_bytes(b"one\r\ntwo\r\n")
+    past = time.time() - 100  # not racily clean: git trusts the entry's stat data
+    os.utime(repo / root / "dos.txt", (past, past))
+    user_git(repo, "add", ".gitattributes", f"{root}/dos.txt")
     user_git(repo, "commit", "-qm", "attrs")
-    cps = Checkpoints("s-attrs", [repo])
+    cps = Checkpoints(f"s-attrs-{root}", [repo / root])
     cps.take(0)
     assert cps._git.run("show", f"{cps._ref('0')}:0/dos.txt") == b"one\r\ntwo\r\n"
-    (repo / "dos.txt").write_bytes(b"changed\n")
+    (repo / root / "dos.txt").write_bytes(b"changed\n")
     cps.take(1, "t")
     cps.rewind(1)
-    assert (repo / "dos.txt").read_bytes() == b"one\r\ntwo\r\n"
+    assert (repo / root / "dos.txt").read_bytes() == b"one\r\ntwo\r\n"
 
 
 def test_a_root_below_the_top_of_a_repository_holds_only_its_folder(repo: Path) -> None:
