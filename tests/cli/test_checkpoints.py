@@ -16,7 +16,7 @@ from acpcli.history.lock import SessionLock
 from acpcli.worktree import Checkpoints
 from tests.cli.conftest import Cli, error_line
 from tests.helpers.records import rec
-from tests.worktree.conftest import tree_state
+from tests.helpers.trees import tree_state
 
 SID = "demo-0123456789abcdef0123456789abcdef"
 

@@ -1,29 +1,24 @@
 """Fixtures for the checkpoint tests: real git, in temporary folders.
 
 ``user_git`` runs git as the user would, on the user's repository (with a global config of the
-test's own, so nothing of the machine's applies); :func:`tree_state` and :func:`dot_git_state`
-read a folder byte for byte (kind, exec bit, content or link target; every file under ``.git``
-hashed with its mode and time) to compare before and after.
+test's own, so nothing of the machine's applies). ``tests/helpers/trees.py`` reads a folder
+byte for byte to compare before and after.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import stat
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from acpcli.worktree.git import forget_git
+from tests.helpers.trees import UserGit
 
 if shutil.which("git") is None:  # pragma: no cover - the suite's machines have git
     pytest.skip("git is not on PATH", allow_module_level=True)
-
-UserGit = Callable[..., str]
 
 
 @pytest.fixture(autouse=True)
@@ -92,42 +87,3 @@ def plain(tmp_path: Path) -> Path:
     (top / "tool").write_text("#!/bin/sh\n")
     (top / "tool").chmod(0o755)
     return top
-
-
-def tree_state(root: Path) -> dict[bytes, tuple[str, bool, bytes]]:
-    """Every file and link under ``root`` (not ``.git``), by path: kind, exec bit, content or
-    link target."""
-    state: dict[bytes, tuple[str, bool, bytes]] = {}
-    base = os.fsencode(root)
-    for folder, dirs, files in os.walk(base):
-        dirs[:] = [d for d in dirs if d != b".git"]
-        for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            full = os.path.join(folder, name)
-            rel = os.path.relpath(full, base)
-            info = os.lstat(full)
-            if stat.S_ISLNK(info.st_mode):
-                state[rel] = ("link", False, os.readlink(full))
-            else:
-                with open(full, "rb") as f:
-                    state[rel] = ("file", bool(info.st_mode & 0o100), f.read())
-    return state
-
-
-def dot_git_state(top: Path) -> dict[str, tuple[int, int, str]]:
-    """Every entry under ``top/.git``: mode, mtime (ns) and a hash of its content. The times of
-    object files are left out: when the store would write an object the user's repository
-    already has, git refreshes the borrowed object's time instead (its guard against ``gc``
-    pruning it); the object's bytes never change."""
-    state: dict[str, tuple[int, int, str]] = {}
-    for folder, dirs, files in os.walk(top / ".git"):
-        for name in dirs + files:
-            full = os.path.join(folder, name)
-            info = os.lstat(full)
-            digest = ""
-            if stat.S_ISREG(info.st_mode):
-                with open(full, "rb") as f:
-                    digest = hashlib.sha256(f.read()).hexdigest()
-            rel = os.path.relpath(full, top)
-            mtime = 0 if rel.startswith(os.path.join(".git", "objects", "")) else info.st_mtime_ns
-            state[rel] = (info.st_mode, mtime, digest)
-    return state

@@ -15,7 +15,7 @@ import pytest
 from acpcli.errors import NoCheckpoint, RewindRefused
 from acpcli.worktree import Checkpoints
 from acpcli.worktree.restore import TEMP_PREFIX, Restorer
-from tests.worktree.conftest import UserGit, dot_git_state, tree_state
+from tests.helpers.trees import UserGit, dot_git_state, tree_state
 
 
 def _agent_turn(root: Path, n: int) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from acpcli.worktree import Checkpoints
-from tests.worktree.conftest import UserGit, dot_git_state
+from tests.helpers.trees import UserGit, dot_git_state
 
 WEIRD = [b"new\nline.txt", b"with space.txt", b"caf\xe9-latin1.txt", b"tab\there", b"-dash", b'quo"te']
 
