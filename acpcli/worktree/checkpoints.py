@@ -19,7 +19,7 @@ from pathlib import Path
 
 from acpcli.errors import CheckpointError, CheckpointsOff, NoCheckpoint, RewindRefused
 from acpcli.text.safe import safe_line
-from acpcli.worktree.git import EMPTY_TREE, Git, GitError, GitTimeout, find_git
+from acpcli.worktree.git import Git, GitError, GitTimeout, find_git
 from acpcli.worktree.restore import Change, Restorer
 from acpcli.worktree.snapshot import (
     Bounds,
@@ -548,7 +548,7 @@ class Checkpoints:
             apply: builtins.list[Change] = []
             for change in changes:
                 root = roots.get(change.root)
-                shown = FileChange(root or Path("?"), os.fsdecode(change.path), {"A": "A", "D": "D"}.get(change.status, "M"))
+                shown = self._shown(change, roots)
                 if root is None or not root.is_dir():
                     plan.skipped.append((shown, "its root is not a root of this session now"))
                     continue
@@ -766,6 +766,6 @@ def _check_store(store: Store, git: Git) -> list[str]:
 
 
 __all__ = [
-    "DEFAULT_LOCK_WAIT", "DEFAULT_MAX_FILES", "DEFAULT_TIME_LIMIT", "EMPTY_TREE", "Checkpoint", "Checkpoints", "FileChange",
+    "DEFAULT_LOCK_WAIT", "DEFAULT_MAX_FILES", "DEFAULT_TIME_LIMIT", "Checkpoint", "Checkpoints", "FileChange",
     "RewindPlan", "StoreReport", "check_all", "count", "remove_checkpoints",
 ]
