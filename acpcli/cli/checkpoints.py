@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 app = typer.Typer()
 
 
-@app.command()
+@app.command(short_help="List a session's turns and the files each one changed.")
 def checkpoints(
     session_id: SessionId,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per checkpoint.")] = False,
@@ -39,13 +39,15 @@ def checkpoints(
 
     \b
     Examples:
+
+    \b
       acpcli checkpoints SESSION
       acpcli checkpoints SESSION --json | jq .files
     """
     raise typer.Exit(listing(session_id, as_json=as_json))
 
 
-@app.command()
+@app.command(short_help="Show what a turn did to the files, as a unified diff.")
 def diff(
     session_id: SessionId,
     turn: Annotated[str | None, typer.Argument(metavar="TURN", help="The turn (default: the last one).", show_default=False)] = None,
@@ -59,13 +61,15 @@ def diff(
 
     \b
     Examples:
+
+    \b
       acpcli diff SESSION
       acpcli diff SESSION 3 --stat
     """
     raise typer.Exit(show_diff(session_id, _number(turn, "TURN"), stat=stat, name_only=name_only))
 
 
-@app.command()
+@app.command(short_help="Bring a session's files back to their state before a turn.")
 def rewind(
     session_id: SessionId,
     to: Annotated[str | None, typer.Option("--to", metavar="TURN", help="Bring the files back to their state before TURN.", show_default=False)] = None,
@@ -85,6 +89,8 @@ def rewind(
 
     \b
     Examples:
+
+    \b
       acpcli rewind SESSION --to 3 --files --dry-run
       acpcli rewind SESSION --to 3 --files
       acpcli rewind SESSION --undo --files

@@ -161,7 +161,7 @@ def new(
     raise typer.Exit(commands.new(options, invocation).exit_code)
 
 
-@app.command(short_help="Reopen a session: the agent replays it, then the prompt opens.")
+@app.command(short_help="Reopen a session with its replay, then the prompt opens.")
 def load(
     session_id: SessionId,
     agent: Agent = None,
@@ -218,7 +218,7 @@ def load(
     raise typer.Exit(commands.reattach("load", session_id, options, invocation, new_if_missing=new_if_missing).exit_code)
 
 
-@app.command(short_help="Start a new session from a copy of a session's conversation.")
+@app.command(short_help="Start a session from a copy of another's conversation.")
 def fork(
     session_id: SessionId,
     agent: Agent = None,
