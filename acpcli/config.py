@@ -9,6 +9,8 @@ names the file (and the line, when known). Shape::
     permissions = "deny"                # optional: --permissions when not given (ask|allow|deny|read-only)
     timeout = 120                       # optional: seconds a setup step may wait for the agent (0: no limit)
     keep_alive = 300                    # optional: seconds a live session's agent stays after its last turn (0: none)
+    checkpoints = true                  # optional: checkpoints of the working tree around every turn
+    checkpoint_max_file_size = 10485760 # optional: bytes; larger files are left out of checkpoints (0: no limit)
 
     [agents.myagent]
     command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
@@ -91,6 +93,9 @@ KEEP_ALIVE_ENV = "ACPCLI_KEEP_ALIVE"
 #: palette; see :mod:`acpcli.render.highlight`).
 THEMES = ("auto", "dark", "light")
 THEME_ENV = "ACPCLI_THEME"
+#: Files larger than this (bytes) are left out of checkpoints unless ``checkpoint_max_file_size``
+#: says otherwise (:mod:`acpcli.worktree`).
+DEFAULT_CHECKPOINT_MAX_FILE_SIZE = 10 * 1024 * 1024
 
 
 @dataclass
@@ -167,6 +172,10 @@ class Config:
     registry_url: str | None = None
     #: The colours of code: one of :data:`THEMES` (``ACPCLI_THEME`` wins over it).
     theme: str = "auto"
+    #: Whether sessions take checkpoints of their working tree (``checkpoints = false``: none).
+    checkpoints: bool = True
+    #: Files over this many bytes are left out of checkpoints (0: no limit).
+    checkpoint_max_file_size: int = DEFAULT_CHECKPOINT_MAX_FILE_SIZE
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -360,6 +369,14 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             if value not in THEMES:
                 raise ConfigError(f"{path}: theme must be one of {', '.join(THEMES)} (got {value!r})")
             config.theme = value
+        elif key == "checkpoints":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: checkpoints must be true or false (got {value!r})")
+            config.checkpoints = value
+        elif key == "checkpoint_max_file_size":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{path}: checkpoint_max_file_size must be a number of bytes, 0 or more (0: no limit); got {value!r}")
+            config.checkpoint_max_file_size = value
         elif key == "registry_url":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(f"{path}: registry_url must be an http:// or https:// URL (a string)")
@@ -376,7 +393,10 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
 
 
 #: The top-level keys of the config file.
-_TOP_KEYS = ("agents", "default_agent", "permissions", "timeout", "keep_alive", "registry_url", "mcp_servers")
+_TOP_KEYS = (
+    "agents", "default_agent", "permissions", "timeout", "keep_alive", "registry_url", "mcp_servers",
+    "checkpoints", "checkpoint_max_file_size",
+)
 _warned_keys: set[tuple[str, str]] = set()
 
 

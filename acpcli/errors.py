@@ -27,6 +27,11 @@
     ├── DamagedState                 DAMAGED            the index or event log is damaged (``acpcli doctor``)
     ├── HostLost                     HOST_LOST          the session's host went away mid-turn
     ├── HostReported                 (as reported)      the session's host ended a request with this error
+    ├── CheckpointError              STORAGE            a checkpoint could not be taken, read or restored (disk full, damaged store)
+    │   ├── CheckpointsOff           CONFIG             checkpoints are off: no git on PATH, or the tree is over the bounds
+    │   ├── CheckpointsBusy          BUSY               another acpcli held the session's checkpoints past the wait
+    │   ├── NoCheckpoint             USAGE              no checkpoint of that turn (or nothing to undo)
+    │   └── RewindRefused            USAGE              a file to restore was changed by hand since the last checkpoint
     ├── OutputError                  OUTPUT             the transcript could not be written (-o FILE, closed stdout)
     ├── Interrupted                  INTERRUPTED        a second Ctrl-C killed the agent mid-turn
     │   └── Terminated               TERMINATED/HANGUP  SIGTERM or SIGHUP (the terminal was closed)
@@ -389,6 +394,46 @@ class HostReported(AcpcliError):
             self.exit_code = ExitCode(exit_code)
         except ValueError:
             self.exit_code = ExitCode.FAILURE
+
+
+class CheckpointError(AcpcliError):
+    """A checkpoint of the working tree could not be taken, read or restored (a full disk, a
+    damaged store, git failing): ``acpcli.worktree``. Around a turn it is a warning, never the
+    turn's failure."""
+
+    exit_code = ExitCode.STORAGE
+
+
+class CheckpointsOff(CheckpointError):
+    """Checkpoints cannot be taken here: no git on PATH (or too old a one), or the tree is over
+    the bounds (too many files, or the first checkpoint took too long). Said in one line."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class CheckpointsBusy(CheckpointError):
+    """Another acpcli process held the session's checkpoint store for longer than the wait."""
+
+    exit_code = ExitCode.BUSY
+
+
+class NoCheckpoint(CheckpointError):
+    """There is no checkpoint of the turn asked for (or nothing to undo)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class RewindRefused(CheckpointError):
+    """A rewind would overwrite files the user changed by hand since the last checkpoint: it
+    names them (``paths``) and writes nothing; ``--force`` overrides. ``plan`` is what the
+    rewind would have done (an :class:`acpcli.worktree.RewindPlan`)."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str, *, paths: list[Any], plan: Any, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.paths = paths
+        self.plan = plan
 
 
 class OutputError(AcpcliError):

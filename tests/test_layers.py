@@ -171,6 +171,7 @@ FLOORS = (
     "acpcli.services",  # what the agent may ask of us: permissions, files, terminals, forms
     "acpcli.agents",  # the ACP Registry and installs
     "acpcli.wire",  # the agent's pipe: transport, JSON-RPC, negotiation, capabilities
+    "acpcli.worktree",  # checkpoints of the working tree, in a private git store
     "acpcli.history",  # the SQLite index, event log, search, the message store
     "acpcli.config",  # config files and the built-in agents
     "acpcli.processes",  # children acpcli starts, and the process supervisor

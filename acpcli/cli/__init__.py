@@ -59,6 +59,39 @@ app = typer.Typer(
 )
 
 
+def _bare(args: list[str]) -> list[str] | None:
+    """``acpcli`` alone on a terminal opens the interactive prompt with the default agent, as
+    ``new`` would; ``acpcli "fix the tests"`` (a first word that is no command and holds a
+    space) does so with that prompt sent first — or, without a terminal, runs it as ``prompt``
+    does. The default agent: the config's ``default_agent``, else the first known agent found
+    on the PATH (one line says which), else the demo agent. Any other line is left to the
+    command tree (None: as given)."""
+    if args and (args[0].startswith("-") or not any(c.isspace() for c in args[0])):
+        return None  # (a command's name holds no space: the first word is no command)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if not args and not interactive:
+        return None  # the help, as it always was
+    name = _default_agent()
+    if not interactive:
+        return ["prompt", "--agent", name, *args]
+    return ["new", "--agent", name, *(["--prompt", " ".join(args)] if args else [])]
+
+
+def _default_agent() -> str:
+    """The config's ``default_agent``; else the first known agent whose program is on the PATH
+    (said on stderr); else ``demo``."""
+    from acpcli.config import find_executable, load_config
+
+    config = load_config()
+    if config.default_agent:
+        return config.default_agent
+    for name, spec in config.agents.items():
+        if name != "demo" and find_executable(spec):
+            sys.stderr.write(f"acpcli: {name} (the first agent found; default_agent in the config chooses another)\n")
+            return name
+    return "demo"
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"acpcli {__version__}")
@@ -76,9 +109,9 @@ def _root(
 
 def _register() -> None:
     """Each module's commands become top-level commands (``acpcli load``, not ``acpcli sessions load``)."""
-    from acpcli.cli import agents, auth, completion, doctor, live, prompt, sessions
+    from acpcli.cli import agents, auth, checkpoints, completion, doctor, live, prompt, sessions
 
-    for sub in (sessions.app, prompt.app, live.app, auth.app, agents.app, completion.app, doctor.app):
+    for sub in (sessions.app, prompt.app, live.app, checkpoints.app, auth.app, agents.app, completion.app, doctor.app):
         app.add_typer(sub)
 
 
@@ -152,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(int(ExitCode.OUTPUT))
     from acpcli import notices
 
+    argv = _bare(sys.argv[1:] if argv is None else list(argv)) or argv
     # typer would import pydantic to coerce the invoked command's parameter values (~0.15 s).
     typer_compat.install()
     # What the agent sent and acpcli skipped (bad lines, lines over the limit) is said on stderr.

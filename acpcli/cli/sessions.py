@@ -112,6 +112,7 @@ def new(
     log_file: LogFile = None,
     timeout: Timeout = None,
     keep_alive: KeepAlive = None,
+    first: Annotated[str | None, typer.Option("--prompt", metavar="TEXT", help="Send TEXT first, as if typed at the prompt (the interactive prompt only).", show_default=False)] = None,
 ) -> None:
     """Start a new session with an agent.
 
@@ -124,6 +125,7 @@ def new(
 
     \b
       acpcli new --agent demo
+      acpcli new --agent claude --prompt "fix the failing test"
       acpcli new --cmd 'my-agent --acp' --cwd ~/src/app --add-dir ~/src/lib
     """
     from acpcli.api import commands
@@ -134,6 +136,15 @@ def new(
         log_file=log_file,
     )
     invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
+    if first is not None:
+        if invocation.person is None:
+            from acpcli.errors import UsageError
+
+            raise UsageError(
+                "--prompt sends a first prompt in the interactive prompt; there is no terminal here",
+                hint="in a script: acpcli prompt --agent NAME TEXT",
+            )
+        invocation.person.first_prompt = first  # type: ignore[attr-defined]
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)

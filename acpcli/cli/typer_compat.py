@@ -336,6 +336,9 @@ class OnDemandGroup(TyperGroup):
         kwargs["standalone_mode"] = False
         try:
             code = super().main(*args, **kwargs)
+        except click.NoArgsIsHelpError as err:  # `acpcli` alone without a terminal: the help, as click gives it
+            err.show()
+            sys.exit(err.exit_code)
         except click.UsageError as err:
             # (an option's missing value is raised without its context: the command is the
             # first word of the line that names one)

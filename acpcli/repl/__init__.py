@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["run_repl"]
 
 
-async def run_repl(env: Environment, conversation: Conversation, *, banner: bool = True) -> int:
+async def run_repl(env: Environment, conversation: Conversation, *, banner: bool = True, first: str | None = None) -> int:
     """The read-prompt-render loop. Returns the exit code.
 
     ``banner``: start with the session line (an interactive load/resume has printed it
@@ -43,7 +43,12 @@ async def run_repl(env: Environment, conversation: Conversation, *, banner: bool
     own :class:`~acpcli.session.link.AgentLink`, or a :class:`~acpcli.host.remote.HostedLink`
     (``conversation.hosted``) when the session lives in a host: then each turn goes through the
     host's queue (:meth:`~acpcli.host.remote.HostedLink.turn`), the host does the bookkeeping,
-    and other terminals' turns are drawn as they come."""
+    and other terminals' turns are drawn as they come.
+
+    ``first``: a prompt to send first, as if typed (``acpcli "fix the tests"``)."""
     from acpcli.repl.loop import Repl
 
-    return await Repl(env, conversation, banner=banner).run()
+    repl = Repl(env, conversation, banner=banner)
+    if first:
+        repl.queue.add(first)
+    return await repl.run()

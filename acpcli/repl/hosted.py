@@ -139,7 +139,11 @@ def run_hosted(
                 tg.start_soon(link.serve)
                 try:
                     conversation = Conversation(link, link.live, index, writer, ready.agent, exporter(session_id))
-                    code = await run_repl(env, conversation, banner=False)
+                    person = run.person
+                    first = getattr(person, "first_prompt", None)
+                    if first:
+                        person.first_prompt = None  # type: ignore[union-attr]
+                    code = await run_repl(env, conversation, banner=False, first=first)
                 finally:
                     await link.leave()
                     tg.cancel_scope.cancel()

@@ -23,6 +23,8 @@ class AtTerminal:
     def __init__(self, env: Environment) -> None:
         self.env = env
         self._starting: Any = None  # the acpcli.repl.starting.Starting line, once shown
+        #: A prompt to send first, as if typed (``acpcli "fix the tests"``).
+        self.first_prompt: str | None = None
 
     def starting(self, name: str | None) -> None:
         if name is None:
@@ -77,4 +79,5 @@ class AtTerminal:
         from acpcli.repl import run_repl
 
         self.starting(None)
-        return await run_repl(self.env, conversation, banner=banner)
+        first, self.first_prompt = self.first_prompt, None  # (sent once, in the first conversation)
+        return await run_repl(self.env, conversation, banner=banner, first=first)

@@ -38,7 +38,7 @@ def test_connections_from_threads_at_once(tmp_path: Path) -> None:
         try:
             with acpcli.sync.connect("demo", cwd=tmp_path) as agent:
                 results[n] = agent.new_session().ask(f"thread {n}").stop_reason
-        except BaseException as err:  # noqa: BLE001 - reported below
+        except BaseException as err:
             errors.append(err)
 
     threads = [threading.Thread(target=one, args=(n,)) for n in range(3)]
