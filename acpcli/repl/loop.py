@@ -37,6 +37,7 @@ from acpcli.repl.above import AboveInput
 from acpcli.repl.asking import AGENT_NAMES, TOOLBARS, offer_login
 from acpcli.repl.banner import come_back, print_banner
 from acpcli.repl.completion import Inputs, ReplCompleter
+from acpcli.repl.hosted import OtherTurnBegan
 from acpcli.repl.input_history import history
 from acpcli.repl.keys import key_bindings
 from acpcli.repl.queue import queue_lines
@@ -240,6 +241,10 @@ class Repl:
         session's changes drawn above it while it waits. ``None`` at Ctrl-D; an empty line
         (and no prompt sent) when there is nothing to do."""
         queue = self.queue
+        if self.hosted:  # another terminal's turn under way: drawn first, as ours are
+            from acpcli.repl.hosted import watch_others
+
+            await watch_others(self)
         sent = self.now.take_pending()  # a prompt sent during the last turn: its turn goes on
         text = "" if sent is not None or self.keep else (queue.next() or "")
         if text:
@@ -255,6 +260,9 @@ class Repl:
                 text = await self.prompt_session.prompt_async(self.message, default=self.keep or self.typed)
             except EOFError:
                 return None
+            except OtherTurnBegan:  # (hosted) the line gives way to it; what was typed waits
+                self.typed, self.keep = self.prompt_session.default_buffer.text, ""
+                return "", None
             finally:
                 if above is not None:
                     if live.sink is above:  # (a command may have replaced the view meanwhile)

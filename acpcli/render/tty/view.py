@@ -132,6 +132,9 @@ class TtyView:
         # release(); the number of rows that frame left on the screen
         self._held: int | None = None
         self._reserve = 0  # rows the held frame leaves free below it (for the question)
+        #: The status line's last words: how the turn is cancelled (another terminal's turn
+        #: drawn by an attached REPL says whose it is instead).
+        self.cancel_hint = "Ctrl-C cancels"
 
     @property
     def show_thoughts(self) -> bool:
@@ -360,7 +363,7 @@ class TtyView:
         usage = usage_text(getattr(store, "usage", None))
         if usage:
             parts.append(safe_line(usage))  # a cost's currency is the agent's text
-        parts.append("Ctrl-C cancels")
+        parts.append(self.cancel_hint)
         return Text(" · ".join(parts), style="dim")
 
     def _start_live(self) -> None:

@@ -1,0 +1,109 @@
+"""Every terminal attached to a live session draws every turn as the REPL draws its own
+(issue 32): the live region with its status line, the answer in whole lines once, each tool
+call and plan once per change, the header of another terminal's turn before it — checked on
+the emulated screens (:mod:`tests.cli.screen`) of two terminals, with the demo agent
+streaming in small chunks."""
+
+from __future__ import annotations
+
+import subprocess
+
+from acpcli.errors import ExitCode
+
+from .conftest import TIMEOUT, Cli
+from .pty import CTRL_D, Pty
+from .screen import screen_text
+from .test_live_sessions import LIVE, live_rows
+from .test_live_sessions import (
+    hosts as hosts,  # the fixture: every host stopped, nothing left behind
+)
+
+WIDTH = 72
+HEADER = "── (from another terminal) ──"
+#: The end of the demo agent's answer.
+LAST = "run CMD."
+
+
+def _repl(cli: Cli, spawn, *agent: str) -> tuple[Pty, str]:  # type: ignore[no-untyped-def]
+    repl: Pty = spawn(
+        "new", "--cmd", cli.trace.demo_cmd(protocol=1, extra=list(agent)), "--keep-alive", "300",
+        "--permissions", "allow", width=WIDTH, true_cpr=True,
+    )
+    repl.expect("/help for commands")
+    repl.prompt()
+    (row,) = live_rows(cli)
+    return repl, str(row["id"])
+
+
+def _attach(spawn, sid: str) -> Pty:  # type: ignore[no-untyped-def]
+    watcher: Pty = spawn("attach", sid, width=WIDTH, true_cpr=True)
+    watcher.expect("attached to")
+    watcher.prompt()
+    return watcher
+
+
+def _turn(screen: str, prompt: str) -> list[str]:
+    """The lines of the turn of ``prompt`` (its ``›`` line to the answer's last line)."""
+    lines = screen.splitlines()
+    start = lines.index(f"› {prompt}")
+    end = next(i for i in range(start, len(lines)) if lines[i].endswith(LAST))
+    return lines[start : end + 1]
+
+
+def _count(lines: list[str], word: str) -> int:
+    return sum(1 for line in lines if word in line)
+
+
+def test_an_attached_terminal_draws_a_streamed_turn_as_the_sender_does(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    repl, sid = _repl(cli, spawn, "--delay", "0.01", "--chunk-size", "5")
+    watcher = _attach(spawn, sid)
+    repl.say("hello there")
+    watcher.expect("another terminal's turn")  # the status line of a running turn: it is busy
+    repl.expect("Ctrl-C cancels")
+    repl.prompt()
+    watcher.prompt()
+    mine, theirs = screen_text(repl.seen, WIDTH), screen_text(watcher.seen, WIDTH)
+    assert theirs.count(HEADER) == 1 and theirs.index(HEADER) < theirs.index("› hello there"), theirs
+    sent, seen = _turn(mine, "hello there"), _turn(theirs, "hello there")
+    reply = sent.index("Demo agent reply")
+    # the answer in whole lines, once each, as the terminal that sent it has it
+    assert seen[seen.index("Demo agent reply") :] == sent[reply:], theirs
+    assert _count(seen, "Demo agent reply") == 1, theirs
+    for word in ("Take stock of the request", "-Hello.", "+Turn 1: hello there", "Thought ·"):
+        assert _count(seen, word) == _count(sent, word) == (1 if word != "Take stock of the request" else 2), (
+            word, mine, theirs,
+        )
+    assert "idle" not in theirs.split(HEADER)[1].split(LAST)[0], theirs  # no toolbar over the turn
+    for pty in (watcher, repl):
+        pty.child.send(CTRL_D)
+        pty.expect("the session stays live")
+        assert pty.wait() == ExitCode.OK
+
+
+def test_another_terminals_turn_is_headed_after_this_terminals_answer(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    repl, sid = _repl(cli, spawn, "--delay", "0.005")
+    watcher = _attach(spawn, sid)
+    repl.say("mine first")
+    repl.expect("Thought")  # its turn runs: the script's prompt waits behind it
+    script = subprocess.Popen(
+        cli.argv("prompt", "--session", sid, "--permissions", "allow", "from the script"), env=cli.env(LIVE),
+        cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    _out, err = script.communicate(timeout=TIMEOUT)
+    assert script.returncode == 0, err
+    for pty in (repl, watcher):
+        pty.expect("from the script")
+        pty.prompt()
+    screen = screen_text(repl.seen, WIDTH)
+    assert screen.count(HEADER) == 1, screen
+    mine = _turn(screen, "mine first")
+    assert HEADER not in mine, screen  # not between the prompt and its answer
+    assert screen.index(LAST) < screen.index(HEADER) < screen.index("› from the script"), screen
+    theirs = screen_text(watcher.seen, WIDTH)
+    assert theirs.count(HEADER) == 2, theirs
+    first, second = theirs.split(HEADER)[1:]
+    assert "› mine first" in first and LAST in first and "from the script" not in first, theirs
+    assert second.lstrip("\n").startswith("› from the script"), theirs
+    assert _count(second.splitlines(), "Demo agent reply") == 1, theirs
