@@ -4,7 +4,7 @@ and ``acpcli attach ID``.
 The loop is :func:`acpcli.repl.run_repl`, the same as for a session the REPL drives itself;
 here its link is a :class:`~acpcli.host.remote.HostedLink`, whose messages are read by a task
 beside it. A turn another terminal sent is headed "(from another terminal)" and drawn as the
-REPL draws its own (:func:`watch_others`): the input line gives way to the live region, its
+REPL draws its own (:meth:`~acpcli.repl.loop.Repl.watch_others`): the input line gives way to the live region, its
 status line and the line typed ahead, and comes back when the turn ends; one that begins
 while a prompt of this terminal's waits behind it is drawn in that turn's place, in order. A
 host that goes away ends the REPL with one line (exit 20); Ctrl-D leaves and the session
@@ -25,15 +25,6 @@ if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.history.store import Store
     from acpcli.host.remote import HostedLink
-    from acpcli.repl.loop import Repl
-
-
-#: The line another terminal's turn starts with.
-OTHER_TURN = "[dim]── (from another terminal) ──[/]"
-
-
-class OtherTurnBegan(Exception):
-    """The input line gives way: another terminal's turn began (:func:`watch_others` draws it)."""
 
 
 def watch_host(env: Environment, link: HostedLink) -> None:
@@ -44,13 +35,17 @@ def watch_host(env: Environment, link: HostedLink) -> None:
         if text is None or other is None:
             return
         if other.held is None:  # a prompt of ours waits behind it: drawn in that turn's place
+            from acpcli.repl.banner import OTHER_TURN
+
             _above(env, OTHER_TURN, link.live.sink)
             return
         from prompt_toolkit.application.current import get_app_or_none
 
         app = get_app_or_none()
         if app is not None and app.is_running and app.future is not None and not app.future.done():
-            app.exit(exception=OtherTurnBegan())  # the loop draws it (watch_others)
+            from acpcli.host.remote import OtherTurnBegan
+
+            app.exit(exception=OtherTurnBegan())  # the loop draws it (Repl.watch_others)
 
     def lost(err: BaseException) -> None:  # (or closed: an EOFError)
         from prompt_toolkit.application.current import get_app_or_none
@@ -65,39 +60,6 @@ def watch_host(env: Environment, link: HostedLink) -> None:
     link.on_other_turn = other_turn
     link.on_lost = lost
     link.on_closed = closed
-
-
-async def watch_others(repl: Repl) -> None:
-    """Draw the turns other terminals send while this one has none under way, as the REPL
-    draws its own: the header, the live region with its status line, the line typed ahead
-    (Enter queues for when the turn ends); back to the caller when none is running."""
-    from acpcli.repl.loop import _release_terminal, _turn_input, _typing_during
-
-    link: HostedLink = repl.link  # type: ignore[assignment]
-    live = repl.live
-    while link.other is not None:
-        _release_terminal(live)
-        repl.env.err.print(OTHER_TURN)
-        view = live.sink
-        typing = _turn_input(view, repl.queue, repl.now, live, repl.typed)
-        if typing is not None:
-            repl.typed = ""  # on the turn's input line now
-        hint = getattr(view, "cancel_hint", None)
-        if hint is not None:
-            view.cancel_hint = "another terminal's turn"  # type: ignore[union-attr]  # it cancels it, not this one
-        if view is not None:
-            view.begin_turn(live.store)
-        stop: str | None = None
-        try:
-            with _typing_during(view, typing):
-                stop = await link.watch(notice=repl.notice, tick=getattr(view, "tick", None))
-        finally:
-            if typing is not None:
-                repl.typed = typing.text  # carried to the next line, whatever ended the turn
-            if view is not None and live.sink is view:
-                view.turn_ended(stop)
-            if hint is not None:
-                view.cancel_hint = hint  # type: ignore[union-attr]
 
 
 def _above(env: Environment, markup: str, sink: Any = None) -> None:
