@@ -14,7 +14,9 @@ from acpcli.errors import ExitCode
 
 from .conftest import TIMEOUT, Cli, error_line
 from .test_live_sessions import LIVE, live_rows
-from .test_live_sessions import hosts as hosts  # the fixture: every host stopped, nothing left behind
+from .test_live_sessions import (
+    hosts as hosts,  # the fixture: every host stopped, nothing left behind
+)
 
 
 def _busy_turn(cli: Cli, sid: str, text: str) -> subprocess.Popen[str]:
