@@ -317,13 +317,17 @@ def _hosted_reattach(
         from acpcli.repl.hosted import run_hosted
 
         return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=False)
+    if record is not None and record.state == "closed":  # the host's attach reopened it, and said so to nobody
+        from acpcli.api.frontends import reopened_line
+
+        invocation.say(reopened_line(sid))
     if invocation.person is None:
         if command == "load":
             client.print_stored(sid, invocation)
         return int(ExitCode.OK)
     from acpcli.repl.hosted import run_hosted
 
-    return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=True)
+    return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=True, resumed=command == "resume")
 
 
 @app.command()

@@ -18,10 +18,11 @@ terminal's own turn or beside its input line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -250,6 +251,7 @@ class HostedLink:
             self._route(message)
         elif kind == "start":
             live.store.turn_boundary()  # a turn's messages are its own
+            live.turn_first_entry = len(live.store.entries)  # (what "no answer" looks at)
         elif kind in ("end", "error", "withdrawn"):
             if self._turn is not None:
                 self._turn[1].append(message)
@@ -268,10 +270,13 @@ class HostedLink:
             _redraw()
         elif kind == "ask":
             params = message.get("params")
-            result = await self._decide(live, params) if isinstance(params, dict) else None
+            with _asking(live):
+                result = await self._decide(live, params) if isinstance(params, dict) else None
             await self._send({"t": "answer", "id": message.get("id"), "result": result})
         elif kind == "elicit":  # a request for input of this terminal's turn
-            await self._send({"t": "answer", "id": message.get("id"), "result": await self._answer_form(message)})
+            with _asking(live):
+                answer = await self._answer_form(message)
+            await self._send({"t": "answer", "id": message.get("id"), "result": answer})
         elif kind in ("result", "failed"):
             waiting = self._calls.get(message.get("id"))  # type: ignore[arg-type]
             if waiting is not None:
@@ -477,6 +482,19 @@ def _turn_error(message: dict[str, Any]) -> Exception:
     err = kind(RpcError.AUTH_REQUIRED if kind is AuthRequired else RpcError.INTERNAL_ERROR, text)
     err.message, err.hint = text, hint if isinstance(hint, str) else None  # as the host worded it
     return err
+
+
+@contextlib.contextmanager
+def _asking(live: LiveSession) -> Iterator[None]:
+    """A question of this terminal's is open (the toolbar says ``waiting for you``, as it
+    does without a host: :attr:`LiveSession.pending_permissions`)."""
+    open_question = anyio.Event()
+    live.pending_permissions.add(open_question)
+    _redraw()
+    try:
+        yield
+    finally:
+        live.pending_permissions.discard(open_question)
 
 
 def _redraw() -> None:

@@ -98,11 +98,14 @@ def run_hosted(
     transcript: bool,
     joined: str | None = None,
     not_live: BaseException | None = None,
+    resumed: bool = False,
 ) -> int:
     """The REPL on ``session_id``, whose host runs: the session line, the transcript the
     host had stored (``transcript``), then the conversation. ``joined``: the line to start
     with instead of the session line (attach: which agent and host; ``{agent}`` and ``{pid}``
-    filled in); ``not_live``: what to raise when no host runs the session."""
+    filled in); ``not_live``: what to raise when no host runs the session; ``resumed``: the
+    transcript is the one acpcli stored (a ``resume``: the agent replays nothing), marked so
+    as without a host."""
     from acpcli.api.frontends import decider_for
     from acpcli.host import address
     from acpcli.host.channel import connect
@@ -139,8 +142,13 @@ def run_hosted(
 
         view = make_view(env)
         if transcript:
+            marked = resumed and bool(store.entries)
+            if marked:
+                env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
             view.print_store(store)
             view.flush()
+            if marked:
+                env.err.print("[dim]── resumed ──[/]")
         link.live.sink = view
         index = open_index()
         writer = index.writer()
