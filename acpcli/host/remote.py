@@ -164,11 +164,12 @@ class HostedLink:
         self.on_other_turn: Callable[[str | None], None] = lambda text: None
         #: Called when the host goes away while no turn of ours waits on it.
         self.on_lost: Callable[[HostLost], None] = lambda lost: None
-        #: Called when another terminal closed the session (the host ends).
+        #: Called when another terminal closed the session, or stopped its host (the host ends).
         self.on_closed: Callable[[], None] = lambda: None
         self.lost: HostLost | None = None
         self.closing = False
         self.closed_elsewhere = False
+        self.stopped_elsewhere = False
         self._calls: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._next_call = 0
         self._turn: tuple[anyio.Event, list[dict[str, Any]]] | None = None
@@ -193,17 +194,21 @@ class HostedLink:
                 message = await self.channel.receive()
                 await self._handle(message)
         except (ChannelClosed, HostLost):  # HostLost: an answer that could not be sent
-            if self.closing:
-                return
-            self.lost = HostLost(
-                "the session host went away" + (" mid-turn" if self._turn is not None else ""), hint=LOST_HINT
-            )
+            if not self.closing:
+                self.lost = HostLost(
+                    "the session host went away" + (" mid-turn" if self._turn is not None else ""), hint=LOST_HINT
+                )
             for event, _ in [*self._calls.values(), *([self._turn] if self._turn else [])]:
-                event.set()
+                event.set()  # nothing waits for an answer that cannot come
             if self.other is not None:
                 self.other.ended.set()
-            if self._turn is None:
+            if self.lost is not None and self._turn is None:
                 self.on_lost(self.lost)
+
+    @property
+    def in_turn(self) -> bool:
+        """A turn of this terminal's is under way (:meth:`turn` has not returned)."""
+        return self._turn is not None
 
     def _own_turn_pending(self) -> bool:
         """A prompt of this terminal's is in the host (waiting its turn, or running)."""
@@ -260,6 +265,9 @@ class HostedLink:
                 self._say(f"error: {message.get('message')}")
         elif kind == "closed":
             self.closing = self.closed_elsewhere = True  # the host's end that follows is no loss
+            self.on_closed()
+        elif kind == "stopping":  # `acpcli stop` from elsewhere: the host ends (the session stays)
+            self.closing = self.stopped_elsewhere = True
             self.on_closed()
         elif kind == "queued":
             ahead = message.get("ahead") or 0
@@ -364,6 +372,10 @@ class HostedLink:
         if self.closed_elsewhere:
             return "the session was closed from another terminal; its host has ended"
         sid = shown_id(self.live.session_id)
+        if self.stopped_elsewhere:
+            how = "resume" if self.features.resume else "load" if self.features.load else None
+            back = f": `acpcli {how} {sid}` continues the session" if how else ""
+            return f"the session's host was stopped from another terminal (acpcli stop){back}"
         keep = self.ready.keep_alive
         how_long = f" for {keep:g} s after its last turn" if keep else ""
         return f"bye — the session stays live{how_long}: `acpcli attach {sid}` rejoins it, `acpcli stop {sid}` ends it"

@@ -28,6 +28,7 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
                              ←      state {…}                 (to watchers: settings changed outside the update stream)
                              ←      closed                    (to watchers: another client closed the session; the host ends)
     stop                     →                                (end the host: the agent is stopped)
+                             ←      stopping                  (to it and to watchers; queued prompts: withdrawn)
     status                   →
                              ←      status {…}
 
@@ -299,6 +300,10 @@ class Host:
                 client.post({"t": "status", **self.status()})
             elif kind == "stop":
                 client.post({"t": "stopping"})
+                self._tell_others(client, {"t": "stopping"})  # attached terminals: an end asked for, not a crash
+                for queued in [t for t in self.queue if t.client is not client]:
+                    queued.client.post({"t": "withdrawn"})  # never to run: this host ends
+                self.queue.clear()
                 self.stopping.set()
                 self.wakeup.set()
                 if self.current is not None and self.live is not None:

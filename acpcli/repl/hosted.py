@@ -47,12 +47,28 @@ def watch_host(env: Environment, link: HostedLink) -> None:
 
             app.exit(exception=OtherTurnBegan())  # the loop draws it (Repl.watch_others)
 
+    ending: list[Any] = []  # the task that ends the input line (kept: a task nobody holds may go)
+
     def lost(err: BaseException) -> None:  # (or closed: an EOFError)
+        """The input line gives way to ``err``: now if it is up, else as soon as it is (a
+        turn of this terminal's is ending first)."""
+        import asyncio
+
         from prompt_toolkit.application.current import get_app_or_none
 
-        app = get_app_or_none()
-        if app is not None and app.is_running and app.future is not None and not app.future.done():
-            app.exit(exception=err)  # the input line gives way to the error
+        def end_it() -> bool:
+            app = get_app_or_none()
+            if not link.in_turn and app is not None and app.is_running and app.future is not None and not app.future.done():
+                app.exit(exception=err)
+                return True
+            return False
+
+        async def when_it_is_up() -> None:
+            while not end_it():
+                await asyncio.sleep(0.05)
+
+        if not end_it() and not ending:
+            ending.append(asyncio.get_running_loop().create_task(when_it_is_up()))
 
     def closed() -> None:
         lost(EOFError())  # the input line ends as with Ctrl-D: nothing is left to send to

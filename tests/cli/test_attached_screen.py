@@ -107,3 +107,44 @@ def test_another_terminals_turn_is_headed_after_this_terminals_answer(hosts: Cli
     assert "› mine first" in first and LAST in first and "from the script" not in first, theirs
     assert second.lstrip("\n").startswith("› from the script"), theirs
     assert _count(second.splitlines(), "Demo agent reply") == 1, theirs
+
+
+STOPPED = "the session's host was stopped from another terminal"
+
+
+def test_stop_from_elsewhere_ends_attached_terminals_in_one_line_not_as_a_crash(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    repl, sid = _repl(cli, spawn, "--delay", "0.05")
+    watcher = _attach(spawn, sid)
+    repl.say("slow and long")  # a turn of the REPL's under way: it ends cancelled, then the REPL
+    repl.expect("Thought")
+    watcher.expect("another terminal's turn")
+    assert f"stopped {sid}" in cli.ok("stop", sid).stderr
+    for pty in (repl, watcher):
+        pty.expect(STOPPED)
+        assert pty.wait() == ExitCode.OK
+        screen = screen_text(pty.seen, WIDTH)
+        assert "went away" not in screen and "acpcli: error" not in screen, screen
+        assert screen.count(STOPPED) == 1 and f"acpcli resume {sid}" in screen.replace("\n", ""), screen
+    assert "Turn ended: cancelled" in screen_text(repl.seen, WIDTH)
+    assert live_rows(cli) == []
+    assert "slow and long" in cli.show(sid)  # the session stays, to be continued
+
+
+def test_the_host_tells_its_watchers_it_stops_before_it_goes(hosts: Cli) -> None:
+    import json
+    import socket
+
+    from acpcli.host.address import socket_path
+
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(TIMEOUT)
+        sock.connect(str(socket_path(sid)))
+        reader = sock.makefile("rb")
+        sock.sendall(b'{"t": "hello", "pid": 4242, "role": "attach"}\n')
+        assert json.loads(reader.readline())["t"] == "ready"
+        cli.ok("stop", sid)
+        said = [json.loads(line)["t"] for line in reader]  # to the end of the connection
+    assert said == ["stopping"], said
