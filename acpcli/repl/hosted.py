@@ -64,7 +64,7 @@ def watch_host(env: Environment, link: HostedLink) -> None:
             return False
 
         async def when_it_is_up() -> None:
-            while not end_it():
+            while not end_it():  # noqa: ASYNC110 - prompt-toolkit says nothing when its line comes up
                 await asyncio.sleep(0.05)
 
         if not end_it() and not ending:
