@@ -93,6 +93,9 @@ class OtherTurn:
     ended: anyio.Event = field(default_factory=anyio.Event)
     #: Its stop reason once it ended (None: it failed, or the host went away).
     stop: str | None = None
+    #: Running when this terminal joined: where its entries begin in the store (the REPL
+    #: printed the transcript before them, and draws them as the turn goes on).
+    first_entry: int | None = None
 
 
 class OtherTurnBegan(Exception):
@@ -395,6 +398,12 @@ class HostedLink:
         if other is None:
             return None
         held, other.held = other.held, None
+        sink, entries = self.live.sink, self.live.store.entries
+        if other.first_entry is not None and sink is not None:  # what it said before this terminal joined
+            from acpcli.history.store import NewEntry
+
+            for index in range(other.first_entry, len(entries)):
+                sink.on_change(self.live, NewEntry(index, entries[index]))
         if held is not None:
             if other.text is not None:
                 self.live.store.turn_boundary()  # (one running when this terminal joined began before)

@@ -161,7 +161,11 @@ def run_hosted(
             marked = resumed and bool(store.entries)
             if marked:
                 env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
-            view.print_store(store)
+            shown: Any = store
+            if link.other is not None:  # joined mid-turn: that turn is drawn as it goes on, whole
+                link.other.first_entry = _running_turn(store)
+                shown = _Before(store, link.other.first_entry)
+            view.print_store(shown)
             view.flush()
             if marked:
                 env.err.print("[dim]── resumed ──[/]")
@@ -184,6 +188,29 @@ def run_hosted(
         return code
 
     return anyio.run(main)
+
+
+def _running_turn(store: Store) -> int:
+    """Where the turn still running begins in ``store`` (its prompt, after the last turn's
+    end); the end of the store when it cannot be told."""
+    from acpcli.history.store import USER, Message, TurnEnd
+
+    entries = store.entries
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if isinstance(entry, TurnEnd):
+            break
+        if isinstance(entry, Message) and entry.kind == USER:
+            return index
+    return len(entries)
+
+
+class _Before:
+    """The part of ``store`` before entry ``end`` (what ``print_store`` reads)."""
+
+    def __init__(self, store: Store, end: int) -> None:
+        self.entries = store.entries[:end]
+        self.usage = store.usage
 
 
 class _Policy:

@@ -148,3 +148,21 @@ def test_the_host_tells_its_watchers_it_stops_before_it_goes(hosts: Cli) -> None
         cli.ok("stop", sid)
         said = [json.loads(line)["t"] for line in reader]  # to the end of the connection
     assert said == ["stopping"], said
+
+
+def test_a_terminal_attached_mid_turn_draws_that_turn_once_whole(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    repl, sid = _repl(cli, spawn, "--delay", "0.03", "--chunk-size", "6")
+    repl.say("joined halfway")
+    repl.expect("What happened")  # the answer is half streamed when the other terminal joins
+    watcher: Pty = spawn("attach", sid, width=WIDTH, true_cpr=True)
+    watcher.expect("attached to")
+    watcher.expect("another terminal's turn")
+    watcher.prompt()
+    repl.prompt()
+    mine, theirs = screen_text(repl.seen, WIDTH), screen_text(watcher.seen, WIDTH)
+    assert theirs.count(HEADER) == 1 and theirs.index(HEADER) < theirs.index("› joined halfway"), theirs
+    seen, sent = _turn(theirs, "joined halfway"), _turn(mine, "joined halfway")
+    for word in ("Demo agent reply", "You wrote:", "What happened in this turn:", "-Hello."):
+        assert _count(seen, word) == _count(sent, word) == 1, (word, theirs)
+    assert seen[seen.index("Demo agent reply") :] == sent[sent.index("Demo agent reply") :], theirs
