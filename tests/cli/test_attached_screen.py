@@ -11,7 +11,7 @@ import subprocess
 from acpcli.errors import ExitCode
 
 from .conftest import TIMEOUT, Cli
-from .pty import CTRL_D, Pty
+from .pty import CTRL_C, CTRL_D, Pty
 from .screen import screen_text
 from .test_live_sessions import LIVE, live_rows
 from .test_live_sessions import (
@@ -60,6 +60,8 @@ def test_an_attached_terminal_draws_a_streamed_turn_as_the_sender_does(hosts: Cl
     watcher = _attach(spawn, sid)
     repl.say("hello there")
     watcher.expect("another terminal's turn")  # the status line of a running turn: it is busy
+    watcher.child.send(CTRL_C)  # not this terminal's to cancel: said, and the turn goes on
+    watcher.expect("it is cancelled there")
     repl.expect("Ctrl-C cancels")
     repl.prompt()
     watcher.prompt()
