@@ -436,6 +436,19 @@ class HostedLink:
             raise self.lost
         return other.stop
 
+    def _draw_held(self) -> None:
+        """Another terminal's turn that began as this one's prompt was being sent (held, not
+        drawn yet): drawn now, where this turn draws (it runs first, this prompt waits behind it)."""
+        other = self.other
+        if other is None or other.held is None:
+            return
+        held, other.held = other.held, None
+        if other.text is not None:
+            self.live.store.turn_boundary()
+        self.on_other_turn(other.text)  # its header, in this turn's place
+        for message in held:
+            self._route(message)
+
     async def turn(self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
         withdraws it while it waits its turn); a second within 3 s leaves at once
@@ -446,6 +459,7 @@ class HostedLink:
         live.interrupted = False
         outcome: tuple[anyio.Event, list[dict[str, Any]]] = (anyio.Event(), [])
         self._turn = outcome
+        self._draw_held()
         try:
             await self._send({"t": "prompt", "text": text, "settings": []})
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
