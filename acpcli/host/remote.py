@@ -98,10 +98,6 @@ class OtherTurn:
     first_entry: int | None = None
 
 
-class OtherTurnBegan(Exception):
-    """The REPL's input line gives way: another terminal's turn began, and the REPL draws it."""
-
-
 #: What the host sends of the turns, in order (held while another terminal's waits to be drawn).
 _OF_THE_TURN = ("u", "note", "other-turn", "other-end")
 

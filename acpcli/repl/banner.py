@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 OTHER_TURN = "[dim]── (from another terminal) ──[/]"
 
 
+class OtherTurnBegan(Exception):
+    """(Hosted) The input line gives way: another terminal's turn began, and the REPL draws
+    it (:meth:`acpcli.repl.loop.Repl.watch_others`)."""
+
+
 def print_banner(env: Environment, session_id: str, display_name: str) -> None:
     """The line the REPL starts with: which session, which agent, where help is."""
     from acpcli.render.fit import wrap

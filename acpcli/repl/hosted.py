@@ -43,7 +43,7 @@ def watch_host(env: Environment, link: HostedLink) -> None:
 
         app = get_app_or_none()
         if app is not None and app.is_running and app.future is not None and not app.future.done():
-            from acpcli.host.remote import OtherTurnBegan
+            from acpcli.repl.banner import OtherTurnBegan
 
             app.exit(exception=OtherTurnBegan())  # the loop draws it (Repl.watch_others)
 

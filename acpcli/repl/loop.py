@@ -32,11 +32,10 @@ from acpcli.errors import (
     UsageError,
     leaf_error,
 )
-from acpcli.host.remote import OtherTurnBegan
 from acpcli.repl import commands
 from acpcli.repl.above import AboveInput
 from acpcli.repl.asking import AGENT_NAMES, TOOLBARS, offer_login
-from acpcli.repl.banner import OTHER_TURN, come_back, print_banner
+from acpcli.repl.banner import OTHER_TURN, OtherTurnBegan, come_back, print_banner
 from acpcli.repl.completion import Inputs, ReplCompleter
 from acpcli.repl.input_history import history
 from acpcli.repl.keys import key_bindings
