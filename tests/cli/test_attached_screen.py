@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from acpcli.errors import ExitCode
 
 from .conftest import TIMEOUT, Cli
@@ -21,13 +23,13 @@ from .test_live_sessions import (
 WIDTH = 72
 HEADER = "── (from another terminal) ──"
 #: The end of the demo agent's answer.
-LAST = "run CMD."
+LAST = "CMD."
 
 
-def _repl(cli: Cli, spawn, *agent: str) -> tuple[Pty, str]:  # type: ignore[no-untyped-def]
+def _repl(cli: Cli, spawn, *agent: str, width: int = WIDTH) -> tuple[Pty, str]:  # type: ignore[no-untyped-def]
     repl: Pty = spawn(
         "new", "--cmd", cli.trace.demo_cmd(protocol=1, extra=list(agent)), "--keep-alive", "300",
-        "--permissions", "allow", width=WIDTH, true_cpr=True,
+        "--permissions", "allow", width=width, true_cpr=True,
     )
     repl.expect("/help for commands")
     repl.prompt()
@@ -35,8 +37,8 @@ def _repl(cli: Cli, spawn, *agent: str) -> tuple[Pty, str]:  # type: ignore[no-u
     return repl, str(row["id"])
 
 
-def _attach(spawn, sid: str) -> Pty:  # type: ignore[no-untyped-def]
-    watcher: Pty = spawn("attach", sid, width=WIDTH, true_cpr=True)
+def _attach(spawn, sid: str, width: int = WIDTH) -> Pty:  # type: ignore[no-untyped-def]
+    watcher: Pty = spawn("attach", sid, width=width, true_cpr=True)
     watcher.expect("attached to")
     watcher.prompt()
     return watcher
@@ -59,10 +61,11 @@ def _count(lines: list[str], word: str) -> int:
     return sum(1 for line in lines if word in line)
 
 
-def test_an_attached_terminal_draws_a_streamed_turn_as_the_sender_does(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("width", [60, 100])
+def test_an_attached_terminal_draws_a_streamed_turn_as_the_sender_does(hosts: Cli, spawn, width: int) -> None:  # type: ignore[no-untyped-def]
     cli = hosts
-    repl, sid = _repl(cli, spawn, "--delay", "0.01", "--chunk-size", "5")
-    watcher = _attach(spawn, sid)
+    repl, sid = _repl(cli, spawn, "--delay", "0.01", "--chunk-size", "5", width=width)
+    watcher = _attach(spawn, sid, width)
     repl.say("hello there")
     watcher.expect("another terminal's turn")  # the status line of a running turn: it is busy
     watcher.child.send(CTRL_C)  # not this terminal's to cancel: said, and the turn goes on
@@ -70,7 +73,7 @@ def test_an_attached_terminal_draws_a_streamed_turn_as_the_sender_does(hosts: Cl
     repl.expect("Ctrl-C cancels")
     repl.prompt()
     watcher.prompt()
-    mine, theirs = screen_text(repl.seen, WIDTH), screen_text(watcher.seen, WIDTH)
+    mine, theirs = screen_text(repl.seen, width), screen_text(watcher.seen, width)
     assert theirs.count(HEADER) == 1 and theirs.index(HEADER) < theirs.index("› hello there"), theirs
     assert _count(theirs.splitlines(), "it is cancelled there") == 1, theirs
     sent = _turn(mine, "hello there")
