@@ -284,9 +284,9 @@ class Repl:
             typing = _turn_input(view, self.queue, self.now, live, self.typed)
             if typing is not None:
                 self.typed = ""  # on the turn's input line now
-            hint = getattr(view, "cancel_hint", None)
-            if hint is not None:
-                view.cancel_hint = "another terminal's turn"  # type: ignore[union-attr]  # it cancels it, not this one
+            watching = hasattr(view, "watching")
+            if watching:
+                view.watching = True  # type: ignore[union-attr]  # its status line says whose turn it is
             if view is not None:
                 view.begin_turn(live.store)
             stop: str | None = None
@@ -298,8 +298,8 @@ class Repl:
                     self.typed = typing.text  # carried to the next line, whatever ended the turn
                 if view is not None and live.sink is view:
                     view.turn_ended(stop)
-                if hint is not None:
-                    view.cancel_hint = hint  # type: ignore[union-attr]
+                if watching:
+                    view.watching = False  # type: ignore[union-attr]
 
     async def command(self, text: str, slash: commands.SlashCommand, arg: str) -> int | None:
         """Run a local slash command, echoed first; its exit code when the REPL should end."""
