@@ -579,9 +579,10 @@ def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: st
     return True, None
 
 
-def stop_host(session_id: str) -> bool:
-    """Ask ``session_id``'s host to end; False when it was not running."""
-    running, _ = _exchange(session_id, "stop", [{"t": "stop"}], "stopping")
+def stop_host(session_id: str, why: str = "stop") -> bool:
+    """Ask ``session_id``'s host to end; False when it was not running. ``why``: the command
+    that asks (``stop``, ``close``, ``rm``), which the attached terminals are told."""
+    running, _ = _exchange(session_id, "stop", [{"t": "stop", "why": why}], "stopping")
     return running
 
 

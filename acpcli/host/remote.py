@@ -168,7 +168,8 @@ class HostedLink:
         self.lost: HostLost | None = None
         self.closing = False
         self.closed_elsewhere = False
-        self.stopped_elsewhere = False
+        #: The command that stopped the host from elsewhere (``stop``, ``close``, ``rm``), if one did.
+        self.stopped_elsewhere: str | None = None
         self._calls: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._next_call = 0
         self._turn: tuple[anyio.Event, list[dict[str, Any]]] | None = None
@@ -265,8 +266,10 @@ class HostedLink:
         elif kind == "closed":
             self.closing = self.closed_elsewhere = True  # the host's end that follows is no loss
             self.on_closed()
-        elif kind == "stopping":  # `acpcli stop` from elsewhere: the host ends (the session stays)
-            self.closing = self.stopped_elsewhere = True
+        elif kind == "stopping":  # `acpcli stop` (close, rm) from elsewhere: the host ends
+            self.closing = True
+            why = message.get("why")
+            self.stopped_elsewhere = why if why in ("close", "rm") else "stop"
             self.on_closed()
         elif kind == "queued":
             ahead = message.get("ahead") or 0
@@ -371,6 +374,10 @@ class HostedLink:
         if self.closed_elsewhere:
             return "the session was closed from another terminal; its host has ended"
         sid = shown_id(self.live.session_id)
+        if self.stopped_elsewhere == "close":
+            return "the session was closed from another terminal (acpcli close); its host has ended"
+        if self.stopped_elsewhere == "rm":
+            return "the session was deleted from another terminal; its host has ended"
         if self.stopped_elsewhere:
             how = "resume" if self.features.resume else "load" if self.features.load else None
             back = f": `acpcli {how} {sid}` continues the session" if how else ""

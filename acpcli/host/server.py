@@ -27,8 +27,8 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
                              ←      result {id, value} | failed {id, exit, message, hint}
                              ←      state {…}                 (to watchers: settings changed outside the update stream)
                              ←      closed                    (to watchers: another client closed the session; the host ends)
-    stop                     →                                (end the host: the agent is stopped)
-                             ←      stopping                  (to it and to watchers; queued prompts: withdrawn)
+    stop {why}               →                                (end the host: the agent is stopped; why: stop, close, rm)
+                             ←      stopping {why}            (to it and to watchers; queued prompts: withdrawn)
     status                   →
                              ←      status {…}
 
@@ -300,7 +300,8 @@ class Host:
                 client.post({"t": "status", **self.status()})
             elif kind == "stop":
                 client.post({"t": "stopping"})
-                self._tell_others(client, {"t": "stopping"})  # attached terminals: an end asked for, not a crash
+                why = message.get("why") if message.get("why") in ("stop", "close", "rm") else "stop"
+                self._tell_others(client, {"t": "stopping", "why": why})  # attached terminals: an end asked for, not a crash
                 for queued in [t for t in self.queue if t.client is not client]:
                     queued.client.post({"t": "withdrawn"})  # never to run: this host ends
                 self.queue.clear()

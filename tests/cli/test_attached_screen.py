@@ -178,3 +178,13 @@ def test_a_terminal_attached_mid_turn_draws_that_turn_once_whole(hosts: Cli, spa
     for word in ("Demo agent reply", "You wrote:", "What happened in this turn:", "-Hello."):
         assert _count(seen, word) == _count(sent, word) == 1, (word, theirs)
     assert seen[seen.index("Demo agent reply") :] == sent[sent.index("Demo agent reply") :], theirs
+
+
+def test_close_from_elsewhere_says_the_session_was_closed(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    watcher = _attach(spawn, sid)
+    cli.ok("close", sid)  # stops the idle host first, then closes the session on the agent
+    watcher.expect("the session was closed from another terminal")
+    assert watcher.wait() == ExitCode.OK
+    assert "host was stopped" not in screen_text(watcher.seen, WIDTH)
