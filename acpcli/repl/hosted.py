@@ -4,11 +4,12 @@ and ``acpcli attach ID``.
 The loop is :func:`acpcli.repl.run_repl`, the same as for a session the REPL drives itself;
 here its link is a :class:`~acpcli.host.remote.HostedLink`, whose messages are read by a task
 beside it. A turn another terminal sent is headed "(from another terminal)" and drawn as the
-REPL draws its own (:meth:`~acpcli.repl.loop.Repl.watch_others`): the input line gives way to the live region, its
-status line and the line typed ahead, and comes back when the turn ends; one that begins
-while a prompt of this terminal's waits behind it is drawn in that turn's place, in order. A
-host that goes away ends the REPL with one line (exit 20); Ctrl-D leaves and the session
-stays live for its keep-alive.
+REPL draws its own (:meth:`~acpcli.repl.loop.Repl.watch_others`): the input line gives way
+to the live region, its status line and the line typed ahead, and comes back when the turn
+ends; one that begins while a prompt of this terminal's waits behind it is drawn in that
+turn's place, in order. A host that goes away ends the REPL with one line (exit 20); one
+stopped, or a session closed or deleted, from elsewhere ends it with one line too (exit 0);
+Ctrl-D leaves and the session stays live for its keep-alive.
 """
 
 from __future__ import annotations
