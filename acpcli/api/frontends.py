@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         agent_stderr_log,
         env_extra,
         pick_agent,
+        starting_name,
     )
     from acpcli.session.attach import attach, continued_by, fork_recorded
     from acpcli.session.context import Invocation, Lifecycle
@@ -89,13 +90,14 @@ __all__ = [
     "reopened_line",
     "resolve_dir",
     "said_anything",
+    "starting_name",
     "title_from_prompt",
     "turn_exit",
 ]
 
 #: Where each name lives in the session layer (``exporter`` is ``api.commands._exporter``).
 _WHERE = {
-    **dict.fromkeys(("AgentChoice", "agent_label", "agent_stderr_log", "env_extra", "pick_agent"), "acpcli.session.agent"),
+    **dict.fromkeys(("AgentChoice", "agent_label", "agent_stderr_log", "env_extra", "pick_agent", "starting_name"), "acpcli.session.agent"),
     **dict.fromkeys(("attach", "continued_by", "fork_recorded"), "acpcli.session.attach"),
     **dict.fromkeys(("Invocation", "Lifecycle"), "acpcli.session.context"),
     **dict.fromkeys(("Conversation", "ConversationLink"), "acpcli.session.conversation"),

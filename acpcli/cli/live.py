@@ -103,7 +103,7 @@ def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
     return int(ExitCode.OK)
 
 
-def stop_quietly(session_id: str) -> tuple[int, bool] | None:
+def stop_quietly(session_id: str, why: str = "stop") -> tuple[int, bool] | None:
     """Stop ``session_id``'s host, if one runs, and wait for it to be gone (SIGTERM past half
     the wait): its pid and whether it is gone (None: there was no host)."""
     from acpcli.host import address
@@ -112,7 +112,7 @@ def stop_quietly(session_id: str) -> tuple[int, bool] | None:
     info = address.holder(address.lock_path(session_id))
     if info is None:
         return None
-    stop_host(session_id)
+    stop_host(session_id, why)
     return info.pid, _wait_gone(info)
 
 

@@ -345,13 +345,17 @@ def _hosted_reattach(
         from acpcli.repl.hosted import run_hosted
 
         return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=False)
+    if record is not None and record.state == "closed":  # the host's attach reopened it, and said so to nobody
+        from acpcli.api.frontends import reopened_line
+
+        invocation.say(reopened_line(sid))
     if invocation.person is None:
         if command == "load":
             client.print_stored(sid, invocation)
         return int(ExitCode.OK)
     from acpcli.repl.hosted import run_hosted
 
-    return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=True)
+    return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=True, resumed=command == "resume")
 
 
 @app.command(short_help="Close a session on the agent and mark it closed.")
@@ -396,7 +400,7 @@ def _stop_host_of(session_id: str, invocation: Invocation) -> None:
         return  # commands.close says so
     from acpcli.cli.live import stop_quietly
 
-    stopped = stop_quietly(full_id)
+    stopped = stop_quietly(full_id, "close")
     if stopped is not None:
         invocation.say(f"acpcli: stopped the live session's host (pid {stopped[0]})")
 

@@ -10,11 +10,12 @@ mid-turn.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -200,7 +201,8 @@ def hosted_session(options: Options, run: Invocation, *, agent: Any, keep_alive:
     from acpcli.api.frontends import decider_for
 
     policy = decider_for(run, agent).policy
-    answer = start_host(spec_for(None, options, policy, run, keep_alive))
+    with _starting(run, agent):
+        answer = start_host(spec_for(None, options, policy, run, keep_alive))
     if answer.get("t") != "ready" or not isinstance(answer.get("session"), str):
         raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
     return str(answer["session"])
@@ -218,13 +220,30 @@ def hosted_reattach(
     if _reachable(path):
         return False
     spec = spec_for(session_id, options, decider_for(run, agent).policy, run, keep_alive, command)
-    with address.starting(session_id):
+    with address.starting(session_id), _starting(run, agent):
         if _reachable(path):
             return False
         answer = start_host(spec, say=run.say)
     if answer.get("t") == "error":
         raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
     return answer.get("t") == "ready"
+
+
+@contextlib.contextmanager
+def _starting(run: Invocation, agent: Any) -> Iterator[None]:
+    """The person's ``starting NAME…`` line while a host starts the agent (as without a host:
+    a slow agent's seconds are not a blank screen); gone before what follows is drawn."""
+    person = run.person
+    if person is None or agent is None:
+        yield
+        return
+    from acpcli.api.frontends import starting_name
+
+    person.starting(starting_name(agent))
+    try:
+        yield
+    finally:
+        person.starting(None)
 
 
 def _reachable(path: str) -> bool:
@@ -571,9 +590,10 @@ def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: st
     return True, None
 
 
-def stop_host(session_id: str) -> bool:
-    """Ask ``session_id``'s host to end; False when it was not running."""
-    running, _ = _exchange(session_id, "stop", [{"t": "stop"}], "stopping")
+def stop_host(session_id: str, why: str = "stop") -> bool:
+    """Ask ``session_id``'s host to end; False when it was not running. ``why``: the command
+    that asks (``stop``, ``close``, ``rm``), which the attached terminals are told."""
+    running, _ = _exchange(session_id, "stop", [{"t": "stop", "why": why}], "stopping")
     return running
 
 

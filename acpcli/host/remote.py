@@ -10,16 +10,20 @@ which owns the agent, the queue and the writes. Its ``live`` is a mirror of the 
 :class:`~acpcli.session.live.LiveSession` without a recorder) that starts from the ``state`` of
 the host's ``ready`` and is kept current by the update stream, so the toolbar, completion and
 views read it as they read a local one. Every turn reaches it, whoever sent it: another
-terminal's is announced through ``on_other_turn`` and drawn as it streams.
+terminal's is announced through ``on_other_turn``; while no turn of this terminal's is under
+way, what it sends is held (:attr:`HostedLink.other`) until the REPL draws it with its live
+region (:meth:`HostedLink.watch`), as it draws its own, so nothing of it lands in this
+terminal's own turn or beside its input line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -76,6 +80,26 @@ async def join(channel: Channel) -> Ready:
         busy=bool(ready.get("busy")),
         state=state if isinstance(state, dict) else {},
     )
+
+
+@dataclass
+class OtherTurn:
+    """A turn another terminal (or a script) sent, running in the host."""
+
+    #: Its prompt's text (None: it was running when this terminal joined).
+    text: str | None
+    #: What the host sent of it that the REPL has not drawn yet (None: drawn as it comes).
+    held: list[dict[str, Any]] | None = field(default_factory=list)
+    ended: anyio.Event = field(default_factory=anyio.Event)
+    #: Its stop reason once it ended (None: it failed, or the host went away).
+    stop: str | None = None
+    #: Running when this terminal joined: where its entries begin in the store (the REPL
+    #: printed the transcript before them, and draws them as the turn goes on).
+    first_entry: int | None = None
+
+
+#: What the host sends of the turns, in order (held while another terminal's waits to be drawn).
+_OF_THE_TURN = ("u", "note", "other-turn", "other-end")
 
 
 def features_of(state: dict[str, Any]) -> AgentFeatures:
@@ -143,14 +167,19 @@ class HostedLink:
         self.on_other_turn: Callable[[str | None], None] = lambda text: None
         #: Called when the host goes away while no turn of ours waits on it.
         self.on_lost: Callable[[HostLost], None] = lambda lost: None
-        #: Called when another terminal closed the session (the host ends).
+        #: Called when another terminal closed the session, or stopped its host (the host ends).
         self.on_closed: Callable[[], None] = lambda: None
         self.lost: HostLost | None = None
         self.closing = False
         self.closed_elsewhere = False
+        #: The command that stopped the host from elsewhere (``stop``, ``close``, ``rm``), if one did.
+        self.stopped_elsewhere: str | None = None
         self._calls: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._next_call = 0
         self._turn: tuple[anyio.Event, list[dict[str, Any]]] | None = None
+        #: Another terminal's turn under way, from its ``other-turn`` to its ``other-end``.
+        #: One that was running when this terminal joined is held too: the REPL draws it first.
+        self.other: OtherTurn | None = OtherTurn(None) if ready.busy else None
 
     # -- what the host says ----------------------------------------------------------------
 
@@ -169,32 +198,69 @@ class HostedLink:
                 message = await self.channel.receive()
                 await self._handle(message)
         except (ChannelClosed, HostLost):  # HostLost: an answer that could not be sent
-            if self.closing:
-                return
-            self.lost = HostLost(
-                "the session host went away" + (" mid-turn" if self._turn is not None else ""), hint=LOST_HINT
-            )
+            if not self.closing:
+                self.lost = HostLost(
+                    "the session host went away" + (" mid-turn" if self._turn is not None else ""), hint=LOST_HINT
+                )
             for event, _ in [*self._calls.values(), *([self._turn] if self._turn else [])]:
-                event.set()
-            if self._turn is None:
+                event.set()  # nothing waits for an answer that cannot come
+            if self.other is not None:
+                self.other.ended.set()
+            if self.lost is not None and self._turn is None:
                 self.on_lost(self.lost)
+
+    @property
+    def in_turn(self) -> bool:
+        """A turn of this terminal's is under way (:meth:`turn` has not returned)."""
+        return self._turn is not None
+
+    def _own_turn_pending(self) -> bool:
+        """A prompt of this terminal's is in the host (waiting its turn, or running)."""
+        return self._turn is not None and not self._turn[0].is_set()
+
+    def _route(self, message: dict[str, Any]) -> None:
+        """What the host sends of the turns (another terminal's begins and ends too): held
+        while another terminal's turn waits to be drawn (:meth:`watch`), else drawn now."""
+        other = self.other
+        if other is not None and other.held is not None:
+            other.held.append(message)
+        else:
+            self._of_the_turn(message)
+
+    def _of_the_turn(self, message: dict[str, Any]) -> None:
+        kind = message["t"]
+        if kind == "u":
+            apply_event(self.live, str(message.get("k")), str(message.get("p")))
+        elif kind == "note":
+            self._say(str(message.get("text")))
+        elif kind == "other-turn":
+            text = message.get("text")
+            # drawn where this terminal's own turn (waiting behind it) draws, in order; else
+            # held until the REPL draws it as a turn of its own
+            self.other = OtherTurn(text if isinstance(text, str) else "", held=None if self._own_turn_pending() else [])
+            if self.other.held is None:
+                self.live.store.turn_boundary()
+            self.on_other_turn(self.other.text)
+        elif kind == "other-end":
+            self.live.store.turn_boundary()
+            other, self.other = self.other, None
+            if other is not None:
+                stop = message.get("stop")
+                other.stop = stop if isinstance(stop, str) else None
+                other.ended.set()
+            failure = message.get("message")
+            if isinstance(failure, str):
+                self._say(f"the other terminal's turn failed: {failure}")
+            self.on_other_turn(None)
 
     async def _handle(self, message: dict[str, Any]) -> None:
         kind = message["t"]
         live = self.live
-        if kind == "u":
-            apply_event(live, str(message.get("k")), str(message.get("p")))
-        elif kind in ("start", "other-turn"):
+        if kind in _OF_THE_TURN:
+            self._route(message)
+        elif kind == "start":
             live.store.turn_boundary()  # a turn's messages are its own
-            if kind == "other-turn":
-                text = message.get("text")
-                self.on_other_turn(text if isinstance(text, str) else "")
-        elif kind == "other-end":
-            live.store.turn_boundary()
-            self.on_other_turn(None)
-            failure = message.get("message")
-            if isinstance(failure, str):
-                self._say(f"the other terminal's turn failed: {failure}")
+            live.turn_first_entry = len(live.store.entries)  # (what "no answer" looks at)
         elif kind in ("end", "error", "withdrawn"):
             if self._turn is not None:
                 self._turn[1].append(message)
@@ -204,21 +270,27 @@ class HostedLink:
         elif kind == "closed":
             self.closing = self.closed_elsewhere = True  # the host's end that follows is no loss
             self.on_closed()
+        elif kind == "stopping":  # `acpcli stop` (close, rm) from elsewhere: the host ends
+            self.closing = True
+            why = message.get("why")
+            self.stopped_elsewhere = why if why in ("close", "rm") else "stop"
+            self.on_closed()
         elif kind == "queued":
             ahead = message.get("ahead") or 0
             if ahead:
                 self._say(f"waiting behind {ahead} turn{'s' if ahead != 1 else ''} on this session")
-        elif kind == "note":
-            self._say(str(message.get("text")))
         elif kind == "state":
             self._apply_state(message)
             _redraw()
         elif kind == "ask":
             params = message.get("params")
-            result = await self._decide(live, params) if isinstance(params, dict) else None
+            with _asking(live):
+                result = await self._decide(live, params) if isinstance(params, dict) else None
             await self._send({"t": "answer", "id": message.get("id"), "result": result})
         elif kind == "elicit":  # a request for input of this terminal's turn
-            await self._send({"t": "answer", "id": message.get("id"), "result": await self._answer_form(message)})
+            with _asking(live):
+                answer = await self._answer_form(message)
+            await self._send({"t": "answer", "id": message.get("id"), "result": answer})
         elif kind in ("result", "failed"):
             waiting = self._calls.get(message.get("id"))  # type: ignore[arg-type]
             if waiting is not None:
@@ -308,6 +380,14 @@ class HostedLink:
         from acpcli.env import program
 
         sid = shown_id(self.live.session_id)
+        if self.stopped_elsewhere == "close":
+            return "the session was closed from another terminal (acpcli close); its host has ended"
+        if self.stopped_elsewhere == "rm":
+            return "the session was deleted from another terminal; its host has ended"
+        if self.stopped_elsewhere:
+            how = "resume" if self.features.resume else "load" if self.features.load else None
+            back = f": `acpcli {how} {sid}` continues the session" if how else ""
+            return f"the session's host was stopped from another terminal (acpcli stop){back}"
         keep = self.ready.keep_alive
         how_long = f" for {keep:g} s after its last turn" if keep else ""
         acpcli = program()
@@ -319,6 +399,66 @@ class HostedLink:
         with anyio.CancelScope(shield=True):
             await self.channel.aclose()
 
+    async def watch(self, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str | None:
+        """Draw another terminal's turn (:attr:`other`): what was held of it first, then the
+        rest as it comes, until it ends; its stop reason (None: it failed). Ctrl-C says whose
+        turn it is (only the terminal that sent it cancels it); a second within 3 s leaves
+        (:class:`~acpcli.errors.Interrupted`), the turn goes on."""
+        other = self.other
+        if other is None:
+            return None
+        held, other.held = other.held, None
+        sink, entries = self.live.sink, self.live.store.entries
+        if other.first_entry is not None and sink is not None:  # what it said before this terminal joined
+            from acpcli.history.store import NewEntry
+
+            for index in range(other.first_entry, len(entries)):
+                sink.on_change(self.live, NewEntry(index, entries[index]))
+        if held is not None:
+            if other.text is not None:
+                self.live.store.turn_boundary()  # (one running when this terminal joined began before)
+            for message in held:  # no await between: nothing the host sends meanwhile overtakes them
+                self._route(message)
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async with anyio.create_task_group() as tg:
+
+                async def interrupts() -> None:
+                    last = 0.0
+                    async for _ in signals:
+                        now = time.monotonic()
+                        if last and now - last < _DOUBLE_INTERRUPT:
+                            raise Interrupted()
+                        last = now
+                        notice("this turn is another terminal's: it is cancelled there (Ctrl-C again leaves)")
+
+                async def ticker() -> None:
+                    assert tick is not None
+                    while True:
+                        await anyio.sleep(0.1)
+                        tick()
+
+                tg.start_soon(interrupts)
+                if tick is not None:
+                    tg.start_soon(ticker)
+                await other.ended.wait()
+                tg.cancel_scope.cancel()
+        if self.lost is not None:
+            raise self.lost
+        return other.stop
+
+    def _draw_held(self) -> None:
+        """Another terminal's turn that began as this one's prompt was being sent (held, not
+        drawn yet): drawn now, where this turn draws (it runs first, this prompt waits behind it)."""
+        other = self.other
+        if other is None or other.held is None:
+            return
+        held, other.held = other.held, None
+        if other.text is not None:
+            self.live.store.turn_boundary()
+        self.on_other_turn(other.text)  # its header, in this turn's place
+        for message in held:
+            self._route(message)
+
     async def turn(self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
         withdraws it while it waits its turn); a second within 3 s leaves at once
@@ -329,6 +469,7 @@ class HostedLink:
         live.interrupted = False
         outcome: tuple[anyio.Event, list[dict[str, Any]]] = (anyio.Event(), [])
         self._turn = outcome
+        self._draw_held()
         try:
             await self._send({"t": "prompt", "text": text, "settings": [], "grant": self.grant})
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
@@ -386,6 +527,19 @@ def _turn_error(message: dict[str, Any]) -> Exception:
     err = kind(RpcError.AUTH_REQUIRED if kind is AuthRequired else RpcError.INTERNAL_ERROR, text)
     err.message, err.hint = text, hint if isinstance(hint, str) else None  # as the host worded it
     return err
+
+
+@contextlib.contextmanager
+def _asking(live: LiveSession) -> Iterator[None]:
+    """A question of this terminal's is open (the toolbar says ``waiting for you``, as it
+    does without a host: :attr:`LiveSession.pending_permissions`)."""
+    open_question = anyio.Event()
+    live.pending_permissions.add(open_question)
+    _redraw()
+    try:
+        yield
+    finally:
+        live.pending_permissions.discard(open_question)
 
 
 def _redraw() -> None:

@@ -12,8 +12,9 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
     client                          host
     hello {pid, role}        →
                              ←      ready {pid, session, agent, state}   (state: to a watcher)
-    prompt {text, settings, grant} →                          (grant: the sender's policy, below)
-                             ←      queued {ahead}            (turns before this one)
+    prompt {text, settings, wait, grant} →                    (grant: the sender's policy, below)
+                             ←      queued {ahead}            (turns before this one; wait false and
+                                                               a turn ahead: error {exit 18} instead)
                              ←      start                     (this prompt's turn begins)
                              ←      u {k, p}                  (each update, as the event log stores it)
                              ←      ask {id, params}          (a permission, to the turn's client only)
@@ -26,7 +27,8 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
                              ←      result {id, value} | failed {id, exit, message, hint}
                              ←      state {…}                 (to watchers: settings changed outside the update stream)
                              ←      closed                    (to watchers: another client closed the session; the host ends)
-    stop                     →                                (end the host: the agent is stopped)
+    stop {why}               →                                (end the host: the agent is stopped; why: stop, close, rm)
+                             ←      stopping {why}            (to it and to watchers; queued prompts: withdrawn)
     status                   →
                              ←      status {…}
 
@@ -326,9 +328,13 @@ class Host:
                 from acpcli.services.permissions import Grant
 
                 ahead = len(self.queue) + (1 if self.current is not None else 0)
+                wait = message.get("wait") is not False
+                if not wait and ahead:  # --no-wait: another command's turn runs (or waits): busy, at once
+                    client.post(_error(self._busy()))
+                    continue
                 self.queue.append(
                     Turn(
-                        client, text, [(str(k), str(v)) for k, v in settings], wait=message.get("wait") is not False,
+                        client, text, [(str(k), str(v)) for k, v in settings], wait=wait,
                         raw=message.get("raw") is True, grant=Grant.read(message.get("grant")),
                     )
                 )
@@ -348,10 +354,24 @@ class Host:
                 client.post({"t": "status", **self.status()})
             elif kind == "stop":
                 client.post({"t": "stopping"})
+                why = message.get("why") if message.get("why") in ("stop", "close", "rm") else "stop"
+                self._tell_others(client, {"t": "stopping", "why": why})  # attached terminals: an end asked for, not a crash
+                for queued in [t for t in self.queue if t.client is not client]:
+                    queued.client.post({"t": "withdrawn"})  # never to run: this host ends
+                self.queue.clear()
                 self.stopping.set()
                 self.wakeup.set()
                 if self.current is not None and self.live is not None:
                     self.live.want_cancel()  # the turn ends first (cancelled), then the host
+
+    def _busy(self) -> AcpcliError:
+        """What a ``--no-wait`` prompt is told while a turn runs or waits in this host: the
+        client of the turn ahead of it named, as a command without a host names a writer."""
+        from acpcli.errors import SessionBusy
+        from acpcli.history.lock import busy_message
+
+        ahead = self.current if self.current is not None else self.queue[0] if self.queue else None
+        return SessionBusy(busy_message(self.session_id, ahead.client.pid if ahead is not None else None))
 
     def _client_left(self, client: Client) -> None:
         """A client went away: its queued prompts are withdrawn, its running turn cancelled,

@@ -1,5 +1,6 @@
 """The REPL's first and last words: the session line it starts with, and the command that
-comes back to the session, which it ends with."""
+comes back to the session, which it ends with; and the line another terminal's turn starts
+with (a REPL over a live session's host)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ from acpcli.text.safe import safe_line, shown_id
 if TYPE_CHECKING:
     from acpcli.env import Environment
     from acpcli.wire.negotiate import AgentFeatures
+
+#: The line another terminal's turn starts with (rich markup).
+OTHER_TURN = "[dim]── (from another terminal) ──[/]"
+
+
+class OtherTurnBegan(Exception):
+    """(Hosted) The input line gives way: another terminal's turn began, and the REPL draws
+    it (:meth:`acpcli.repl.loop.Repl.watch_others`)."""
 
 
 def print_banner(env: Environment, session_id: str, display_name: str) -> None:

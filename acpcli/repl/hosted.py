@@ -3,9 +3,13 @@ and ``acpcli attach ID``.
 
 The loop is :func:`acpcli.repl.run_repl`, the same as for a session the REPL drives itself;
 here its link is a :class:`~acpcli.host.remote.HostedLink`, whose messages are read by a task
-beside it. A turn another terminal sent is headed "(from another terminal)" and drawn as it
-streams (above the input line when it is up); a host that goes away ends the REPL with one
-line (exit 20); Ctrl-D leaves and the session stays live for its keep-alive.
+beside it. A turn another terminal sent is headed "(from another terminal)" and drawn as the
+REPL draws its own (:meth:`~acpcli.repl.loop.Repl.watch_others`): the input line gives way
+to the live region, its status line and the line typed ahead, and comes back when the turn
+ends; one that begins while a prompt of this terminal's waits behind it is drawn in that
+turn's place, in order. A host that goes away ends the REPL with one line (exit 20); one
+stopped, or a session closed or deleted, from elsewhere ends it with one line too (exit 0);
+Ctrl-D leaves and the session stays live for its keep-alive.
 """
 
 from __future__ import annotations
@@ -28,16 +32,44 @@ def watch_host(env: Environment, link: HostedLink) -> None:
     """What the REPL shows of what only a host says: another terminal's turns, a host gone."""
 
     def other_turn(text: str | None) -> None:
-        if text is None:
+        other = link.other
+        if text is None or other is None:
             return
-        _above(env, "[dim]── (from another terminal) ──[/]", link.live.sink)
+        if other.held is None:  # a prompt of ours waits behind it: drawn in that turn's place
+            from acpcli.repl.banner import OTHER_TURN
 
-    def lost(err: BaseException) -> None:  # (or closed: an EOFError)
+            _above(env, OTHER_TURN, link.live.sink)
+            return
         from prompt_toolkit.application.current import get_app_or_none
 
         app = get_app_or_none()
         if app is not None and app.is_running and app.future is not None and not app.future.done():
-            app.exit(exception=err)  # the input line gives way to the error
+            from acpcli.repl.banner import OtherTurnBegan
+
+            app.exit(exception=OtherTurnBegan())  # the loop draws it (Repl.watch_others)
+
+    ending: list[Any] = []  # the task that ends the input line (kept: a task nobody holds may go)
+
+    def lost(err: BaseException) -> None:  # (or closed: an EOFError)
+        """The input line gives way to ``err``: now if it is up, else as soon as it is (a
+        turn of this terminal's is ending first)."""
+        import asyncio
+
+        from prompt_toolkit.application.current import get_app_or_none
+
+        def end_it() -> bool:
+            app = get_app_or_none()
+            if not link.in_turn and app is not None and app.is_running and app.future is not None and not app.future.done():
+                app.exit(exception=err)
+                return True
+            return False
+
+        async def when_it_is_up() -> None:
+            while not end_it():  # noqa: ASYNC110 - prompt-toolkit says nothing when its line comes up
+                await asyncio.sleep(0.05)
+
+        if not end_it() and not ending:
+            ending.append(asyncio.get_running_loop().create_task(when_it_is_up()))
 
     def closed() -> None:
         lost(EOFError())  # the input line ends as with Ctrl-D: nothing is left to send to
@@ -83,11 +115,14 @@ def run_hosted(
     transcript: bool,
     joined: str | None = None,
     not_live: BaseException | None = None,
+    resumed: bool = False,
 ) -> int:
     """The REPL on ``session_id``, whose host runs: the session line, the transcript the
     host had stored (``transcript``), then the conversation. ``joined``: the line to start
     with instead of the session line (attach: which agent and host; ``{agent}`` and ``{pid}``
-    filled in); ``not_live``: what to raise when no host runs the session."""
+    filled in); ``not_live``: what to raise when no host runs the session; ``resumed``: the
+    transcript is the one acpcli stored (a ``resume``: the agent replays nothing), marked so
+    as without a host."""
     from acpcli.api.frontends import decider_for
     from acpcli.host import address
     from acpcli.host.channel import connect
@@ -126,11 +161,18 @@ def run_hosted(
 
         view = make_view(env)
         if transcript:
-            view.print_store(store)
+            marked = resumed and bool(store.entries)
+            if marked:
+                env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
+            shown: Any = store
+            if link.other is not None:  # joined mid-turn: that turn is drawn as it goes on, whole
+                link.other.first_entry = _running_turn(store)
+                shown = _Before(store, link.other.first_entry)
+            view.print_store(shown)
             view.flush()
+            if marked:
+                env.err.print("[dim]── resumed ──[/]")
         link.live.sink = view
-        if ready.busy:  # joined mid-turn: the rest of it comes as it streams
-            env.err.print("[dim]── (from another terminal) ──[/]")
         index = open_index()
         writer = index.writer()
         code = 0
@@ -153,6 +195,29 @@ def run_hosted(
         return code
 
     return anyio.run(main)
+
+
+def _running_turn(store: Store) -> int:
+    """Where the turn still running begins in ``store`` (its prompt, after the last turn's
+    end); the end of the store when it cannot be told."""
+    from acpcli.history.store import USER, Message, TurnEnd
+
+    entries = store.entries
+    for index in range(len(entries) - 1, -1, -1):
+        entry = entries[index]
+        if isinstance(entry, TurnEnd):
+            break
+        if isinstance(entry, Message) and entry.kind == USER:
+            return index
+    return len(entries)
+
+
+class _Before:
+    """The part of ``store`` before entry ``end`` (what ``print_store`` reads)."""
+
+    def __init__(self, store: Store, end: int) -> None:
+        self.entries = store.entries[:end]
+        self.usage = store.usage
 
 
 class _Policy:

@@ -35,7 +35,7 @@ from acpcli.errors import (
 from acpcli.repl import commands
 from acpcli.repl.above import AboveInput
 from acpcli.repl.asking import AGENT_NAMES, TOOLBARS, offer_login
-from acpcli.repl.banner import come_back, print_banner
+from acpcli.repl.banner import OTHER_TURN, OtherTurnBegan, come_back, print_banner
 from acpcli.repl.completion import Inputs, ReplCompleter
 from acpcli.repl.input_history import history
 from acpcli.repl.keys import key_bindings
@@ -240,6 +240,8 @@ class Repl:
         session's changes drawn above it while it waits. ``None`` at Ctrl-D; an empty line
         (and no prompt sent) when there is nothing to do."""
         queue = self.queue
+        if self.hosted:  # another terminal's turn under way: drawn first, as ours are
+            await self.watch_others()
         sent = self.now.take_pending()  # a prompt sent during the last turn: its turn goes on
         text = "" if sent is not None or self.keep else (queue.next() or "")
         if text:
@@ -255,6 +257,9 @@ class Repl:
                 text = await self.prompt_session.prompt_async(self.message, default=self.keep or self.typed)
             except EOFError:
                 return None
+            except OtherTurnBegan:  # (hosted) the line gives way to it; what was typed waits
+                self.typed, self.keep = self.prompt_session.default_buffer.text, ""
+                return "", None
             finally:
                 if above is not None:
                     if live.sink is above:  # (a command may have replaced the view meanwhile)
@@ -265,6 +270,36 @@ class Repl:
                 queue.release()  # Enter on an empty line: send what the cancel held
                 return "", None
         return text.strip(), sent
+
+    async def watch_others(self) -> None:
+        """(Hosted) Draw the turns other terminals send while this one has none under way, as
+        a turn of ours is drawn: a header, the live region with its status line, the line
+        typed ahead (Enter queues for when the turn ends); back when none is running."""
+        link: Any = self.link
+        live = self.live
+        while link.other is not None:
+            _release_terminal(live)
+            self.env.err.print(OTHER_TURN)
+            view = live.sink
+            typing = _turn_input(view, self.queue, self.now, live, self.typed)
+            if typing is not None:
+                self.typed = ""  # on the turn's input line now
+            watching = hasattr(view, "watching")
+            if watching:
+                view.watching = True  # type: ignore[union-attr]  # its status line says whose turn it is
+            if view is not None:
+                view.begin_turn(live.store)
+            stop: str | None = None
+            try:
+                with _typing_during(view, typing):
+                    stop = await link.watch(notice=self.notice, tick=getattr(view, "tick", None))
+            finally:
+                if typing is not None:
+                    self.typed = typing.text  # carried to the next line, whatever ended the turn
+                if view is not None and live.sink is view:
+                    view.turn_ended(stop)
+                if watching:
+                    view.watching = False  # type: ignore[union-attr]
 
     async def command(self, text: str, slash: commands.SlashCommand, arg: str) -> int | None:
         """Run a local slash command, echoed first; its exit code when the REPL should end."""

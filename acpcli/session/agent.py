@@ -147,20 +147,30 @@ def agent_arg(agent: AgentChoice) -> str:
 
 def agent_label(agent: AgentChoice, features: AgentFeatures) -> str:
     """The name a session is recorded and shown under: the configured name, or for ``--cmd``
-    the agent's own (``agentInfo.name``), else its program's file name."""
+    the agent's own (``agentInfo.name``), else the name it started under (:func:`starting_name`:
+    the agent a launcher script starts, not the interpreter), else its program's file name."""
     if agent.name != "cmd":
         return agent.name
-    return features.agent_name or (Path(agent.argv[0]).name if agent.argv else "cmd")
+    if features.agent_name:
+        return features.agent_name
+    started = starting_name(agent)
+    return started if started != "the agent" else Path(agent.argv[0]).name if agent.argv else "cmd"
 
 
 #: Programs that run an agent rather than being one: its name is in the words after them.
 _RUNNERS = frozenset({"env", "sh", "bash", "node", "npx", "uvx", "uv", "bun", "bunx", "deno", "pnpm", "yarn", "exec"})
 
 
+#: What a launcher script's name ends with: the agent it starts is named by the word after it.
+_SCRIPTS = frozenset({".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".pl"})
+
+
 def starting_name(agent: AgentChoice) -> str:
     """What to call ``agent`` while it starts (its ``agentInfo`` is not known yet): the
-    configured name, else the program of its ``--cmd`` line with the words after it
-    (``python3 …/launch.py claude`` -> ``launch.py claude``; ``npx -y @scope/agent`` -> ``@scope/agent``)."""
+    configured name, else the program of its ``--cmd`` line with the words after it up to the
+    first option; a script followed by a word launches the agent that word names
+    (``python3 …/launch.py codex --home D`` -> ``codex``; ``npx -y @scope/agent`` -> ``@scope/agent``;
+    ``python3 -m pkg.agent --delay 0`` -> ``pkg.agent``)."""
     if agent.name != "cmd":
         return agent.name
     words = list(agent.argv)
@@ -173,9 +183,15 @@ def starting_name(agent: AgentChoice) -> str:
         words.pop(0)
     if not words or " " in words[0]:  # nothing left, or a shell's script (`sh -c '…'`)
         return "the agent"
-    shown = [Path(words[0]).name if "/" in words[0] and not words[0].startswith("@") else words[0]]
-    shown += [word for word in words[1:3] if not word.startswith("-")]
-    return " ".join(shown)
+    program = Path(words[0]).name if "/" in words[0] and not words[0].startswith("@") else words[0]
+    after: list[str] = []
+    for word in words[1:3]:
+        if word.startswith("-") or "/" in word:
+            break  # an option's value, a file: they say nothing of the agent
+        after.append(word)
+    if Path(program).suffix in _SCRIPTS and after and not any(c in after[0] for c in "/=\\ "):
+        return after[0]  # a launcher: the agent it starts
+    return " ".join([program, *after])
 
 
 def env_extra(agent: AgentChoice) -> dict[str, str]:

@@ -67,7 +67,7 @@ def test_nothing_of_it_when_piped(cli: Cli, trace: AgentTrace) -> None:
     ("name", "argv", "shown"),
     [
         ("claude", ["npx", "-y", "@zed-industries/claude-agent-acp"], "claude"),
-        ("cmd", ["python3", "/opt/harness/launch.py", "claude"], "launch.py claude"),
+        ("cmd", ["python3", "/opt/harness/launch.py", "claude"], "claude"),
         (
             "cmd",
             ["npx", "-y", "@zed-industries/claude-agent-acp"],
@@ -80,3 +80,31 @@ def test_nothing_of_it_when_piped(cli: Cli, trace: AgentTrace) -> None:
 )
 def test_the_name_said_before_the_agent_answers(name: str, argv: list[str], shown: str) -> None:
     assert starting_name(AgentChoice(name, argv)) == shown
+
+
+LAUNCHER = """\
+import os, sys, time
+time.sleep(1.5)  # an agent slow to start
+os.execv(sys.executable, [sys.executable, "-m", "acpcli.demo_agent", "--delay", "0"])
+"""
+
+
+@pytest.mark.parametrize("keep_alive", ["0", "300"])
+def test_a_slow_agent_behind_a_launcher_is_named_while_it_starts_with_a_host_or_without(
+    spawn, cli: Cli, workdir, keep_alive: str
+) -> None:
+    launcher = workdir / "launch.py"
+    launcher.write_text(LAUNCHER)
+    cmd = shlex.join([sys.executable, str(launcher), "tinyagent", "--home", str(workdir)])
+    pty: Pty = spawn("new", "--cmd", cmd, "--keep-alive", keep_alive)
+    try:
+        pty.expect("starting tinyagent…")  # not a blank screen, and not "launch.py" or "python3"
+        pty.prompt()
+        seen = plain(pty.seen)
+        assert seen.index("starting tinyagent…") < seen.index("session demo-"), seen
+        screen = screen_text(pty.seen)
+        assert "starting" not in screen and "session demo-" in screen, screen  # the banner replaced it
+        pty.child.send("\x04")
+        assert pty.wait() == ExitCode.OK
+    finally:
+        cli.run("stop", "--all")

@@ -74,12 +74,16 @@ def test_agent_label_of_a_cmd_agent_is_its_own_name_else_its_program() -> None:
     assert agent_label(AgentChoice("claude", ["claude-acp"]), named) == "claude"
     assert agent_label(AgentChoice("cmd", ["/usr/bin/my-agent"]), named) == "codex-acp"
     assert agent_label(AgentChoice("cmd", ["/usr/bin/my-agent", "--acp"]), anonymous) == "my-agent"
+    assert agent_label(AgentChoice("cmd", ["python3", "/opt/x/launch.py", "codex"]), anonymous) == "codex"
 
 
 @pytest.mark.parametrize(
     ("argv", "name"),
     [
-        (["python3", "/opt/x/launch.py", "claude"], "launch.py claude"),
+        (["python3", "/opt/x/launch.py", "claude"], "claude"),
+        (["python3", "/opt/x/launch.py", "codex", "--home", "/tmp/h"], "codex"),
+        (["python3", "-m", "pkg.agent", "--delay", "0"], "pkg.agent"),
+        (["node", "/srv/agent/index.js", "/etc/agent.json"], "index.js"),
         (["npx", "-y", "@scope/agent"], "@scope/agent"),
         (["env", "A=1", "uvx", "fast-agent", "--acp"], "fast-agent"),
         (["sh", "-c", "exec my-agent --acp"], "the agent"),

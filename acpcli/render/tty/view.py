@@ -132,6 +132,9 @@ class TtyView:
         # release(); the number of rows that frame left on the screen
         self._held: int | None = None
         self._reserve = 0  # rows the held frame leaves free below it (for the question)
+        #: The turn drawn is another terminal's (an attached REPL watching it): the status
+        #: line says whose it is, and that a question is waiting on that terminal, not here.
+        self.watching = False
 
     @property
     def show_thoughts(self) -> bool:
@@ -354,13 +357,14 @@ class TtyView:
         spinner = _SPINNER[int(elapsed * 10) % len(_SPINNER)]
         store = self._store
         state = getattr(store, "state", None)
-        words = "waiting for you" if state == "requires_action" else "working"
+        waiting = "waiting for its terminal" if self.watching else "waiting for you"
+        words = waiting if state == "requires_action" else "working"
         minutes, seconds = divmod(int(elapsed), 60)
         parts = [f"{spinner} {words}", f"{minutes}m {seconds:02d}s" if minutes else f"{seconds}s"]
         usage = usage_text(getattr(store, "usage", None))
         if usage:
             parts.append(safe_line(usage))  # a cost's currency is the agent's text
-        parts.append("Ctrl-C cancels")
+        parts.append("another terminal's turn" if self.watching else "Ctrl-C cancels")
         return Text(" · ".join(parts), style="dim")
 
     def _start_live(self) -> None:

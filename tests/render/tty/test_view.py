@@ -210,6 +210,22 @@ def test_a_running_turn_shows_a_status_line_that_never_reaches_the_scrollback() 
     assert len(run.raw()) == size
 
 
+def test_another_terminals_turn_says_whose_it_is_and_where_its_question_waits() -> None:
+    now = [0.0]
+    run = Run(clock=lambda: now[0], fps=10)
+    run.view.watching = True  # an attached REPL draws another terminal's turn
+    run.view.begin_turn(run.session.store)
+    assert run.screen() == "⠋ working · 0s · another terminal's turn"
+    run.feed({"sessionUpdate": "state_update", "state": "requires_action"})
+    now[0] = 2.0
+    run.view.tick()
+    assert run.screen() == "⠋ waiting for its terminal · 2s · another terminal's turn"  # not "for you"
+    run.view.turn_ended("end_turn")
+    run.view.watching = False
+    run.view.begin_turn(run.session.store)
+    assert "waiting for you" in run.screen() and "Ctrl-C cancels" in run.screen()
+
+
 def test_a_question_mid_turn_pauses_the_status_until_the_next_change() -> None:
     now = [0.0]
     run = Run(clock=lambda: now[0], fps=10)
