@@ -10,7 +10,9 @@ agent is started for it. "Another user" is another uid given the file with ``os.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -38,6 +40,11 @@ def _sql(cli: Cli, *statements: str) -> None:
             conn.execute(statement)
     finally:
         conn.close()
+
+
+def _planted_command(marker: Path) -> str:
+    """A command line another user would plant: it leaves ``marker`` behind if it ever runs."""
+    return json.dumps(["sh", "-c", f"touch {shlex.quote(str(marker))}"])
 
 
 # -- 1. a home or index that is not the user's own ------------------------------------------------
@@ -68,6 +75,35 @@ def test_state_owned_by_another_user_is_refused(cli: Cli, trace: AgentTrace, who
         line = error_line(cli.run(*args), ExitCode.CONFIG)
         assert str(target) in line and f"owned by another user (uid {OTHER_UID})" in line
     assert len(trace.pids()) == started
+
+
+# -- 2. a command line the user did not give is never run ----------------------------------------
+
+
+def test_a_command_line_rewritten_in_a_shared_index_is_never_run(cli: Cli, trace: AgentTrace, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    by_cmd = cli.new(trace.demo_cmd())
+    by_name = cli.ok("new", "--no-repl", "--agent", "demo").stdout.strip()
+    cli.home.chmod(0o777)  # shared on purpose: another user may write it, and does
+    _sql(cli, f"UPDATE sessions SET argv = '{_planted_command(marker)}'")
+    # A --cmd session: its recorded command line is not run; the line says how to go on.
+    line = error_line(cli.run("prompt", "--session", by_cmd, "--keep-alive", "0", "hi", env=SHARED), ExitCode.USAGE)
+    assert "is not run" in line and str(_db(cli)) in line
+    # A named agent: named again from the built-ins, not from the index.
+    proc = cli.run("prompt", "--session", by_name, "--keep-alive", "0", "hello again", env=SHARED)
+    assert proc.returncode == 0, proc.stderr
+    assert "hello again" in proc.stdout
+    # Given --cmd again, the session goes on.
+    proc = cli.run("prompt", "--session", by_cmd, "--cmd", trace.demo_cmd(), "--keep-alive", "0", "hi", env=SHARED)
+    assert proc.returncode == 0, proc.stderr
+    assert not marker.exists()
+
+
+def test_a_private_index_still_runs_the_recorded_command_line(cli: Cli, trace: AgentTrace) -> None:
+    sid = cli.new(trace.demo_cmd())
+    before = len(trace.pids())
+    cli.ok("prompt", "--session", sid, "--keep-alive", "0", "again")
+    assert len(trace.pids()) == before + 1  # the traced --cmd line, as recorded
 
 
 # -- 3. triggers and views acpcli did not create ---------------------------------------------------
