@@ -308,11 +308,6 @@ def _run_migration(conn: sqlite3.Connection, step: str | Callable[[sqlite3.Conne
 # The schema acpcli makes, and what else a file may hold
 # --------------------------------------------------------------------------------------
 
-#: The search index's tables (FTS5 makes the ``search_fts_*`` ones where SQLite has FTS5: a
-#: file made elsewhere may have them although this SQLite would not).
-_SEARCH_TABLES = frozenset(
-    {"search_fts", "search_fts_data", "search_fts_idx", "search_fts_docsize", "search_fts_config", "search_docs"}
-)
 _known: dict[str, dict[str, str]] = {}
 
 
@@ -345,6 +340,8 @@ def unknown_objects(conn: sqlite3.Connection, *, code_only: bool = False) -> lis
     migrations do not make (:func:`known_schema`): a trigger or view whose name or SQL
     is not acpcli's, a table or index of a name acpcli does not use. ``code_only``: triggers
     and views alone (what runs when we write). Empty for a version newer than this acpcli."""
+    from acpcli.history.search import _SEARCH_TABLES
+
     (version,) = conn.execute("PRAGMA user_version").fetchone()
     if version > len(MIGRATIONS):
         return []
@@ -355,7 +352,7 @@ def unknown_objects(conn: sqlite3.Connection, *, code_only: bool = False) -> lis
     for kind, name, table, sql in rows:
         if not isinstance(name, str) or name.startswith("sqlite_"):
             continue
-        if kind == "table" and name in _SEARCH_TABLES:
+        if kind == "table" and name in _SEARCH_TABLES:  # FTS5's tables: a file made where SQLite has FTS5
             continue
         made = known.get(name, {})
         if kind not in made or (kind in ("trigger", "view") and made[kind] != _normal_sql(sql)):
