@@ -75,13 +75,13 @@ def run(*, repair: bool) -> int:
     if not repair:
         raise DamagedState(
             f"the session index {path} is damaged ({_count(len(report.findings), 'problem')}, listed above)",
-            hint="`acpcli doctor --repair` drops what acpcli did not create (a copy of the file is kept)"
-            if report.unknown and not report.database_damaged
+            hint="`acpcli doctor --repair` drops what acpcli did not create and makes what it lacks (a copy of the file is kept)"
+            if (report.unknown or report.missing) and not report.database_damaged
             else DOCTOR_HINT.split("; ", 1)[1],
         )
     if not report.database_damaged and {f.part for f in report.findings} <= {"search index", "schema"}:
-        if report.unknown:
-            aside = checks.drop_unknown(path, report.unknown)
+        if report.unknown or report.missing:
+            aside = checks.drop_unknown(path, report.unknown, report.missing)
             _dropped(env, report, aside)
         _rebuild_search(env)
     else:
@@ -141,6 +141,8 @@ def _dropped(env: Environment, report: Report, aside: object) -> None:
     for kind, name, table in report.unknown:
         on = f" on {safe_line(table)!r}" if kind in ("trigger", "index") else ""
         env.stdout.write(f"dropped {kind} {safe_line(name)!r}{on} (not created by acpcli)\n")
+    for kind, name, _sql in report.missing:
+        env.stdout.write(f"made acpcli's {kind} {name!r} again\n")
     env.stdout.write(f"the file as it was is kept at {aside}\n")
 
 

@@ -35,7 +35,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,6 +70,8 @@ class Report:
     database_damaged: bool = False
     #: Schema objects acpcli did not create: ``(type, name, table)``.
     unknown: list[tuple[str, str, str]] = field(default_factory=list)
+    #: acpcli's own triggers and indexes that the file lacks: ``(type, name, SQL)``.
+    missing: list[tuple[str, str, str]] = field(default_factory=list)
     #: The schema version of a file a newer acpcli wrote (None: not newer).
     newer: int | None = None
 
@@ -136,7 +138,7 @@ def check(path: Path) -> Report:
     import sqlite3
 
     from acpcli.history.damage import is_damage
-    from acpcli.history.index import MIGRATIONS, Index, unknown_objects
+    from acpcli.history.index import MIGRATIONS, Index, missing_objects, unknown_objects
 
     report = Report(path)
     if not path.exists():
@@ -169,6 +171,9 @@ def check(path: Path) -> Report:
             version = len(MIGRATIONS)
         _integrity(conn, report)
         if version == len(MIGRATIONS):  # else --repair drops what is not ours, then migrates
+            report.missing = missing_objects(conn)
+            for kind, name, _sql in report.missing:
+                report.findings.append(Finding("schema", f"acpcli's {kind} {name!r} is missing (`--repair` makes it again)"))
             _event_log(conn, report)
             _search_index(conn, report)
     finally:
@@ -377,10 +382,13 @@ def repair(path: Path) -> Salvage:
     return salvage
 
 
-def drop_unknown(path: Path, unknown: list[tuple[str, str, str]]) -> Path:
+def drop_unknown(
+    path: Path, unknown: Sequence[tuple[str, str, str]], missing: Sequence[tuple[str, str, str]] = ()
+) -> Path:
     """Drop the schema objects acpcli did not create (``unknown``, from :func:`check`) from
-    the index at ``path``, in place, in one transaction; the file as it was is copied first
-    to ``acpcli.db.damaged-YYYYmmdd-HHMMSS`` beside it (returned). What SQLite cannot drop (a
+    the index at ``path``, in place, in one transaction, and make acpcli's own that it lacks
+    (``missing``) again; the file as it was is copied first to
+    ``acpcli.db.damaged-YYYYmmdd-HHMMSS`` beside it (returned). What SQLite cannot drop (a
     virtual table of a module it lacks) is taken out of the schema."""
     import sqlite3
 
@@ -420,9 +428,11 @@ def drop_unknown(path: Path, unknown: list[tuple[str, str, str]]) -> Path:
             # acpcli's own of the same name (its owner trigger, rewritten) comes back as made
             known = known_schema()
             for kind, name, _table in unknown:
-                own = known.get(name, {}).get(kind)
+                own = sorted(known.get(name, {}).get(kind, ()))  # one text each, today
                 if own and kind in ("trigger", "view", "index"):
-                    conn.execute(own)
+                    conn.execute(own[-1])
+            for _kind, _name, sql in missing:
+                conn.execute(sql)
     finally:
         conn.close()
     return aside

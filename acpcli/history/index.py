@@ -308,31 +308,53 @@ def _run_migration(conn: sqlite3.Connection, step: str | Callable[[sqlite3.Conne
 # The schema acpcli makes, and what else a file may hold
 # --------------------------------------------------------------------------------------
 
-_known: dict[str, dict[str, str]] = {}
+_known: dict[str, dict[str, set[str]]] = {}
 
 
 def _normal_sql(sql: str | None) -> str:
     return " ".join((sql or "").split())
 
 
-def known_schema() -> dict[str, dict[str, str]]:
-    """Every schema object some version of acpcli's schema has: name -> {type: its SQL,
-    whitespace folded} (the latest SQL of a name), SQLite's own (``sqlite_*``) left out. Made
-    once, by applying the migrations one by one in memory: an index whose ``user_version``
-    lags what it holds (half-migrated) has nothing unknown."""
+def known_schema() -> dict[str, dict[str, set[str]]]:
+    """Every schema object some version of acpcli's schema has: name -> {type: its SQL texts,
+    whitespace folded}, SQLite's own (``sqlite_*``) left out. Made once, by applying the
+    migrations one by one in memory: an index at any version, or whose ``user_version`` lags
+    what it holds (half-migrated), has nothing unknown."""
     import sqlite3
 
     if not _known:
+        known: dict[str, dict[str, set[str]]] = {}
         conn = sqlite3.connect(":memory:", isolation_level=None)
         try:
             for step in MIGRATIONS:
                 _run_migration(conn, step)
                 for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master"):
                     if not name.startswith("sqlite_"):
-                        _known.setdefault(name, {})[kind] = _normal_sql(sql)
+                        known.setdefault(name, {}).setdefault(kind, set()).add(_normal_sql(sql))
+            _current.update(
+                (name, (kind, _normal_sql(sql)))
+                for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('trigger', 'index')")
+                if sql is not None
+            )
         finally:
             conn.close()
+        _known.update(known)
     return _known
+
+
+#: The triggers and indexes of the current schema: name -> (type, SQL) (see :func:`missing_objects`).
+_current: dict[str, tuple[str, str]] = {}
+
+
+def missing_objects(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """``(type, name, SQL)`` of each trigger and index of the current schema that an index
+    at the current version lacks (acpcli's own trigger dropped lets a session be taken over)."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version != len(MIGRATIONS):
+        return []
+    known_schema()
+    have = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+    return [(kind, name, sql) for name, (kind, sql) in sorted(_current.items()) if name not in have]
 
 
 def unknown_objects(conn: sqlite3.Connection, *, code_only: bool = False) -> list[tuple[str, str, str]]:
@@ -355,7 +377,7 @@ def unknown_objects(conn: sqlite3.Connection, *, code_only: bool = False) -> lis
         if kind == "table" and name in _SEARCH_TABLES:  # FTS5's tables: a file made where SQLite has FTS5
             continue
         made = known.get(name, {})
-        if kind not in made or (kind in ("trigger", "view") and made[kind] != _normal_sql(sql)):
+        if kind not in made or (kind in ("trigger", "view") and _normal_sql(sql) not in made[kind]):
             unknown.append((str(kind), name, str(table)))
     return unknown
 

@@ -135,6 +135,17 @@ def test_a_planted_trigger_is_flagged_refused_and_dropped(cli: Cli, trace: Agent
     assert all(s["title"] != "owned" for s in cli.index())
 
 
+def test_acpcli_s_own_trigger_dropped_is_made_again(cli: Cli, trace: AgentTrace) -> None:
+    sid = cli.new(trace.demo_cmd())
+    _sql(cli, "DROP TRIGGER sessions_keep_their_owner")
+    proc = cli.run("doctor")
+    assert proc.returncode == ExitCode.DAMAGED and "'sessions_keep_their_owner' is missing" in proc.stdout
+    proc = cli.run("doctor", "--repair")
+    assert proc.returncode == 0 and "made acpcli's trigger 'sessions_keep_their_owner' again" in proc.stdout
+    with pytest.raises(sqlite3.IntegrityError, match="keeps its agent and cwd"):
+        _sql(cli, f"UPDATE sessions SET cwd = '/elsewhere' WHERE id = '{sid}'")
+
+
 def _schema(cli: Cli) -> list[tuple[str, str]]:
     conn = sqlite3.connect(_db(cli))
     try:
