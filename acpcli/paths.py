@@ -221,10 +221,14 @@ def state_refusal(path: Path, *, directory: bool | None, name: str) -> Refusal |
     problem = None if shared_allowed() else not_private(path)
     if problem is None:
         return None
+    if problem.startswith("owned"):
+        fix = "use a home of your own" if path.is_dir() else "use a home and files of your own"
+    else:
+        fix = f"if nobody else wrote it, `chmod {'700' if path.is_dir() else '600'} {path}`"
     return (
         f"{name} is {problem}: refusing to use it (another user could read your sessions or "
         "change what acpcli runs)",
-        f"use a directory of your own (mode 0700), or set {ALLOW_SHARED_ENV}=1 to share it on purpose",
+        f"{fix}; or set {ALLOW_SHARED_ENV}=1 to share it on purpose",
     )
 
 
