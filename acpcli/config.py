@@ -75,7 +75,7 @@ from acpcli.bounded import (
     read_file_capped,
 )
 from acpcli.errors import ConfigError, UsageError
-from acpcli.paths import config_path
+from acpcli.paths import config_path, home_refusal, state_refusal
 
 # --------------------------------------------------------------------------------------
 # Agents
@@ -287,7 +287,12 @@ def load_config(path: Path | None = None) -> Config:
     (read no further), not UTF-8, not TOML, nested too deeply, or the wrong shape →
     :class:`ConfigError` with ``file[:line[:column]]: problem``.
     """
-    path = config_path() if path is None else path
+    if path is None:
+        # The home's config names the commands acpcli runs: never one another user may write.
+        path = config_path()
+        refusal = home_refusal() or state_refusal(path, directory=None, name=f"the config file {path}")
+        if refusal is not None:
+            raise ConfigError(refusal[0], hint=refusal[1])
     try:
         raw = read_file_capped(str(path), MAX_CONFIG_BYTES)
     except FileNotFoundError:

@@ -13,8 +13,17 @@ Invariants this module keeps:
   demo agent's stored sessions) is 0600 whatever the umask: created by :func:`open_private`
   (or :func:`create_private`), or brought there by :func:`tighten`.
 
-It imports nothing of acpcli and nothing heavier than :mod:`pathlib`: the config loader,
-logging and completion need these paths on the start-up path.
+* **Private to its user.** A home or session index that another user owns, or that group or
+  others may write, is refused (``ConfigError``, exit 3), since whoever can
+  write it can read the transcripts and plant the command lines and agents acpcli runs; so is
+  a home that is not a directory, or an index that is not a file (:func:`state_refusal` says
+  why; its callers raise). ``ACPCLI_ALLOW_SHARED_HOME=1``
+  lets a shared one be used on purpose (:func:`shared_allowed`); a command line recorded in it
+  is then never run (:func:`private_state`).
+
+It imports nothing of acpcli and nothing heavier
+than :mod:`pathlib`: the config loader, logging and completion need these paths on the
+start-up path.
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ from pathlib import Path
 from typing import IO, Any
 
 APP_NAME = "acpcli"
+#: Set to 1 to use a home or session index that is not private to this user, on purpose.
+ALLOW_SHARED_ENV = "ACPCLI_ALLOW_SHARED_HOME"
 
 #: The home of the connection whose code runs in this context (:func:`home_for`).
 _HOME: ContextVar[Path | None] = ContextVar("acpcli_home", default=None)
@@ -156,3 +167,107 @@ def open_private(path: str | os.PathLike[str], mode: str = "ab", **kwargs: Any) 
     flags = os.O_WRONLY | os.O_CREAT
     flags |= os.O_APPEND if mode.startswith("a") else os.O_TRUNC
     return os.fdopen(create_private(path, flags), mode, **kwargs)
+
+
+# --------------------------------------------------------------------------------------
+# Whose state it is
+# --------------------------------------------------------------------------------------
+
+
+def shared_allowed() -> bool:
+    """Whether ``ACPCLI_ALLOW_SHARED_HOME`` says a shared home or index may be used."""
+    return os.environ.get(ALLOW_SHARED_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _stat(path: Path) -> tuple[os.stat_result | None, str | None]:
+    """``path``'s stat (links followed), or None for a missing one; or, when a part of the
+    path on the way is not a directory, None and which part that is."""
+    try:
+        return os.stat(path), None
+    except NotADirectoryError:
+        for parent in path.parents:
+            if parent.exists() and not parent.is_dir():
+                return None, str(parent)
+        return None, None
+    except OSError:  # missing, or not ours to look at: opening it will say
+        return None, None
+
+
+def not_private(path: Path) -> str | None:
+    """Why ``path`` is not this user's own, in a few words (``owned by another user (uid
+    1001)``, ``writable by group and others (mode 0777)``); None when it is, or is missing.
+    Sticky directories (``/tmp``) are no exception: they are where other users meet."""
+    if not hasattr(os, "getuid"):  # Windows: no owners and modes to compare
+        return None
+    info, _ = _stat(path)
+    if info is None:
+        return None
+    if info.st_uid != os.getuid():
+        return f"owned by another user (uid {info.st_uid})"
+    loose = [who for who, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if info.st_mode & bit]
+    if loose:
+        return f"writable by {' and '.join(loose)} (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _wrong_kind(path: Path, *, directory: bool) -> str | None:
+    info, blocker = _stat(path)
+    if blocker is not None:
+        return f"cannot be used: {blocker} is a file, not a directory"
+    if info is None:
+        return None
+    if directory and not stat.S_ISDIR(info.st_mode):
+        return "is a file, not a directory" if stat.S_ISREG(info.st_mode) else "is not a directory"
+    if not directory and not stat.S_ISREG(info.st_mode):
+        return "is a directory, not a file" if stat.S_ISDIR(info.st_mode) else "is not a regular file"
+    return None
+
+
+def home_name(path: Path | None = None) -> str:
+    """How a message names the home: ``ACPCLI_HOME /x`` when the variable chose it."""
+    home = home_dir() if path is None else path
+    return f"ACPCLI_HOME {home}" if os.environ.get("ACPCLI_HOME") else f"the acpcli home {home}"
+
+
+#: A refusal: the one line, and the hint line (or None).
+Refusal = tuple[str, "str | None"]
+
+
+def state_refusal(path: Path, *, directory: bool | None, name: str) -> Refusal | None:
+    """Why ``path`` (``name`` says what it is in the message, path included) must not be
+    used, as the line (and hint) of the :class:`~acpcli.errors.ConfigError` (exit 3) its
+    user raises: it is the wrong kind of thing (a home that is a file, an index that is a
+    directory; ``directory=None``: not checked), or not this user's own (:func:`not_private`)
+    and not :func:`shared_allowed`. None: it may be used (a missing path may)."""
+    wrong = None if directory is None else _wrong_kind(path, directory=directory)
+    if wrong is not None:
+        return f"{name} {wrong}", None
+    problem = None if shared_allowed() else not_private(path)
+    if problem is None:
+        return None
+    if problem.startswith("owned"):
+        fix = "use a home of your own" if path.is_dir() else "use a home and files of your own"
+    else:
+        fix = f"if nobody else wrote it, `chmod {'700' if path.is_dir() else '600'} {path}`"
+    return (
+        f"{name} is {problem}: refusing to use it (another user could read your sessions or "
+        "change what acpcli runs)",
+        f"{fix}; or set {ALLOW_SHARED_ENV}=1 to share it on purpose",
+    )
+
+
+def home_refusal(db: Path | None = None) -> Refusal | None:
+    """:func:`state_refusal` of the home, then of the session index ``db`` in it (default
+    :func:`db_path`)."""
+    home = home_dir()
+    index = db_path() if db is None else db
+    return state_refusal(home, directory=True, name=home_name(home)) or state_refusal(
+        index, directory=False, name=f"the session index {index}"
+    )
+
+
+def private_state(db: Path | None = None) -> bool:
+    """Whether the home and the session index ``db`` are this user's own and nobody else
+    may write them: only then is a command line recorded in the index run again."""
+    index = db_path() if db is None else db
+    return not_private(index.parent) is None and not_private(index) is None and not_private(home_dir()) is None

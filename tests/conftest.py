@@ -30,8 +30,9 @@ needs_spec = pytest.mark.skipif(
 @pytest.fixture(autouse=True)
 def acpcli_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Isolate all acpcli state (config, index, logs) per test."""
-    home = tmp_path / "acpcli-home"
-    home.mkdir()
+    from acpcli.paths import ensure_dir
+
+    home = ensure_dir(tmp_path / "acpcli-home")  # 0700, as acpcli makes it: refused if others may write it
     monkeypatch.setenv("ACPCLI_HOME", str(home))
     monkeypatch.delenv("ACPCLI_LOG_FILE", raising=False)
     # No live-session hosts unless a test asks for them (tests/host/): a command's agent ends

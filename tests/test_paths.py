@@ -131,3 +131,84 @@ def test_an_older_loose_index_is_tightened(tmp_path: Path) -> None:
     with Index.open(path) as index:
         assert index.list_sessions() == []
     assert mode(path) == 0o600
+
+
+# -- whose state it is: a home or index another user may write is refused ------------------
+
+ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="giving a file to another user (chown) needs root")
+OTHER_UID = 4242  # no user of this machine needs to have it
+
+
+@pytest.mark.parametrize("loose", [0o777, 0o770, 0o703, 0o1777])
+def test_a_home_others_may_write_is_refused_unless_shared_on_purpose(
+    acpcli_home: Path, loose: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acpcli.errors import ConfigError, ExitCode
+    from acpcli.history.index import check_home
+    from acpcli.paths import ALLOW_SHARED_ENV, private_state
+
+    assert mode(acpcli_home) == 0o700  # the tests' home is made as acpcli makes one
+    check_home()
+    assert private_state()
+    acpcli_home.chmod(loose)
+    with pytest.raises(ConfigError) as info:
+        check_home()
+    assert info.value.exit_code == ExitCode.CONFIG
+    assert f"ACPCLI_HOME {acpcli_home} is writable by" in info.value.message
+    assert ALLOW_SHARED_ENV in (info.value.hint or "")
+    assert not private_state()
+    monkeypatch.setenv(ALLOW_SHARED_ENV, "1")
+    check_home()  # used on purpose: allowed, but still not private
+    assert not private_state()
+
+
+def test_an_index_others_may_write_is_refused(acpcli_home: Path) -> None:
+    from acpcli.errors import ConfigError
+    from acpcli.history.index import check_home
+    from acpcli.paths import db_path
+
+    db_path().write_bytes(b"")
+    db_path().chmod(0o622)
+    with pytest.raises(ConfigError, match=r"the session index .*acpcli\.db is writable by group and others \(mode 0622\)"):
+        check_home()
+    db_path().chmod(0o600)
+    check_home()
+
+
+@needs_root
+@pytest.mark.parametrize("whose", ["home", "index", "config"])
+def test_state_owned_by_another_user_is_refused(acpcli_home: Path, whose: str) -> None:
+    from acpcli.config import load_config
+    from acpcli.errors import ConfigError
+    from acpcli.history.index import check_home
+    from acpcli.paths import config_path, db_path
+
+    target = {"home": acpcli_home, "index": db_path(), "config": config_path()}[whose]
+    if whose != "home":
+        target.write_text("")
+    os.chown(target, OTHER_UID, -1)
+    with pytest.raises(ConfigError, match=f"is owned by another user \\(uid {OTHER_UID}\\)"):
+        load_config()
+    if whose != "config":
+        with pytest.raises(ConfigError, match=str(target)):
+            check_home()
+
+
+def test_a_home_that_is_a_file_and_an_index_that_is_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from acpcli.errors import ConfigError
+    from acpcli.history.index import check_home
+
+    home = tmp_path / "a-file"
+    home.write_text("x")
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    with pytest.raises(ConfigError, match=f"^ACPCLI_HOME {home} is a file, not a directory$"):
+        check_home()
+    monkeypatch.setenv("ACPCLI_HOME", str(home / "below"))
+    with pytest.raises(ConfigError, match=f"{home} is a file, not a directory"):
+        check_home()
+    home = ensure_dir(tmp_path / "home")
+    (home / "acpcli.db").mkdir()
+    monkeypatch.setenv("ACPCLI_HOME", str(home))
+    with pytest.raises(ConfigError, match=f"^the session index {home}/acpcli.db is a directory, not a file$"):
+        check_home()

@@ -35,10 +35,13 @@ def doctor(
     Reads it whole: SQLite's integrity check, every stored event, the search index.
     Nothing is sent to an agent.
 
-    Exit 0 when it is healthy, 19 when something is damaged (what is damaged is listed).
-    With --repair, what is readable is salvaged into a fresh index (sessions, events; the
-    search index is rebuilt), the damaged file is kept beside it, and what could not be
-    read is listed. Run it while no other acpcli command is running.
+    Exit 0 when it is healthy, 19 when something is damaged (what is damaged is listed),
+    schema objects acpcli did not create included (a planted trigger); 3 for an index a
+    newer acpcli wrote (not touched). With --repair, what is readable is salvaged into a
+    fresh index (sessions, events; the search index is rebuilt), the damaged file is kept
+    beside it, and what could not be read is listed; objects acpcli did not create are
+    dropped in place (a copy of the file as it was is kept). Run it while no other acpcli
+    command is running.
 
     Examples:
 
@@ -54,14 +57,18 @@ def run(*, repair: bool) -> int:
     from acpcli.errors import DamagedState, ExitCode
     from acpcli.history import doctor as checks
     from acpcli.history.damage import DOCTOR_HINT
+    from acpcli.history.index import check_home, newer_error
     from acpcli.paths import db_path
 
     env = environment()
     path = db_path()
+    check_home(path)
     report = checks.check(path)
     if not report.exists:
         env.stdout.write(f"no session index at {path} yet: nothing to check\n")
         return int(ExitCode.OK)
+    if report.newer is not None:
+        raise newer_error(path, report.newer)  # neither checked nor touched: not ours to judge
     if report.healthy:
         _healthy(env, report)
         return int(ExitCode.OK)
@@ -69,9 +76,14 @@ def run(*, repair: bool) -> int:
     if not repair:
         raise DamagedState(
             f"the session index {path} is damaged ({_count(len(report.findings), 'problem')}, listed above)",
-            hint=DOCTOR_HINT.split("; ", 1)[1],
+            hint="`acpcli doctor --repair` drops what acpcli did not create and makes what it lacks (a copy of the file is kept)"
+            if (report.unknown or report.missing) and not report.database_damaged
+            else DOCTOR_HINT.split("; ", 1)[1],
         )
-    if not report.database_damaged and {f.part for f in report.findings} == {"search index"}:
+    if not report.database_damaged and {f.part for f in report.findings} <= {"search index", "schema"}:
+        if report.unknown or report.missing:
+            aside = checks.drop_unknown(path, report.unknown, report.missing)
+            _dropped(env, report, aside)
         _rebuild_search(env)
     else:
         _salvaged(env, checks.repair(path), path)
@@ -122,6 +134,17 @@ def _salvaged(env: Environment, salvage: Salvage, path: object) -> None:
     for session_id, seqs in salvage.unreadable.items():
         out.write(f"could not read events of session {safe_line(session_id)}: seq {seqs}\n")
     out.write(f"the damaged file is kept at {salvage.aside}\n")
+
+
+def _dropped(env: Environment, report: Report, aside: object) -> None:
+    from acpcli.text.safe import safe_line
+
+    for kind, name, table in report.unknown:
+        on = f" on {safe_line(table)!r}" if kind in ("trigger", "index") else ""
+        env.stdout.write(f"dropped {kind} {safe_line(name)!r}{on} (not created by acpcli)\n")
+    for kind, name, _sql in report.missing:
+        env.stdout.write(f"made acpcli's {kind} {name!r} again\n")
+    env.stdout.write(f"the file as it was is kept at {aside}\n")
 
 
 def _rebuild_search(env: Environment) -> None:

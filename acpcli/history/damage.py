@@ -21,6 +21,8 @@ DOCTOR_HINT = (
     "`acpcli doctor` says what is damaged; `acpcli doctor --repair` salvages what is readable "
     "into a fresh index (the damaged file is kept)"
 )
+#: What to do about an index holding schema objects acpcli did not create (planted triggers).
+REPAIR_HINT = "`acpcli doctor` lists what acpcli did not create; `acpcli doctor --repair` removes it"
 #: SQLite's words for a database that is fine but cannot be used now (full, read-only, locked).
 STORAGE_WORDS = ("full", "readonly", "read-only", "unable to open", "disk i/o", "permission", "out of memory")
 _BUSY_WORDS = ("locked", "busy")

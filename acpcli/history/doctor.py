@@ -16,7 +16,14 @@ in :class:`Finding` lines.
   (agent ``unknown``), so its transcript can still be shown and exported;
 * the search index is not copied: it is derived, and the next ``acpcli search`` rebuilds it;
 * the damaged file (and its ``-wal``/``-shm``) is renamed ``acpcli.db.damaged-YYYYmmdd-HHMMSS``
-  beside the fresh one, which takes its place.
+  beside the fresh one, which takes its place;
+* a schema whose entries SQLite cannot parse (a search table's row overwritten) is read past
+  them (``writable_schema``): the sessions and events it still holds are kept.
+
+:func:`check` also flags every schema object acpcli did not create (a planted trigger or view
+runs on the next write: :func:`acpcli.history.index.unknown_objects`), and a file written by a
+newer acpcli (:attr:`Report.newer`, which is neither checked further nor touched);
+:func:`drop_unknown` removes the former in place, keeping everything else.
 
 Run it while no other acpcli uses the index: a command that has the old file open keeps
 writing to the renamed one.
@@ -28,7 +35,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
 
 #: How many of SQLite's integrity check lines are read (it stops after that many).
 INTEGRITY_LINES = 100
+_MALFORMED = re.compile(r"malformed database schema \((\w+)\)")
 _TREE = re.compile(r"\b(?:Tree|root page) (\d+)\b", re.IGNORECASE)
 
 
@@ -60,6 +68,12 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     #: SQLite itself cannot read all of the file (not a database, a bad page, a bad index).
     database_damaged: bool = False
+    #: Schema objects acpcli did not create: ``(type, name, table)``.
+    unknown: list[tuple[str, str, str]] = field(default_factory=list)
+    #: acpcli's own triggers and indexes that the file lacks: ``(type, name, SQL)``.
+    missing: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The schema version of a file a newer acpcli wrote (None: not newer).
+    newer: int | None = None
 
     @property
     def healthy(self) -> bool:
@@ -90,6 +104,29 @@ def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
     return conn
 
 
+def _past_bad_schema(path: Path) -> tuple[sqlite3.Connection, list[str]] | None:
+    """``path`` opened read-only past the schema entries SQLite cannot parse
+    (``writable_schema``: such entries are skipped), and the names of those entries; None
+    when even so nothing can be read (not a database)."""
+    import sqlite3
+
+    try:
+        conn = _connect(path, read_only=True)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("PRAGMA writable_schema = ON")
+        entries = conn.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    except sqlite3.DatabaseError:
+        conn.close()
+        return None
+    bad = []
+    for kind, name, sql in entries:
+        if kind in ("table", "index", "trigger", "view") and isinstance(sql, str) and not sqlite3.complete_statement(sql + ";"):
+            bad.append(str(name))
+    return conn, bad
+
+
 # --------------------------------------------------------------------------------------
 # Checking
 # --------------------------------------------------------------------------------------
@@ -101,7 +138,7 @@ def check(path: Path) -> Report:
     import sqlite3
 
     from acpcli.history.damage import is_damage
-    from acpcli.history.index import MIGRATIONS, Index
+    from acpcli.history.index import MIGRATIONS, Index, missing_objects, unknown_objects
 
     report = Report(path)
     if not path.exists():
@@ -116,19 +153,57 @@ def check(path: Path) -> Report:
             if not is_damage(exc):
                 raise
             report.database_damaged = True
-            report.findings.append(Finding("database", f"not a readable SQLite database ({exc})"))
+            _unreadable(path, exc, report)
             return report
-        if version < len(MIGRATIONS):
+        if version > len(MIGRATIONS):
+            report.newer = int(version)  # not ours to read or change
+            return report
+        report.unknown = unknown_objects(conn)
+        for kind, name, table in report.unknown:
+            what = f"{kind} {name!r}" + (f" on {table!r}" if kind in ("trigger", "index") else "")
+            report.findings.append(Finding("schema", f"{what} was not created by acpcli (`--repair` drops it)"))
+        if version < len(MIGRATIONS) and not report.unknown:
             # written by an older acpcli: brought up to this schema first, as any command would
+            # (not while it holds triggers of others: a migration's writes would set them off)
             conn.close()
             Index.open(path).close()
             conn = _connect(path, read_only=False)
+            version = len(MIGRATIONS)
         _integrity(conn, report)
-        _event_log(conn, report)
-        _search_index(conn, report)
+        if version == len(MIGRATIONS):  # else --repair drops what is not ours, then migrates
+            report.missing = missing_objects(conn)
+            for kind, name, _sql in report.missing:
+                report.findings.append(Finding("schema", f"acpcli's {kind} {name!r} is missing (`--repair` makes it again)"))
+            _event_log(conn, report)
+            _search_index(conn, report)
     finally:
         conn.close()
     return report
+
+
+def _unreadable(path: Path, exc: BaseException, report: Report) -> None:
+    """The finding for a file whose schema SQLite will not read: the entries it cannot parse
+    when it can be read past them, else not a database."""
+    past = _past_bad_schema(path)
+    if past is None:
+        report.findings.append(Finding("database", f"not a readable SQLite database ({exc})"))
+        return
+    import sqlite3
+
+    conn, bad = past
+    try:
+        (report.sessions,) = conn.execute("SELECT count(*) FROM sessions").fetchone()
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
+    named = _MALFORMED.search(str(exc))
+    if named is not None and named.group(1) not in bad:
+        bad.insert(0, named.group(1))
+    names = ", ".join(repr(name) for name in bad) or "?"
+    report.findings.append(
+        Finding("schema", f"SQLite cannot read the schema of {names} ({exc}); `--repair` keeps the sessions and events")
+    )
 
 
 def _tables_by_root(conn: sqlite3.Connection) -> dict[int, str]:
@@ -286,8 +361,9 @@ def repair(path: Path) -> Salvage:
         opened.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError:
         opened.close()
-        source = None
-        salvage.not_a_database = True
+        past = _past_bad_schema(path)  # schema entries SQLite cannot parse: read past them
+        source = past[0] if past is not None else None
+        salvage.not_a_database = source is None
     try:
         with Index.open(fresh) as index:
             if source is not None:
@@ -304,6 +380,62 @@ def repair(path: Path) -> Salvage:
             tighten(Path(f"{aside}{suffix}"))
     os.replace(fresh, path)
     return salvage
+
+
+def drop_unknown(
+    path: Path, unknown: Sequence[tuple[str, str, str]], missing: Sequence[tuple[str, str, str]] = ()
+) -> Path:
+    """Drop the schema objects acpcli did not create (``unknown``, from :func:`check`) from
+    the index at ``path``, in place, in one transaction, and make acpcli's own that it lacks
+    (``missing``) again; the file as it was is copied first to
+    ``acpcli.db.damaged-YYYYmmdd-HHMMSS`` beside it (returned). What SQLite cannot drop (a
+    virtual table of a module it lacks) is taken out of the schema."""
+    import sqlite3
+
+    from acpcli.history.index import known_schema
+    from acpcli.history.transactions import write_transaction
+    from acpcli.paths import tighten
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    conn = _connect(path, read_only=False)
+    try:
+        fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        tighten(aside)
+        copy = sqlite3.connect(aside)
+        try:
+            conn.backup(copy)
+        finally:
+            copy.close()
+        with write_transaction(conn):
+            for kind, name, _table in sorted(unknown, key=lambda o: o[0] != "trigger"):  # triggers first
+                quoted = '"' + name.replace('"', '""') + '"'
+                try:
+                    conn.execute(f"DROP {kind.upper()} IF EXISTS {quoted}")
+                except sqlite3.DatabaseError:
+                    (version,) = conn.execute("PRAGMA schema_version").fetchone()
+                    conn.execute("PRAGMA writable_schema = ON")
+                    try:
+                        conn.execute("DELETE FROM sqlite_master WHERE name = ? OR tbl_name = ?", (name, name))
+                    finally:
+                        conn.execute("PRAGMA writable_schema = OFF")
+                    conn.execute(f"PRAGMA schema_version = {int(version) + 1}")
+            # acpcli's own of the same name (its owner trigger, rewritten) comes back as made
+            known = known_schema()
+            for kind, name, _table in unknown:
+                own = sorted(known.get(name, {}).get(kind, ()))  # one text each, today
+                if own and kind in ("trigger", "view", "index"):
+                    conn.execute(own[-1])
+            for _kind, _name, sql in missing:
+                conn.execute(sql)
+    finally:
+        conn.close()
+    return aside
 
 
 def _copy(source: sqlite3.Connection, target: sqlite3.Connection, salvage: Salvage) -> None:

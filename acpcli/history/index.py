@@ -11,7 +11,14 @@ Invariants this module keeps:
   ``i`` to ``i + 1``; the applied version is ``PRAGMA user_version``. Applying runs inside
   ``BEGIN IMMEDIATE`` and re-reads the version under that lock, so two processes opening a
   fresh database at once apply each migration exactly once. Never edit a shipped entry:
-  append a new one.
+  append a new one. Applying is robust to what is already there (:func:`_apply`: a column,
+  table, index or trigger that exists is left as it is), so a half-migrated index, or one
+  whose ``user_version`` lags its schema, migrates rather than failing on "duplicate column".
+* **Only acpcli's schema.** A trigger or view acpcli did not create (:func:`unknown_objects`,
+  against what the migrations make) would run on our writes: an index holding one is not
+  written (:class:`~acpcli.errors.DamagedState`, ``acpcli doctor --repair`` drops it).
+* **The user's own.** The home and the index are refused when another user owns them or may
+  write them (:func:`acpcli.paths.state_refusal`), unless ``ACPCLI_ALLOW_SHARED_HOME`` says so.
 * **Every writer marked.** A method of :class:`Index` that writes is marked :func:`writes`
   (the index's own records) or :func:`writes_derived` (search documents); the guarded index
   (:class:`~acpcli.history.guarded.SafeIndex`) guards each one (:data:`WRITERS`), and a test
@@ -39,6 +46,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -50,13 +58,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from acpcli.errors import (
     AcpcliError,
     ConfigError,
+    DamagedState,
     DatabaseLocked,
     SessionNotFound,
     StorageError,
     UsageError,
 )
-from acpcli.history.damage import damaged, is_damage
-from acpcli.paths import db_path, ensure_dir, tighten
+from acpcli.history.damage import REPAIR_HINT, damaged, is_damage
+from acpcli.paths import Refusal, db_path, ensure_dir, home_refusal, state_refusal, tighten
 from acpcli.text.safe import escape_surrogates, shown_id
 
 if TYPE_CHECKING:
@@ -92,7 +101,9 @@ def _events_into_pages(conn: sqlite3.Connection) -> None:
     from acpcli.history import eventlog
 
     for statement in _statements(eventlog.PAGES_SCHEMA):
-        conn.execute(statement)
+        _apply(conn, statement)
+    if not _exists(conn, "events"):  # a half-migrated index: copied and dropped already
+        return
     rows = conn.execute("SELECT session_id, seq, received_at, kind, payload FROM events ORDER BY session_id, seq")
     eventlog.write_pages(conn, rows, per_page=_PAGE_EVENTS)  # a cursor: not all in memory
     conn.execute("DROP TABLE events")  # its trigger goes with it
@@ -133,7 +144,7 @@ def _prompt_titles(conn: sqlite3.Connection) -> None:
     from their stored events (read up to the first user message only)."""
     from acpcli.history import eventlog
 
-    conn.execute("ALTER TABLE sessions ADD COLUMN prompt_title TEXT")
+    _apply(conn, "ALTER TABLE sessions ADD COLUMN prompt_title TEXT")
     untitled = [row[0] for row in conn.execute("SELECT id FROM sessions WHERE title IS NULL")]
     for session_id in untitled:
         for kind, payload in eventlog.events(conn, session_id):
@@ -149,7 +160,9 @@ def _search_index(conn: sqlite3.Connection) -> None:
     (:mod:`acpcli.history.search`); the first search fills them in for the sessions recorded so far."""
     from acpcli.history import search
 
-    search.create(conn)
+    for statement in search.DOCS_SCHEMA:  # search.create, robust to what exists (_apply)
+        _apply(conn, statement)
+    search.ensure_fts(conn)
 
 
 # Append-only. Entry i migrates user_version i -> i + 1: an SQL script, or a function of the
@@ -255,6 +268,131 @@ def _statements(script: str) -> Iterator[str]:
             pending = ""
     if pending.strip():
         raise ValueError(f"incomplete SQL statement in migration: {pending.strip()[:60]!r}")
+
+
+_ADD_COLUMN = re.compile(r"ALTER\s+TABLE\s+(\w+)\s+ADD\s+(?:COLUMN\s+)?(\w+)", re.IGNORECASE)
+_CREATE = re.compile(
+    r"CREATE\s+(?:UNIQUE\s+|VIRTUAL\s+)?(?:TABLE|INDEX|TRIGGER|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE
+)
+
+
+def _exists(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the schema has an object (table, index, trigger, view) called ``name``."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def _apply(conn: sqlite3.Connection, statement: str) -> None:
+    """Run one migration statement unless what it makes is there already: a column its table
+    has, an object of its name. A half-migrated index (or one whose ``user_version`` was
+    set back) then migrates instead of failing on "duplicate column name"."""
+    added = _ADD_COLUMN.match(statement)
+    if added is not None:
+        table, column = added.groups()
+        if any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})")):
+            return
+    created = _CREATE.match(statement)
+    if created is not None and _exists(conn, created.group(1)):
+        return
+    conn.execute(statement)
+
+
+def _run_migration(conn: sqlite3.Connection, step: str | Callable[[sqlite3.Connection], None]) -> None:
+    if callable(step):
+        step(conn)
+        return
+    for statement in _statements(step):
+        _apply(conn, statement)
+
+
+# --------------------------------------------------------------------------------------
+# The schema acpcli makes, and what else a file may hold
+# --------------------------------------------------------------------------------------
+
+_known: dict[str, dict[str, set[str]]] = {}
+
+
+def _normal_sql(sql: str | None) -> str:
+    return " ".join((sql or "").split())
+
+
+def known_schema() -> dict[str, dict[str, set[str]]]:
+    """Every schema object some version of acpcli's schema has: name -> {type: its SQL texts,
+    whitespace folded}, SQLite's own (``sqlite_*``) left out. Made once, by applying the
+    migrations one by one in memory: an index at any version, or whose ``user_version`` lags
+    what it holds (half-migrated), has nothing unknown."""
+    import sqlite3
+
+    if not _known:
+        known: dict[str, dict[str, set[str]]] = {}
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            for step in MIGRATIONS:
+                _run_migration(conn, step)
+                for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master"):
+                    if not name.startswith("sqlite_"):
+                        known.setdefault(name, {}).setdefault(kind, set()).add(_normal_sql(sql))
+            _current.update(
+                (name, (kind, _normal_sql(sql)))
+                for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master WHERE type IN ('trigger', 'index')")
+                if sql is not None
+            )
+        finally:
+            conn.close()
+        _known.update(known)
+    return _known
+
+
+#: The triggers and indexes of the current schema: name -> (type, SQL) (see :func:`missing_objects`).
+_current: dict[str, tuple[str, str]] = {}
+
+
+def missing_objects(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """``(type, name, SQL)`` of each trigger and index of the current schema that an index
+    at the current version lacks (acpcli's own trigger dropped lets a session be taken over)."""
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version != len(MIGRATIONS):
+        return []
+    known_schema()
+    have = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+    return [(kind, name, sql) for name, (kind, sql) in sorted(_current.items()) if name not in have]
+
+
+def unknown_objects(conn: sqlite3.Connection, *, code_only: bool = False) -> list[tuple[str, str, str]]:
+    """``(type, name, table)`` of each schema object of ``conn``'s database that acpcli's
+    migrations do not make (:func:`known_schema`): a trigger or view whose name or SQL
+    is not acpcli's, a table or index of a name acpcli does not use. ``code_only``: triggers
+    and views alone (what runs when we write). Empty for a version newer than this acpcli."""
+    from acpcli.history.search import _SEARCH_TABLES
+
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    if version > len(MIGRATIONS):
+        return []
+    where = " WHERE type IN ('trigger', 'view')" if code_only else ""
+    rows = conn.execute(f"SELECT type, name, tbl_name, sql FROM sqlite_master{where}").fetchall()
+    known = known_schema()
+    unknown = []
+    for kind, name, table, sql in rows:
+        if not isinstance(name, str) or name.startswith("sqlite_"):
+            continue
+        if kind == "table" and name in _SEARCH_TABLES:  # FTS5's tables: a file made where SQLite has FTS5
+            continue
+        made = known.get(name, {})
+        if kind not in made or (kind in ("trigger", "view") and _normal_sql(sql) not in made[kind]):
+            unknown.append((str(kind), name, str(table)))
+    return unknown
+
+
+def planted_error(path: Path, unknown: Sequence[tuple[str, str, str]]) -> DamagedState:
+    """The one line refusing to write to an index holding triggers or views acpcli did not make."""
+    from acpcli.text.safe import safe_line
+
+    kind, name, table = unknown[0]
+    more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+    return DamagedState(
+        f"the session index {path} holds a {kind} acpcli did not create ({safe_line(name)!r} on "
+        f"{safe_line(table)!r}){more}: refusing to write to it",
+        hint=REPAIR_HINT,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -434,6 +572,7 @@ class Index:
         """The index opened now (read-only unless told otherwise) and closed after the block,
         or ``None`` when there is no database yet: nothing is created, and a reader takes
         that as no sessions recorded. Raises as :meth:`open` does."""
+        _check_place(path)
         if not (path if path is not None else db_path()).exists():
             yield None
             return
@@ -465,6 +604,7 @@ class Index:
 
         path = self.path
         self._schema = len(MIGRATIONS)
+        _check_place(self._path)
         if self._read_only:
             return self._open_read_only(path)
         ensure_dir(path.parent)
@@ -494,6 +634,9 @@ class Index:
             # checkpoints anyway when the last connection closes.
             conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
             conn.execute("PRAGMA foreign_keys = ON")
+            planted = unknown_objects(conn, code_only=True)
+            if planted:
+                raise planted_error(path, planted)  # before a migration's writes set them off
             migrate(conn)
             for suffix in ("-wal", "-shm"):  # SQLite copies the db's mode; older files may differ
                 tighten(f"{path}{suffix}")
@@ -509,7 +652,9 @@ class Index:
             raise ConfigError(f"the session index {path} is unusable: {exc}") from exc
         except ConfigError as exc:
             conn.close()
-            raise ConfigError(f"{path}: {exc.message}") from exc
+            if str(path) in exc.message:
+                raise
+            raise ConfigError(f"{path}: {exc.message}", hint=exc.hint) from exc
         except BaseException:
             conn.close()
             raise
@@ -547,10 +692,7 @@ class Index:
             self._schema = version
         elif version != len(MIGRATIONS):
             conn.close()
-            raise ConfigError(
-                f"the session index {path} is at schema {version}, not {len(MIGRATIONS)}; "
-                "open it read-write once to migrate it"
-            )
+            raise newer_error(path, version)
         return conn
 
     def close(self) -> None:
@@ -1023,6 +1165,38 @@ def _read_immutable(path: Path, cause: Exception) -> sqlite3.Connection:
 # --------------------------------------------------------------------------------------
 
 
+def refused(refusal: Refusal | None) -> None:
+    """Raise the :class:`ConfigError` (exit 3) of a refusal of :mod:`acpcli.paths`, if any."""
+    if refusal is not None:
+        raise ConfigError(refusal[0], hint=refusal[1])
+
+
+def check_home(db: Path | None = None) -> None:
+    """Refuse a home, or a session index ``db`` in it, that is the wrong kind of thing or not
+    the user's own (:func:`acpcli.paths.home_refusal`): :class:`ConfigError`, exit 3."""
+    refused(home_refusal(db))
+
+
+def _check_place(path: Path | None) -> None:
+    """Refuse an index (``None``: the one in the home) in a place that is not the user's own
+    or is the wrong kind of thing (:func:`acpcli.paths.state_refusal`)."""
+    if path is None:
+        check_home()
+        return
+    refused(state_refusal(path.parent, directory=True, name=f"the directory {path.parent}"))
+    refused(state_refusal(path, directory=False, name=f"the session index {path}"))
+
+
+def newer_error(path: Path | None, version: int) -> ConfigError:
+    """The one line for an index a newer acpcli wrote (schema ``version``): not read, not written."""
+    where = f"the session index {path}" if path is not None else "the session index"
+    return ConfigError(
+        f"{where} was written by a newer acpcli (schema {version}; this acpcli knows {len(MIGRATIONS)}): "
+        "refusing to use it",
+        hint="use the newer acpcli, or upgrade this one",
+    )
+
+
 def lock_wait() -> float:
     """Seconds a write waits for another process's write lock: ``ACPCLI_LOCK_WAIT`` (a number
     of seconds, 0 or more), else ``BUSY_TIMEOUT_MS``. A value that is not a number is a
@@ -1234,16 +1408,9 @@ def migrate(conn: sqlite3.Connection) -> int:
     try:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version > target:
-            raise ConfigError(
-                f"the session index was written by a newer acpcli (schema {version}, "
-                f"this one knows {target})"
-            )
+            raise newer_error(database_file(conn), version)
         for step in MIGRATIONS[version:]:
-            if callable(step):
-                step(conn)
-                continue
-            for statement in _statements(step):
-                conn.execute(statement)
+            _run_migration(conn, step)
         conn.execute(f"PRAGMA user_version = {target}")
         conn.execute("COMMIT")
     except BaseException:

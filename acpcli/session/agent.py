@@ -107,11 +107,20 @@ def _cached_registry_launch(name: str) -> tuple[list[str], dict[str, str]] | Non
     return (how.argv, how.env) if how.found else None
 
 
-def recorded_agent(record: SessionRecord) -> AgentChoice:
+def recorded_agent(record: SessionRecord, *, private: bool | None = None) -> AgentChoice:
     """The agent a recorded session ran with: its argv, plus the env and cwd additions of the
-    configured agent of that name when it still launches the same command."""
-    from acpcli import config
+    configured agent of that name when it still launches the same command.
 
+    The recorded command line is run again only from an index that is the user's own and
+    nobody else may write (``private``; default: :func:`acpcli.paths.private_state`): it is
+    then a command line the user gave. From a shared one (``ACPCLI_ALLOW_SHARED_HOME``) the
+    agent is named again from the config, the built-ins or the registry by its recorded
+    name (:func:`named_again`), and a session of a ``--cmd`` agent needs ``--cmd`` again."""
+    from acpcli import config
+    from acpcli.paths import private_state
+
+    if not (private_state() if private is None else private):
+        return named_again(record)
     choice = AgentChoice(record.agent, list(record.argv))
     try:
         spec = config.load_config().agents.get(record.agent)
@@ -124,6 +133,29 @@ def recorded_agent(record: SessionRecord) -> AgentChoice:
     elif spec is None and (launch := _cached_registry_launch(record.agent)) and launch[0] == choice.argv:
         choice.env = dict(launch[1])  # a registry agent: its entry's env again
     return choice
+
+
+def named_again(record: SessionRecord) -> AgentChoice:
+    """The agent of a session recorded in a shared index, by its recorded name alone: the
+    configured or built-in agent of that name, else the registry's (installed or cached,
+    never fetched); never the command line the index holds. Not known by that name: a
+    :class:`UsageError` asking for ``--agent`` or ``--cmd``."""
+    from acpcli import config
+    from acpcli.paths import db_path
+    from acpcli.text.safe import shown_id
+
+    spec = config.load_config().agents.get(record.agent)  # a broken config is an error here
+    if spec is not None:
+        return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None, spec.protocol)
+    launch = _cached_registry_launch(record.agent)
+    if launch is not None:
+        return AgentChoice(record.agent, launch[0], dict(launch[1]))
+    raise UsageError(
+        f"session {shown_id(record.id)} was made by agent {record.agent!r}, which is not a configured, "
+        f"built-in or registry agent; the command line recorded for it in the shared session index "
+        f"{db_path()} is not run",
+        hint="name the agent again: --agent NAME or --cmd 'COMMAND'",
+    )
 
 
 def agent_arg(agent: AgentChoice) -> str:

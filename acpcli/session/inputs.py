@@ -237,7 +237,8 @@ class Options:
         inputs = session_inputs(
             agent=self.agent, cmd=self.cmd, cwd=self.cwd, add_dir=self.add_dir, mcp_config=self.mcp_config,
             mcp=self.mcp, protocol=self.protocol, log_file=self.log_file,
-            default_agent=recorded_agent(record) if record is not None else None,
+            # named only when it is the one to run: a --cmd given is not checked against it
+            default_agent=recorded_agent(record) if record is not None and self.agent is None and self.cmd is None else None,
             default_cwd=record.cwd if record is not None else None,
             default_add_dirs=list(record.additional_dirs) if record is not None else (),
             no_add_dirs=self.no_add_dirs, record=record, no_mcp=self.no_mcp,

@@ -110,7 +110,7 @@ def prompt_args(trace: AgentTrace, protocol: int, *extra: str) -> list[str]:
 @pytest.mark.parametrize("protocol", [2, 1])
 def test_a_full_disk_never_stops_the_turn(cli: Cli, trace: AgentTrace, protocol: int) -> None:
     home = cli.home
-    setup = f"mount -t tmpfs -o size=300k tmpfs {home}; dd if=/dev/zero of={home}/filler bs=1k count=400 2>/dev/null || true"
+    setup = f"mount -t tmpfs -o size=300k,mode=0700 tmpfs {home}; dd if=/dev/zero of={home}/filler bs=1k count=400 2>/dev/null || true"
     (proc,) = in_namespace(cli, setup, prompt_args(trace, protocol))
     match = assert_unsaved(proc, home)
     assert "full" in match.group(2) or "space" in match.group(2), match.group(2)
@@ -126,7 +126,7 @@ def test_a_disk_that_fills_up_between_turns(cli: Cli, trace: AgentTrace, protoco
     home = cli.home
     first, second, listing = in_namespace(
         cli,
-        f"mount -t tmpfs -o size=2m tmpfs {home}",
+        f"mount -t tmpfs -o size=2m,mode=0700 tmpfs {home}",
         prompt_args(trace, protocol),
         f"dd if=/dev/zero of={home}/filler bs=4k 2>/dev/null || true",
         prompt_args(trace, protocol),
@@ -145,7 +145,7 @@ def test_a_disk_that_fills_up_between_turns(cli: Cli, trace: AgentTrace, protoco
 @pytest.mark.parametrize("protocol", [2, 1])
 def test_a_read_only_home(cli: Cli, trace: AgentTrace, protocol: int) -> None:
     home = cli.home
-    (proc,) = in_namespace(cli, f"mount -t tmpfs -o size=1m,ro tmpfs {home}", prompt_args(trace, protocol))
+    (proc,) = in_namespace(cli, f"mount -t tmpfs -o size=1m,ro,mode=0700 tmpfs {home}", prompt_args(trace, protocol))
     match = assert_unsaved(proc, home)
     assert "Read-only" in match.group(2), match.group(2)
     trace.assert_all_gone()

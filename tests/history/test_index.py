@@ -551,3 +551,77 @@ def test_no_sql_outside_the_history_package() -> None:
             ):
                 found.append(f"{path.relative_to(root)}:{node.lineno}: .{node.attr}")
     assert found == []
+
+
+# -- an older, half-migrated, newer or planted schema ------------------------------------------
+
+
+def _built_to(path: Path, version: int) -> None:
+    """A database made by the first ``version`` migrations (what that acpcli made), one session in it."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    for step in MIGRATIONS[:version]:
+        index_db._run_migration(conn, step)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.execute("INSERT INTO sessions (id, agent, cwd, created_at, last_used_at) VALUES ('old', 'demo', '/', 1, 1)")
+    conn.close()
+
+
+@pytest.mark.parametrize("version", [2, 5, 7, 10])
+def test_an_older_index_migrates(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "old.db"
+    _built_to(path, version)
+    with Index(path) as index:
+        assert index.conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        assert index.get("old").agent == "demo"
+        assert index_db.unknown_objects(index.conn) == []
+
+
+@pytest.mark.parametrize("lag", [1, 3, 8, len(MIGRATIONS)])
+def test_an_index_whose_version_lags_its_schema_migrates(tmp_path: Path, lag: int) -> None:
+    """Half-migrated (the columns there, the version not set): no "duplicate column name"."""
+    path = tmp_path / "half.db"
+    with Index(path) as index:
+        index.upsert_session(rec("kept"))
+        index.set_title("kept", "still here", by_user=True)
+        index.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) - lag}")
+    with Index(path) as index:
+        assert index.conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        assert index.get("kept").title == "still here"
+        assert index_db.unknown_objects(index.conn) == []
+
+
+def test_a_newer_schema_is_refused_by_readers_too() -> None:
+    with Index() as idx:
+        idx.conn.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 2}")
+    with pytest.raises(ConfigError, match="written by a newer acpcli") as info:
+        Index(read_only=True).list_sessions()
+    assert "migrate" not in info.value.message  # an older acpcli cannot migrate it
+
+
+@pytest.mark.parametrize(
+    ("plant", "what"),
+    [
+        (["CREATE TRIGGER wipe AFTER UPDATE ON sessions BEGIN DELETE FROM sessions WHERE id != NEW.id; END"], "trigger 'wipe'"),
+        (["CREATE VIEW peek AS SELECT id FROM sessions"], "view 'peek'"),
+        (  # acpcli's own trigger's name, another body
+            [
+                "DROP TRIGGER sessions_keep_their_owner",
+                "CREATE TRIGGER sessions_keep_their_owner BEFORE UPDATE OF agent ON sessions "
+                "BEGIN UPDATE sessions SET title = 'pwned'; END",
+            ],
+            "trigger 'sessions_keep_their_owner'",
+        ),
+    ],
+)
+def test_an_index_holding_a_trigger_or_view_acpcli_did_not_create_is_not_written(plant: list[str], what: str) -> None:
+    with Index() as idx:
+        idx.upsert_session(rec("a"))
+        idx.upsert_session(rec("b"))
+        for statement in plant:
+            idx.conn.execute(statement)
+    kind, name = what.split()
+    with pytest.raises(DamagedState, match=f"holds a {kind} acpcli did not create") as info:
+        Index().touch("a")
+    assert name in info.value.message and "acpcli doctor --repair" in (info.value.hint or "")
+    with Index(read_only=True) as reader:  # reading runs nothing of theirs
+        assert {r.id for r in reader.list_sessions()} == {"a", "b"}

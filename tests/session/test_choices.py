@@ -191,3 +191,17 @@ def test_a_cancelled_turn_after_a_refusal_says_it_may_be_why() -> None:
     with pytest.raises(TurnEnded) as ended:
         turn_exit("cancelled", run, "s-1", interrupted=False)
     assert (ended.value.hint or "").startswith("acpcli refused a request of the agent (see above)")
+
+
+def test_a_shared_index_never_gives_the_command_line_it_records() -> None:
+    from acpcli.session.agent import named_again
+
+    write_config('[agents.mine]\ncommand = ["my-agent"]\nenv = { TOKEN = "t" }\n')
+    planted = ["sh", "-c", "touch /tmp/pwned"]
+    mine = recorded_agent(rec("s", agent="mine", argv=planted), private=False)
+    assert (mine.name, mine.argv, mine.env) == ("mine", ["my-agent"], {"TOKEN": "t"})
+    assert recorded_agent(rec("s", agent="gemini", argv=planted), private=False).argv == ["gemini", "--acp"]
+    with pytest.raises(UsageError, match="is not run") as err:
+        named_again(rec("s", agent="some-cmd-agent", argv=planted))
+    assert "--cmd" in (err.value.hint or "")
+    assert recorded_agent(rec("s", agent="some-cmd-agent", argv=planted), private=True).argv == planted  # the user's own
