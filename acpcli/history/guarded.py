@@ -184,6 +184,13 @@ class SafeIndex(Index):
         for operation in kept:
             self._guarded(operation)
 
+    def retry_disk(self) -> None:
+        """In memory after a storage failure: try the disk now, whatever the schedule (a
+        live-session host at the end of each turn and when it is stopped)."""
+        if self.in_memory:
+            self._next_disk_try = 0.0
+            self._try_disk()
+
     def _try_disk(self) -> None:
         """In memory after a storage failure: when due, open the disk again and write back
         what the memory holds (session rows, then every session's updates after those already
@@ -555,11 +562,12 @@ def open_index(on_failure: Callable[[str], None] | None = None) -> SafeIndex:
     return index
 
 
-def verdict(index: SafeIndex) -> None:
-    """At the end of a command: :class:`DatabaseLocked` (exit 18) if a lock cost updates,
-    else :class:`StorageError` (exit 16) if a storage failure did (or the disk never came
-    back), when the command is otherwise ending well; a warning line if another error is on
-    its way out."""
+def unsaved_error(index: SafeIndex) -> AcpcliError | None:
+    """What :func:`verdict` raises for ``index``, or None when everything reached the disk:
+    :class:`DatabaseLocked` (exit 18) if a lock cost updates, else :class:`StorageError`
+    (exit 16) if a storage failure did (or the disk never came back), or
+    :class:`~acpcli.errors.DamagedState` (exit 19) when the file is damaged rather than full.
+    The live-session host asks this at the end of each turn and when it is stopped."""
     error: StorageError
     if index.lock_failure is not None:
         message = index.lock_failure
@@ -572,13 +580,22 @@ def verdict(index: SafeIndex) -> None:
             message += f" ({index.lost} session update{'s' if index.lost != 1 else ''} not saved)"
         error = StorageError(message)
     else:
-        return
-    if sys.exc_info()[1] is not None:
-        sys.stderr.write(f"acpcli: warning: {error.message}\n")
-        return
+        return None
     if index.damaged and not isinstance(error, DatabaseLocked):
         from acpcli.errors import DamagedState
         from acpcli.history.damage import DOCTOR_HINT
 
-        raise DamagedState(error.message, hint=DOCTOR_HINT)  # exit 19: the file is damaged, not full
+        return DamagedState(error.message, hint=DOCTOR_HINT)  # exit 19: the file is damaged, not full
+    return error
+
+
+def verdict(index: SafeIndex) -> None:
+    """At the end of a command: :func:`unsaved_error` raised when the command is otherwise
+    ending well; a warning line if another error is on its way out."""
+    error = unsaved_error(index)
+    if error is None:
+        return
+    if sys.exc_info()[1] is not None:
+        sys.stderr.write(f"acpcli: warning: {error.message}\n")
+        return
     raise error

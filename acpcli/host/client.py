@@ -256,6 +256,8 @@ class Mirror:
         self.session_id = session_id
         self.store = store
         self.sink = sink
+        #: What the host could not save of the turn (its ``end``): :func:`reported_unsaved`.
+        self.unsaved: list[dict[str, Any]] = []
 
     def feed(self, update: Any, frame_text: str | None = None, *, local: bool = False) -> None:
         if not isinstance(update, dict):
@@ -337,10 +339,34 @@ def prompt(
             channel.close()  # a turn still running is cancelled by the host: its client left
     from acpcli.api.frontends import said_anything, turn_exit
 
-    return turn_exit(
-        stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
-        said=said_anything(mirror.store.entries),  # the mirror holds this turn only
-    )
+    try:
+        code = turn_exit(
+            stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
+            said=said_anything(mirror.store.entries),  # the mirror holds this turn only
+        )
+    except BaseException:
+        reported_unsaved(mirror.unsaved, ending_well=False)
+        raise
+    reported_unsaved(mirror.unsaved, ending_well=True)
+    return code
+
+
+def reported_unsaved(verdicts: Any, *, ending_well: bool) -> None:
+    """What the host could not save of this command's turn (a full disk, a read-only home:
+    :func:`~acpcli.history.guarded.unsaved_error`), reported as without a host: raised (its
+    exit code and one line) when the command is otherwise ending well, else a warning line
+    beside the error on its way out."""
+    errors = [
+        HostReported(str(v.get("message")), int(v.get("exit") or 1), hint=v.get("hint") if isinstance(v.get("hint"), str) else None)
+        for v in verdicts or [] if isinstance(v, dict)
+    ]
+    if not errors:
+        return
+    first, rest = (errors[0], errors[1:]) if ending_well else (None, errors)
+    for error in rest:
+        sys.stderr.write(f"acpcli: warning: {error.message}\n")
+    if first is not None:
+        raise first
 
 
 #: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.
@@ -435,6 +461,7 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 if not note_on_screen(view, str(message.get("text"))):
                     run.say(str(message.get("text")))
             elif kind == "end":
+                mirror.unsaved = message.get("verdicts") or []
                 stop = message.get("stop")
                 stop = stop if isinstance(stop, str) else "end_turn"
                 view.turn_ended(stop)
@@ -446,7 +473,9 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
             elif kind == "error":
                 if timed_out:  # the agent ignored the cancel and was stopped
                     view.turn_ended(None)
+                    mirror.unsaved = message.get("verdicts") or []
                     return "cancelled", False, True
+                reported_unsaved(message.get("verdicts"), ending_well=False)
                 raise HostReported(str(message.get("message")), int(message.get("exit") or 1), hint=message.get("hint"))
     finally:
         for sig, handler in previous.items():
@@ -533,10 +562,17 @@ def _elicit(run: Invocation, mirror: Mirror, view: Any, params: Any, agent: Any 
     return settled
 
 
-def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: str) -> tuple[bool, dict[str, Any] | None]:
+#: How long ``stop`` waits, after the host said it is stopping, to hear what it could not save.
+_STORED_WAIT = 10.0
+
+
+def _exchange(
+    session_id: str, role: str, said: list[dict[str, Any]], wanted: str, *, then: str | None = None
+) -> tuple[bool, dict[str, Any] | None]:
     """Say ``said`` to ``session_id``'s host as a ``role`` client and wait up to 5 s for its
     ``wanted`` message: whether a host answered the connection, and that message (None if it
-    did not come)."""
+    did not come). With ``then``, once ``wanted`` came, wait up to :data:`_STORED_WAIT` for
+    that message instead (None if it did not come)."""
     import time
 
     try:
@@ -551,8 +587,10 @@ def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: st
             answer = channel.receive(timeout=left)
             if answer is None:
                 break
-            if answer["t"] == wanted:
+            if answer["t"] == wanted and then is None:
                 return True, answer
+            if answer["t"] == wanted and then is not None:
+                wanted, then, deadline = then, None, time.monotonic() + _STORED_WAIT
     except ChannelClosed:
         pass
     finally:
@@ -560,9 +598,13 @@ def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: st
     return True, None
 
 
-def stop_host(session_id: str) -> bool:
-    """Ask ``session_id``'s host to end; False when it was not running."""
-    running, _ = _exchange(session_id, "stop", [{"t": "stop"}], "stopping")
+def stop_host(session_id: str, unsaved: list[dict[str, Any]] | None = None) -> bool:
+    """Ask ``session_id``'s host to end; False when it was not running. With ``unsaved``,
+    wait for the host to say what it could not save (a full disk: the updates it held in
+    memory are lost with it) and add that to the list (the exit code and line of each)."""
+    running, answer = _exchange(session_id, "stop", [{"t": "stop"}], "stopping", then="stored" if unsaved is not None else None)
+    if unsaved is not None and answer is not None and answer.get("t") == "stored":
+        unsaved.extend(v for v in answer.get("verdicts") or [] if isinstance(v, dict))
     return running
 
 

@@ -192,6 +192,9 @@ class HostedLink:
             if isinstance(failure, str):
                 self._say(f"the other terminal's turn failed: {failure}")
         elif kind in ("end", "error", "withdrawn"):
+            for unsaved in message.get("verdicts") or []:  # a full disk: the REPL goes on, as without a host
+                if isinstance(unsaved, dict):
+                    self._say(f"warning: {unsaved.get('message')}; the host keeps it in memory and tries the disk again")
             if self._turn is not None:
                 self._turn[1].append(message)
                 self._turn[0].set()

@@ -178,6 +178,9 @@ class Host:
         self.turns_run = 0
         self.index: Any = None  # the host's index, once open
         self._tasks: Any = None  # the serving task group, for background work
+        #: The clients that asked the host to stop: told what could not be saved, at the end.
+        self.stoppers: list[Client] = []
+        self.unsaved_told = 0  # of the index's unsaved updates, those a client was told of
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -293,6 +296,7 @@ class Host:
             elif kind == "status":
                 client.post({"t": "status", **self.status()})
             elif kind == "stop":
+                self.stoppers.append(client)  # told at the end what could not be saved
                 client.post({"t": "stopping"})
                 self.stopping.set()
                 self.wakeup.set()
@@ -618,6 +622,7 @@ class Host:
 
                 tg.start_soon(accept)
                 await self._turns(conversation, inputs)
+                await self._tell_stoppers(conversation)
                 await self._say_goodbye()
                 tg.cancel_scope.cancel()
         finally:
@@ -659,13 +664,71 @@ class Host:
                     continue
                 await self._run_turn(conversation, inputs, turn)
                 continue
-            if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive:
+            unsaved = self._holds_unsaved(conversation)  # the disk is tried again meanwhile
+            if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive and not unsaved:
                 log.info("no turn and no client for %.0f s: ending", self.keep_alive)
                 return
             self.wakeup = anyio.Event()
-            wait = self.keep_alive - (time.monotonic() - self.last_activity) if not self.clients else math.inf
+            wait = self.keep_alive - (time.monotonic() - self.last_activity) if not self.clients and not unsaved else math.inf
             with anyio.move_on_after(min(max(wait, 0.05), 1.0)):  # and look at the agent each second
                 await self.wakeup.wait()
+
+    def _holds_unsaved(self, conversation: Conversation) -> bool:
+        """Between turns: the index is in memory after a storage failure (what it holds is
+        on no disk). The disk is tried again when due; until it takes what memory holds, the
+        host outlives its keep-alive rather than drop it (``stop`` says what is lost)."""
+        from acpcli.history.guarded import SafeIndex
+
+        index = conversation.index
+        if not isinstance(index, SafeIndex) or not index.in_memory:
+            return False
+        index.may_write()  # writes it back when the disk is due for a try and takes it
+        return index.in_memory
+
+    async def _tell_stoppers(self, conversation: Conversation) -> None:
+        """Ending on ``stop``: what the host holds that could not be saved is tried on the
+        disk once more, and each client that asked for the stop is told what is lost
+        (``stored`` with its exit code and line; none when all is saved) before the
+        connections close."""
+        if not self.stoppers:
+            return
+        from acpcli.history.guarded import SafeIndex, unsaved_error
+
+        verdicts: list[dict[str, Any]] = []
+        index = conversation.index
+        if isinstance(index, SafeIndex):
+            conversation.writer.flush()
+            index.retry_disk()
+            if index.in_memory or _unsaved_count(index) > self.unsaved_told:
+                error = unsaved_error(index)
+                if error is not None:
+                    log.error("stopped with what could not be saved: %s", error.message)
+                    verdicts.append(_error(error))
+        for client in self.stoppers:
+            client.post({"t": "stored", "verdicts": verdicts})
+            client.outbox.close()  # its pump sends it, then lets the client go
+        with anyio.move_on_after(2.0):
+            while any(not client.gone.is_set() for client in self.stoppers):  # noqa: ASYNC110 - a few pumps draining
+                await anyio.sleep(0.02)
+
+    def _unsaved(self, index: Any, before: int) -> list[dict[str, Any]]:
+        """After a turn: what of it could not be saved, as the client reports it (its exit
+        code and line, as without a host: :func:`~acpcli.history.guarded.unsaved_error`).
+        The disk is tried again first: what memory holds since an earlier failure is written
+        back when it can be. Said when the turn's updates are not on the disk (the index is
+        in memory) or the turn cost updates; [] when all is saved."""
+        from acpcli.history.guarded import SafeIndex, unsaved_error
+
+        if not isinstance(index, SafeIndex):
+            return []
+        index.retry_disk()
+        if not index.in_memory and _unsaved_count(index) <= before:
+            return []
+        error = unsaved_error(index)
+        if error is None:
+            return []
+        self.unsaved_told = _unsaved_count(index)
+        return [_error(error)]
 
     async def _run_turn(self, conversation: Conversation, inputs: Any, turn: Turn) -> None:
         from acpcli.api.frontends import late_updates_possible
@@ -685,6 +748,7 @@ class Host:
             self.current = None
             self.touch()
             return
+        unsaved_before = _unsaved_count(conversation.index)
         # what the client's own store cannot know from this turn's updates alone
         client.post({"t": "start", "title": live.store.title or _recorded_title(conversation.index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
@@ -707,15 +771,19 @@ class Host:
                 client.post({"t": "note", "text": f"acpcli: warning: {warning}"})
             # "late": the agent may still say something of this turn (a one-shot client waits a moment)
             late = client.lingering = late_updates_possible(link, live, stop)
-            client.post({"t": "end", "stop": stop, "interrupted": live.interrupted, "late": late})
+            client.post({
+                "t": "end", "stop": stop, "interrupted": live.interrupted, "late": late,
+                "verdicts": self._unsaved(conversation.index, unsaved_before),
+            })
             self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
             log.info("turn failed: %s", err)
             conversation.title_from_prompt()  # a failed first prompt still titles the session
-            client.post(_error(err))
-            self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
             if live.recorder is not None:
                 live.recorder.flush()
+            # what was not saved: a warning line beside the error, as without a host
+            client.post({**_error(err), "verdicts": self._unsaved(conversation.index, unsaved_before)})
+            self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
         finally:
             if live.recorder is not None:
                 live.recorder.flush()  # the turn's events are in before the next writer's
@@ -724,6 +792,11 @@ class Host:
             self.current = None
             live.interrupted = False
             self.touch()
+
+
+def _unsaved_count(index: Any) -> int:
+    """Session updates the index could not save so far (0 for an index that never fails)."""
+    return int(getattr(index, "lost", 0) or 0)
 
 
 def _name_log(path: Any, session_id: str) -> None:
