@@ -105,6 +105,7 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
     from acpcli.config import step_timeout
     from acpcli.paths import open_private
 
+    address.socket_dir()  # run/ (and the socket's directory) usable, before any agent starts
     if spec["session_id"]:
         log = host_log(spec["session_id"])
     else:  # a new session's: its own file, renamed by the host once the agent names the session
@@ -112,7 +113,11 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
 
         log = host_log(f"new-{secrets.token_hex(6)}")
         spec = {**spec, "log": str(log)}
-    with open_private(log, "ab") as stderr:
+    try:
+        stderr = open_private(log, "ab")
+    except OSError as err:  # a read-only home, logs/ that is a file…
+        raise address.unusable(log, err) from None
+    with stderr:
         process = subprocess.Popen(
             [sys.executable, "-I", "-m", "acpcli.host"],
             stdin=subprocess.PIPE,
@@ -136,11 +141,15 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
         process.stdout.close()
     if not line:
         process.terminate()  # silent past the limit: not a host anyone can use
-        code = process.poll()
+        try:
+            code: int | str | None = process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = "none yet"
         return {
             "t": "error",
             "exit": 1,
             "message": f"the session host could not start (exit {code}); its log: {log}",
+            "hint": address.NO_HOST_HINT,
         }
     try:
         answer = json.loads(line)

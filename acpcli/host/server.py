@@ -605,12 +605,11 @@ class Host:
         )
 
     async def _serve(self, conversation: Conversation, inputs: Any, report: Any) -> int:
-        path = address.socket_path(self.session_id)
+        path = address.clear_socket(self.session_id)  # stale: we hold the host lock, so no live host listens there
         try:
-            path.unlink()  # stale: we hold the host lock, so no live host listens there
-        except FileNotFoundError:
-            pass
-        listener = await anyio.create_unix_listener(path, mode=0o600)
+            listener = await anyio.create_unix_listener(path, mode=0o600)
+        except OSError as err:
+            raise address.unusable(path, err) from None
         try:
             report({"t": "ready", **self.status()})
             async with anyio.create_task_group() as tg:
@@ -972,7 +971,15 @@ def main() -> int:
         return int(ExitCode.USAGE)
     host = Host(spec)
     if session_id is not None:  # a new session's lock is taken once the agent names it
-        host.lock = address.take_host_lock(session_id)
+        try:
+            host.lock = address.take_host_lock(session_id)
+            if host.lock is not None:
+                address.clear_socket(session_id)  # before the agent starts: nothing in the way
+        except AcpcliError as err:  # a read-only home, a directory where the lock goes…
+            report(_error(err))
+            if host.lock is not None:
+                host.lock.release()
+            return int(err.exit_code)
         if host.lock is None:
             report({"t": "exists"})
             return 0
