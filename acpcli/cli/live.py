@@ -107,7 +107,6 @@ def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
 def _say_unsaved(unsaved: list[dict[str, object]]) -> int:
     """What a stopped host could not save (it held it in memory after a storage failure):
     its line, and its exit code (0 when there is none)."""
-    from acpcli.cli import report
     from acpcli.errors import HostReported
 
     code = 0
@@ -118,7 +117,9 @@ def _say_unsaved(unsaved: list[dict[str, object]]) -> int:
             str(verdict.get("message")), exit_code if isinstance(exit_code, int) else 1,
             hint=hint if isinstance(hint, str) else None,
         )
-        report(error)
+        typer.echo(f"acpcli: error: {error.message}", err=True)  # as acpcli.cli.report words it
+        if error.hint:
+            typer.echo(f"acpcli: hint: {error.hint}", err=True)
         code = code or int(error.exit_code)
     return code
 
