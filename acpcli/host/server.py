@@ -55,6 +55,7 @@ import anyio
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
 from acpcli.host import address
 from acpcli.host.channel import Channel, ChannelClosed, same_user
+from acpcli.host.hostlog import HostLog
 
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
@@ -807,6 +808,8 @@ def _name_log(path: Any, session_id: str) -> None:
     try:
         if not target.exists():
             os.rename(path, target)
+            if _LOG is not None:
+                _LOG.renamed(target)  # its cap rotates it under the new name
     except OSError as err:
         log.warning("the log keeps its name %s: %s", path, err)
 
@@ -863,8 +866,9 @@ def _names(entries: Any) -> set[str]:
     return set()
 
 
-#: The host log's formatter, made by :func:`main`.
+#: The host log's formatter and handler, made by :func:`main`.
 _MASK: Masking | None = None
+_LOG: HostLog | None = None
 
 
 def _asked_title(params: dict[str, Any]) -> str:
@@ -940,9 +944,9 @@ def _options(raw: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     """``python -I -m acpcli.host``: read the spec, take the lock, serve. The one line of
     stdout says how it went; the exit code is for the log."""
-    global _MASK
+    global _MASK, _LOG
     _MASK = Masking("%(asctime)s %(name)s %(levelname)s %(message)s")
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _LOG = HostLog(sys.stderr)  # capped, repeats left out (acpcli.host.hostlog)
     handler.setFormatter(_MASK)
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -969,6 +973,7 @@ def main() -> int:
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         report({"t": "error", "exit": int(ExitCode.USAGE), "message": f"the host was started without a spec: {err}"})
         return int(ExitCode.USAGE)
+    handler.use_file(spec.get("log") or (address.host_log(session_id) if session_id is not None else None))
     host = Host(spec)
     if session_id is not None:  # a new session's lock is taken once the agent names it
         try:
