@@ -44,6 +44,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import time
 from collections import deque
@@ -817,16 +818,21 @@ def _name_log(path: Any, session_id: str) -> None:
 class Masking(logging.Formatter):
     """The host log's formatter: secrets never reach the log unmasked. Masked wherever they
     appear: the values of the environment variables whose names look secret
-    (:func:`acpcli.wire.redact.secret_name`: the agent's API keys), and what
-    :func:`acpcli.wire.redact.redact_server` masks of the session's MCP servers (env and header
-    values, secret arguments, URL credentials)."""
+    (:func:`acpcli.wire.redact.secret_name`: the agent's API keys; not ``PWD``, the working
+    directory), what :func:`acpcli.wire.redact.redact_server` masks of the session's MCP
+    servers (env and header values, secret arguments, URL credentials) -- and of their URLs
+    the parts on their own too (the password of ``user:password@``, a bare ``token@``, secret
+    query values, as written and percent-decoded), since a message may quote them apart from the
+    URL -- and the user-info of any URL in a record (``https://***@host/…``), as the wire log
+    has it."""
 
     def __init__(self, fmt: str) -> None:
         super().__init__(fmt)
         from acpcli.wire.redact import secret_name
 
         self.secrets: set[str] = {
-            value for name, value in os.environ.items() if secret_name(name) and len(value) >= 4
+            value for name, value in os.environ.items()
+            if secret_name(name) and name not in _NOT_SECRET and len(value) >= 4
         }
 
     def learn_servers(self, servers: Any) -> None:
@@ -835,7 +841,9 @@ class Masking(logging.Formatter):
         for server in servers or []:
             if isinstance(server, dict):
                 masked = set(_strings(redact_server(server)))
-                self.secrets.update(s for s in _strings(server) if s not in masked and len(s) >= 4)
+                for text in _strings(server):
+                    if text not in masked:
+                        self.secrets.update(s for s in (text, *_url_secrets(text)) if len(s) >= 4)
                 for entries in (server.get("env"), server.get("headers")):
                     self.secrets.update(s for s in _strings(entries) if len(s) >= 4 and s not in _names(entries))
 
@@ -844,7 +852,38 @@ class Masking(logging.Formatter):
         for secret in sorted(self.secrets, key=len, reverse=True):
             if secret in text:
                 text = text.replace(secret, "***")
-        return text
+        return _USERINFO.sub(r"\1***@", text)
+
+
+#: Environment variables whose names look secret and are not (``PWD`` holds "pwd").
+_NOT_SECRET = frozenset({"PWD", "OLDPWD"})
+#: The user-info of a URL anywhere in a line: ``scheme://USER[:PASSWORD]@``.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]+@")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s]+")
+
+
+def _url_secrets(text: str) -> set[str]:
+    """The secret parts of the URLs in ``text``, each as written and percent-decoded: the
+    user-info (``user:password``), the password, a bare user-info (a token), the values of
+    query and fragment parameters whose names look secret."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    from acpcli.wire.redact import secret_name
+
+    found: set[str] = set()
+    for url in _URL_IN_TEXT.findall(text):
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            continue
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo = netloc.rsplit("@", 1)[0]
+            found.add(userinfo)
+            found.add(userinfo.split(":", 1)[1] if ":" in userinfo else userinfo)
+        for pairs in (parts.query, parts.fragment):
+            found.update(value for name, value in parse_qsl(pairs) if secret_name(name))
+    return found | {unquote(part) for part in found}
 
 
 def _strings(value: Any) -> list[str]:

@@ -112,3 +112,40 @@ def test_repeats_are_let_through_again_after_the_window_saying_how_many_were_lef
     assert repeats.filter(again) and "5 more like this were left out" in again.left_out  # type: ignore[attr-defined]
     assert repeats.left_out() == []
     assert clip("a" * 10, 4) == "aaaa… [6 more characters left out]"
+
+
+def test_url_credentials_of_mcp_servers_are_masked_in_the_host_log_in_every_form(hosts: Cli, tmp_path: Path) -> None:
+    import shlex
+    import sys
+
+    cli = hosts
+    password, encoded, token, key = "hunter2-pass", "p%40ss-w0rd", "tok-9f8e7d6c", "qv-123456"
+    servers = {
+        "web": {"url": f"https://alice:{password}@mcp.example.invalid/mcp?api_key={key}&v=2"},
+        "other": {"url": f"https://bob:{encoded}@second.example.invalid/"},
+        "bare": {"url": f"https://{token}@third.example.invalid/sse"},
+    }
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}))
+    # the agent's last stderr lines (quoted by the host log when it crashes) quote the
+    # credentials apart from the URLs they came in, and a URL acpcli never saw
+    said = [
+        f"retrying https://alice:{password}@mcp.example.invalid/other/path",
+        f"login alice:{password} refused; password {password}",
+        "password p@ss-w0rd (decoded)",
+        f"token {token}, key {key}",
+        "redirected to https://carol:s3cret-elsewhere@fourth.example.invalid/x",
+        "working in $PWD/still-shown",
+    ]
+    echo = "; ".join(f"echo {shlex.quote(line).replace('$PWD', chr(39) + '$PWD' + chr(39))} >&2" for line in said)
+    agent = f"{shlex.quote(sys.executable)} -m acpcli.demo_agent --protocol 2"
+    cmd = f"sh -c {shlex.quote(f'{agent}; {echo}; exit 3')}"
+    sid = cli.ok("new", "--no-repl", "--cmd", cmd, "--mcp-config", str(config), env=LIVE).stdout.strip()
+    crashed = cli.run("prompt", "--session", sid, "crash", env=LIVE)
+    assert crashed.returncode == ExitCode.AGENT_EXITED, crashed.stderr
+    text = address.host_log(sid).read_text()
+    assert "password ***" in text and "token ***" in text, text[-3000:]
+    for secret in (password, encoded, "p@ss-w0rd", token, key, "s3cret-elsewhere"):
+        assert secret not in text, secret
+    assert "https://***@fourth.example.invalid/x" in text
+    assert f"{cli.cwd}/still-shown" in text  # the working directory is no secret ($PWD)
