@@ -338,7 +338,7 @@ def prompt(
         channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
         channel.send({
             "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
-            "raw": run.raw,
+            "raw": run.raw, "log_file": _wire_log_path(options),
         })
         stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
     finally:
@@ -358,6 +358,16 @@ def prompt(
         raise
     reported_unsaved(mirror.unsaved, ending_well=True)
     return code
+
+
+def _wire_log_path(options: Options) -> str | None:
+    """The turn's wire log, as without a host: ``--log-file``, else ``ACPCLI_LOG_FILE``,
+    resolved against this command's working directory (the host opens it: its own is not
+    this one's)."""
+    from acpcli.wire.wiretap import ENV_VAR
+
+    path = os.fspath(options.log_file) if options.log_file is not None else os.environ.get(ENV_VAR) or None
+    return os.path.abspath(os.path.expanduser(path)) if path else None
 
 
 def reported_unsaved(verdicts: Any, *, ending_well: bool) -> None:

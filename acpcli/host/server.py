@@ -103,6 +103,8 @@ class Turn:
     cancelled: bool = False
     wait: bool = True  # False (--no-wait): exit 18 rather than wait for another command's turn
     raw: bool = False  # --raw: the turn's wire frames (redacted) go to its client too
+    log_file: str | None = None  # --log-file of the client's command (absolute): the turn's frames go there
+    wire_log: Any = None  # the WireTap on it, while the turn runs
 
 
 class Tee:
@@ -149,7 +151,11 @@ class FrameTap:
 
     def _frame(self, direction: str, frame: bytes) -> None:
         turn = self.host.current
-        if turn is None or not turn.raw:
+        if turn is None:
+            return
+        if turn.wire_log is not None:  # the turn's own --log-file (redacted by the tap)
+            turn.wire_log.sent(frame) if direction == "send" else turn.wire_log.received(frame)
+        if not turn.raw:
             return
         from acpcli.wire.redact import redact_frame
 
@@ -180,6 +186,7 @@ class Host:
         self.turns_run = 0
         self.index: Any = None  # the host's index, once open
         self._tasks: Any = None  # the serving task group, for background work
+        self.frames: FrameTap | None = None  # the host's wire tap, once the agent is linked
         #: The clients that asked the host to stop: told what could not be saved, at the end.
         self.stoppers: list[Client] = []
         self.unsaved_told = 0  # of the index's unsaved updates, those a client was told of
@@ -281,6 +288,7 @@ class Host:
                     Turn(
                         client, text, [(str(k), str(v)) for k, v in settings], wait=message.get("wait") is not False,
                         raw=message.get("raw") is True,
+                        log_file=message.get("log_file") if isinstance(message.get("log_file"), str) else None,
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -600,11 +608,15 @@ class Host:
             stderr_log=agent_stderr_log(inputs.agent),
             decide_permission=self.decide,
             elicit=self.elicit,
-            tap=FrameTap(self, wire_log),
+            tap=self._frames_tap(wire_log),
             policy=policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=self.spec.get("timeout")),
         )
+
+    def _frames_tap(self, wire_log: Any) -> FrameTap:
+        self.frames = FrameTap(self, wire_log)
+        return self.frames
 
     async def _serve(self, conversation: Conversation, inputs: Any, report: Any) -> int:
         path = address.clear_socket(self.session_id)  # stale: we hold the host lock, so no live host listens there
@@ -674,6 +686,48 @@ class Host:
             with anyio.move_on_after(min(max(wait, 0.05), 1.0)):  # and look at the agent each second
                 await self.wakeup.wait()
 
+    def _turn_log(self, turn: Turn) -> Any:
+        """The wire log of ``turn``'s ``--log-file`` (``ACPCLI_LOG_FILE``), opened now: the
+        path the client's command resolved against its own working directory (the same user:
+        the socket lets no other in). None when it has none, or when it is the file this host
+        logs every frame to already. :class:`~acpcli.errors.OutputError` (exit 17) when it
+        cannot be opened, or :class:`~acpcli.errors.UsageError` for a relative path."""
+        from acpcli.errors import OutputError, UsageError
+        from acpcli.wire.wiretap import WireTap
+
+        if turn.log_file is None:
+            return None
+        if not os.path.isabs(turn.log_file):
+            raise UsageError(f"the host takes an absolute --log-file path, not {turn.log_file!r}")
+        own = self.frames.log if self.frames is not None else None
+        try:
+            if own is not None and os.path.samefile(own.path, turn.log_file):
+                return None
+        except OSError:
+            pass
+        wire_log = WireTap(turn.log_file)
+        try:
+            wire_log.open()
+        except OSError as err:
+            raise OutputError(f"cannot write the wire log {wire_log.path}: {err.strerror or err}") from None
+        return wire_log
+
+    @staticmethod
+    def _logged(turn: Turn) -> list[dict[str, Any]]:
+        """The turn's wire log could not all be written (a full disk): exit 17 and its line,
+        as without a host (``N frames not logged``); [] when it was."""
+        from acpcli.errors import ExitCode
+
+        wire_log = turn.wire_log
+        if wire_log is None:
+            return []
+        wire_log.close()  # what its buffer holds is written now, or counted
+        if wire_log.failure is None:
+            return []
+        lost = wire_log.lost
+        message = f"{wire_log.failure} ({lost} frame{'s' if lost != 1 else ''} not logged)"
+        return [{"t": "error", "exit": int(ExitCode.OUTPUT), "message": message, "hint": None}]
+
     def _holds_unsaved(self, conversation: Conversation) -> bool:
         """Between turns: the index is in memory after a storage failure (what it holds is
         on no disk). The disk is tried again when due; until it takes what memory holds, the
@@ -741,10 +795,19 @@ class Host:
         for other in self.clients:
             other.lingering = False  # what comes from now on is this turn's
         try:
+            turn.wire_log = self._turn_log(turn)
+        except AcpcliError as err:  # refused before the turn starts, as without a host
+            client.post(_error(err))
+            self.current = None
+            self.touch()
+            return
+        try:
             lock = await self._claim(
                 self.session_id, wait=turn.wait, notice=lambda line: client.post({"t": "note", "text": line})
             )
         except AcpcliError as err:  # --no-wait on a session another command is writing
+            if turn.wire_log is not None:
+                turn.wire_log.close()
             client.post(_error(err))
             self.current = None
             self.touch()
@@ -774,7 +837,7 @@ class Host:
             late = client.lingering = late_updates_possible(link, live, stop)
             client.post({
                 "t": "end", "stop": stop, "interrupted": live.interrupted, "late": late,
-                "verdicts": self._unsaved(conversation.index, unsaved_before),
+                "verdicts": self._logged(turn) + self._unsaved(conversation.index, unsaved_before),
             })
             self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
@@ -783,11 +846,14 @@ class Host:
             if live.recorder is not None:
                 live.recorder.flush()
             # what was not saved: a warning line beside the error, as without a host
-            client.post({**_error(err), "verdicts": self._unsaved(conversation.index, unsaved_before)})
+            client.post({**_error(err), "verdicts": self._logged(turn) + self._unsaved(conversation.index, unsaved_before)})
             self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
         finally:
             if live.recorder is not None:
                 live.recorder.flush()  # the turn's events are in before the next writer's
+            if turn.wire_log is not None:
+                turn.wire_log.close()
+                turn.wire_log = None
             lock.release()
             self.turns_run += 1
             self.current = None
