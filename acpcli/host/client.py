@@ -594,9 +594,11 @@ def _exchange(
     that message instead (None if it did not come)."""
     import time
 
+    from acpcli.errors import StorageError
+
     try:
         channel = connect_blocking(str(address.socket_path(session_id)))
-    except OSError:
+    except (OSError, StorageError):  # none there, or no host can be there (run/ unusable)
         return False, None
     try:
         for message in [{"t": "hello", "pid": os.getpid(), "role": role}, *said]:
