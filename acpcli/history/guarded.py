@@ -30,6 +30,10 @@ memory: on the first one :class:`SafeIndex` and its writer
 
 The command ends with :func:`verdict`: :class:`~acpcli.errors.StorageError` (exit 16) when
 something was lost and nothing worse happened, else one warning line beside the other error.
+A live-session host, whose index outlives many turns, asks :func:`unsaved_error` at the end
+of each turn instead (after :meth:`SafeIndex.retry_disk`), and its client ends the turn with
+that code and line; the host says it again to ``acpcli stop`` if memory still holds updates
+then (:mod:`acpcli.host.server`).
 
 What counts as a storage failure: any ``OSError`` and SQLite's "disk full", "read-only",
 "unable to open" and I/O errors. A database that is not a database (corrupt) stays a
