@@ -8,6 +8,7 @@ or host left behind, and ``--keep-alive 0`` then works.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -37,9 +38,7 @@ def assert_no_host(proc: subprocess.CompletedProcess[str], broken: Path) -> None
 def _break(cli: Cli, sid: str, what: str, tmp: Path) -> Path:
     """Break the host file ``what`` of session ``sid``; the path the error must name."""
     run = cli.home / "run"
-    env_home = str(cli.home)
-    # the paths as the command computes them (its ACPCLI_HOME is the test's)
-    assert str(address.home_dir()) == env_home
+    assert address.home_dir() == cli.home  # the paths as the command computes them
     if what == "run-file":
         run.write_text("not a directory\n")
         return run
@@ -48,7 +47,7 @@ def _break(cli: Cli, sid: str, what: str, tmp: Path) -> Path:
         elsewhere.mkdir(mode=0o700)
         run.symlink_to(elsewhere)
         return run
-    if what == "socket-dir":
+    if what == "socket-dir":  # (under the temporary directory when the home's path is long)
         path = address.socket_path(sid)
         path.mkdir(parents=True)
         (path / "inside").write_text("x")
@@ -79,6 +78,8 @@ def test_a_host_file_in_the_way_is_one_line_and_keep_alive_0_still_runs(
     again = cli.ok("prompt", "--session", sid, "--keep-alive", "0", "without a host", env=LIVE)
     assert "without a host" in again.stdout
     cli.trace.assert_all_gone()
+    if what == "socket-dir":
+        shutil.rmtree(broken)
 
 
 @pytest.mark.parametrize("what", ["run-file", "run-link"])
