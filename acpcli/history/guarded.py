@@ -600,6 +600,9 @@ def verdict(index: SafeIndex) -> None:
     if error is None:
         return
     if sys.exc_info()[1] is not None:
-        sys.stderr.write(f"acpcli: warning: {error.message}\n")
+        try:
+            sys.stderr.write(f"acpcli: warning: {error.message}\n")
+        except (OSError, ValueError):  # stderr on the same full disk: the error on its way out stays
+            pass
         return
     raise error

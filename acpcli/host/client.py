@@ -196,20 +196,27 @@ def new_session(options: Options, run: Invocation, *, agent: Any, keep_alive: fl
     from acpcli.errors import ExitCode
     from acpcli.text.safe import safe_line
 
-    session_id = hosted_session(options, run, agent=agent, keep_alive=keep_alive)
+    unsaved: list[dict[str, Any]] = []
+    session_id = hosted_session(options, run, agent=agent, keep_alive=keep_alive, unsaved=unsaved)
     run.env.stdout.write(safe_line(session_id) + "\n")
     run.env.stdout.flush()
+    reported_unsaved(unsaved, ending_well=True)  # made on a full disk: exit 16, as without a host
     return int(ExitCode.OK)
 
 
-def hosted_session(options: Options, run: Invocation, *, agent: Any, keep_alive: float) -> str:
-    """A new session made by a host of its own, which keeps the agent; the session's id."""
+def hosted_session(
+    options: Options, run: Invocation, *, agent: Any, keep_alive: float, unsaved: list[dict[str, Any]] | None = None
+) -> str:
+    """A new session made by a host of its own, which keeps the agent; the session's id.
+    ``unsaved``: a list to add what the host could not save of it to (a full disk)."""
     from acpcli.api.frontends import decider_for
 
     policy = decider_for(run, agent).policy
     answer = start_host(spec_for(None, options, policy, run, keep_alive))
     if answer.get("t") != "ready" or not isinstance(answer.get("session"), str):
         raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
+    if unsaved is not None:
+        unsaved.extend(v for v in answer.get("verdicts") or [] if isinstance(v, dict))
     return str(answer["session"])
 
 

@@ -571,14 +571,13 @@ class Host:
                     conversation = Conversation(link, live, index, writer, self.agent_label)
                     return await self._serve(conversation, inputs, report)
             finally:
-                from acpcli.history.guarded import verdict
+                from acpcli.history.guarded import unsaved_error
 
                 writer.close()
                 index.close()
-                try:
-                    verdict(index)
-                except AcpcliError as err:
-                    log.error("%s", err)
+                lost = unsaved_error(index)  # to the log (stderr may be a full disk's file)
+                if lost is not None:
+                    log.error("%s", lost)
 
         return await supervisor.run(main)
 
@@ -625,7 +624,8 @@ class Host:
         except OSError as err:
             raise address.unusable(path, err) from None
         try:
-            report({"t": "ready", **self.status()})
+            # a session made or loaded on a full disk: said as without a host (exit 16)
+            report({"t": "ready", **self.status(), "verdicts": self._unsaved(conversation.index, 0)})
             async with anyio.create_task_group() as tg:
                 self._tasks = tg
 

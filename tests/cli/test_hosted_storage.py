@@ -166,3 +166,48 @@ def test_a_host_holding_unsaved_updates_outlives_its_keep_alive_until_the_disk_t
     shown = _shown(cli)
     assert "the turn the disk refused" in shown
     trace.assert_all_gone()
+
+
+@needs_mount
+@pytest.mark.parametrize("protocol", [2, 1])
+def test_a_live_session_made_on_a_full_disk_says_so_as_without_a_host(cli: Cli, trace: AgentTrace, protocol: int) -> None:
+    """The index is full, the host's own files have room (``run/`` on a disk of its own): the
+    host makes the session in memory; ``new`` prints its id and exits 16 with the line, as
+    ``new --keep-alive 0`` does; ``stop`` says what is lost."""
+    home = cli.home
+    unhosted, hosted, stop = in_namespace(
+        cli,
+        f"mount -t tmpfs -o size=2m tmpfs {home}; mkdir -m 700 {home}/run {home}/logs; "
+        f"mount -t tmpfs -o size=1m,mode=700 tmpfs {home}/run; mount -t tmpfs -o size=1m,mode=700 tmpfs {home}/logs",
+        ["sessions"],
+        _fill(cli, "4k"),
+        ["new", "--no-repl", "--keep-alive", "0", "--cmd", trace.demo_cmd(protocol=protocol)],
+        ["new", "--no-repl", "--keep-alive", "300", "--cmd", trace.demo_cmd(protocol=protocol)],
+        ["stop", "--all"],
+    )[1:]
+    for made in (unhosted, hosted):
+        assert made.returncode == ExitCode.STORAGE, made.stderr
+        assert re.fullmatch(r"demo-[0-9a-f]{32}\n", made.stdout), made.stdout
+        (line,) = error_lines(made.stderr)
+        assert line.startswith(f"acpcli: error: cannot save sessions to {home / 'acpcli.db'}: "), line
+    assert stop.returncode == ExitCode.STORAGE, stop.stderr
+    trace.assert_all_gone()
+
+
+@needs_mount
+def test_a_host_on_a_disk_too_full_for_its_lock_is_one_line_and_its_log_does_not_fail_it(cli: Cli, trace: AgentTrace) -> None:
+    """Everything full (the host log too): the host cannot write its lock (exit 16, one line,
+    the --keep-alive 0 hint), and its end is not a "session host failed: OSError" because
+    its last words could not be written to its log."""
+    (made,) = in_namespace(
+        cli,
+        f"mount -t tmpfs -o size=2m tmpfs {cli.home}; {_fill(cli, '4k')}",
+        ["new", "--no-repl", "--keep-alive", "300", "--cmd", trace.demo_cmd(protocol=2)],
+    )
+    assert made.returncode == ExitCode.STORAGE, made.stderr
+    assert not any(mark in made.stderr for mark in TRACEBACK_MARKS), made.stderr
+    error, hint = made.stderr.splitlines()
+    assert error.startswith(f"acpcli: error: the session host cannot use {cli.home}/"), error
+    assert "No space left on device" in error, error
+    assert "--keep-alive 0" in hint, hint
+    trace.assert_all_gone()
