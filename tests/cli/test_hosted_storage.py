@@ -14,10 +14,12 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+import time
 
 import pytest
 
 from acpcli.errors import ExitCode
+from tests.helpers.procs import running
 
 from .conftest import AgentTrace, Cli
 from .test_storage import TRACEBACK_MARKS, assert_unsaved, error_lines, in_namespace, needs_mount
@@ -210,4 +212,41 @@ def test_a_host_on_a_disk_too_full_for_its_lock_is_one_line_and_its_log_does_not
     assert error.startswith(f"acpcli: error: the session host cannot use {cli.home}/"), error
     assert "No space left on device" in error, error
     assert "--keep-alive 0" in hint, hint
+    trace.assert_all_gone()
+
+
+@needs_mount
+def test_the_repl_over_a_host_says_after_a_turn_what_could_not_be_saved_and_goes_on(cli: Cli, trace: AgentTrace) -> None:
+    """The interactive ``new`` over a host, the index's disk full (the host's own files on a
+    disk of their own): each turn's answer and the line saying what could not be saved; the
+    REPL goes on. Ctrl-D leaves it; ``stop`` then says what the host could not save."""
+    from .pty import CTRL_D, Pty
+    from .pty import REPLY as SHOWN
+
+    home = cli.home
+    setup = (
+        f"mount -t tmpfs -o size=2m tmpfs {home}; mkdir -m 700 {home}/run {home}/logs; "
+        f"mount -t tmpfs -o size=1m,mode=700 tmpfs {home}/run; mount -t tmpfs -o size=1m,mode=700 tmpfs {home}/logs; "
+        f"{_fill(cli, '4k')}; "
+    )
+    repl_args = cli.argv("new", "--cmd", trace.demo_cmd(protocol=1), "--keep-alive", "300", "--permissions", "allow")
+    then = f"{shlex.join(repl_args)}; echo REPL-EXIT=$?; {shlex.join(cli.argv('stop', '--all'))}; echo STOP-EXIT=$?"
+    repl = Pty(["unshare", "-m", "sh", "-c", setup + then], cli.cwd, width=400)  # the line whole
+    try:
+        repl.expect("/help for commands")
+        repl.prompt()
+        for text in ("first on a full disk", "second on a full disk"):
+            repl.say(text)
+            repl.expect(SHOWN)
+            repl.expect(r"warning: cannot save sessions to \S+acpcli\.db: \S.* session updates? not saved\)")
+            repl.prompt()
+        repl.child.send(CTRL_D)
+        repl.expect("REPL-EXIT=0")
+        repl.expect(r"acpcli: error: cannot save sessions to \S+acpcli\.db: .* session updates? not saved\)")
+        repl.expect("STOP-EXIT=16")
+    finally:
+        repl.kill()
+    deadline = time.monotonic() + 20
+    while any(running(pid) for pid in trace.pids()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     trace.assert_all_gone()
