@@ -70,12 +70,15 @@ def test_repeated_failures_of_a_bad_client_are_left_out_after_a_few(hosts: Cli) 
     log, _ = _logs(cli, sid)
     text = log.read_text()
     failed = [line for line in text.splitlines() if " turn failed: " in line]
-    assert 0 < len(failed) <= REPEATS, text[-3000:]
-    assert "more like this in the next" in failed[-1], failed[-1]
-    assert text.count("could not be handled") <= REPEATS, text[-3000:]
+    assert 0 < len(failed) <= 2 * REPEATS, text[-3000:]  # (two windows at most, on a slow machine)
+    assert any("more like this in the next" in line for line in failed), failed
+    assert text.count("could not be handled") <= 2 * REPEATS, text[-3000:]
     cli.run("stop", sid)
-    left = re.findall(r"(\d+) more records like 'turn failed: %s' were left out", log.read_text())
-    assert left and int(left[0]) == count - len(failed), log.read_text()[-2000:]
+    text = log.read_text()
+    # every failed turn is either a line or counted as left out
+    counted = [int(n) for n in re.findall(r"\[(\d+) more like this were left out", "\n".join(failed))]
+    counted += [int(n) for n in re.findall(r"(\d+) more records like 'turn failed: %s' were left out", text)]
+    assert counted and len(failed) + sum(counted) == count, text[-2000:]
 
 
 def test_the_host_log_is_capped_and_rotated_as_the_agents_stderr_log(hosts: Cli) -> None:
