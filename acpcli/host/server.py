@@ -45,6 +45,7 @@ import logging
 import math
 import os
 import re
+import stat
 import sys
 import time
 from collections import deque
@@ -705,6 +706,15 @@ class Host:
                 return None
         except OSError:
             pass
+        try:
+            kind = os.stat(turn.log_file).st_mode
+        except OSError:
+            kind = 0  # made by the open below
+        if stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind):  # its reader would hold every client's turn up
+            raise OutputError(
+                f"cannot write the wire log {turn.log_file}: a FIFO or socket, which the session host does not wait on",
+                hint=address.NO_HOST_HINT,
+            )
         wire_log = WireTap(turn.log_file)
         try:
             wire_log.open()

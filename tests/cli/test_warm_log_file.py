@@ -79,3 +79,18 @@ def test_a_warm_log_file_on_a_full_disk_exits_17_and_the_turn_is_stored(hosts: C
     assert ours[0].startswith("acpcli: error: cannot write the wire log /dev/full: No space left on device ("), ours[0]
     assert ours[0].endswith(" frames not logged)"), ours[0]
     assert "full log" in cli.show(sid)
+
+
+def test_a_warm_log_file_that_is_a_fifo_is_refused_and_the_host_keeps_serving(hosts: Cli, tmp_path: Path) -> None:  # noqa: F811
+    """The host never waits on a FIFO's reader (every client's turn would wait with it)."""
+    import os
+
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=2), env=LIVE).stdout.strip()
+    fifo = tmp_path / "a-fifo"
+    os.mkfifo(fifo)
+    proc = cli.run("prompt", "--session", sid, "--log-file", str(fifo), "never sent", env=LIVE)
+    message = error_line(proc, ExitCode.OUTPUT)
+    assert message.startswith(f"cannot write the wire log {fifo}: a FIFO"), message
+    assert "served after" in cli.ok("prompt", "--session", sid, "served after", env=LIVE).stdout
+    assert "never sent" not in cli.show(sid)
