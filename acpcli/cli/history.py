@@ -477,7 +477,7 @@ def _stop_idle_hosts(env: Environment, records: list[SessionRecord]) -> None:
     for session_id in sorted(live):
         said = status(session_id)
         if said is not None and not said.get("busy"):
-            stopped = stop_quietly(session_id, "rm")
+            stopped = stop_quietly(session_id, why="rm")
             if stopped is not None:
                 env.note(f"stopped the live session's host (pid {stopped[0]}) of {shown_id(session_id)}")
 

@@ -90,8 +90,10 @@ def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
             typer.echo("no live sessions", err=True)
     else:
         ids = [_resolve(sid) for sid in session_ids]
+    code = int(ExitCode.OK)
     for sid in ids:
-        stopped = stop_quietly(sid)
+        unsaved: list[dict[str, object]] = []
+        stopped = stop_quietly(sid, unsaved)
         if stopped is None:
             typer.echo(f"{safe_line(sid)}: not live (no host)", err=True)
             continue
@@ -100,19 +102,43 @@ def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
             typer.echo(f"{safe_line(sid)}: the host (pid {pid}) did not stop", err=True)
             return int(ExitCode.FAILURE)
         typer.echo(f"stopped {safe_line(sid)} (host pid {pid})", err=True)
-    return int(ExitCode.OK)
+        code = _say_unsaved(unsaved) or code
+    return code
 
 
-def stop_quietly(session_id: str, why: str = "stop") -> tuple[int, bool] | None:
+def _say_unsaved(unsaved: list[dict[str, object]]) -> int:
+    """What a stopped host could not save (it held it in memory after a storage failure):
+    its line, and its exit code (0 when there is none)."""
+    from acpcli.errors import HostReported
+
+    code = 0
+    for verdict in unsaved:
+        exit_code = verdict.get("exit")
+        hint = verdict.get("hint")
+        error = HostReported(
+            str(verdict.get("message")), exit_code if isinstance(exit_code, int) else 1,
+            hint=hint if isinstance(hint, str) else None,
+        )
+        typer.echo(f"acpcli: error: {error.message}", err=True)  # as acpcli.cli.report words it
+        if error.hint:
+            typer.echo(f"acpcli: hint: {error.hint}", err=True)
+        code = code or int(error.exit_code)
+    return code
+
+
+def stop_quietly(
+    session_id: str, unsaved: list[dict[str, object]] | None = None, why: str = "stop"
+) -> tuple[int, bool] | None:
     """Stop ``session_id``'s host, if one runs, and wait for it to be gone (SIGTERM past half
-    the wait): its pid and whether it is gone (None: there was no host)."""
+    the wait): its pid and whether it is gone (None: there was no host). ``unsaved``: a list
+    to add what the host could not save to (:func:`acpcli.host.client.stop_host`)."""
     from acpcli.host import address
     from acpcli.host.client import stop_host
 
     info = address.holder(address.lock_path(session_id))
     if info is None:
         return None
-    stop_host(session_id, why)
+    stop_host(session_id, why, unsaved)
     return info.pid, _wait_gone(info)
 
 

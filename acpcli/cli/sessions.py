@@ -400,7 +400,7 @@ def _stop_host_of(session_id: str, invocation: Invocation) -> None:
         return  # commands.close says so
     from acpcli.cli.live import stop_quietly
 
-    stopped = stop_quietly(full_id, "close")
+    stopped = stop_quietly(full_id, why="close")
     if stopped is not None:
         invocation.say(f"acpcli: stopped the live session's host (pid {stopped[0]})")
 

@@ -30,6 +30,10 @@ memory: on the first one :class:`SafeIndex` and its writer
 
 The command ends with :func:`verdict`: :class:`~acpcli.errors.StorageError` (exit 16) when
 something was lost and nothing worse happened, else one warning line beside the other error.
+A live-session host, whose index outlives many turns, asks :func:`unsaved_error` at the end
+of each turn instead (after :meth:`SafeIndex.retry_disk`), and its client ends the turn with
+that code and line; the host says it again to ``acpcli stop`` if memory still holds updates
+then (:mod:`acpcli.host.server`).
 
 What counts as a storage failure: any ``OSError`` and SQLite's "disk full", "read-only",
 "unable to open" and I/O errors. A database that is not a database (corrupt) stays a
@@ -183,6 +187,13 @@ class SafeIndex(Index):
         self._kept_sessions.clear()
         for operation in kept:
             self._guarded(operation)
+
+    def retry_disk(self) -> None:
+        """In memory after a storage failure: try the disk now, whatever the schedule (a
+        live-session host at the end of each turn and when it is stopped)."""
+        if self.in_memory:
+            self._next_disk_try = 0.0
+            self._try_disk()
 
     def _try_disk(self) -> None:
         """In memory after a storage failure: when due, open the disk again and write back
@@ -555,11 +566,12 @@ def open_index(on_failure: Callable[[str], None] | None = None) -> SafeIndex:
     return index
 
 
-def verdict(index: SafeIndex) -> None:
-    """At the end of a command: :class:`DatabaseLocked` (exit 18) if a lock cost updates,
-    else :class:`StorageError` (exit 16) if a storage failure did (or the disk never came
-    back), when the command is otherwise ending well; a warning line if another error is on
-    its way out."""
+def unsaved_error(index: SafeIndex) -> AcpcliError | None:
+    """What :func:`verdict` raises for ``index``, or None when everything reached the disk:
+    :class:`DatabaseLocked` (exit 18) if a lock cost updates, else :class:`StorageError`
+    (exit 16) if a storage failure did (or the disk never came back), or
+    :class:`~acpcli.errors.DamagedState` (exit 19) when the file is damaged rather than full.
+    The live-session host asks this at the end of each turn and when it is stopped."""
     error: StorageError
     if index.lock_failure is not None:
         message = index.lock_failure
@@ -572,13 +584,25 @@ def verdict(index: SafeIndex) -> None:
             message += f" ({index.lost} session update{'s' if index.lost != 1 else ''} not saved)"
         error = StorageError(message)
     else:
-        return
-    if sys.exc_info()[1] is not None:
-        sys.stderr.write(f"acpcli: warning: {error.message}\n")
-        return
+        return None
     if index.damaged and not isinstance(error, DatabaseLocked):
         from acpcli.errors import DamagedState
         from acpcli.history.damage import DOCTOR_HINT
 
-        raise DamagedState(error.message, hint=DOCTOR_HINT)  # exit 19: the file is damaged, not full
+        return DamagedState(error.message, hint=DOCTOR_HINT)  # exit 19: the file is damaged, not full
+    return error
+
+
+def verdict(index: SafeIndex) -> None:
+    """At the end of a command: :func:`unsaved_error` raised when the command is otherwise
+    ending well; a warning line if another error is on its way out."""
+    error = unsaved_error(index)
+    if error is None:
+        return
+    if sys.exc_info()[1] is not None:
+        try:
+            sys.stderr.write(f"acpcli: warning: {error.message}\n")
+        except (OSError, ValueError):  # stderr on the same full disk: the error on its way out stays
+            pass
+        return
     raise error

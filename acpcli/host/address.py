@@ -14,12 +14,16 @@ Every host has, under :func:`run_dir` (``ACPCLI_HOME/run``, 0700):
 
 ``<key>`` is the session's local id when it is a short plain name (a UUID, ``demo-…``), else a
 digest of it: ids come from agents and may hold anything.
+
+A file or directory here that cannot be made or used (a read-only ``ACPCLI_HOME``, ``run/``
+that is a file or a link, a directory where a lock or socket goes) is one line, exit 16
+(:func:`unusable`), with the hint to run without a host (``--keep-alive 0``): never a
+traceback, never a host that dies without a word.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -29,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from acpcli.errors import StorageError
 from acpcli.paths import ensure_dir, home_dir
 
 #: Longest socket path the platforms take (108 on Linux, 104 on macOS, with the NUL).
@@ -87,15 +92,69 @@ def start_path(session_id: str) -> Path:
     return run_dir() / f"{key(session_id)}.start"
 
 
+#: What a command that needs a host and cannot have one is told to do instead.
+NO_HOST_HINT = "run it without a live-session host, --keep-alive 0 (the agent then lives as long as the command)"
+
+
+def unusable(path: str | os.PathLike[str], reason: str | OSError) -> StorageError:
+    """The one line (exit 16, :class:`~acpcli.errors.StorageError`) of a host file or
+    directory that cannot be made or used: a read-only ``ACPCLI_HOME``, ``run/`` that is a
+    file or a link, a directory where a socket or a lock goes."""
+    if isinstance(reason, OSError):
+        reason = reason.strerror or str(reason)
+    return StorageError(f"the session host cannot use {os.fspath(path)}: {reason}", hint=NO_HOST_HINT)
+
+
 def _private_dir(path: Path) -> Path:
-    """``path`` created 0700, and refused unless it is a directory of this user's that no one
-    else can enter (a socket there is then reachable by this user only)."""
-    ensure_dir(path)
-    info = os.lstat(path)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise PermissionError(errno.EACCES, "not a private directory of this user's", str(path))
+    """``path`` created 0700, and refused (:func:`unusable`) unless it is a directory of this
+    user's that no one else can enter (a socket there is then reachable by this user only)."""
+    try:
+        ensure_dir(path)
+        info = os.lstat(path)
+    except OSError as err:
+        raise unusable(path, err) from None
+    if stat.S_ISLNK(info.st_mode):
+        raise unusable(path, "a symbolic link, not a directory of this user's")
+    if not stat.S_ISDIR(info.st_mode):
+        raise unusable(path, "not a directory")
+    if info.st_uid != os.getuid():
+        raise unusable(path, "a directory of another user's")
     if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o700)
+        try:
+            os.chmod(path, 0o700)
+        except OSError as err:
+            raise unusable(path, err) from None
+    return path
+
+
+def _open_file(path: Path) -> int:
+    """``path`` opened read-write (created 0600): a lock; :func:`unusable` when it cannot be
+    (a directory in its place, a read-only home)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as err:
+        raise unusable(path, err) from None
+
+
+def clear_socket(session_id: str) -> Path:
+    """The host's socket path, with what a dead host left there removed (the caller holds
+    the host lock, so nothing listens there); :func:`unusable` when something else is in
+    the way (a directory)."""
+    path = socket_path(session_id)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as err:
+        raise unusable(path, err) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise unusable(path, "a directory where the socket goes")
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        raise unusable(path, err) from None
     return path
 
 
@@ -117,7 +176,7 @@ def take_host_lock(session_id: str) -> HostLock | None:
     another host holds it."""
     path = lock_path(session_id)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = _open_file(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -132,8 +191,12 @@ def take_host_lock(session_id: str) -> HostLock | None:
         except FileNotFoundError:
             os.close(fd)
             continue
-        os.ftruncate(fd, 0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "session": session_id}).encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid(), "session": session_id}).encode())
+        except OSError as err:  # a full disk: a lock nobody can read is no host
+            os.close(fd)
+            raise unusable(path, err) from None
         return HostLock(path, fd)
 
 
@@ -187,7 +250,7 @@ def hosts() -> Iterator[HostInfo]:
 def starting(session_id: str) -> Iterator[None]:
     """Held while a command starts a host for ``session_id`` (blocking): the one that comes
     second finds the first one's host."""
-    fd = os.open(start_path(session_id), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fd = _open_file(start_path(session_id))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

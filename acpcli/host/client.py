@@ -106,6 +106,7 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
     from acpcli.config import step_timeout
     from acpcli.paths import open_private
 
+    address.socket_dir()  # run/ (and the socket's directory) usable, before any agent starts
     if spec["session_id"]:
         log = host_log(spec["session_id"])
     else:  # a new session's: its own file, renamed by the host once the agent names the session
@@ -113,7 +114,11 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
 
         log = host_log(f"new-{secrets.token_hex(6)}")
         spec = {**spec, "log": str(log)}
-    with open_private(log, "ab") as stderr:
+    try:
+        stderr = open_private(log, "ab")
+    except OSError as err:  # a read-only home, logs/ that is a file…
+        raise address.unusable(log, err) from None
+    with stderr:
         process = subprocess.Popen(
             [sys.executable, "-I", "-m", "acpcli.host"],
             stdin=subprocess.PIPE,
@@ -137,11 +142,15 @@ def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
         process.stdout.close()
     if not line:
         process.terminate()  # silent past the limit: not a host anyone can use
-        code = process.poll()
+        try:
+            code: int | str | None = process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = "none yet"
         return {
             "t": "error",
             "exit": 1,
             "message": f"the session host could not start (exit {code}); its log: {log}",
+            "hint": address.NO_HOST_HINT,
         }
     try:
         answer = json.loads(line)
@@ -188,16 +197,21 @@ def new_session(options: Options, run: Invocation, *, agent: Any, keep_alive: fl
     from acpcli.errors import ExitCode, UnprintableId
     from acpcli.text.safe import safe_line
 
-    session_id = hosted_session(options, run, agent=agent, keep_alive=keep_alive)
+    unsaved: list[dict[str, Any]] = []
+    session_id = hosted_session(options, run, agent=agent, keep_alive=keep_alive, unsaved=unsaved)
     if safe_line(session_id) != session_id:
         raise UnprintableId(session_id)
     run.env.stdout.write(session_id + "\n")
     run.env.stdout.flush()
+    reported_unsaved(unsaved, ending_well=True)  # made on a full disk: exit 16, as without a host
     return int(ExitCode.OK)
 
 
-def hosted_session(options: Options, run: Invocation, *, agent: Any, keep_alive: float) -> str:
-    """A new session made by a host of its own, which keeps the agent; the session's id."""
+def hosted_session(
+    options: Options, run: Invocation, *, agent: Any, keep_alive: float, unsaved: list[dict[str, Any]] | None = None
+) -> str:
+    """A new session made by a host of its own, which keeps the agent; the session's id.
+    ``unsaved``: a list to add what the host could not save of it to (a full disk)."""
     from acpcli.api.frontends import decider_for
 
     policy = decider_for(run, agent).policy
@@ -205,6 +219,8 @@ def hosted_session(options: Options, run: Invocation, *, agent: Any, keep_alive:
         answer = start_host(spec_for(None, options, policy, run, keep_alive))
     if answer.get("t") != "ready" or not isinstance(answer.get("session"), str):
         raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
+    if unsaved is not None:
+        unsaved.extend(v for v in answer.get("verdicts") or [] if isinstance(v, dict))
     return str(answer["session"])
 
 
@@ -277,6 +293,8 @@ class Mirror:
         self.session_id = session_id
         self.store = store
         self.sink = sink
+        #: What the host could not save of the turn (its ``end``): :func:`reported_unsaved`.
+        self.unsaved: list[dict[str, Any]] = []
 
     def feed(self, update: Any, frame_text: str | None = None, *, local: bool = False) -> None:
         if not isinstance(update, dict):
@@ -348,7 +366,7 @@ def prompt(
         channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
         channel.send({
             "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
-            "raw": run.raw, "grant": grant_of(decider, run),
+            "raw": run.raw, "grant": grant_of(decider, run), "log_file": _wire_log_path(options),
         })
         stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
     finally:
@@ -358,10 +376,44 @@ def prompt(
             channel.close()  # a turn still running is cancelled by the host: its client left
     from acpcli.api.frontends import said_anything, turn_exit
 
-    return turn_exit(
-        stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
-        said=said_anything(mirror.store.entries),  # the mirror holds this turn only
-    )
+    try:
+        code = turn_exit(
+            stop, run, session_id, interrupted=interrupted, timed_out=timed_out, answered=stop == "cancelled",
+            said=said_anything(mirror.store.entries),  # the mirror holds this turn only
+        )
+    except BaseException:
+        reported_unsaved(mirror.unsaved, ending_well=False)
+        raise
+    reported_unsaved(mirror.unsaved, ending_well=True)
+    return code
+
+
+def _wire_log_path(options: Options) -> str | None:
+    """The turn's wire log, as without a host: ``--log-file``, else ``ACPCLI_LOG_FILE``,
+    resolved against this command's working directory (the host opens it: its own is not
+    this one's)."""
+    from acpcli.wire.wiretap import ENV_VAR
+
+    path = os.fspath(options.log_file) if options.log_file is not None else os.environ.get(ENV_VAR) or None
+    return os.path.abspath(os.path.expanduser(path)) if path else None
+
+
+def reported_unsaved(verdicts: Any, *, ending_well: bool) -> None:
+    """What the host could not save of this command's turn (a full disk, a read-only home:
+    :func:`~acpcli.history.guarded.unsaved_error`), reported as without a host: raised (its
+    exit code and one line) when the command is otherwise ending well, else a warning line
+    beside the error on its way out."""
+    errors = [
+        HostReported(str(v.get("message")), int(v.get("exit") or 1), hint=v.get("hint") if isinstance(v.get("hint"), str) else None)
+        for v in verdicts or [] if isinstance(v, dict)
+    ]
+    if not errors:
+        return
+    first, rest = (errors[0], errors[1:]) if ending_well else (None, errors)
+    for error in rest:
+        sys.stderr.write(f"acpcli: warning: {error.message}\n")
+    if first is not None:
+        raise first
 
 
 def grant_of(decider: Any, run: Invocation) -> dict[str, Any]:
@@ -465,6 +517,7 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 if not note_on_screen(view, str(message.get("text"))):
                     run.say(str(message.get("text")))
             elif kind == "end":
+                mirror.unsaved = message.get("verdicts") or []
                 stop = message.get("stop")
                 stop = stop if isinstance(stop, str) else "end_turn"
                 view.turn_ended(stop)
@@ -476,7 +529,9 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
             elif kind == "error":
                 if timed_out:  # the agent ignored the cancel and was stopped
                     view.turn_ended(None)
+                    mirror.unsaved = message.get("verdicts") or []
                     return "cancelled", False, True
+                reported_unsaved(message.get("verdicts"), ending_well=False)
                 raise HostReported(str(message.get("message")), int(message.get("exit") or 1), hint=message.get("hint"))
     finally:
         for sig, handler in previous.items():
@@ -563,15 +618,24 @@ def _elicit(run: Invocation, mirror: Mirror, view: Any, params: Any, agent: Any 
     return settled
 
 
-def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: str) -> tuple[bool, dict[str, Any] | None]:
+#: How long ``stop`` waits, after the host said it is stopping, to hear what it could not save.
+_STORED_WAIT = 10.0
+
+
+def _exchange(
+    session_id: str, role: str, said: list[dict[str, Any]], wanted: str, *, then: str | None = None
+) -> tuple[bool, dict[str, Any] | None]:
     """Say ``said`` to ``session_id``'s host as a ``role`` client and wait up to 5 s for its
     ``wanted`` message: whether a host answered the connection, and that message (None if it
-    did not come)."""
+    did not come). With ``then``, once ``wanted`` came, wait up to :data:`_STORED_WAIT` for
+    that message instead (None if it did not come)."""
     import time
+
+    from acpcli.errors import StorageError
 
     try:
         channel = connect_blocking(str(address.socket_path(session_id)))
-    except OSError:
+    except (OSError, StorageError):  # none there, or no host can be there (run/ unusable)
         return False, None
     try:
         for message in [{"t": "hello", "pid": os.getpid(), "role": role}, *said]:
@@ -581,8 +645,10 @@ def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: st
             answer = channel.receive(timeout=left)
             if answer is None:
                 break
-            if answer["t"] == wanted:
+            if answer["t"] == wanted and then is None:
                 return True, answer
+            if answer["t"] == wanted and then is not None:
+                wanted, then, deadline = then, None, time.monotonic() + _STORED_WAIT
     except ChannelClosed:
         pass
     finally:
@@ -590,10 +656,16 @@ def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: st
     return True, None
 
 
-def stop_host(session_id: str, why: str = "stop") -> bool:
+def stop_host(session_id: str, why: str = "stop", unsaved: list[dict[str, Any]] | None = None) -> bool:
     """Ask ``session_id``'s host to end; False when it was not running. ``why``: the command
-    that asks (``stop``, ``close``, ``rm``), which the attached terminals are told."""
-    running, _ = _exchange(session_id, "stop", [{"t": "stop", "why": why}], "stopping")
+    that asks (``stop``, ``close``, ``rm``), which the attached terminals are told. With
+    ``unsaved``, wait for the host to say what it could not save (a full disk: the updates it
+    held in memory are lost with it) and add that to the list (the exit code and line of each)."""
+    running, answer = _exchange(
+        session_id, "stop", [{"t": "stop", "why": why}], "stopping", then="stored" if unsaved is not None else None
+    )
+    if unsaved is not None and answer is not None and answer.get("t") == "stored":
+        unsaved.extend(v for v in answer.get("verdicts") or [] if isinstance(v, dict))
     return running
 
 

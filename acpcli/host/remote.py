@@ -262,6 +262,9 @@ class HostedLink:
             live.store.turn_boundary()  # a turn's messages are its own
             live.turn_first_entry = len(live.store.entries)  # (what "no answer" looks at)
         elif kind in ("end", "error", "withdrawn"):
+            for unsaved in message.get("verdicts") or []:  # a full disk: the REPL goes on, as without a host
+                if isinstance(unsaved, dict):
+                    self._say(f"warning: {unsaved.get('message')}; the host keeps it in memory and tries the disk again")
             if self._turn is not None:
                 self._turn[1].append(message)
                 self._turn[0].set()

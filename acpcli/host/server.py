@@ -60,6 +60,8 @@ import json
 import logging
 import math
 import os
+import re
+import stat
 import sys
 import time
 from collections import deque
@@ -71,6 +73,7 @@ import anyio
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
 from acpcli.host import address
 from acpcli.host.channel import Channel, ChannelClosed, same_user
+from acpcli.host.hostlog import HostLog
 
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
@@ -120,6 +123,8 @@ class Turn:
     wait: bool = True  # False (--no-wait): exit 18 rather than wait for another command's turn
     raw: bool = False  # --raw: the turn's wire frames (redacted) go to its client too
     grant: Grant | None = None  # its sender's policy for files and terminals (None: the strictest)
+    log_file: str | None = None  # --log-file of the client's command (absolute): the turn's frames go there
+    wire_log: Any = None  # the WireTap on it, while the turn runs
 
 
 class Tee:
@@ -166,7 +171,11 @@ class FrameTap:
 
     def _frame(self, direction: str, frame: bytes) -> None:
         turn = self.host.current
-        if turn is None or not turn.raw:
+        if turn is None:
+            return
+        if turn.wire_log is not None:  # the turn's own --log-file (redacted by the tap)
+            turn.wire_log.sent(frame) if direction == "send" else turn.wire_log.received(frame)
+        if not turn.raw:
             return
         from acpcli.wire.redact import redact_frame
 
@@ -200,6 +209,10 @@ class Host:
         self.turns_run = 0
         self.index: Any = None  # the host's index, once open
         self._tasks: Any = None  # the serving task group, for background work
+        self.frames: FrameTap | None = None  # the host's wire tap, once the agent is linked
+        #: The clients that asked the host to stop: told what could not be saved, at the end.
+        self.stoppers: list[Client] = []
+        self.unsaved_told = 0  # of the index's unsaved updates, those a client was told of
 
     @property
     def current(self) -> Turn | None:
@@ -336,6 +349,7 @@ class Host:
                     Turn(
                         client, text, [(str(k), str(v)) for k, v in settings], wait=wait,
                         raw=message.get("raw") is True, grant=Grant.read(message.get("grant")),
+                        log_file=message.get("log_file") if isinstance(message.get("log_file"), str) else None,
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -353,6 +367,7 @@ class Host:
             elif kind == "status":
                 client.post({"t": "status", **self.status()})
             elif kind == "stop":
+                self.stoppers.append(client)  # told at the end what could not be saved
                 client.post({"t": "stopping"})
                 why = message.get("why") if message.get("why") in ("stop", "close", "rm") else "stop"
                 self._tell_others(client, {"t": "stopping", "why": why})  # attached terminals: an end asked for, not a crash
@@ -692,14 +707,13 @@ class Host:
                     conversation = Conversation(link, live, index, writer, self.agent_label)
                     return await self._serve(conversation, inputs, report)
             finally:
-                from acpcli.history.guarded import verdict
+                from acpcli.history.guarded import unsaved_error
 
                 writer.close()
                 index.close()
-                try:
-                    verdict(index)
-                except AcpcliError as err:
-                    log.error("%s", err)
+                lost = unsaved_error(index)  # to the log (stderr may be a full disk's file)
+                if lost is not None:
+                    log.error("%s", lost)
 
         return await supervisor.run(main)
 
@@ -731,21 +745,25 @@ class Host:
             stderr_log=agent_stderr_log(inputs.agent),
             decide_permission=self.decide,
             elicit=self.elicit,
-            tap=FrameTap(self, wire_log),
+            tap=self._frames_tap(wire_log),
             turns=self.turn_policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=self.spec.get("timeout")),
         )
 
+    def _frames_tap(self, wire_log: Any) -> FrameTap:
+        self.frames = FrameTap(self, wire_log)
+        return self.frames
+
     async def _serve(self, conversation: Conversation, inputs: Any, report: Any) -> int:
-        path = address.socket_path(self.session_id)
+        path = address.clear_socket(self.session_id)  # stale: we hold the host lock, so no live host listens there
         try:
-            path.unlink()  # stale: we hold the host lock, so no live host listens there
-        except FileNotFoundError:
-            pass
-        listener = await anyio.create_unix_listener(path, mode=0o600)
+            listener = await anyio.create_unix_listener(path, mode=0o600)
+        except OSError as err:
+            raise address.unusable(path, err) from None
         try:
-            report({"t": "ready", **self.status()})
+            # a session made or loaded on a full disk: said as without a host (exit 16)
+            report({"t": "ready", **self.status(), "verdicts": self._unsaved(conversation.index, 0)})
             async with anyio.create_task_group() as tg:
                 self._tasks = tg
 
@@ -755,6 +773,7 @@ class Host:
 
                 tg.start_soon(accept)
                 await self._turns(conversation, inputs)
+                await self._tell_stoppers(conversation)
                 await self._say_goodbye()
                 tg.cancel_scope.cancel()
         finally:
@@ -796,13 +815,122 @@ class Host:
                     continue
                 await self._run_turn(conversation, inputs, turn)
                 continue
-            if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive:
+            unsaved = self._holds_unsaved(conversation)  # the disk is tried again meanwhile
+            if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive and not unsaved:
                 log.info("no turn and no client for %.0f s: ending", self.keep_alive)
                 return
             self.wakeup = anyio.Event()
-            wait = self.keep_alive - (time.monotonic() - self.last_activity) if not self.clients else math.inf
+            wait = self.keep_alive - (time.monotonic() - self.last_activity) if not self.clients and not unsaved else math.inf
             with anyio.move_on_after(min(max(wait, 0.05), 1.0)):  # and look at the agent each second
                 await self.wakeup.wait()
+
+    def _turn_log(self, turn: Turn) -> Any:
+        """The wire log of ``turn``'s ``--log-file`` (``ACPCLI_LOG_FILE``), opened now: the
+        path the client's command resolved against its own working directory (the same user:
+        the socket lets no other in). None when it has none, or when it is the file this host
+        logs every frame to already. :class:`~acpcli.errors.OutputError` (exit 17) when it
+        cannot be opened, or :class:`~acpcli.errors.UsageError` for a relative path."""
+        from acpcli.errors import OutputError, UsageError
+        from acpcli.wire.wiretap import WireTap
+
+        if turn.log_file is None:
+            return None
+        if not os.path.isabs(turn.log_file):
+            raise UsageError(f"the host takes an absolute --log-file path, not {turn.log_file!r}")
+        own = self.frames.log if self.frames is not None else None
+        try:
+            if own is not None and os.path.samefile(own.path, turn.log_file):
+                return None
+        except OSError:
+            pass
+        try:
+            kind = os.stat(turn.log_file).st_mode
+        except OSError:
+            kind = 0  # made by the open below
+        if stat.S_ISFIFO(kind) or stat.S_ISSOCK(kind):  # its reader would hold every client's turn up
+            raise OutputError(
+                f"cannot write the wire log {turn.log_file}: a FIFO or socket, which the session host does not wait on",
+                hint=address.NO_HOST_HINT,
+            )
+        wire_log = WireTap(turn.log_file)
+        try:
+            wire_log.open()
+        except OSError as err:
+            raise OutputError(f"cannot write the wire log {wire_log.path}: {err.strerror or err}") from None
+        return wire_log
+
+    @staticmethod
+    def _logged(turn: Turn) -> list[dict[str, Any]]:
+        """The turn's wire log could not all be written (a full disk): exit 17 and its line,
+        as without a host (``N frames not logged``); [] when it was."""
+        from acpcli.errors import ExitCode
+
+        wire_log = turn.wire_log
+        if wire_log is None:
+            return []
+        wire_log.close()  # what its buffer holds is written now, or counted
+        if wire_log.failure is None:
+            return []
+        lost = wire_log.lost
+        message = f"{wire_log.failure} ({lost} frame{'s' if lost != 1 else ''} not logged)"
+        return [{"t": "error", "exit": int(ExitCode.OUTPUT), "message": message, "hint": None}]
+
+    def _holds_unsaved(self, conversation: Conversation) -> bool:
+        """Between turns: the index is in memory after a storage failure (what it holds is
+        on no disk). The disk is tried again when due; until it takes what memory holds, the
+        host outlives its keep-alive rather than drop it (``stop`` says what is lost)."""
+        from acpcli.history.guarded import SafeIndex
+
+        index = conversation.index
+        if not isinstance(index, SafeIndex) or not index.in_memory:
+            return False
+        index.may_write()  # writes it back when the disk is due for a try and takes it
+        return index.in_memory
+
+    async def _tell_stoppers(self, conversation: Conversation) -> None:
+        """Ending on ``stop``: what the host holds that could not be saved is tried on the
+        disk once more, and each client that asked for the stop is told what is lost
+        (``stored`` with its exit code and line; none when all is saved) before the
+        connections close."""
+        if not self.stoppers:
+            return
+        from acpcli.history.guarded import SafeIndex, unsaved_error
+
+        verdicts: list[dict[str, Any]] = []
+        index = conversation.index
+        if isinstance(index, SafeIndex):
+            conversation.writer.flush()
+            index.retry_disk()
+            if index.in_memory or _unsaved_count(index) > self.unsaved_told:
+                error = unsaved_error(index)
+                if error is not None:
+                    log.error("stopped with what could not be saved: %s", error.message)
+                    verdicts.append(_error(error))
+        for client in self.stoppers:
+            client.post({"t": "stored", "verdicts": verdicts})
+            client.outbox.close()  # its pump sends it, then lets the client go
+        with anyio.move_on_after(2.0):
+            while any(not client.gone.is_set() for client in self.stoppers):  # noqa: ASYNC110 - a few pumps draining
+                await anyio.sleep(0.02)
+
+    def _unsaved(self, index: Any, before: int) -> list[dict[str, Any]]:
+        """After a turn: what of it could not be saved, as the client reports it (its exit
+        code and line, as without a host: :func:`~acpcli.history.guarded.unsaved_error`).
+        The disk is tried again first: what memory holds since an earlier failure is written
+        back when it can be. Said when the turn's updates are not on the disk (the index is
+        in memory) or the turn cost updates; [] when all is saved."""
+        from acpcli.history.guarded import SafeIndex, unsaved_error
+
+        if not isinstance(index, SafeIndex):
+            return []
+        index.retry_disk()
+        if not index.in_memory and _unsaved_count(index) <= before:
+            return []
+        error = unsaved_error(index)
+        if error is None:
+            return []
+        self.unsaved_told = _unsaved_count(index)
+        return [_error(error)]
 
     async def _run_turn(self, conversation: Conversation, inputs: Any, turn: Turn) -> None:
         from acpcli.api.frontends import late_updates_possible
@@ -814,14 +942,24 @@ class Host:
         for other in self.clients:
             other.lingering = False  # what comes from now on is this turn's
         try:
-            lock = await self._claim(
-                self.session_id, wait=turn.wait, notice=lambda line: client.post({"t": "note", "text": line})
-            )
-        except AcpcliError as err:  # --no-wait on a session another command is writing
+            turn.wire_log = self._turn_log(turn)
+        except AcpcliError as err:  # refused before the turn starts, as without a host
             client.post(_error(err))
             self.current = None
             self.touch()
             return
+        try:
+            lock = await self._claim(
+                self.session_id, wait=turn.wait, notice=lambda line: client.post({"t": "note", "text": line})
+            )
+        except AcpcliError as err:  # --no-wait on a session another command is writing
+            if turn.wire_log is not None:
+                turn.wire_log.close()
+            client.post(_error(err))
+            self.current = None
+            self.touch()
+            return
+        unsaved_before = _unsaved_count(conversation.index)
         # what the client's own store cannot know from this turn's updates alone
         client.post({"t": "start", "title": live.store.title or _recorded_title(conversation.index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
@@ -844,23 +982,35 @@ class Host:
                 client.post({"t": "note", "text": f"acpcli: warning: {warning}"})
             # "late": the agent may still say something of this turn (a one-shot client waits a moment)
             late = client.lingering = late_updates_possible(link, live, stop)
-            client.post({"t": "end", "stop": stop, "interrupted": live.interrupted, "late": late})
+            client.post({
+                "t": "end", "stop": stop, "interrupted": live.interrupted, "late": late,
+                "verdicts": self._logged(turn) + self._unsaved(conversation.index, unsaved_before),
+            })
             self._tell_others(client, {"t": "other-end", "stop": stop})
         except AcpcliError as err:
             log.info("turn failed: %s", err)
             conversation.title_from_prompt()  # a failed first prompt still titles the session
-            client.post(_error(err))
-            self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
             if live.recorder is not None:
                 live.recorder.flush()
+            # what was not saved: a warning line beside the error, as without a host
+            client.post({**_error(err), "verdicts": self._logged(turn) + self._unsaved(conversation.index, unsaved_before)})
+            self._tell_others(client, {"t": "other-end", "stop": None, "message": err.message})
         finally:
             if live.recorder is not None:
                 live.recorder.flush()  # the turn's events are in before the next writer's
+            if turn.wire_log is not None:
+                turn.wire_log.close()
+                turn.wire_log = None
             lock.release()
             self.turns_run += 1
             self.current = None
             live.interrupted = False
             self.touch()
+
+
+def _unsaved_count(index: Any) -> int:
+    """Session updates the index could not save so far (0 for an index that never fails)."""
+    return int(getattr(index, "lost", 0) or 0)
 
 
 def _name_log(path: Any, session_id: str) -> None:
@@ -872,6 +1022,8 @@ def _name_log(path: Any, session_id: str) -> None:
     try:
         if not target.exists():
             os.rename(path, target)
+            if _LOG is not None:
+                _LOG.renamed(target)  # its cap rotates it under the new name
     except OSError as err:
         log.warning("the log keeps its name %s: %s", path, err)
 
@@ -879,16 +1031,21 @@ def _name_log(path: Any, session_id: str) -> None:
 class Masking(logging.Formatter):
     """The host log's formatter: secrets never reach the log unmasked. Masked wherever they
     appear: the values of the environment variables whose names look secret
-    (:func:`acpcli.wire.redact.secret_name`: the agent's API keys), and what
-    :func:`acpcli.wire.redact.redact_server` masks of the session's MCP servers (env and header
-    values, secret arguments, URL credentials)."""
+    (:func:`acpcli.wire.redact.secret_name`: the agent's API keys; not ``PWD``, the working
+    directory), what :func:`acpcli.wire.redact.redact_server` masks of the session's MCP
+    servers (env and header values, secret arguments, URL credentials) -- and of their URLs
+    the parts on their own too (the password of ``user:password@``, a bare ``token@``, secret
+    query values, as written and percent-decoded), since a message may quote them apart from the
+    URL -- and the user-info of any URL in a record (``https://***@host/…``), as the wire log
+    has it."""
 
     def __init__(self, fmt: str) -> None:
         super().__init__(fmt)
         from acpcli.wire.redact import secret_name
 
         self.secrets: set[str] = {
-            value for name, value in os.environ.items() if secret_name(name) and len(value) >= 4
+            value for name, value in os.environ.items()
+            if secret_name(name) and name not in _NOT_SECRET and len(value) >= 4
         }
 
     def learn_servers(self, servers: Any) -> None:
@@ -897,7 +1054,9 @@ class Masking(logging.Formatter):
         for server in servers or []:
             if isinstance(server, dict):
                 masked = set(_strings(redact_server(server)))
-                self.secrets.update(s for s in _strings(server) if s not in masked and len(s) >= 4)
+                for text in _strings(server):
+                    if text not in masked:
+                        self.secrets.update(s for s in (text, *_url_secrets(text)) if len(s) >= 4)
                 for entries in (server.get("env"), server.get("headers")):
                     self.secrets.update(s for s in _strings(entries) if len(s) >= 4 and s not in _names(entries))
 
@@ -906,7 +1065,38 @@ class Masking(logging.Formatter):
         for secret in sorted(self.secrets, key=len, reverse=True):
             if secret in text:
                 text = text.replace(secret, "***")
-        return text
+        return _USERINFO.sub(r"\1***@", text)
+
+
+#: Environment variables whose names look secret and are not (``PWD`` holds "pwd").
+_NOT_SECRET = frozenset({"PWD", "OLDPWD"})
+#: The user-info of a URL anywhere in a line: ``scheme://USER[:PASSWORD]@``.
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@]+@")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s]+")
+
+
+def _url_secrets(text: str) -> set[str]:
+    """The secret parts of the URLs in ``text``, each as written and percent-decoded: the
+    user-info (``user:password``), the password, a bare user-info (a token), the values of
+    query and fragment parameters whose names look secret."""
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    from acpcli.wire.redact import secret_name
+
+    found: set[str] = set()
+    for url in _URL_IN_TEXT.findall(text):
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            continue
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo = netloc.rsplit("@", 1)[0]
+            found.add(userinfo)
+            found.add(userinfo.split(":", 1)[1] if ":" in userinfo else userinfo)
+        for pairs in (parts.query, parts.fragment):
+            found.update(value for name, value in parse_qsl(pairs) if secret_name(name))
+    return found | {unquote(part) for part in found}
 
 
 def _strings(value: Any) -> list[str]:
@@ -928,8 +1118,9 @@ def _names(entries: Any) -> set[str]:
     return set()
 
 
-#: The host log's formatter, made by :func:`main`.
+#: The host log's formatter and handler, made by :func:`main`.
 _MASK: Masking | None = None
+_LOG: HostLog | None = None
 
 
 async def _answered(answered: anyio.Event, client: Client) -> None:
@@ -1021,9 +1212,9 @@ def _options(raw: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     """``python -I -m acpcli.host``: read the spec, take the lock, serve. The one line of
     stdout says how it went; the exit code is for the log."""
-    global _MASK
+    global _MASK, _LOG
     _MASK = Masking("%(asctime)s %(name)s %(levelname)s %(message)s")
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _LOG = HostLog(sys.stderr)  # capped, repeats left out (acpcli.host.hostlog)
     handler.setFormatter(_MASK)
     logging.basicConfig(level=logging.INFO, handlers=[handler])
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -1050,9 +1241,18 @@ def main() -> int:
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         report({"t": "error", "exit": int(ExitCode.USAGE), "message": f"the host was started without a spec: {err}"})
         return int(ExitCode.USAGE)
+    handler.use_file(spec.get("log") or (address.host_log(session_id) if session_id is not None else None))
     host = Host(spec)
     if session_id is not None:  # a new session's lock is taken once the agent names it
-        host.lock = address.take_host_lock(session_id)
+        try:
+            host.lock = address.take_host_lock(session_id)
+            if host.lock is not None:
+                address.clear_socket(session_id)  # before the agent starts: nothing in the way
+        except AcpcliError as err:  # a read-only home, a directory where the lock goes…
+            report(_error(err))
+            if host.lock is not None:
+                host.lock.release()
+            return int(err.exit_code)
         if host.lock is None:
             report({"t": "exists"})
             return 0

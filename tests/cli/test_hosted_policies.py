@@ -126,8 +126,10 @@ def test_a_host_started_by_a_script_serves_an_allowing_prompt(hosts: Cli, area: 
 
 def test_close_in_an_attached_terminal_waits_for_the_other_terminals_picker(hosts: Cli, spawn: Any, workdir: Path) -> None:
     """Two terminals on one live session: while the first one's turn waits on its picker,
-    ``/close`` in the second is refused in one line (the session stays); the first person's
-    *Allow* then reaches the agent, and ``/close`` works once the turn is over."""
+    ``/close`` typed in the second waits in its queue (that terminal draws the other's turn
+    with its type-ahead line; the host itself refuses a close during a turn: tests/host); the
+    first person's *Allow* then reaches the agent, and the queued ``/close`` runs once the turn
+    is over."""
     from .pty import CHOICE, CTRL_D
 
     cli = hosts
@@ -142,15 +144,12 @@ def test_close_in_an_attached_terminal_waits_for_the_other_terminals_picker(host
     asker.say("write chosen.txt")
     asker.expect(CHOICE)
     closer.say("/close")
-    closer.expect("/close: the session has a turn running")
-    closer.prompt()
+    closer.expect("queued 1: /close")
 
     asker.child.send("\r")  # the highlighted option: Allow once
     asker.expect("written with fs/write_text_file")
-    asker.prompt()
     assert (workdir / "chosen.txt").exists()
 
-    closer.say("/close")
     closer.expect("closed")
     assert closer.wait() == 0
     asker.expect("closed from another terminal")

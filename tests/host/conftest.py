@@ -1,5 +1,7 @@
 """Raw-socket tests of the live-session host: the real CLI starts a host (keep-alive on), and
-the tests talk to its socket as any local program could, one JSON object per line."""
+the tests talk to its socket as any local program could, one JSON object per line. The
+fixtures of the CLI tests (``tests/cli/conftest.py``), and ``hosts`` (every host stopped at the
+end, none of its processes left) of the live-session tests."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import Cli, cli, trace, workdir  # noqa: F401  (the CLI fixtures)
+from tests.cli.conftest import cli, trace, workdir  # noqa: F401  (the CLI fixtures)
+from tests.cli.test_live_sessions import hosts  # noqa: F401  (likewise)
 
 LIVE = {"ACPCLI_KEEP_ALIVE": "120"}
 
@@ -55,13 +58,6 @@ class Raw:
 
     def close(self) -> None:
         self.sock.close()
-
-
-@pytest.fixture
-def hosts(cli: Cli) -> Iterator[Cli]:  # noqa: F811
-    """``cli``; every host it started is stopped at the end."""
-    yield cli
-    cli.run("stop", "--all")
 
 
 @pytest.fixture
