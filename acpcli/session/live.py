@@ -81,6 +81,9 @@ class LiveSession:
     #: ended it on session/cancel) or "killed" (it did not, and was stopped); None: it did not.
     timed_out: str | None = None
     turn_active: bool = False  # a run_turn is in progress (the supervisor cancels it on SIGTERM)
+    #: Checkpoints of the files around its turns (:mod:`acpcli.session.checkpointing`): None
+    #: as the config says, False off (``--no-checkpoints``).
+    checkpoints: bool | None = None
     output_error: BaseException | None = None
     updates_seen: int = 0
     output_lost: anyio.Event = field(default_factory=anyio.Event, repr=False)

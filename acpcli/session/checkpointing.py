@@ -1,0 +1,90 @@
+"""Checkpoints around a session's turns: one before its first turn, one after each turn.
+
+The turn runner calls :func:`before_turn` before it sends a prompt and :func:`after_turn`
+once the agent has ended the turn (its answer already drawn). Each takes a checkpoint of the
+session's roots (:class:`acpcli.worktree.Checkpoints`) in a worker thread, so the event loop
+(the view, the host's other clients) goes on meanwhile. A checkpoint never fails a turn:
+checkpoints that cannot be taken here (no git, a tree over the bounds) are off for the session
+with one line, said once; any other failure (a full disk, a damaged store) is one warning line
+for that turn.
+
+Off with ``checkpoints = false`` in the config, ``--no-checkpoints``
+(:attr:`~acpcli.session.live.LiveSession.checkpoints` False), and for sessions whose roots are
+unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acpcli.session.live import LiveSession
+
+#: Sessions of this process whose checkpoints were found off (said once each).
+_OFF: set[str] = set()
+
+
+def enabled(live: LiveSession) -> bool:
+    """Whether turns of ``live`` take checkpoints: not turned off for it, nor in the config."""
+    if getattr(live, "checkpoints", None) is False or live.session_id in _OFF or not live.cwd:
+        return False
+    from acpcli.config import load_config
+    from acpcli.errors import ConfigError
+
+    try:
+        return bool(getattr(load_config(), "checkpoints", True))
+    except ConfigError:
+        return True  # a broken config is said elsewhere; checkpoints are harmless
+
+
+def _store(live: LiveSession) -> Any:
+    from acpcli.worktree import Checkpoints
+
+    return Checkpoints(live.session_id, [live.cwd or ".", *live.additional_directories])
+
+
+async def before_turn(live: LiveSession, say: Callable[[str], None]) -> None:
+    """A checkpoint 0 (the files before any turn) for a session that has none yet."""
+    if not enabled(live):
+        return
+
+    def take() -> list[str]:
+        store = _store(live)
+        return list(store.take(0, "").notes) if store.latest() is None else []
+
+    await _guarded(live, take, say)
+
+
+async def after_turn(live: LiveSession, prompt: str, say: Callable[[str], None]) -> None:
+    """A checkpoint of the files as the turn left them, labelled with the prompt's first line."""
+    if not enabled(live):
+        return
+    label = next((line.strip() for line in prompt.splitlines() if line.strip()), "")[:200]
+
+    def take() -> list[str]:
+        store = _store(live)
+        latest = store.latest()
+        if latest is None:  # (a session whose first checkpoint could not be taken before)
+            latest = 0
+        return list(store.take(latest + 1, label).notes)
+
+    await _guarded(live, take, say)
+
+
+async def _guarded(live: LiveSession, take: Callable[[], list[str]], say: Callable[[str], None]) -> None:
+    import anyio.to_thread
+
+    from acpcli.errors import CheckpointError, CheckpointsOff
+    from acpcli.text.safe import safe_line
+
+    try:
+        notes = await anyio.to_thread.run_sync(take)
+    except CheckpointsOff as off:
+        _OFF.add(live.session_id)
+        say(f"acpcli: {safe_line(str(off))}")
+    except CheckpointError as err:
+        say(f"acpcli: warning: no checkpoint of this turn: {safe_line(str(err))}")
+    else:
+        for note in notes:  # (what was left out, said the first time only)
+            say(f"acpcli: checkpoints: {safe_line(note)}")
