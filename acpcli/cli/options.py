@@ -110,6 +110,13 @@ NoRepl = Annotated[
         "a terminal).",
     ),
 ]
+NoCheckpoints = Annotated[
+    bool,
+    typer.Option(
+        "--no-checkpoints",
+        help="Take no checkpoints of the files around the turns (config: checkpoints = false).",
+    ),
+]
 LogFile = Annotated[
     Path | None,
     typer.Option(

@@ -17,6 +17,7 @@ from acpcli.cli.options import (
     LogFile,
     Mcp,
     McpConfig,
+    NoCheckpoints,
     NoFs,
     NoMcp,
     NoTerminal,
@@ -59,6 +60,7 @@ def prompt(
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
+    no_checkpoints: NoCheckpoints = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
     no_wait: NoWait = False,
@@ -118,6 +120,7 @@ def prompt(
         inputs, record = for_prompt(options, session, last)
     invocation = Invocation(
         env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
+        checkpoints=not no_checkpoints,
         wait=not no_wait, answers=given,
     )
     if env.interactive and not raw:  # a person at this terminal answers the questions of `ask`

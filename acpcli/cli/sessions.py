@@ -25,6 +25,7 @@ from acpcli.cli.options import (
     Mcp,
     McpConfig,
     NoAddDirs,
+    NoCheckpoints,
     NoFs,
     NoMcp,
     NoRepl,
@@ -61,6 +62,7 @@ def _run(
     no_terminal: bool = False,
     timeout: str | None = None,
     no_wait: bool = False,
+    no_checkpoints: bool = False,
 ) -> Invocation:
     """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
     from acpcli.api.frontends import Invocation
@@ -76,7 +78,7 @@ def _run(
         person = AtTerminal(env)
     return Invocation(
         env=env, person=person, title=title, permissions=permissions, fs=not no_fs, terminal=not no_terminal,
-        timeout=seconds,
+        timeout=seconds, checkpoints=not no_checkpoints,
         wait=not no_wait,
         created=lambda session_id: _print_id(env, session_id),
     )
@@ -109,6 +111,7 @@ def new(
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
+    no_checkpoints: NoCheckpoints = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
     keep_alive: KeepAlive = None,
@@ -135,7 +138,7 @@ def new(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
         log_file=log_file,
     )
-    invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
+    invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout, no_checkpoints=no_checkpoints)
     if first is not None:
         if invocation.person is None:
             from acpcli.errors import UsageError
@@ -178,6 +181,7 @@ def load(
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
+    no_checkpoints: NoCheckpoints = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
     no_wait: NoWait = False,
@@ -209,7 +213,10 @@ def load(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    invocation = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
+    invocation = _run(
+        no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait,
+        no_checkpoints=no_checkpoints,
+    )
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
@@ -235,6 +242,7 @@ def fork(
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
+    no_checkpoints: NoCheckpoints = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
 ) -> None:
@@ -262,7 +270,7 @@ def fork(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout)
+    invocation = _run(no_repl, title, permissions, no_fs, no_terminal, timeout, no_checkpoints=no_checkpoints)
     raise typer.Exit(commands.fork(session_id, options, invocation).exit_code)
 
 
@@ -283,6 +291,7 @@ def resume(
     permissions: Permissions = None,
     no_fs: NoFs = False,
     no_terminal: NoTerminal = False,
+    no_checkpoints: NoCheckpoints = False,
     log_file: LogFile = None,
     timeout: Timeout = None,
     no_wait: NoWait = False,
@@ -311,7 +320,10 @@ def resume(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
         no_mcp=no_mcp, protocol=protocol, log_file=log_file,
     )
-    invocation = _run(no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait)
+    invocation = _run(
+        no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait,
+        no_checkpoints=no_checkpoints,
+    )
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)

@@ -56,6 +56,7 @@ def spec_for(
         "policy": policy,
         "fs": run.fs,
         "terminal": run.terminal,
+        "checkpoints": run.checkpoints,
         "options": {
             "agent": options.agent,
             "cmd": options.cmd,
@@ -367,6 +368,7 @@ def prompt(
         channel.send({
             "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
             "raw": run.raw, "grant": grant_of(decider, run), "log_file": _wire_log_path(options),
+            "checkpoints": run.checkpoints,
         })
         stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
     finally:

@@ -124,6 +124,7 @@ class Turn:
     raw: bool = False  # --raw: the turn's wire frames (redacted) go to its client too
     grant: Grant | None = None  # its sender's policy for files and terminals (None: the strictest)
     log_file: str | None = None  # --log-file of the client's command (absolute): the turn's frames go there
+    checkpoints: bool = True  # --no-checkpoints of the client's command: none around this turn
     wire_log: Any = None  # the WireTap on it, while the turn runs
 
 
@@ -350,6 +351,7 @@ class Host:
                         client, text, [(str(k), str(v)) for k, v in settings], wait=wait,
                         raw=message.get("raw") is True, grant=Grant.read(message.get("grant")),
                         log_file=message.get("log_file") if isinstance(message.get("log_file"), str) else None,
+                        checkpoints=message.get("checkpoints") is not False,
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -971,6 +973,15 @@ class Host:
                 await link.set_by_name(live, key, value)
             if turn.settings:
                 self._state_changed()
+            from acpcli.session import checkpointing
+
+            def said(line: str) -> None:  # (a checkpoint's line: to the turn's client, and the log)
+                log.info("%s", line)
+                client.post({"t": "note", "text": line})
+
+            # the host's starter's --no-checkpoints, else this turn's sender's
+            live.checkpoints = None if turn.checkpoints and self.spec.get("checkpoints") is not False else False
+            await checkpointing.before_turn(live, said)  # the files before the session's first turn
             live.turn_active = True  # SIGTERM's supervisor cancels it before stopping the agent
             try:
                 stop = await link.prompt(live, blocks)
@@ -987,6 +998,9 @@ class Host:
                 "verdicts": self._logged(turn) + self._unsaved(conversation.index, unsaved_before),
             })
             self._tell_others(client, {"t": "other-end", "stop": stop})
+            # What the turn did to the files, once its command has its answer (a warm prompt
+            # returns at "end"); before the next turn starts.
+            await checkpointing.after_turn(live, turn.text, said)
         except AcpcliError as err:
             log.info("turn failed: %s", err)
             conversation.title_from_prompt()  # a failed first prompt still titles the session
@@ -1172,6 +1186,7 @@ def _quiet_run(spec: dict[str, Any]) -> Any:
         env=Environment(stdin=nowhere, stdout=nowhere, stderr=nowhere),
         title=spec.get("title") if isinstance(spec.get("title"), str) else None,
         fs=bool(spec.get("fs", True)), terminal=bool(spec.get("terminal", True)),
+        checkpoints=spec.get("checkpoints") is not False,
     )
 
 

@@ -75,6 +75,7 @@ async def attach(
         if inputs.mcp_refs:
             index.set_mcp_refs(live.session_id, inputs.mcp_refs)
         live.recorder = writer
+        live.checkpoints = None if run.checkpoints else False  # --no-checkpoints
         return live
     assert session_id is not None
     try:
@@ -143,6 +144,7 @@ async def attach(
         run.say(reopened_line(sid))
     if run.title:
         index.set_title(sid, run.title, by_user=True)
+    live.checkpoints = None if run.checkpoints else False  # --no-checkpoints
     return live
 
 

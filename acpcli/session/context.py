@@ -78,6 +78,8 @@ class Invocation:
     permissions: str | None = None
     fs: bool = True
     terminal: bool = True
+    #: Checkpoints of the files around the turns (``--no-checkpoints``: False).
+    checkpoints: bool = True
     raw: bool = False  # --raw: stdout carries the JSON-RPC frames instead of the transcript
     timeout: float | None = None  # --timeout (None: not given; 0: no limit): setup steps, prompt's turn
     refusals: Refusals | None = None  # the run's services.permissions.Refusals, once an agent is linked

@@ -47,6 +47,9 @@ async def run_turn(
     ``cancelled``). Either way :attr:`~acpcli.session.live.LiveSession.timed_out` says so to
     the caller, who stores what arrived and reports the timeout.
 
+    Checkpoints of the session's files (:mod:`acpcli.session.checkpointing`): one before the
+    session's first turn, one after each turn the agent ended (never failing the turn).
+
     One writer per session: when ``live.lock`` is set and not held (the REPL, between turns),
     the turn takes it first (:func:`claim`: waiting for another acpcli's turn to end, saying so
     through ``notice``) and lets it go once the turn's events are flushed; a caller that holds
@@ -68,12 +71,17 @@ async def run_turn(
 
             await lock.acquire(wait=live.lock_wait, on_wait=lambda pid: notice(waiting_line(lock.session_id, pid)))
     try:
+        from acpcli.session import checkpointing
+
+        await checkpointing.before_turn(live, notice)  # the files before the session's first turn
         live.turn_active = True
         live.timed_out = None
         try:
-            return await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit, sent, interrupts)
+            stop = await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit, sent, interrupts)
         finally:
             live.turn_active = False
+        await checkpointing.after_turn(live, prompt_text(blocks), notice)  # what the turn did to them
+        return stop
     finally:
         if lock is not None and took:
             try:
@@ -81,6 +89,11 @@ async def run_turn(
                     live.recorder.flush()  # the turn's events are in before the next writer's
             finally:
                 lock.release()
+
+
+def prompt_text(blocks: Sequence[dict[str, Any]]) -> str:
+    """The text of a prompt's blocks (its checkpoint is labelled with the first line)."""
+    return "\n".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
 
 
 class Withdrawn(Interrupted):

@@ -1,0 +1,62 @@
+"""Checkpoints around real turns (issue 34): a one-shot prompt, a live session's host and the
+REPL take one before the session's first turn and one after each, of what the agent did to the
+files; ``--no-checkpoints`` takes none. The agent writes through the client's ``fs`` methods
+(the demo agent's ``write FILE``), as gemini does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import Cli
+from .pty import CTRL_D, PROMPT
+
+MODES = {"hosted": "300", "unhosted": "0"}
+
+
+@pytest.fixture(params=sorted(MODES))
+def keep_alive(request: pytest.FixtureRequest, cli: Cli) -> object:
+    yield MODES[request.param]
+    cli.run("stop", "--all")
+
+
+def _turns(cli: Cli, sid: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in cli.ok("checkpoints", sid, "--json").stdout.splitlines() if line.strip()]
+
+
+def test_prompts_take_a_checkpoint_before_the_first_turn_and_after_each(cli: Cli, workdir: Path, keep_alive: str) -> None:
+    env = {"ACPCLI_KEEP_ALIVE": keep_alive}
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=env).stdout.strip()
+    (workdir / "kept.txt").write_text("the user's own\n")
+    cli.ok("prompt", "--session", sid, "--permissions", "allow", "write first.txt", env=env)
+    cli.ok("prompt", "--session", sid, "--permissions", "allow", "write second.txt\nwith a second line", env=env)
+    turns = _turns(cli, sid)
+    assert [t["turn"] for t in turns] == [0, 1, 2], turns
+    assert [t["prompt"] for t in turns][1:] == ["write first.txt", "write second.txt"]
+    changed = [[f["path"] for f in t["files"]] for t in turns]  # type: ignore[union-attr]
+    assert changed[1] == ["first.txt"] and changed[2] == ["second.txt"], changed
+    diff = cli.ok("diff", sid, "1").stdout
+    assert "+++ b/" in diff and "first.txt" in diff and "kept.txt" not in diff
+
+
+def test_no_checkpoints_takes_none(cli: Cli, workdir: Path, keep_alive: str) -> None:
+    env = {"ACPCLI_KEEP_ALIVE": keep_alive}
+    sid = cli.ok("new", "--no-repl", "--no-checkpoints", "--cmd", cli.trace.demo_cmd(protocol=1), env=env).stdout.strip()
+    cli.ok("prompt", "--session", sid, "--no-checkpoints", "--permissions", "allow", "write nothing.txt", env=env)
+    assert (workdir / "nothing.txt").exists()
+    assert _turns(cli, sid) == []
+
+
+def test_the_repl_takes_them_too(spawn, cli: Cli, workdir: Path, keep_alive: str) -> None:  # type: ignore[no-untyped-def]
+    pty = spawn("new", "--cmd", cli.trace.demo_cmd(protocol=1), env={"ACPCLI_KEEP_ALIVE": keep_alive})
+    pty.expect(PROMPT)
+    pty.say("no-permission write repl.txt")  # (the demo writes through the client, asking nothing)
+    pty.expect("written with fs/write_text_file")
+    pty.expect(PROMPT)
+    pty.child.send(CTRL_D)
+    assert pty.wait() == 0
+    (record,) = cli.index()
+    turns = _turns(cli, str(record["id"]))
+    assert [t["turn"] for t in turns] == [0, 1] and [f["path"] for f in turns[1]["files"]] == ["repl.txt"]  # type: ignore[index]
