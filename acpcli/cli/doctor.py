@@ -71,7 +71,7 @@ def run(*, repair: bool) -> int:
         raise newer_error(path, report.newer)  # neither checked nor touched: not ours to judge
     if report.healthy:
         _healthy(env, report)
-        return int(ExitCode.OK)
+        return _checkpoint_stores(env)
     _findings(env, report)
     if not repair:
         raise DamagedState(
@@ -104,6 +104,29 @@ def _healthy(env: Environment, report: Report) -> None:
     env.stdout.write(
         f"{report.path}: healthy — {_count(report.sessions, 'session')}, {_count(report.events, 'event')}; "
         "SQLite's integrity check, the event log and the search index read whole\n"
+    )
+
+
+def _checkpoint_stores(env: Environment) -> int:
+    """The sessions' checkpoint stores (``acpcli checkpoints``), read: one line for them all when
+    they are sound, one a problem otherwise (exit 19: ``DamagedState``). A damaged store costs
+    only its own checkpoints; no turn is ever stopped by it."""
+    from acpcli.errors import DamagedState, ExitCode
+    from acpcli.text.safe import safe_line, shown_id
+    from acpcli.worktree import check_all
+
+    reports = check_all()
+    damaged = [r for r in reports if r.problems]
+    if not damaged:
+        if reports:
+            env.stdout.write(f"checkpoints: {_count(len(reports), 'session store')} sound\n")
+        return int(ExitCode.OK)
+    for store in damaged:
+        for problem in store.problems:
+            env.stdout.write(f"  checkpoints of {shown_id(store.session_id)}: {safe_line(problem)}\n")
+    raise DamagedState(
+        f"{_count(len(damaged), 'checkpoint store')} of {len(reports)} damaged (listed above)",
+        hint="only their checkpoints are lost; `acpcli sessions rm ID` removes a session with its store",
     )
 
 

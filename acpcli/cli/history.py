@@ -131,6 +131,8 @@ def sessions(
         )
     live = _live_ids()
     if as_json:
+        from acpcli.worktree import count as checkpoint_count
+
         for rec in rows:
             env.stdout.write(
                 json.dumps(
@@ -149,6 +151,7 @@ def sessions(
                         "lastUsed": rec.last_used_at,
                         "state": rec.state,
                         "usage": rec.usage,  # {"used", "size", "cost"} as the agent last reported, or null
+                        "checkpoints": checkpoint_count(rec.id),  # turns with a checkpoint (acpcli checkpoints ID)
                         **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
                         **({"parent": rec.parent_id} if rec.parent_id else {}),  # forked from it
                     }
@@ -411,6 +414,7 @@ def _delete(index: Index, records: list[SessionRecord], *, yes: bool, skip_busy:
         lambda: delete_local(index, records, skip_busy=skip_busy),
         then="dropped (derived data: the next `acpcli search` makes it again)",
     )
+    _drop_checkpoints(env, deleted)
     env.note(f"deleted {_count(deleted)}")
     if len(deleted) < len(records):
         env.note(f"kept {_count(records[len(deleted):])} with a turn running in another acpcli")
@@ -459,9 +463,22 @@ def _delete_remote(
                 env, index, lambda: delete_local(index, done),
                 then="dropped (derived data: the next `acpcli search` makes it again)",
             )
+            _drop_checkpoints(env, deleted)
             for rec in deleted:
                 env.note(f"local record: deleted {shown_id(rec.id)}")
     return int(ExitCode.OK)
+
+
+def _drop_checkpoints(env: Environment, records: list[SessionRecord]) -> None:
+    """The checkpoint stores of deleted sessions go with them (one line each that could not)."""
+    from acpcli.errors import CheckpointError
+    from acpcli.worktree import remove_checkpoints
+
+    for rec in records:
+        try:
+            remove_checkpoints(rec.id)
+        except CheckpointError as err:
+            env.note(f"acpcli: warning: the checkpoints of {shown_id(rec.id)} were kept: {err}", style="yellow")
 
 
 def _stop_idle_hosts(env: Environment, records: list[SessionRecord]) -> None:

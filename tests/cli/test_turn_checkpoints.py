@@ -60,3 +60,17 @@ def test_the_repl_takes_them_too(spawn, cli: Cli, workdir: Path, keep_alive: str
     (record,) = cli.index()
     turns = _turns(cli, str(record["id"]))
     assert [t["turn"] for t in turns] == [0, 1] and [f["path"] for f in turns[1]["files"]] == ["repl.txt"]  # type: ignore[index]
+
+
+def test_housekeeping_counts_checks_and_removes_the_stores(cli: Cli, workdir: Path) -> None:
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))
+    cli.ok("prompt", "--session", sid, "--permissions", "allow", "write one.txt")
+    (row,) = [json.loads(line) for line in cli.ok("sessions", "--json").stdout.splitlines()]
+    assert row["checkpoints"] == 2  # before the first turn, after it
+    assert "checkpoints: 1 session store sound" in cli.ok("doctor").stdout
+    (head,) = (cli.home / "checkpoints").rglob("HEAD")  # the store's git folder
+    head.write_text("garbage\n")  # a damaged store: doctor says so, exit 19
+    damaged = cli.run("doctor")
+    assert damaged.returncode == 19 and f"checkpoints of {sid[:8]}" in damaged.stdout, (damaged.stdout, damaged.stderr)
+    cli.ok("sessions", "rm", sid, "--yes")
+    assert not head.parent.exists() and not list((cli.home / "checkpoints").rglob("HEAD"))
