@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import AcpcliError, ExitCode
 from acpcli.protocol import settings
@@ -330,6 +330,109 @@ async def _thoughts(ctx: Context, arg: str) -> int | None:
     return None
 
 
+def _checkpoints(ctx: Context) -> Any:
+    """This session's checkpoint store (:class:`acpcli.worktree.Checkpoints`)."""
+    from acpcli.worktree import Checkpoints
+
+    live = ctx.live
+    return Checkpoints(live.session_id, [live.cwd or ".", *live.additional_directories])
+
+
+def _turn_number(ctx: Context, arg: str, usage: str) -> int | None:
+    """The turn an argument names (None after saying the usage line)."""
+    word = arg.strip().split()[0] if arg.strip() else ""
+    if word.isdigit():
+        return int(word)
+    ctx.say(usage)
+    return None
+
+
+async def _diff(ctx: Context, arg: str) -> int | None:
+    import anyio.to_thread
+
+    from acpcli.errors import CheckpointError
+
+    turn = None
+    if arg.strip():
+        turn = _turn_number(ctx, arg, "usage: /diff [TURN] (default: the last turn)")
+        if turn is None:
+            return None
+    try:
+        text = await anyio.to_thread.run_sync(lambda: _checkpoints(ctx).diff(turn))
+    except CheckpointError as err:
+        ctx.say(str(err), style="yellow")
+        return None
+    if not text.strip():
+        ctx.say("that turn changed no file")
+        return None
+    _print_diff(ctx, text)
+    return None
+
+
+def _print_diff(ctx: Context, text: str) -> None:
+    """A unified diff on the terminal: its lines made safe, coloured as ``git diff`` colours them."""
+    from rich.text import Text
+
+    from acpcli.text.safe import safe_line
+
+    for line in text.splitlines():
+        shown = safe_line(line)
+        style = (
+            "bold" if line.startswith(("diff ", "--- ", "+++ ", "index "))
+            else "cyan" if line.startswith("@@")
+            else "green" if line.startswith("+")
+            else "red" if line.startswith("-")
+            else None
+        )
+        ctx.env.out.print(Text(shown, style=style or ""), soft_wrap=True)
+
+
+async def _rewind_files(ctx: Context, turn: int | None, force: bool) -> int | None:
+    """The session's files back to before ``turn`` (None: before the last turn)."""
+    import anyio.to_thread
+
+    from acpcli.errors import CheckpointError, RewindRefused
+    from acpcli.text.safe import safe_line
+
+    def rewind() -> Any:
+        store = _checkpoints(ctx)
+        to = turn if turn is not None else store.latest()
+        if not to:
+            from acpcli.errors import NoCheckpoint
+
+            raise NoCheckpoint("no turn of this session changed files yet: nothing to undo")
+        return to, store.rewind(to, force=force)
+
+    try:
+        to, plan = await anyio.to_thread.run_sync(rewind)
+    except RewindRefused as refused:
+        ctx.say(str(refused), style="yellow")
+        ctx.say("changed by hand since the last checkpoint; add `force` to overwrite them (/undo still puts them back after)")
+        return None
+    except CheckpointError as err:
+        ctx.say(str(err), style="yellow")
+        return None
+    if not plan.changes:
+        ctx.say(f"the files are as they were before turn {to}: nothing to do")
+        return None
+    for change in plan.changes:
+        what = {"M": "written back", "A": "brought back", "D": "removed"}.get(change.status, change.status)
+        ctx.say(f"  {what}: {safe_line(str(change.path))}")
+    ctx.say(f"files as before turn {to} ({len(plan.changes)} changed); `acpcli rewind {ctx.live.session_id} --undo --files` puts them back")
+    return None
+
+
+async def _undo(ctx: Context, arg: str) -> int | None:
+    return await _rewind_files(ctx, None, arg.strip() == "force")
+
+
+async def _rewind(ctx: Context, arg: str) -> int | None:
+    turn = _turn_number(ctx, arg, "usage: /rewind TURN [force]: the files back to before TURN (/diff N shows what it did)")
+    if turn is None:
+        return None
+    return await _rewind_files(ctx, turn, arg.split()[1:] == ["force"])
+
+
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("help", "show the commands and keys", _help),
     SlashCommand("mode", "show or set the agent's mode", _mode, "[MODE]"),
@@ -337,6 +440,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("config", "list the session's settings, or set one", _config, "[NAME [VALUE]]"),
     SlashCommand("thoughts", "toggle showing thoughts in full", _thoughts),
     SlashCommand("export", "write this session's transcript to a file", _export, "FILE"),
+    SlashCommand("diff", "what a turn did to the files (default: the last turn)", _diff, "[TURN]"),
+    SlashCommand("undo", "put the files back as they were before the last turn", _undo),
+    SlashCommand("rewind", "put the files back as they were before turn TURN", _rewind, "TURN"),
     SlashCommand("sessions", "list this agent's sessions here", _sessions),
     SlashCommand("fork", "fork this session: a new one with the conversation so far", _fork),
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),

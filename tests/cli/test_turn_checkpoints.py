@@ -74,3 +74,24 @@ def test_housekeeping_counts_checks_and_removes_the_stores(cli: Cli, workdir: Pa
     assert damaged.returncode == 19 and f"checkpoints of {sid[:8]}" in damaged.stdout, (damaged.stdout, damaged.stderr)
     cli.ok("sessions", "rm", sid, "--yes")
     assert not head.parent.exists() and not list((cli.home / "checkpoints").rglob("HEAD"))
+
+
+def test_the_repls_diff_and_undo(spawn, cli: Cli, workdir: Path, keep_alive: str) -> None:  # type: ignore[no-untyped-def]
+    pty = spawn("new", "--cmd", cli.trace.demo_cmd(protocol=1), env={"ACPCLI_KEEP_ALIVE": keep_alive})
+    pty.expect(PROMPT)
+    pty.say("no-permission write undone.txt")
+    pty.expect("written with fs/write_text_file")
+    pty.expect(PROMPT)
+    assert (workdir / "undone.txt").exists()
+    pty.say("/diff")
+    pty.expect("undone.txt")
+    pty.expect(PROMPT)
+    pty.say("/undo")
+    pty.expect("files as before turn 1")
+    pty.expect(PROMPT)
+    assert not (workdir / "undone.txt").exists()
+    pty.say("/rewind x")
+    pty.expect("usage: /rewind TURN")
+    pty.expect(PROMPT)
+    pty.child.send(CTRL_D)
+    assert pty.wait() == 0
