@@ -40,6 +40,7 @@ does and removing its socket and lock.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -54,7 +55,8 @@ import anyio
 
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
 from acpcli.host import address
-from acpcli.host.channel import Channel, ChannelClosed, same_user
+from acpcli.host.channel import Budget, Channel, ChannelClosed, same_user
+from acpcli.host.messages import MAX_CLIENT_MESSAGE, encoded
 
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
@@ -68,6 +70,31 @@ CANCELLED = {"outcome": {"outcome": "cancelled"}}
 
 #: Messages a slow client may have waiting before it is dropped (it cannot hold the turn up).
 _CLIENT_BACKLOG = 200_000
+#: Bytes a slow client may have waiting (beyond the message it is being sent) before it is
+#: dropped. Clients share the bytes of an update, so this bounds each, not their sum.
+_CLIENT_BACKLOG_BYTES = 256 * 1024 * 1024
+#: Bytes all clients together may have sent of messages not yet whole: more, and the client
+#: whose bytes do not fit is dropped (the largest legal message fits alone).
+_INBOX_BUDGET = 2 * MAX_CLIENT_MESSAGE
+#: Connections served at once, at most (and never so many that the host runs out of files).
+_MAX_CONNECTIONS = 128
+#: File descriptors kept free for the host's own work (its logs, locks, the index).
+_SPARE_FILES = 32
+#: How a host that is ending answers a prompt: nothing was sent; start a new host.
+ENDING = {"t": "ending"}
+
+
+def _connection_cap() -> int:
+    """:data:`_MAX_CONNECTIONS`, or fewer when the open-files limit is low."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return _MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY:
+        return _MAX_CONNECTIONS
+    return max(2, min(_MAX_CONNECTIONS, (soft - _SPARE_FILES) // 2))
 
 
 @dataclass(eq=False)
@@ -75,22 +102,31 @@ class Client:
     channel: Channel
     pid: int | None = None
     role: str = "prompt"
-    outbox: Any = None  # the send side of its queue
+    outbox: Any = None  # the send side of its queue (encoded messages)
     gone: anyio.Event = field(default_factory=anyio.Event)
     lingering: bool = False  # its turn is over, and it still takes the updates after it
+    backlog: int = 0  # bytes in its outbox
 
-    def post(self, message: dict[str, Any]) -> None:
-        """Queue ``message`` for this client without waiting (a client that falls too far
-        behind is dropped: it cannot hold the turn up)."""
+    def post(self, message: dict[str, Any] | bytes) -> None:
+        """Queue ``message`` (or its :func:`~acpcli.host.messages.encoded` bytes) for this
+        client without waiting (a client that falls too far behind is dropped: it cannot
+        hold the turn up)."""
         if self.gone.is_set():
             return
+        data = message if isinstance(message, bytes) else encoded(message)
+        if self.backlog and self.backlog + len(data) > _CLIENT_BACKLOG_BYTES:
+            log.warning("dropping client %s: %d bytes behind", self.pid, self.backlog)
+            self.gone.set()
+            return
         try:
-            self.outbox.send_nowait(message)
+            self.outbox.send_nowait(data)
         except anyio.WouldBlock:
             log.warning("dropping client %s: %d messages behind", self.pid, _CLIENT_BACKLOG)
             self.gone.set()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.gone.set()
+        else:
+            self.backlog += len(data)
 
 
 @dataclass(eq=False)
@@ -178,16 +214,24 @@ class Host:
         self.turns_run = 0
         self.index: Any = None  # the host's index, once open
         self._tasks: Any = None  # the serving task group, for background work
+        self.connections = 0  # being served
+        self._socket: Any = None  # its path while it is ours to remove
+        self.inbox = Budget(_INBOX_BUDGET)  # what they hold of messages not yet whole
+        #: Set once the host is ending: "retry" (keep-alive expired, the agent went away: a
+        #: prompt that comes now is answered ``ending`` and goes to a new host) or "stopped"
+        #: (``stop``, ``close``: the prompts still queued are not sent).
+        self.ending: str | None = None
 
     # -- clients ---------------------------------------------------------------------------
 
     def broadcast(self, message: dict[str, Any]) -> None:
         """An update: to the client whose turn it is and to every watcher."""
         current = self.current.client if self.current is not None else None
+        data = encoded(message)  # once, however many clients take it
         for client in list(self.clients):
             # (a client whose turn is over takes what comes after it, until the next turn starts)
             if client is current or client.role == "attach" or (client.lingering and current is None):
-                client.post(message)
+                client.post(data)
 
     def note(self, text: str) -> None:
         if self.current is not None:
@@ -198,21 +242,37 @@ class Host:
         self.wakeup.set()
 
     async def serve_client(self, stream: SocketStream) -> None:
+        """One connection, to its end. Nothing a client does (leaving mid-write, sending
+        what it should not) reaches the host: the client is dropped, its turn cancelled."""
+        self.connections += 1
+        try:
+            await self._serve_client(stream)
+        except Exception:  # (an exception group of a closed channel, a bug): the client's, never the host's
+            log.exception("dropped a client")
+        finally:
+            self.connections -= 1
+
+    async def _serve_client(self, stream: SocketStream) -> None:
         if not same_user(stream):
             log.warning("refused a connection from another user")
             await stream.aclose()
             return
-        channel = Channel(stream)
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_CLIENT_BACKLOG)
+        channel = Channel(stream, limit=MAX_CLIENT_MESSAGE, budget=self.inbox)
+        send, receive = anyio.create_memory_object_stream[bytes](_CLIENT_BACKLOG)
         client = Client(channel, outbox=send)
         try:
             async with anyio.create_task_group() as tg:
 
                 async def pump() -> None:
-                    async with receive:
-                        async for message in receive:
-                            await channel.send(message)
-                    client.gone.set()
+                    try:
+                        async with receive:
+                            async for data in receive:
+                                client.backlog -= len(data)
+                                await channel.send_bytes(data)
+                    except ChannelClosed:  # it left while we wrote to it
+                        pass
+                    finally:
+                        client.gone.set()
 
                 async def until_gone() -> None:
                     await client.gone.wait()
@@ -227,8 +287,6 @@ class Host:
                 except Exception:  # a client that says what it should not is dropped, never the host
                     log.exception("dropping a client whose message could not be handled")
                 client.gone.set()
-        except ChannelClosed:
-            pass
         finally:
             send.close()
             if client in self.clients:
@@ -263,9 +321,11 @@ class Host:
         while True:
             message = await client.channel.receive()
             kind = message["t"]
-            if client in self.clients:
+            if client in self.clients and kind != "status":  # (a client's "are you there?" is no activity)
                 self.touch()
-            if kind == "prompt":
+            if kind == "prompt" and self.ending is not None:
+                client.post(ENDING)  # nothing of it was sent: the client starts a new host
+            elif kind == "prompt":
                 text = message.get("text")
                 settings = message.get("settings") or []
                 if not isinstance(text, str):
@@ -607,6 +667,9 @@ class Host:
         except FileNotFoundError:
             pass
         listener = await anyio.create_unix_listener(path, mode=0o600)
+        self._socket = path
+        if self.lock is not None and self.link is not None:  # for `stop`, should this host stop answering
+            address.describe(self.lock, agent_pid=getattr(getattr(self.link, "process", None), "pid", None))
         try:
             report({"t": "ready", **self.status()})
             async with anyio.create_task_group() as tg:
@@ -614,18 +677,64 @@ class Host:
 
                 async def accept() -> None:
                     async with listener:
-                        await listener.serve(self.serve_client, task_group=tg)
+                        await self._accept(listener, tg)
 
                 tg.start_soon(accept)
                 await self._turns(conversation, inputs)
+                self._end(self.ending or "stopped")
                 await self._say_goodbye()
                 tg.cancel_scope.cancel()
         finally:
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+            self._unlink_socket()
         return 0
+
+    async def _accept(self, listener: Any, tg: Any) -> None:
+        """Serve each connection in a task of its own. Past the connection cap, or when the
+        host runs out of file descriptors, the connection is refused with one line (the
+        client says it) and the host serves on."""
+        cap = _connection_cap()
+        spare: int | None = _spare_fd()
+        warned = 0.0
+        while True:
+            try:
+                stream = await listener.accept()
+            except anyio.BrokenResourceError as err:
+                cause = err.__cause__
+                if not isinstance(cause, OSError) or cause.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED):
+                    raise
+                if time.monotonic() - warned > 10:
+                    warned = time.monotonic()
+                    log.warning("refusing connections: %s", cause)
+                if spare is not None:  # a descriptor freed for the one connection to refuse
+                    os.close(spare)
+                    _refuse_raw(listener)
+                    spare = _spare_fd()
+                await anyio.sleep(0.05)
+                continue
+            if self.connections >= cap:
+                if time.monotonic() - warned > 10:
+                    warned = time.monotonic()
+                    log.warning("refusing connections: %d are served already", self.connections)
+                tg.start_soon(_refuse, stream)
+                continue
+            tg.start_soon(self.serve_client, stream)
+
+    def _end(self, why: str) -> None:
+        """The host is ending (see :attr:`ending`): it takes no more prompts, and its socket
+        goes at once, so that the next command starts a new host rather than reach this one."""
+        if self.ending is None:
+            self.ending = why
+        self._unlink_socket()
+
+    def _unlink_socket(self) -> None:
+        path = self._socket
+        if path is None:
+            return
+        self._socket = None
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
     @staticmethod
     async def _claim(session_id: str, *, wait: bool, notice: Any) -> Any:
@@ -641,8 +750,20 @@ class Host:
 
     async def _say_goodbye(self, seconds: float = 2.0) -> None:
         """Ending: what each client is still to be told (the last turn's end or error) goes
-        out before the connections close."""
+        out before the connections close. A prompt still queued was not sent: when the host
+        ends on its own (keep-alive, the agent gone) its client is told ``ending`` and starts
+        a new host; on ``stop`` it is told it was not sent."""
+        stopped = {
+            "t": "error", "exit": int(ExitCode.HOST_LOST),
+            "message": "the session host was stopped before this prompt's turn: it was not sent",
+        }
+        waiting = {turn.client for turn in self.queue}
+        self.queue.clear()
         for client in list(self.clients):
+            if client in waiting:
+                client.post(stopped if self.ending == "stopped" else ENDING)
+            elif client.role == "prompt" and not client.lingering:
+                client.post(ENDING)  # a prompt it sent may be unread: it was not sent
             client.outbox.close()  # its pump sends what is queued, then lets it go
         with anyio.move_on_after(seconds):
             while any(not client.gone.is_set() for client in self.clients):  # noqa: ASYNC110 - a few pumps draining
@@ -652,7 +773,9 @@ class Host:
         """Run queued turns in order; return when the host should end."""
         while not self.stopping.is_set():
             if conversation.agent_link.conn.closed:
-                return  # the agent went away: the next command starts a new host
+                log.info("the agent went away: ending")
+                self._end("retry")  # the next command (and the prompts queued) start a new host
+                return
             if self.queue:
                 turn = self.queue.popleft()
                 if turn.client.gone.is_set():
@@ -661,6 +784,7 @@ class Host:
                 continue
             if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive:
                 log.info("no turn and no client for %.0f s: ending", self.keep_alive)
+                self._end("retry")
                 return
             self.wakeup = anyio.Event()
             wait = self.keep_alive - (time.monotonic() - self.last_activity) if not self.clients else math.inf
@@ -724,6 +848,49 @@ class Host:
             self.current = None
             live.interrupted = False
             self.touch()
+
+
+def _spare_fd() -> int | None:
+    """A descriptor held in reserve, given up to refuse one connection when the host is out
+    of them (None when there is none to hold)."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+_TOO_MANY = encoded({
+    "t": "error", "exit": int(ExitCode.BUSY),
+    "message": "the session host has too many connections: try again when some have ended",
+})
+
+
+async def _refuse(stream: Any) -> None:
+    """A connection past the cap: one line that says so, then closed."""
+    with anyio.move_on_after(1):
+        try:
+            await stream.send(_TOO_MANY)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+    with anyio.CancelScope(shield=True):
+        await stream.aclose()
+
+
+def _refuse_raw(listener: Any) -> None:
+    """Accept one waiting connection on the listener's own socket and refuse it at once."""
+    from anyio.abc import SocketAttribute
+
+    try:
+        sock, _ = listener.extra(SocketAttribute.raw_socket).accept()
+    except OSError:
+        return
+    try:
+        sock.setblocking(False)
+        sock.send(_TOO_MANY)
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 def _name_log(path: Any, session_id: str) -> None:
