@@ -772,7 +772,10 @@ class Host:
     async def _turns(self, conversation: Conversation, inputs: Any) -> None:
         """Run queued turns in order; return when the host should end."""
         while not self.stopping.is_set():
-            if conversation.agent_link.conn.closed:
+            if conversation.agent_link.conn.closed or _exited(conversation.agent_link):
+                with anyio.move_on_after(2):  # what it said before it went is read first
+                    while not conversation.agent_link.conn.closed:  # noqa: ASYNC110 - the reader's flag, for at most 2 s
+                        await anyio.sleep(0.02)
                 log.info("the agent went away: ending")
                 self._end("retry")  # the next command (and the prompts queued) start a new host
                 return
@@ -848,6 +851,22 @@ class Host:
             self.current = None
             live.interrupted = False
             self.touch()
+
+
+def _exited(link: Any) -> bool:
+    """Whether the agent process has exited, before its connection says so (its end of the
+    pipe may not be read yet): a prompt is then not sent to it, but to a new host's agent.
+    Its exit status stays for the transport to collect (``WNOWAIT``)."""
+    process = getattr(link, "process", None)
+    if getattr(process, "returncode", None) is not None:
+        return True
+    pid = getattr(process, "pid", None)
+    if not isinstance(pid, int) or not hasattr(os, "waitid"):
+        return False
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except OSError:
+        return False
 
 
 def _spare_fd() -> int | None:
