@@ -682,6 +682,22 @@ def _exchange(session_id: str, role: str, said: list[dict[str, Any]], wanted: st
     return True, None
 
 
+def ask_stop(session_id: str) -> BlockingChannel | None:
+    """Tell ``session_id``'s host to stop, without waiting: the channel its answer comes on
+    (to close once it is gone), or None when no host could be reached."""
+    try:
+        channel = connect_blocking(str(address.socket_path(session_id)))
+    except OSError:
+        return None
+    try:
+        channel.send({"t": "hello", "pid": os.getpid(), "role": "stop"})
+        channel.send({"t": "stop"})
+    except ChannelClosed:
+        channel.close()
+        return None
+    return channel
+
+
 def stop_host(session_id: str) -> bool:
     """Ask ``session_id``'s host to end; False when it was not running."""
     running, _ = _exchange(session_id, "stop", [{"t": "stop"}], "stopping")

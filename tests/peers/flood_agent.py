@@ -2,12 +2,14 @@
 
 What it does on ``session/prompt`` depends on the prompt's text:
 
-``flood N SIZE``  N ``agent_message_chunk`` updates as fast as stdout takes them, each
+``flood N SIZE [DELAY]``  N ``agent_message_chunk`` updates as fast as stdout takes them
+                  (DELAY seconds apart, if given), each
                   ``[cNNNNNN]`` and SIZE-10 filler characters; after each one, the count sent
                   so far goes to ``FLOOD_SENT`` (env, a file) when set. A ``session/cancel``
                   stops the stream (stopReason ``cancelled``).
 ``big SIZE``      one chunk of SIZE characters (``"`` and ``\\`` alternate with letters, so
                   its JSON string is half escapes), then ``end_turn``
+``quiet SECONDS`` says nothing for SECONDS, then one chunk and ``end_turn``
 ``bye``           answers ``end_turn``, then exits a moment later (dies between turns)
 otherwise         one chunk ``echo: <text>``
 
@@ -43,13 +45,15 @@ def chunk(session_id: str, text: str) -> None:
     }})
 
 
-def flood(message_id: Any, session_id: str, count: int, size: int) -> None:
+def flood(message_id: Any, session_id: str, count: int, size: int, delay: float = 0.0) -> None:
     record = os.environ.get("FLOOD_SENT")
     stop = "end_turn"
     for i in range(count):
         if _cancelled.is_set():
             stop = "cancelled"
             break
+        if delay and i:
+            time.sleep(delay)
         chunk(session_id, f"[c{i:06d}]" + "x" * max(size - 9, 0) + "\n")
         if record:
             with open(record, "w") as f:
@@ -62,7 +66,13 @@ def prompt(message_id: Any, params: dict[str, Any]) -> None:
     said = " ".join(b.get("text", "") for b in params.get("prompt", []) if isinstance(b, dict)).split()
     _cancelled.clear()
     if len(said) >= 3 and said[0] == "flood":
-        threading.Thread(target=flood, args=(message_id, session_id, int(said[1]), int(said[2])), daemon=True).start()
+        delay = float(said[3]) if len(said) > 3 else 0.0
+        threading.Thread(target=flood, args=(message_id, session_id, int(said[1]), int(said[2]), delay), daemon=True).start()
+        return
+    if len(said) >= 2 and said[0] == "quiet":
+        time.sleep(float(said[1]))
+        chunk(session_id, "after the quiet")
+        send({"jsonrpc": "2.0", "id": message_id, "result": {"stopReason": "end_turn"}})
         return
     if len(said) >= 2 and said[0] == "big":
         size = int(said[1])
