@@ -96,6 +96,18 @@ class Channel:
                 self._held += len(chunk)
             self._buffer += chunk
 
+    def pending(self) -> bool:
+        """Whether something has come that :meth:`receive` has not taken yet."""
+        if self._buffer:
+            return True
+        import select
+
+        try:
+            ready, _, _ = select.select([self.stream.extra(SocketAttribute.raw_socket)], [], [], 0)
+        except (OSError, ValueError, anyio.TypedAttributeLookupError):
+            return False
+        return bool(ready)
+
     def _release(self) -> None:
         if self.budget is not None:
             keep = len(self._buffer)  # what stays is still held

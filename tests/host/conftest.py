@@ -124,3 +124,6 @@ def raw_client(session_id: str, role: str = "prompt") -> Raw:
     client.send({"t": "hello", "pid": os.getpid(), "role": role})
     assert client.until("ready")["session"] == session_id
     return client
+
+
+from tests.cli.pty import spawn  # noqa: E402,F401  (the pseudo-terminal fixture)

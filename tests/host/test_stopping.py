@@ -103,3 +103,22 @@ def test_stop_all_tells_every_host_before_it_waits_for_any(hosts: Cli) -> None:
     assert "queued behind" not in cli.show(second)
     running_turn.close()
     waiting.close()
+
+
+def test_an_attached_repl_notices_a_stopped_host(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
+    cli = hosts
+    sid = flood_session(cli)
+    (row,) = live_rows(cli)
+    repl = spawn("attach", sid, env=QUICK)
+    repl.expect("attached to")
+    repl.prompt()
+    repl.say("flood 3000 20 0.01")
+    repl.expect("c000010")  # the turn streams
+    os.kill(row["pid"], signal.SIGSTOP)
+    try:
+        repl.expect("acpcli: error: the session host stopped answering")
+        assert repl.wait() == ExitCode.HOST_LOST
+        assert "Traceback" not in repl.seen
+        assert cli.run("stop", sid, env=QUICK).returncode == 0
+    finally:
+        _resume(row["pid"])
