@@ -80,6 +80,10 @@ _INBOX_BUDGET = 2 * MAX_CLIENT_MESSAGE
 _MAX_CONNECTIONS = 128
 #: File descriptors kept free for the host's own work (its logs, locks, the index).
 _SPARE_FILES = 32
+#: Prompts the queue holds at most, and characters of their text (a client that floods the
+#: host with prompts is told the queue is full).
+_QUEUE_MAX = 1000
+_QUEUE_BYTES = 64 * 1024 * 1024
 #: How a host that is ending answers a prompt: nothing was sent; start a new host.
 ENDING = {"t": "ending"}
 
@@ -325,6 +329,11 @@ class Host:
                 self.touch()
             if kind == "prompt" and self.ending is not None:
                 client.post(ENDING)  # nothing of it was sent: the client starts a new host
+            elif kind == "prompt" and self._queue_full(message):
+                client.post({
+                    "t": "error", "exit": int(ExitCode.BUSY),
+                    "message": "the session's queue is full: send the prompt when its turns have run",
+                })
             elif kind == "prompt":
                 text = message.get("text")
                 settings = message.get("settings") or []
@@ -358,6 +367,13 @@ class Host:
                 self.wakeup.set()
                 if self.current is not None and self.live is not None:
                     self.live.want_cancel()  # the turn ends first (cancelled), then the host
+
+    def _queue_full(self, message: dict[str, Any]) -> bool:
+        """Whether queuing the prompt ``message`` would make the queue hold more than
+        :data:`_QUEUE_MAX` prompts or :data:`_QUEUE_BYTES` of their text."""
+        text = message.get("text")
+        size = len(text) if isinstance(text, str) else 0
+        return len(self.queue) >= _QUEUE_MAX or size + sum(len(turn.text) for turn in self.queue) > _QUEUE_BYTES
 
     def _client_left(self, client: Client) -> None:
         """A client went away: its queued prompts are withdrawn, its running turn cancelled,

@@ -107,3 +107,28 @@ def test_clients_that_flood_the_host_are_dropped_within_a_memory_bound(hosts: Cl
     assert "echo: fine" in cli.ok("prompt", "--session", sid, "fine", env=LIVE).stdout
     (again,) = live_rows(cli)
     assert again["pid"] == row["pid"]
+
+
+def test_a_client_that_floods_the_queue_is_told_it_is_full(hosts: Cli) -> None:
+    cli = hosts
+    sid = flood_session(cli)
+    from .conftest import raw_client
+
+    client = raw_client(sid)
+    client.send({"t": "prompt", "text": "quiet 3", "settings": []})
+    client.until("start")
+    for i in range(1005):
+        client.send({"t": "prompt", "text": f"p {i}", "settings": []})
+    queued = refused = 0
+    while queued + refused < 1005:
+        message = client.receive()
+        assert message is not None
+        if message["t"] == "queued":
+            queued += 1
+        elif message["t"] == "error":
+            assert message["exit"] == 18 and "queue is full" in message["message"]
+            refused += 1
+    assert (queued, refused) == (1000, 5)
+    client.close()  # its queued prompts are withdrawn, its turn cancelled
+    assert "echo: after" in cli.ok("prompt", "--session", sid, "after", env=LIVE).stdout
+    assert "p 1004" not in cli.show(sid)
