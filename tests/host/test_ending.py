@@ -63,8 +63,12 @@ def test_an_ending_host_answers_a_prompt_ending(hosts: Cli) -> None:
     watcher.close()
 
 
-@pytest.mark.parametrize("pause", [0.9, 1.0, 1.1])
+@pytest.mark.parametrize("pause", [0.8, 1.2])
 def test_a_prompt_as_keep_alive_runs_out_runs_on_a_new_host(hosts: Cli, pause: float) -> None:
+    """Prompts about when a one-second keep-alive runs out (the host ending, or just
+    ended): each runs, on the old host or a new one. (The window in which a prompt meets a
+    host that is ending is too narrow to hit on purpose here; the test through a host whose
+    agent died holds the host open while it ends.)"""
     cli = hosts
     sid = flood_session(cli)
     for round_ in range(2):
