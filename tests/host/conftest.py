@@ -81,12 +81,28 @@ def flood_session(cli: Cli, env: dict[str, str] | None = None) -> str:
     return cli.ok("new", "--no-repl", "--cmd", flood_cmd(cli), env={**LIVE, **(env or {})}).stdout.strip()
 
 
+#: Every raw client of the running test, closed at its end (also when it fails midway).
+_OPEN: list[Raw] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_raw_clients() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
+
+
 class Raw:
     """A raw socket client of a host: JSON lines, read with a timeout."""
 
     def __init__(self, path: str) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
+        try:
+            self.sock.connect(path)
+        except OSError:
+            self.sock.close()
+            raise
+        _OPEN.append(self)
         self.sock.settimeout(30)
         self.buffer = b""
 
