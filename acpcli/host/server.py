@@ -894,17 +894,19 @@ def _spare_fd() -> int | None:
         return None
 
 
-_TOO_MANY = encoded({
-    "t": "error", "exit": int(ExitCode.BUSY),
-    "message": "the session host has too many connections: try again when some have ended",
-})
+def _too_many() -> bytes:
+    """What a refused connection is told."""
+    return encoded({
+        "t": "error", "exit": int(ExitCode.BUSY),
+        "message": "the session host has too many connections: try again when some have ended",
+    })
 
 
 async def _refuse(stream: Any) -> None:
     """A connection past the cap: one line that says so, then closed."""
     with anyio.move_on_after(1):
         try:
-            await stream.send(_TOO_MANY)
+            await stream.send(_too_many())
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass
     with anyio.CancelScope(shield=True):
@@ -921,7 +923,7 @@ def _refuse_raw(listener: Any) -> None:
         return
     try:
         sock.setblocking(False)
-        sock.send(_TOO_MANY)
+        sock.send(_too_many())
     except OSError:
         pass
     finally:
