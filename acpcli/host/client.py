@@ -125,10 +125,6 @@ class _Restart(Exception):
     """The host this command reached is ending and took nothing of its prompt: the prompt
     goes to a new host."""
 
-    def __init__(self, pid: Any = None) -> None:
-        super().__init__("the host is ending")
-        self.pid = pid if isinstance(pid, int) else None
-
 
 def hello(channel: BlockingChannel, session_id: str, role: str = "prompt") -> dict[str, Any]:
     """Say hello and read the host's ``ready`` (waiting no longer than
