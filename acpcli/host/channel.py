@@ -61,6 +61,7 @@ class Channel:
         self._buffer = bytearray()
         self._scanned = 0  # bytes of the buffer known to hold no newline
         self._held = 0  # bytes of the buffer taken from the budget
+        self.received = 0  # messages received so far
         self._lock = anyio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -82,6 +83,7 @@ class Channel:
                 del self._buffer[: end + 1]
                 self._scanned = 0
                 self._release()
+                self.received += 1
                 return decoded(line)
             self._scanned = len(self._buffer)
             if len(self._buffer) > self.limit:

@@ -56,7 +56,7 @@ import anyio
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
 from acpcli.host import address
 from acpcli.host.channel import Budget, Channel, ChannelClosed, same_user
-from acpcli.host.messages import MAX_CLIENT_MESSAGE, encoded
+from acpcli.host.messages import MAX_CLIENT_MESSAGE, encoded, host_timeout
 
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
@@ -264,6 +264,7 @@ class Host:
         channel = Channel(stream, limit=MAX_CLIENT_MESSAGE, budget=self.inbox)
         send, receive = anyio.create_memory_object_stream[bytes](_CLIENT_BACKLOG)
         client = Client(channel, outbox=send)
+        patience = host_timeout()  # as long as a client waits for us
         try:
             async with anyio.create_task_group() as tg:
 
@@ -282,8 +283,15 @@ class Host:
                     await client.gone.wait()
                     tg.cancel_scope.cancel()
 
+                async def hello_in_time() -> None:  # a connection that says nothing holds no slot for long
+                    await anyio.sleep(patience)
+                    if not channel.received:
+                        log.warning("dropping a connection that said nothing for %g s", patience)
+                        client.gone.set()
+
                 tg.start_soon(pump)
                 tg.start_soon(until_gone)
+                tg.start_soon(hello_in_time)
                 try:
                     await self._converse(client)
                 except ChannelClosed:

@@ -132,3 +132,14 @@ def test_a_client_that_floods_the_queue_is_told_it_is_full(hosts: Cli) -> None:
     client.close()  # its queued prompts are withdrawn, its turn cancelled
     assert "echo: after" in cli.ok("prompt", "--session", sid, "after", env=LIVE).stdout
     assert "p 1004" not in cli.show(sid)
+
+
+def test_connections_that_say_nothing_are_dropped_and_free_their_slots(hosts: Cli) -> None:
+    cli = hosts
+    sid = flood_session(cli, {"ACPCLI_HOST_TIMEOUT": "1"})  # the host's own patience
+    from acpcli.host.address import socket_path
+
+    mute = [Raw(str(socket_path(sid))) for _ in range(5)]
+    for client in mute:
+        assert client.receive() is None  # closed by the host, having said nothing
+    assert "echo: heard" in cli.ok("prompt", "--session", sid, "heard", env=LIVE).stdout
