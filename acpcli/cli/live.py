@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
 
@@ -85,29 +86,32 @@ def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
     if not all_hosts and not session_ids:
         raise UsageError("name the live sessions to stop (see `acpcli sessions --live`), or give --all")
     if all_hosts:
-        ids = [info.session_id for info in address.hosts()]
-        if not ids:
+        found = list(address.hosts())
+        if not found:
             typer.echo("no live sessions", err=True)
     else:
-        ids = [_resolve(sid) for sid in session_ids]
+        found = []
+        for sid in [_resolve(sid) for sid in session_ids]:
+            info = address.holder(address.lock_path(sid))
+            if info is None:
+                typer.echo(f"{safe_line(sid)}: not live (no host)", err=True)
+            else:
+                found.append(info)
     code = int(ExitCode.OK)
-    for sid in ids:
-        unsaved: list[dict[str, object]] = []
-        stopped = stop_quietly(sid, unsaved)
-        if stopped is None:
-            typer.echo(f"{safe_line(sid)}: not live (no host)", err=True)
-            continue
-        pid, gone = stopped
-        if not gone:
-            typer.echo(f"{safe_line(sid)}: the host (pid {pid}) did not stop", err=True)
-            return int(ExitCode.FAILURE)
-        typer.echo(f"stopped {safe_line(sid)} (host pid {pid})", err=True)
-        code = _say_unsaved(unsaved) or code
-    return code
+    unsaved: list[dict[str, object]] = []
+    # every host is told first, then all are waited for: none runs a queued prompt while
+    # another one is being stopped
+    for info, gone in zip(found, stop_all(found, unsaved=unsaved), strict=True):
+        if gone:
+            typer.echo(f"stopped {safe_line(info.session_id)} (host pid {info.pid})", err=True)
+        else:
+            typer.echo(f"{safe_line(info.session_id)}: the host (pid {info.pid}) did not stop", err=True)
+            code = int(ExitCode.FAILURE)
+    return _say_unsaved(unsaved) or code
 
 
 def _say_unsaved(unsaved: list[dict[str, object]]) -> int:
-    """What a stopped host could not save (it held it in memory after a storage failure):
+    """What stopped hosts could not save (they held it in memory after a storage failure):
     its line, and its exit code (0 when there is none)."""
     from acpcli.errors import HostReported
 
@@ -129,17 +133,32 @@ def _say_unsaved(unsaved: list[dict[str, object]]) -> int:
 def stop_quietly(
     session_id: str, unsaved: list[dict[str, object]] | None = None, why: str = "stop"
 ) -> tuple[int, bool] | None:
-    """Stop ``session_id``'s host, if one runs, and wait for it to be gone (SIGTERM past half
-    the wait): its pid and whether it is gone (None: there was no host). ``unsaved``: a list
-    to add what the host could not save to (:func:`acpcli.host.client.stop_host`)."""
+    """Stop ``session_id``'s host, if one runs, and wait for it to be gone (see
+    :func:`stop_all`): its pid and whether it is gone (None: there was no host). ``unsaved``:
+    a list to add what the host could not save to; ``why``: the command that stops it."""
     from acpcli.host import address
-    from acpcli.host.client import stop_host
 
     info = address.holder(address.lock_path(session_id))
     if info is None:
         return None
-    stop_host(session_id, why, unsaved)
-    return info.pid, _wait_gone(info)
+    return info.pid, stop_all([info], why=why, unsaved=unsaved)[0]
+
+
+def stop_all(
+    infos: Sequence[Any], seconds: float = 10.0, *, why: str = "stop", unsaved: list[dict[str, object]] | None = None
+) -> list[bool]:
+    """Ask every host of ``infos`` to stop (``why``: the command that asks, which attached
+    terminals are told), then wait for them all together (see :func:`_wait_gone`); whether
+    each is gone. ``unsaved`` gathers what each host says it could not save."""
+    from acpcli.host.client import ask_stop
+
+    channels = [ask_stop(info.session_id, why) for info in infos]
+    try:
+        return _wait_all_gone(infos, channels, seconds, unsaved)
+    finally:
+        for channel in channels:
+            if channel is not None:
+                channel.close()
 
 
 def _resolve(session_id: str) -> str:
@@ -156,32 +175,89 @@ def _resolve(session_id: str) -> str:
 
 def _wait_gone(info: object, seconds: float = 10.0) -> bool:
     """Wait for a host to end (its lock released and its process gone: it lets the lock go
-    before it exits); SIGTERM it past half the wait."""
+    before it exits); SIGTERM it past half the wait, SIGKILL it (and its agent's process
+    group) at the end of it."""
+    return _wait_all_gone([info], [None], seconds)[0]
+
+
+def _wait_all_gone(
+    infos: Sequence[Any], channels: Sequence[Any], seconds: float, unsaved: list[dict[str, object]] | None = None
+) -> list[bool]:
+    """Wait for hosts to end, each told to stop over its ``channels`` entry (None: not
+    reached). A host that answers is given ``seconds`` (its turn's cancel, its agent's
+    stop), SIGTERM past half of them; one that says nothing for the host timeout
+    (``ACPCLI_HOST_TIMEOUT``: stopped, hung), or is still there at the end, is killed with
+    its agent's process group, so that nothing is left behind."""
+    import math
     import os
     import signal
     import time
 
     from acpcli.host import address
+    from acpcli.host.messages import ChannelClosed, host_timeout
     from acpcli.processes.children import running
 
-    assert isinstance(info, address.HostInfo)
-    deadline = time.monotonic() + seconds
-    termed = False
+    hosts = [info for info in infos if isinstance(info, address.HostInfo)]
+    assert len(hosts) == len(infos)
+    start = time.monotonic()
+    silent_for = min(host_timeout(), seconds)
+    done = [False] * len(hosts)
+    answered = [False] * len(hosts)
+    termed = [False] * len(hosts)
+    killed: list[float | None] = [None] * len(hosts)
+    links = list(channels)
 
-    def gone() -> bool:
+    def gone(info: address.HostInfo) -> bool:
         return address.holder(info.lock) is None and not running(info.pid)
 
-    while time.monotonic() < deadline:
-        if gone():
-            return True
-        if not termed and time.monotonic() > deadline - seconds / 2:
-            termed = True
-            try:
-                os.kill(info.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                return True
+    while True:
+        now = time.monotonic()
+        for i, info in enumerate(hosts):
+            if done[i] or gone(info):
+                done[i] = True
+                continue
+            link = links[i]
+            if link is not None:
+                try:
+                    while (message := link.receive(timeout=0)) is not None:
+                        answered[i] = True  # (ready, stopping: it hears us)
+                        if unsaved is not None and message.get("t") == "stored":  # what it could not save
+                            unsaved.extend(v for v in message.get("verdicts") or [] if isinstance(v, dict))
+                except ChannelClosed:
+                    links[i] = None
+                    answered[i] = True  # it took the stop and is ending
+            if killed[i] is None and (now - start >= seconds or (not answered[i] and now - start >= silent_for)):
+                _kill(info)
+                killed[i] = now
+            elif not termed[i] and now - start >= seconds / 2:
+                termed[i] = True
+                try:
+                    os.kill(info.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        if all(done[i] or now - (killed[i] or math.inf) > 5 for i in range(len(hosts))):
+            return done  # (a killed host's lock and process go at once: five seconds is plenty)
         time.sleep(0.05)
-    return gone()
+
+
+def _kill(info: object) -> None:
+    """SIGKILL a host that does not end, and its agent's process group (the agent is a
+    group leader: its pid is the group's id)."""
+    import os
+    import signal
+
+    from acpcli.host import address
+
+    assert isinstance(info, address.HostInfo)
+    try:
+        os.kill(info.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if info.agent_pid is not None and info.agent_pid > 1:
+        try:
+            os.killpg(info.agent_pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def list_live(*, as_json: bool) -> int:

@@ -70,7 +70,10 @@ def socket_dir() -> Path:
 
     home = os.fsencode(home_dir().resolve())
     digest = hashlib.sha256(home).hexdigest()[:16]
-    return _private_dir(Path(tempfile.gettempdir()) / f"acpcli-{os.getuid()}" / digest)
+    # each directory made here is checked, not only the last: another user may have made
+    # the first one in a shared temporary directory, to reach (or replace) what goes in it
+    mine = _private_dir(Path(tempfile.gettempdir()) / f"acpcli-{os.getuid()}")
+    return _private_dir(mine / digest)
 
 
 def host_log(session_id: str) -> Path:
@@ -207,6 +210,8 @@ class HostInfo:
     session_id: str
     pid: int
     lock: Path
+    #: The agent's pid (its process group's id) once the host has started it.
+    agent_pid: int | None = None
 
 
 def holder(path: Path) -> HostInfo | None:
@@ -225,14 +230,44 @@ def holder(path: Path) -> HostInfo | None:
             with contextlib.suppress(OSError):
                 os.unlink(path)
             return None
-        raw = os.read(fd, 4096)
+        raw = _read_all(fd)
     finally:
         os.close(fd)
     try:
         data = json.loads(raw)
-        return HostInfo(str(data["session"]), int(data["pid"]), path)
-    except (ValueError, KeyError, TypeError):
+        agent = data.get("agent_pid")
+        return HostInfo(str(data["session"]), int(data["pid"]), path, agent if isinstance(agent, int) else None)
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None  # being written right now: not yet a host to talk to
+
+
+#: The most of a lock file that is read (a session id is an agent's choice: bounded here).
+_LOCK_MAX = 1 << 20
+
+
+def _read_all(fd: int) -> bytes:
+    """The lock file's whole text (a long session id makes it long)."""
+    data = b""
+    while len(data) < _LOCK_MAX:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def describe(lock: HostLock, *, agent_pid: int | None) -> None:
+    """Add the agent's pid to the held lock's record, for ``stop`` to end its process group
+    should the host stop answering."""
+    try:
+        with open(lock.path, "rb") as f:
+            data = json.loads(f.read(_LOCK_MAX))
+        data["agent_pid"] = agent_pid
+        record = json.dumps(data).encode()
+        os.ftruncate(lock.fd, 0)
+        os.pwrite(lock.fd, record, 0)
+    except (OSError, ValueError, TypeError):
+        pass  # `stop` then ends the host only
 
 
 def hosts() -> Iterator[HostInfo]:

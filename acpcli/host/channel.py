@@ -2,7 +2,10 @@
 
 Each message is an object with ``"t"`` naming what it is. A client sends ``hello`` first and
 is answered ``ready``; after that, see :mod:`acpcli.host.server` for the conversation. Lines
-are bounded (:data:`MAX_LINE`): a peer cannot make the other side hold more.
+are bounded (:data:`~acpcli.host.messages.MAX_MESSAGE` from a host,
+:data:`~acpcli.host.messages.MAX_CLIENT_MESSAGE` from a client), and a host's connections
+share a :class:`Budget` for what they hold of lines not yet whole: a peer cannot make the
+other side hold more.
 
 Only this user may talk to a host: the socket is 0600 in a 0700 directory, and both sides
 check the peer's credentials (``SO_PEERCRED``) on every connection.
@@ -15,9 +18,8 @@ from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
-from anyio.streams.buffered import BufferedByteReceiveStream
 
-from acpcli.host.messages import MAX_LINE, ChannelClosed, decoded, encoded, uid_of
+from acpcli.host.messages import MAX_MESSAGE, ChannelClosed, decoded, encoded, uid_of
 
 
 def peer_uid(stream: SocketStream) -> int | None:
@@ -30,16 +32,43 @@ def same_user(stream: SocketStream) -> bool:
     return peer_uid(stream) == os.getuid()
 
 
-class Channel:
-    """One connection: :meth:`send` a message, :meth:`receive` the next one."""
+class Budget:
+    """Bytes that a host's connections may hold between them of lines not yet whole (so many
+    clients each sending a long line cannot make the host hold their sum)."""
 
-    def __init__(self, stream: SocketStream) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.used = max(self.used - size, 0)
+
+
+class Channel:
+    """One connection: :meth:`send` a message, :meth:`receive` the next one (at most
+    ``limit`` bytes; ``budget``: shared with other connections, see :class:`Budget`)."""
+
+    def __init__(self, stream: SocketStream, *, limit: int = MAX_MESSAGE, budget: Budget | None = None) -> None:
         self.stream = stream
-        self._reader = BufferedByteReceiveStream(stream)
+        self.limit = limit
+        self.budget = budget
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no newline
+        self._held = 0  # bytes of the buffer taken from the budget
+        self.received = 0  # messages received so far
         self._lock = anyio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
-        data = encoded(message)
+        await self.send_bytes(encoded(message))
+
+    async def send_bytes(self, data: bytes) -> None:
+        """A message already encoded (:func:`~acpcli.host.messages.encoded`: one line)."""
         async with self._lock:  # whole lines, whoever sends
             try:
                 await self.stream.send(data)
@@ -47,15 +76,49 @@ class Channel:
                 raise ChannelClosed(str(err)) from None
 
     async def receive(self) -> dict[str, Any]:
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(memoryview(self._buffer)[:end])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                self._release()
+                self.received += 1
+                return decoded(line)
+            self._scanned = len(self._buffer)
+            if len(self._buffer) > self.limit:
+                raise ChannelClosed("a message over the size limit")
+            try:
+                chunk = await self.stream.receive(1 << 20)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as err:
+                raise ChannelClosed(type(err).__name__) from None
+            if self.budget is not None:
+                if not self.budget.take(len(chunk)):
+                    raise ChannelClosed("over the buffer budget")
+                self._held += len(chunk)
+            self._buffer += chunk
+
+    def pending(self) -> bool:
+        """Whether something has come that :meth:`receive` has not taken yet."""
+        if self._buffer:
+            return True
+        import select
+
         try:
-            line = await self._reader.receive_until(b"\n", MAX_LINE)
-        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as err:
-            raise ChannelClosed(type(err).__name__) from None
-        except anyio.DelimiterNotFound:
-            raise ChannelClosed("a message over the size limit") from None
-        return decoded(line)
+            ready, _, _ = select.select([self.stream.extra(SocketAttribute.raw_socket)], [], [], 0)
+        except (OSError, ValueError, anyio.TypedAttributeLookupError):
+            return False
+        return bool(ready)
+
+    def _release(self) -> None:
+        if self.budget is not None:
+            keep = len(self._buffer)  # what stays is still held
+            self.budget.give(self._held - keep)
+            self._held = keep
 
     async def aclose(self) -> None:
+        self._buffer.clear()
+        self._release()
         await self.stream.aclose()
 
 

@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 from acpcli.errors import HostLost, HostReported, Interrupted
 from acpcli.history.records import LOCAL
 from acpcli.host import address
-from acpcli.host.messages import BlockingChannel, ChannelClosed, connect_blocking
+from acpcli.host.messages import (
+    PING_AFTER,
+    BlockingChannel,
+    ChannelClosed,
+    connect_blocking,
+    host_timeout,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,25 +81,93 @@ def spec_for(
 def open_host(session_id: str, make_spec: Callable[[], dict[str, Any]], *, say: Any = None) -> BlockingChannel:
     """A channel to ``session_id``'s host, started from ``make_spec()`` if none is running
     (the spec is made only then: it checks the command line's session options). Two commands
-    racing to start one end up with one: the second waits on the first's start, then finds it."""
+    racing to start one end up with one: the second waits on the first's start, then finds it.
+    A host that is ending (its socket gone, its lock still held) is waited for first."""
     path = str(address.socket_path(session_id))
     try:
         return connect_blocking(path)
     except OSError:
         pass
     spec = make_spec()
-    with address.starting(session_id):
-        try:
-            return connect_blocking(path)
-        except OSError:
-            pass
-        answer = start_host(spec, say=say)
-        if answer.get("t") == "error":
-            raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
-        try:
-            return connect_blocking(path)
-        except OSError as err:
-            raise HostLost(f"the session host started but cannot be reached: {err}") from None
+    error: OSError | None = None
+    for _attempt in range(3):
+        with address.starting(session_id):
+            try:
+                return connect_blocking(path)
+            except OSError:
+                pass
+            wait_ended(session_id)
+            answer = start_host(spec, say=say)
+            if answer.get("t") == "error":
+                raise HostReported(str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint"))
+            try:
+                return connect_blocking(path)
+            except OSError as err:
+                error = err
+        if answer.get("t") != "exists":  # (exists: a host that was ending when we looked)
+            break
+    raise HostLost(f"the session host started but cannot be reached: {error}") from None
+
+
+def wait_ended(session_id: str, pid: int | None = None, seconds: float = 30.0) -> None:
+    """Wait (up to ``seconds``) for a host of ``session_id`` that is ending to be gone (its
+    lock let go), or for a host to be reachable again; ``pid``: the ending host's."""
+    import time
+
+    path = str(address.socket_path(session_id))
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        info = address.holder(address.lock_path(session_id))
+        if info is None or (pid is not None and info.pid != pid) or _reachable(path):
+            return
+        time.sleep(0.05)
+
+
+class _Restart(Exception):
+    """The host this command reached is ending and took nothing of its prompt: the prompt
+    goes to a new host."""
+
+
+def hello(channel: BlockingChannel, session_id: str, role: str = "prompt") -> dict[str, Any]:
+    """Say hello and read the host's ``ready`` (waiting no longer than
+    :func:`~acpcli.host.messages.host_timeout`), checking that it holds ``session_id``.
+    :class:`_Restart` when the host closed on us first (it was ending)."""
+    import time
+
+    from acpcli.errors import ExitCode
+    from acpcli.text.safe import safe_line, shown_id
+
+    patience = host_timeout()
+    deadline = time.monotonic() + patience
+    try:
+        channel.send({"t": "hello", "pid": os.getpid(), "role": role})
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HostLost(
+                    f"the session host does not answer (waited {patience:g} s)",
+                    hint=f"`acpcli stop {shown_id(session_id)}` ends it; the next command starts a new host",
+                )
+            ready = channel.receive(timeout=min(left, _TICK * 5))
+            if ready is None:
+                continue
+            if ready["t"] == "ready":
+                break
+            if ready["t"] == "ending":
+                raise _Restart()
+            if ready["t"] == "error":  # refused (too many connections)
+                raise HostReported(str(ready.get("message")), int(ready.get("exit") or 1), hint=ready.get("hint"))
+    except ChannelClosed:
+        raise _Restart() from None
+    if ready.get("session") != session_id:
+        held = ready.get("session")
+        raise HostReported(
+            f"the host reached for {shown_id(session_id)} holds another session"
+            f" ({safe_line(shown_id(held)) if isinstance(held, str) else 'unknown'}): nothing was sent",
+            int(ExitCode.DAMAGED),
+            hint=f"its socket is {address.socket_path(session_id)}: `acpcli stop --all` ends every host",
+        )
+    return ready
 
 
 def host_log(session_id: str) -> Path:
@@ -363,14 +437,32 @@ def prompt(
     else:
         view = make_view(run.env, format=output_format, quiet=quiet)
     mirror = Mirror(session_id, Store(), sink=view)
+    restarts = 0
     try:
-        channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
-        channel.send({
-            "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
-            "raw": run.raw, "grant": grant_of(decider, run), "log_file": _wire_log_path(options),
-            "checkpoints": run.checkpoints,
-        })
-        stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
+        while True:
+            host_pid = None
+            try:
+                host_pid = hello(channel, session_id).get("pid")
+                try:
+                    channel.send({
+                        "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
+                        "raw": run.raw, "grant": grant_of(decider, run), "log_file": _wire_log_path(options),
+                        "checkpoints": run.checkpoints,
+                    })
+                except ChannelClosed:
+                    raise _Restart() from None
+                stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
+                break
+            except _Restart:  # the host was ending: nothing was sent; a new host takes the prompt
+                restarts += 1
+                channel.close()
+                if restarts > 3:
+                    raise HostLost(
+                        "the session host kept ending before this prompt's turn: it was not sent",
+                        hint="try again; `acpcli sessions --live` shows the session's host",
+                    ) from None
+                wait_ended(session_id, host_pid if isinstance(host_pid, int) else None)
+                channel = open_host(session_id, make_spec, say=run.say)
     finally:
         try:
             view.close()
@@ -444,6 +536,7 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
 
     from acpcli.errors import Terminated
     from acpcli.services.permissions import note_on_screen
+    from acpcli.text.safe import shown_id
 
     presses: list[float] = []
 
@@ -465,6 +558,10 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
         frames = StreamTap(run.env.stdout)
     handled = 0
     tick = getattr(view, "tick", None)
+    patience = host_timeout()
+    heard = time.monotonic()
+    pinged: float | None = None
+
     try:
         while True:
             while handled < len(presses):  # Ctrl-C, in the loop rather than in the handler
@@ -489,8 +586,24 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
             if message is None:
                 if started and tick is not None:
                     tick()
+                # Is the host still there? It answers `status` at once, whatever its agent
+                # does (a turn may be quiet for long): only a host that says nothing at all
+                # for `patience` seconds is taken for gone.
+                now = time.monotonic()
+                if pinged is None and now - heard >= PING_AFTER:
+                    channel.send({"t": "status"})
+                    pinged = now
+                elif pinged is not None and now - pinged >= patience:
+                    raise HostLost(
+                        f"the session host stopped answering (waited {patience:g} s)"
+                        + (" mid-turn" if started else ""),
+                        hint=f"what arrived before is stored (acpcli show); `acpcli stop {shown_id(mirror.session_id)}` ends the host",
+                    )
                 continue
+            heard, pinged = time.monotonic(), None
             kind = message["t"]
+            if kind == "ending" and not started:  # the host is ending: the prompt was not sent
+                raise _Restart()
             if kind == "u":
                 apply_event(mirror, str(message.get("k")), str(message.get("p")))
             elif kind == "frame" and frames is not None:  # --raw: redacted by the host already
@@ -535,6 +648,11 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                     return "cancelled", False, True
                 reported_unsaved(message.get("verdicts"), ending_well=False)
                 raise HostReported(str(message.get("message")), int(message.get("exit") or 1), hint=message.get("hint"))
+    except ChannelClosed:  # a message to the host could not be sent (receiving says so itself)
+        raise HostLost(
+            "the session host went away" + (" mid-turn" if started else ""),
+            hint="what arrived before is stored (acpcli show); the next command starts a new host",
+        ) from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -656,6 +774,24 @@ def _exchange(
     finally:
         channel.close()
     return True, None
+
+
+def ask_stop(session_id: str, why: str = "stop") -> BlockingChannel | None:
+    """Tell ``session_id``'s host to stop (``why``: the command that asks, ``stop``, ``close``
+    or ``rm``, which the attached terminals are told), without waiting: the channel its answers
+    come on (``stopping``, then ``stored`` with what it could not save; to close once it is
+    gone), or None when no host could be reached."""
+    try:
+        channel = connect_blocking(str(address.socket_path(session_id)))
+    except OSError:
+        return None
+    try:
+        channel.send({"t": "hello", "pid": os.getpid(), "role": "stop"})
+        channel.send({"t": "stop", "why": why})
+    except ChannelClosed:
+        channel.close()
+        return None
+    return channel
 
 
 def stop_host(session_id: str, why: str = "stop", unsaved: list[dict[str, Any]] | None = None) -> bool:

@@ -1,7 +1,7 @@
 """The messages of a live session's host and its clients, and a blocking channel for them.
 
 One JSON object per line, ``"t"`` naming what it is (see :mod:`acpcli.host.server`), lines
-bounded by :data:`MAX_LINE`. This module imports no event loop: a one-turn command talks to
+bounded (:data:`MAX_MESSAGE` from a host, :data:`MAX_CLIENT_MESSAGE` from a client). This module imports no event loop: a one-turn command talks to
 its host with :class:`BlockingChannel` (asyncio and anyio cost more to import than the whole
 warm round trip); the host and ``attach`` use :class:`acpcli.host.channel.Channel`.
 """
@@ -14,8 +14,31 @@ import socket
 import struct
 from typing import Any
 
-#: The longest message line either side accepts (a prompt, a replayed turn's update).
+#: The longest line an agent may send (the transport's limit): what one update can hold.
 MAX_LINE = 64 * 1024 * 1024
+#: The longest message a client takes from its host: an update of an agent's longest line,
+#: whose quotes and backslashes the host's message escapes once more (at most twice as long).
+MAX_MESSAGE = 2 * MAX_LINE + (1 << 20)
+#: The longest message a host takes from a client: a prompt of the largest text a command
+#: reads (8 MiB), every character of it escaped (``\u0001``: six bytes), with room to spare.
+MAX_CLIENT_MESSAGE = 6 * 8 * 1024 * 1024 + (1 << 20)
+
+#: Seconds a client waits for a host that stops answering (``ACPCLI_HOST_TIMEOUT``).
+HOST_TIMEOUT = 30.0
+#: A client whose host has said nothing for so many seconds asks it for its ``status``.
+PING_AFTER = 2.0
+
+
+def host_timeout() -> float:
+    """How long a client waits for its host to answer (its ``ready``, a ``status`` asked
+    during a quiet turn) before it takes the host for gone: ``ACPCLI_HOST_TIMEOUT`` seconds,
+    else :data:`HOST_TIMEOUT`. A quiet agent is never taken for a dead host: the host
+    answers for itself, whatever its agent does."""
+    try:
+        value = float(os.environ.get("ACPCLI_HOST_TIMEOUT", ""))
+    except ValueError:
+        return HOST_TIMEOUT
+    return value if 0 < value < 1e6 else HOST_TIMEOUT
 
 
 class ChannelClosed(Exception):
@@ -53,6 +76,7 @@ class BlockingChannel:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no newline: a long line is scanned once
 
     def send(self, message: dict[str, Any]) -> None:
         try:
@@ -65,18 +89,20 @@ class BlockingChannel:
         import select
 
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", self._scanned)
             if end >= 0:
-                line = bytes(self._buffer[:end])
+                line = bytes(memoryview(self._buffer)[:end])
                 del self._buffer[: end + 1]
+                self._scanned = 0
                 return decoded(line)
-            if len(self._buffer) > MAX_LINE:
+            self._scanned = len(self._buffer)
+            if len(self._buffer) > MAX_MESSAGE:
                 raise ChannelClosed("a message over the size limit")
             ready, _, _ = select.select([self.sock], [], [], timeout)
             if not ready:
                 return None
             try:
-                chunk = self.sock.recv(1 << 16)
+                chunk = self.sock.recv(1 << 20)
             except OSError as err:
                 raise ChannelClosed(str(err)) from None
             if not chunk:

@@ -31,6 +31,7 @@ import anyio
 from acpcli.errors import HostLost, HostReported, Interrupted
 from acpcli.host.channel import Channel, ChannelClosed
 from acpcli.host.client import apply_event
+from acpcli.host.messages import PING_AFTER, host_timeout
 
 if TYPE_CHECKING:
     from acpcli.api.frontends import LiveSession
@@ -59,15 +60,33 @@ class Ready:
     state: dict[str, Any]
 
 
-async def join(channel: Channel) -> Ready:
-    """Say hello as a watcher (every turn reaches it) and read the host's ``ready``."""
-    await channel.send({"t": "hello", "pid": os.getpid(), "role": "attach"})
+async def join(channel: Channel, expected: str | None = None) -> Ready:
+    """Say hello as a watcher (every turn reaches it) and read the host's ``ready`` (waiting
+    no longer than :func:`~acpcli.host.messages.host_timeout`); ``expected``: the session
+    the host must hold (a host that holds another one is refused)."""
+    from acpcli.errors import ExitCode
+    from acpcli.text.safe import safe_line, shown_id
+
+    patience = host_timeout()
     try:
-        ready = await channel.receive()
+        await channel.send({"t": "hello", "pid": os.getpid(), "role": "attach"})
+        with anyio.fail_after(patience):
+            ready = await channel.receive()
     except ChannelClosed:
         raise HostLost("the session host went away", hint=LOST_HINT) from None
+    except TimeoutError:
+        raise HostLost(f"the session host does not answer (waited {patience:g} s)", hint=LOST_HINT) from None
+    if ready.get("t") == "error":  # refused (too many connections)
+        raise HostReported(str(ready.get("message")), int(ready.get("exit") or 1), hint=ready.get("hint"))
     if ready.get("t") != "ready":
         raise HostLost("the session host did not answer", hint=LOST_HINT)
+    if expected is not None and ready.get("session") != expected:
+        held = ready.get("session")
+        raise HostReported(
+            f"the host reached for {shown_id(expected)} holds another session"
+            f" ({safe_line(shown_id(held)) if isinstance(held, str) else 'unknown'})",
+            int(ExitCode.DAMAGED), hint="`acpcli stop --all` ends every host",
+        )
     state = ready.get("state")
     keep = ready.get("keep_alive")
     stored = ready.get("stored")
@@ -180,6 +199,9 @@ class HostedLink:
         #: Another terminal's turn under way, from its ``other-turn`` to its ``other-end``.
         #: One that was running when this terminal joined is held too: the REPL draws it first.
         self.other: OtherTurn | None = OtherTurn(None) if ready.busy else None
+        self._heard = time.monotonic()  # when the host last said anything
+        self._pinged: float | None = None  # when it was asked whether it is there, unanswered
+        self._silent = False  # it stopped answering (the watch closed the channel)
 
     # -- what the host says ----------------------------------------------------------------
 
@@ -192,15 +214,47 @@ class HostedLink:
                 self.live.store.apply(update)
 
     async def serve(self) -> None:
-        """Read the host's messages until it goes away (or the terminal leaves)."""
+        """Read the host's messages until it goes away (or the terminal leaves), watching
+        that it still answers (:meth:`_watch`)."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._watch)
+            await self._read()
+            tg.cancel_scope.cancel()
+
+    async def _watch(self) -> None:
+        """A host that has said nothing for a while is asked for its ``status``, which it
+        answers at once whatever its agent does (a turn may be quiet for long); one that
+        says nothing for :func:`~acpcli.host.messages.host_timeout` seconds after that is
+        taken for gone (stopped, hung): the channel is closed, and :meth:`_read` says so."""
+        patience = host_timeout()
+        while True:
+            await anyio.sleep(0.25)
+            now = time.monotonic()
+            if self.channel.pending():  # said, and not read yet (a picker holds the reader)
+                self._heard, self._pinged = now, None
+            elif self._pinged is None and now - self._heard >= PING_AFTER:
+                self._pinged = now
+                try:
+                    await self.channel.send({"t": "status"})
+                except ChannelClosed:
+                    return
+            elif self._pinged is not None and now - self._pinged >= patience:
+                self._silent = True
+                with anyio.CancelScope(shield=True):
+                    await self.channel.aclose()
+                return
+
+    async def _read(self) -> None:
         try:
             while True:
                 message = await self.channel.receive()
+                self._heard, self._pinged = time.monotonic(), None
                 await self._handle(message)
         except (ChannelClosed, HostLost):  # HostLost: an answer that could not be sent
             if not self.closing:
+                what = f"stopped answering (waited {host_timeout():g} s)" if self._silent else "went away"
                 self.lost = HostLost(
-                    "the session host went away" + (" mid-turn" if self._turn is not None else ""), hint=LOST_HINT
+                    f"the session host {what}" + (" mid-turn" if self._turn is not None else ""), hint=LOST_HINT
                 )
             for event, _ in [*self._calls.values(), *([self._turn] if self._turn else [])]:
                 event.set()  # nothing waits for an answer that cannot come
@@ -261,7 +315,7 @@ class HostedLink:
         elif kind == "start":
             live.store.turn_boundary()  # a turn's messages are its own
             live.turn_first_entry = len(live.store.entries)  # (what "no answer" looks at)
-        elif kind in ("end", "error", "withdrawn"):
+        elif kind in ("end", "error", "withdrawn", "ending"):
             for unsaved in message.get("verdicts") or []:  # a full disk: the REPL goes on, as without a host
                 if isinstance(unsaved, dict):
                     self._say(f"warning: {unsaved.get('message')}; the host keeps it in memory and tries the disk again")
@@ -507,6 +561,8 @@ class HostedLink:
         message = outcome[1][0]
         if message["t"] == "withdrawn":
             raise Withdrawn("withdrawn while it waited its turn: nothing was sent")
+        if message["t"] == "ending":  # its agent went away: the next command starts a new host
+            raise HostLost("the session host ended before this prompt's turn: it was not sent", hint=LOST_HINT)
         if message["t"] == "error":
             raise _turn_error(message)
         if message.get("interrupted"):

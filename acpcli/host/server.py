@@ -56,6 +56,7 @@ does and removing its socket and lock.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import math
@@ -72,10 +73,13 @@ import anyio
 
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
 from acpcli.host import address
-from acpcli.host.channel import Channel, ChannelClosed, same_user
+from acpcli.host.channel import Budget, Channel, ChannelClosed, same_user
 from acpcli.host.hostlog import HostLog
+from acpcli.host.messages import MAX_CLIENT_MESSAGE, encoded, host_timeout
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from anyio.abc import SocketStream
 
     from acpcli.api.frontends import AgentLink, Conversation, LiveSession
@@ -89,6 +93,35 @@ CANCELLED = {"outcome": {"outcome": "cancelled"}}
 
 #: Messages a slow client may have waiting before it is dropped (it cannot hold the turn up).
 _CLIENT_BACKLOG = 200_000
+#: Bytes a slow client may have waiting (beyond the message it is being sent) before it is
+#: dropped. Clients share the bytes of an update, so this bounds each, not their sum.
+_CLIENT_BACKLOG_BYTES = 256 * 1024 * 1024
+#: Bytes all clients together may have sent of messages not yet whole: more, and the client
+#: whose bytes do not fit is dropped (the largest legal message fits alone).
+_INBOX_BUDGET = 2 * MAX_CLIENT_MESSAGE
+#: Connections served at once, at most (and never so many that the host runs out of files).
+_MAX_CONNECTIONS = 128
+#: File descriptors kept free for the host's own work (its logs, locks, the index).
+_SPARE_FILES = 32
+#: Prompts the queue holds at most, and characters of their text (a client that floods the
+#: host with prompts is told the queue is full).
+_QUEUE_MAX = 1000
+_QUEUE_BYTES = 64 * 1024 * 1024
+#: How a host that is ending answers a prompt: nothing was sent; start a new host.
+ENDING = {"t": "ending"}
+
+
+def _connection_cap() -> int:
+    """:data:`_MAX_CONNECTIONS`, or fewer when the open-files limit is low."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return _MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY:
+        return _MAX_CONNECTIONS
+    return max(2, min(_MAX_CONNECTIONS, (soft - _SPARE_FILES) // 2))
 
 
 @dataclass(eq=False)
@@ -96,22 +129,31 @@ class Client:
     channel: Channel
     pid: int | None = None
     role: str = "prompt"
-    outbox: Any = None  # the send side of its queue
+    outbox: Any = None  # the send side of its queue (encoded messages)
     gone: anyio.Event = field(default_factory=anyio.Event)
     lingering: bool = False  # its turn is over, and it still takes the updates after it
+    backlog: int = 0  # bytes in its outbox
 
-    def post(self, message: dict[str, Any]) -> None:
-        """Queue ``message`` for this client without waiting (a client that falls too far
-        behind is dropped: it cannot hold the turn up)."""
+    def post(self, message: dict[str, Any] | bytes) -> None:
+        """Queue ``message`` (or its :func:`~acpcli.host.messages.encoded` bytes) for this
+        client without waiting (a client that falls too far behind is dropped: it cannot
+        hold the turn up)."""
         if self.gone.is_set():
             return
+        data = message if isinstance(message, bytes) else encoded(message)
+        if self.backlog and self.backlog + len(data) > _CLIENT_BACKLOG_BYTES:
+            log.warning("dropping client %s: %d bytes behind", self.pid, self.backlog)
+            self.gone.set()
+            return
         try:
-            self.outbox.send_nowait(message)
+            self.outbox.send_nowait(data)
         except anyio.WouldBlock:
             log.warning("dropping client %s: %d messages behind", self.pid, _CLIENT_BACKLOG)
             self.gone.set()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.gone.set()
+        else:
+            self.backlog += len(data)
 
 
 @dataclass(eq=False)
@@ -215,6 +257,14 @@ class Host:
         self.stoppers: list[Client] = []
         self.unsaved_told = 0  # of the index's unsaved updates, those a client was told of
 
+        self.connections = 0  # being served
+        self._socket: Any = None  # its path while it is ours to remove
+        self.inbox = Budget(_INBOX_BUDGET)  # what they hold of messages not yet whole
+        #: Set once the host is ending: "retry" (keep-alive expired, the agent went away: a
+        #: prompt that comes now is answered ``ending`` and goes to a new host) or "stopped"
+        #: (``stop``, ``close``: the prompts still queued are not sent).
+        self.ending: str | None = None
+
     @property
     def current(self) -> Turn | None:
         """The turn running. Setting it puts its sender's grant in force for the agent's
@@ -244,10 +294,11 @@ class Host:
     def broadcast(self, message: dict[str, Any]) -> None:
         """An update: to the client whose turn it is and to every watcher."""
         current = self.current.client if self.current is not None else None
+        data = encoded(message)  # once, however many clients take it
         for client in list(self.clients):
             # (a client whose turn is over takes what comes after it, until the next turn starts)
             if client is current or client.role == "attach" or (client.lingering and current is None):
-                client.post(message)
+                client.post(data)
 
     def note(self, text: str) -> None:
         if self.current is not None:
@@ -258,28 +309,52 @@ class Host:
         self.wakeup.set()
 
     async def serve_client(self, stream: SocketStream) -> None:
+        """One connection, to its end. Nothing a client does (leaving mid-write, sending
+        what it should not) reaches the host: the client is dropped, its turn cancelled."""
+        self.connections += 1
+        try:
+            await self._serve_client(stream)
+        except Exception:  # (an exception group of a closed channel, a bug): the client's, never the host's
+            log.exception("dropped a client")
+        finally:
+            self.connections -= 1
+
+    async def _serve_client(self, stream: SocketStream) -> None:
         if not same_user(stream):
             log.warning("refused a connection from another user")
             await stream.aclose()
             return
-        channel = Channel(stream)
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_CLIENT_BACKLOG)
+        channel = Channel(stream, limit=MAX_CLIENT_MESSAGE, budget=self.inbox)
+        send, receive = anyio.create_memory_object_stream[bytes](_CLIENT_BACKLOG)
         client = Client(channel, outbox=send)
+        patience = host_timeout()  # as long as a client waits for us
         try:
             async with anyio.create_task_group() as tg:
 
                 async def pump() -> None:
-                    async with receive:
-                        async for message in receive:
-                            await channel.send(message)
-                    client.gone.set()
+                    try:
+                        async with receive:
+                            async for data in receive:
+                                client.backlog -= len(data)
+                                await channel.send_bytes(data)
+                    except ChannelClosed:  # it left while we wrote to it
+                        pass
+                    finally:
+                        client.gone.set()
 
                 async def until_gone() -> None:
                     await client.gone.wait()
                     tg.cancel_scope.cancel()
 
+                async def hello_in_time() -> None:  # a connection that says nothing holds no slot for long
+                    await anyio.sleep(patience)
+                    if not channel.received:
+                        log.warning("dropping a connection that said nothing for %g s", patience)
+                        client.gone.set()
+
                 tg.start_soon(pump)
                 tg.start_soon(until_gone)
+                tg.start_soon(hello_in_time)
                 try:
                     await self._converse(client)
                 except ChannelClosed:
@@ -287,8 +362,6 @@ class Host:
                 except Exception:  # a client that says what it should not is dropped, never the host
                     log.exception("dropping a client whose message could not be handled")
                 client.gone.set()
-        except ChannelClosed:
-            pass
         finally:
             send.close()
             if client in self.clients:
@@ -325,9 +398,16 @@ class Host:
         while True:
             message = await client.channel.receive()
             kind = message["t"]
-            if client in self.clients:
+            if client in self.clients and kind != "status":  # (a client's "are you there?" is no activity)
                 self.touch()
-            if kind == "prompt":
+            if kind == "prompt" and self.ending is not None:
+                client.post(ENDING)  # nothing of it was sent: the client starts a new host
+            elif kind == "prompt" and self._queue_full(message):
+                client.post({
+                    "t": "error", "exit": int(ExitCode.BUSY),
+                    "message": "the session's queue is full: send the prompt when its turns have run",
+                })
+            elif kind == "prompt":
                 text = message.get("text")
                 settings = message.get("settings") or []
                 if client not in self.clients:  # a look (status, stop): its leaving is not watched
@@ -374,7 +454,9 @@ class Host:
                 why = message.get("why") if message.get("why") in ("stop", "close", "rm") else "stop"
                 self._tell_others(client, {"t": "stopping", "why": why})  # attached terminals: an end asked for, not a crash
                 for queued in [t for t in self.queue if t.client is not client]:
-                    queued.client.post({"t": "withdrawn"})  # never to run: this host ends
+                    # never to run: this host ends (a terminal's line comes back to its input
+                    # line; a command is told its prompt was not sent, exit 20)
+                    queued.client.post({"t": "withdrawn"} if queued.client.role == "attach" else _STOPPED)
                 self.queue.clear()
                 self.stopping.set()
                 self.wakeup.set()
@@ -389,6 +471,13 @@ class Host:
 
         ahead = self.current if self.current is not None else self.queue[0] if self.queue else None
         return SessionBusy(busy_message(self.session_id, ahead.client.pid if ahead is not None else None))
+
+    def _queue_full(self, message: dict[str, Any]) -> bool:
+        """Whether queuing the prompt ``message`` would make the queue hold more than
+        :data:`_QUEUE_MAX` prompts or :data:`_QUEUE_BYTES` of their text."""
+        text = message.get("text")
+        size = len(text) if isinstance(text, str) else 0
+        return len(self.queue) >= _QUEUE_MAX or size + sum(len(turn.text) for turn in self.queue) > _QUEUE_BYTES
 
     def _client_left(self, client: Client) -> None:
         """A client went away: its queued prompts are withdrawn, its running turn cancelled,
@@ -763,6 +852,9 @@ class Host:
             listener = await anyio.create_unix_listener(path, mode=0o600)
         except OSError as err:
             raise address.unusable(path, err) from None
+        self._socket = path
+        if self.lock is not None and self.link is not None:  # for `stop`, should this host stop answering
+            address.describe(self.lock, agent_pid=getattr(getattr(self.link, "process", None), "pid", None))
         try:
             # a session made or loaded on a full disk: said as without a host (exit 16)
             report({"t": "ready", **self.status(), "verdicts": self._unsaved(conversation.index, 0)})
@@ -771,19 +863,65 @@ class Host:
 
                 async def accept() -> None:
                     async with listener:
-                        await listener.serve(self.serve_client, task_group=tg)
+                        await self._accept(listener, tg)
 
                 tg.start_soon(accept)
                 await self._turns(conversation, inputs)
+                self._end(self.ending or "stopped")
                 await self._tell_stoppers(conversation)
                 await self._say_goodbye()
                 tg.cancel_scope.cancel()
         finally:
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+            self._unlink_socket()
         return 0
+
+    async def _accept(self, listener: Any, tg: Any) -> None:
+        """Serve each connection in a task of its own. Past the connection cap, or when the
+        host runs out of file descriptors, the connection is refused with one line (the
+        client says it) and the host serves on."""
+        cap = _connection_cap()
+        spare: int | None = _spare_fd()
+        warned = 0.0
+        while True:
+            try:
+                stream = await listener.accept()
+            except anyio.BrokenResourceError as err:
+                cause = err.__cause__
+                if not isinstance(cause, OSError) or cause.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED):
+                    raise
+                if time.monotonic() - warned > 10:
+                    warned = time.monotonic()
+                    log.warning("refusing connections: %s", cause)
+                if spare is not None:  # a descriptor freed for the one connection to refuse
+                    os.close(spare)
+                    _refuse_raw(listener)
+                    spare = _spare_fd()
+                await anyio.sleep(0.05)
+                continue
+            if self.connections >= cap:
+                if time.monotonic() - warned > 10:
+                    warned = time.monotonic()
+                    log.warning("refusing connections: %d are served already", self.connections)
+                tg.start_soon(_refuse, stream)
+                continue
+            tg.start_soon(self.serve_client, stream)
+
+    def _end(self, why: str) -> None:
+        """The host is ending (see :attr:`ending`): it takes no more prompts, and its socket
+        goes at once, so that the next command starts a new host rather than reach this one."""
+        if self.ending is None:
+            self.ending = why
+        self._unlink_socket()
+
+    def _unlink_socket(self) -> None:
+        path = self._socket
+        if path is None:
+            return
+        self._socket = None
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
     @staticmethod
     async def _claim(session_id: str, *, wait: bool, notice: Any) -> Any:
@@ -799,8 +937,17 @@ class Host:
 
     async def _say_goodbye(self, seconds: float = 2.0) -> None:
         """Ending: what each client is still to be told (the last turn's end or error) goes
-        out before the connections close."""
+        out before the connections close. A prompt still queued was not sent: when the host
+        ends on its own (keep-alive, the agent gone) its client is told ``ending`` and starts
+        a new host; on ``stop`` it is told it was not sent."""
+        stopped = _STOPPED
+        waiting = {turn.client for turn in self.queue}
+        self.queue.clear()
         for client in list(self.clients):
+            if client in waiting:
+                client.post(stopped if self.ending == "stopped" else ENDING)
+            elif client.role == "prompt" and not client.lingering:
+                client.post(ENDING)  # a prompt it sent may be unread: it was not sent
             client.outbox.close()  # its pump sends what is queued, then lets it go
         with anyio.move_on_after(seconds):
             while any(not client.gone.is_set() for client in self.clients):  # noqa: ASYNC110 - a few pumps draining
@@ -809,8 +956,13 @@ class Host:
     async def _turns(self, conversation: Conversation, inputs: Any) -> None:
         """Run queued turns in order; return when the host should end."""
         while not self.stopping.is_set():
-            if conversation.agent_link.conn.closed:
-                return  # the agent went away: the next command starts a new host
+            if conversation.agent_link.conn.closed or _exited(conversation.agent_link):
+                with anyio.move_on_after(2):  # what it said before it went is read first
+                    while not conversation.agent_link.conn.closed:  # noqa: ASYNC110 - the reader's flag, for at most 2 s
+                        await anyio.sleep(0.02)
+                log.info("the agent went away: ending")
+                self._end("retry")  # the next command (and the prompts queued) start a new host
+                return
             if self.queue:
                 turn = self.queue.popleft()
                 if turn.client.gone.is_set():
@@ -820,6 +972,7 @@ class Host:
             unsaved = self._holds_unsaved(conversation)  # the disk is tried again meanwhile
             if not self.clients and time.monotonic() - self.last_activity >= self.keep_alive and not unsaved:
                 log.info("no turn and no client for %.0f s: ending", self.keep_alive)
+                self._end("retry")
                 return
             self.wakeup = anyio.Event()
             wait = self.keep_alive - (time.monotonic() - self.last_activity) if not self.clients and not unsaved else math.inf
@@ -941,6 +1094,7 @@ class Host:
         link, live = conversation.agent_link, conversation.live
         self.current = turn
         client = turn.client
+        checkpoint: Callable[[str], None] | None = None  # set when the turn went through
         for other in self.clients:
             other.lingering = False  # what comes from now on is this turn's
         try:
@@ -998,9 +1152,7 @@ class Host:
                 "verdicts": self._logged(turn) + self._unsaved(conversation.index, unsaved_before),
             })
             self._tell_others(client, {"t": "other-end", "stop": stop})
-            # What the turn did to the files, once its command has its answer (a warm prompt
-            # returns at "end"); before the next turn starts.
-            await checkpointing.after_turn(live, turn.text, said)
+            checkpoint = said  # (taken below, once the turn is over)
         except AcpcliError as err:
             log.info("turn failed: %s", err)
             conversation.title_from_prompt()  # a failed first prompt still titles the session
@@ -1020,11 +1172,86 @@ class Host:
             self.current = None
             live.interrupted = False
             self.touch()
+        if checkpoint is not None:
+            # What the turn did to the files, once its command has its answer (a warm prompt
+            # returns at "end") and the turn is over (a close may come now); before the next
+            # turn starts (this task runs the turns one after another).
+            from acpcli.session import checkpointing
+
+            await checkpointing.after_turn(live, turn.text, checkpoint)
+
+
+#: What a command whose prompt was still queued when the host was stopped is told.
+_STOPPED = {
+    "t": "error", "exit": int(ExitCode.HOST_LOST),
+    "message": "the session host was stopped before this prompt's turn: it was not sent",
+}
 
 
 def _unsaved_count(index: Any) -> int:
     """Session updates the index could not save so far (0 for an index that never fails)."""
     return int(getattr(index, "lost", 0) or 0)
+
+
+def _exited(link: Any) -> bool:
+    """Whether the agent process has exited, before its connection says so (its end of the
+    pipe may not be read yet): a prompt is then not sent to it, but to a new host's agent.
+    Its exit status stays for the transport to collect (``WNOWAIT``)."""
+    process = getattr(link, "process", None)
+    if getattr(process, "returncode", None) is not None:
+        return True
+    pid = getattr(process, "pid", None)
+    if not isinstance(pid, int) or not hasattr(os, "waitid"):
+        return False
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except OSError:
+        return False
+
+
+def _spare_fd() -> int | None:
+    """A descriptor held in reserve, given up to refuse one connection when the host is out
+    of them (None when there is none to hold)."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def _too_many() -> bytes:
+    """What a refused connection is told."""
+    return encoded({
+        "t": "error", "exit": int(ExitCode.BUSY),
+        "message": "the session host has too many connections: try again when some have ended",
+    })
+
+
+async def _refuse(stream: Any) -> None:
+    """A connection past the cap: one line that says so, then closed."""
+    with anyio.move_on_after(1):
+        try:
+            await stream.send(_too_many())
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass
+    with anyio.CancelScope(shield=True):
+        await stream.aclose()
+
+
+def _refuse_raw(listener: Any) -> None:
+    """Accept one waiting connection on the listener's own socket and refuse it at once."""
+    from anyio.abc import SocketAttribute
+
+    try:
+        sock, _ = listener.extra(SocketAttribute.raw_socket).accept()
+    except OSError:
+        return
+    try:
+        sock.setblocking(False)
+        sock.send(_too_many())
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 def _name_log(path: Any, session_id: str) -> None:

@@ -142,7 +142,7 @@ def run_hosted(
             channel = await connect(str(address.socket_path(session_id)))
         except OSError:
             raise not_live or HostLost("the session host went away", hint=LOST_HINT) from None
-        ready = await join(channel)
+        ready = await join(channel, session_id)
         store = _stored(session_id, ready.stored) if transcript else _empty()
         from acpcli.repl.person import AtTerminal
 

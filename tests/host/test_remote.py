@@ -26,6 +26,10 @@ class FakeChannel:
     async def send(self, message: dict[str, Any]) -> None:
         self.sent.append(message)
 
+    def pending(self) -> bool:
+        """(the link's watch asks whether something is waiting to be read)"""
+        return bool(self.inbox.statistics().current_buffer_used)
+
     async def aclose(self) -> None:
         self.close()
 
