@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         starting_name,
     )
     from acpcli.session.attach import attach, continued_by, fork_recorded
+    from acpcli.session.checkpointing import checkpoint_after_turn, checkpoint_before_turn
     from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.conversation import Conversation, ConversationLink
     from acpcli.session.inputs import (
@@ -70,6 +71,8 @@ __all__ = [
     "agent_label",
     "agent_stderr_log",
     "attach",
+    "checkpoint_after_turn",
+    "checkpoint_before_turn",
     "claim",
     "closed_line",
     "continued_by",
@@ -99,6 +102,7 @@ __all__ = [
 _WHERE = {
     **dict.fromkeys(("AgentChoice", "agent_label", "agent_stderr_log", "env_extra", "pick_agent", "starting_name"), "acpcli.session.agent"),
     **dict.fromkeys(("attach", "continued_by", "fork_recorded"), "acpcli.session.attach"),
+    **dict.fromkeys(("checkpoint_after_turn", "checkpoint_before_turn"), "acpcli.session.checkpointing"),
     **dict.fromkeys(("Invocation", "Lifecycle"), "acpcli.session.context"),
     **dict.fromkeys(("Conversation", "ConversationLink"), "acpcli.session.conversation"),
     **dict.fromkeys(

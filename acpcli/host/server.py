@@ -1127,7 +1127,7 @@ class Host:
                 await link.set_by_name(live, key, value)
             if turn.settings:
                 self._state_changed()
-            from acpcli.session import checkpointing
+            from acpcli.api.frontends import checkpoint_before_turn
 
             def said(line: str) -> None:  # (a checkpoint's line: to the turn's client, and the log)
                 log.info("%s", line)
@@ -1135,7 +1135,7 @@ class Host:
 
             # the host's starter's --no-checkpoints, else this turn's sender's
             live.checkpoints = None if turn.checkpoints and self.spec.get("checkpoints") is not False else False
-            await checkpointing.before_turn(live, said)  # the files before the session's first turn
+            await checkpoint_before_turn(live, said)  # the files before the session's first turn
             live.turn_active = True  # SIGTERM's supervisor cancels it before stopping the agent
             try:
                 stop = await link.prompt(live, blocks)
@@ -1176,9 +1176,9 @@ class Host:
             # What the turn did to the files, once its command has its answer (a warm prompt
             # returns at "end") and the turn is over (a close may come now); before the next
             # turn starts (this task runs the turns one after another).
-            from acpcli.session import checkpointing
+            from acpcli.api.frontends import checkpoint_after_turn
 
-            await checkpointing.after_turn(live, turn.text, checkpoint)
+            await checkpoint_after_turn(live, turn.text, checkpoint)
 
 
 #: What a command whose prompt was still queued when the host was stopped is told.

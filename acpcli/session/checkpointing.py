@@ -88,3 +88,8 @@ async def _guarded(live: LiveSession, take: Callable[[], list[str]], say: Callab
     else:
         for note in notes:  # (what was left out, said the first time only)
             say(f"acpcli: checkpoints: {safe_line(note)}")
+
+
+#: Their names at the front ends' door (:mod:`acpcli.api.frontends`): the live-session host.
+checkpoint_before_turn = before_turn
+checkpoint_after_turn = after_turn
