@@ -32,7 +32,7 @@ class Watch:
 
     def __init__(self, pty: Pty) -> None:
         self.pty = pty
-        self.screen = Screen(100, 30)
+        self.screen = Screen(pty.width, pty.height)
         self.fed = 0
 
     def text(self) -> str:
@@ -54,9 +54,9 @@ class Watch:
             self.pty.expect(r"[\s\S]+")
 
     def bottom(self) -> str:
-        """The screen's visible rows (the last 30)."""
+        """The screen's visible rows."""
         text = self.text()
-        return "\n".join(text.split("\n")[-30:])
+        return "\n".join(text.split("\n")[-self.pty.height :])
 
     def until(self, wanted: str, *, visible: bool = True) -> str:
         """Read output until ``wanted`` is on the screen (the visible rows when ``visible``)."""
