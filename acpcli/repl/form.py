@@ -74,6 +74,7 @@ async def ask(
 
 async def _link(env: Environment, page: el.UrlPage) -> dict[str, Any] | None:
     from acpcli.repl.asking import choose
+    from acpcli.repl.picker import GRACE
 
     env.err.print(
         f"  [bold]host:[/] [bold underline]{escape(safe_line(page.host))}[/]", highlight=False
@@ -84,7 +85,8 @@ async def _link(env: Environment, page: el.UrlPage) -> dict[str, Any] | None:
     for warning in page.warnings:
         env.err.print(f"  [red]careful:[/] {escape(warning)}", highlight=False)
     labels = ["I will open it myself (accept: acpcli opens nothing)", "Decline"]
-    picked = await choose("open this link? (Esc: dismiss)", labels, default=0, erase=True)
+    # It pops up by itself: keys typed before it was drawn are not its own (a grace).
+    picked = await choose("open this link? (Esc: dismiss)", labels, default=0, erase=True, grace=GRACE)
     result = el.answer(
         {0: el.ACCEPT, 1: el.DECLINE}.get(picked, el.CANCEL) if picked is not None else el.CANCEL
     )
@@ -263,7 +265,7 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         if widget.field.kind in (el.TEXT, el.NUMBER, el.INTEGER):
 
             def accept(buffer: Any) -> bool:
-                focus_next(get_app())  # type: ignore[arg-type]
+                get_app().layout.focus_next()  # (focus_next itself takes a key press event)
                 return True  # keep the text
 
             widget.control.buffer.accept_handler = accept
@@ -279,13 +281,22 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
             )
         ]
 
+    fields = HSplit(rows)
+
     def pane_height() -> Dimension:
-        rows_now = get_app().output.get_size().rows
-        return Dimension(max=max(3, rows_now - 4))
+        """The rows the fields need, as many as fit (the buttons, the hint and a row to
+        spare below them): asked for, not left to chance -- on a screen that has scrolled
+        there is no room below the cursor, and a pane that only says how high it may grow
+        gets none (the form would show its title and buttons alone)."""
+        size = get_app().output.get_size()
+        room = max(3, size.rows - 4)
+        needed = fields.preferred_height(max(1, size.columns - 1), 10_000).preferred  # (-1: the scrollbar)
+        shown = max(1, min(needed, room))
+        return Dimension(min=shown, preferred=shown, max=room)
 
     body = HSplit(
         [
-            ScrollablePane(HSplit(rows), height=pane_height, show_scrollbar=True),
+            ScrollablePane(fields, height=pane_height, show_scrollbar=True),
             buttons,
             Window(FormattedTextControl(hint), wrap_lines=True, dont_extend_height=True),
         ]

@@ -16,10 +16,13 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from acpcli.errors import ExitCode
 
-from .pty import Pty
-from .screen import screen_text
+from .conftest import AgentTrace
+from .pty import Pty, new_args
+from .screen import Screen, screen_text
 
 AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_elicit_agent.py"
 CMD = shlex.join([sys.executable, str(AGENT)])
@@ -29,6 +32,7 @@ ESC = "\x1b"
 DOWN = "\x1b[B"
 BACKSPACE = "\x7f"
 FORM_HINT = "Esc: dismiss"
+PICKER_TAKES_KEYS = "↑↓ or a number"  # the picker's hint line, drawn once it takes keys
 
 
 def _until_shown(pty: Pty, text: str, *, gone: bool = False) -> str:
@@ -138,6 +142,7 @@ def test_a_link_is_shown_whole_and_accepted_only_when_the_person_says_so(spawn) 
     pty.prompt()
     pty.say("url")
     pty.expect("open this link")
+    pty.expect(PICKER_TAKES_KEYS)  # (keys before are not its own: they stay on the input line)
     screen = screen_text(pty.seen)
     assert "host: auth.example.com" in screen
     assert "link: https://auth.example.com/connect?elicitationId=e-1" in screen
@@ -145,6 +150,7 @@ def test_a_link_is_shown_whole_and_accepted_only_when_the_person_says_so(spawn) 
     assert _answer(pty) == "declinenull"
     pty.say("url")
     pty.expect("open this link")
+    pty.expect(PICKER_TAKES_KEYS)
     pty.child.send(ENTER)  # "I will open it myself"
     assert _answer(pty) == "acceptnull"
     assert pty.leave()[0] == ExitCode.OK
@@ -199,3 +205,34 @@ def test_the_repl_over_a_host_fills_the_form_in_at_its_terminal(spawn) -> None: 
         assert pty.wait() == ExitCode.OK
     finally:
         subprocess.run([sys.executable, "-m", "acpcli", "stop", "--all"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_form_draws_its_fields_on_a_scrolled_screen_and_enter_moves_on(  # type: ignore[no-untyped-def]
+    spawn, trace: AgentTrace, repl_mode: list[str], width: int
+) -> None:
+    """The quick start's form (the demo agent's ``form``, ACP v1) after a few turns have
+    scrolled the screen: the fields take the rows they need (not only the title and the
+    buttons), and Enter in a text field moves to the next field, as documented."""
+    pty = spawn(*new_args(trace, protocol=1), *repl_mode, width=width, height=35, true_cpr=True)
+    pty.prompt()
+    for turn in range(3):
+        pty.say(f"turn {turn} no-permission")
+        pty.expect("run CMD")
+        pty.prompt()
+    pty.say("form")
+    pty.expect(FORM_HINT)
+    screen = Screen(width, 35).feed(pty.seen)
+    shown = screen.text().splitlines()[screen.top :]  # the rows on the terminal now
+    drawn = "\n".join(shown)
+    for caption in ("Coffee order", "Name *", "Drink *", "( ) Espresso", "Cups", "› 1", "Sugar", "[ ] yes", "Submit"):
+        assert caption in drawn, drawn
+    assert drawn.index("What may I bring you?") < drawn.index("Name *") < drawn.index("Submit"), drawn
+    pty.child.send("Ada" + ENTER)  # Enter in a text field: on to the next field (Drink)
+    pty.child.send(DOWN + DOWN + TAB + TAB + TAB + ENTER)  # Espresso, Caffè latte; Cups, Sugar, Submit
+    pty.expect("Order taken")
+    pty.prompt()
+    said = screen_text(pty.seen, width, 35).replace("\n", " ")
+    assert "Order taken: 1 × latte for Ada, no sugar." in said, said
+    assert "has no attribute" not in said, said
+    assert pty.leave()[0] == ExitCode.OK
