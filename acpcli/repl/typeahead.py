@@ -17,8 +17,9 @@ Alt-Enter sends it now where the agent takes a prompt during a turn
 (else it says why, and queues it); Ctrl-J inserts a newline; Up on an empty line takes the
 last queued prompt back for editing; Left/Right, Home/End (Ctrl-A/Ctrl-E), Backspace,
 Delete, Ctrl-U, Ctrl-K and Ctrl-W edit. Typed during a turn, ``/cancel`` cancels it,
-``/now TEXT`` sends TEXT now, ``/queue clear`` and ``/queue drop N`` edit the queue; any
-other line (a slash command included) is queued and runs in its turn.
+``/now TEXT`` sends TEXT now (a bare ``/now``: the next queued prompt, as Alt-Enter on an
+empty line), ``/queue clear`` and ``/queue drop N`` edit the queue; any other line (a slash
+command included) is queued and runs in its turn.
 """
 
 from __future__ import annotations
@@ -150,11 +151,13 @@ class TurnInput:
             self._take()
             self.note = self._cancel() or ""
         elif word == "/now":
-            if not rest.strip():
-                self.note = "/now TEXT sends TEXT to the running turn"
-                return
-            self._take()
-            self._now(rest.strip(), typed=False)
+            self._take()  # (never left on the line: it was said)
+            if rest.strip():
+                self._now(rest.strip(), typed=False)
+            elif self.queue:
+                self._now("")  # bare: the next queued prompt, as Alt-Enter on an empty line
+            else:
+                self.note = "/now TEXT sends TEXT to the running turn (bare: the next queued prompt)"
         elif word == "/queue" and rest.strip():
             self._take()
             self.note = queue_command(self.queue, rest)
@@ -170,8 +173,12 @@ class TurnInput:
             first = self.queue.take_first()  # Alt-Enter on an empty line: the next queued one
             if first is None:
                 return
-            text = first
-        elif typed:
+            left = len(self.queue)
+            self.note = self._send_now(first) or ""
+            if len(self.queue) == left + 1:  # not sent (queued again, at the end): still first in line
+                self.queue.items.insert(0, self.queue.items.pop())
+            return
+        if typed:
             self._take()
         self.note = self._send_now(text) or ""
 
