@@ -279,3 +279,65 @@ def test_a_repl_over_a_live_host_queues_typed_prompts_and_sends_them_in_order(sp
         assert pty.wait() == ExitCode.OK
     finally:
         subprocess.run([sys.executable, "-m", "acpcli", "stop", "--all"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+
+
+def test_a_prompt_sent_now_is_shown_where_the_agent_takes_it_up(spawn, tmp_path: Path) -> None:
+    """claude-agent-acp's order (issue 32.7): the running answer ends its sentence, then the
+    joined prompt's whole answer streams, and only then is the running turn's request answered.
+    The prompt sent now is drawn (and stored) between the two answers -- not inside the first
+    sentence, the two answers not glued together -- and the turn that waited for its answer
+    does not say it had none."""
+    import subprocess
+
+    pty, watch, gates, _record = _queueing_agent(spawn, tmp_path, "--queueing", "--claude-order")
+    pty.say("first")
+    watch.until("START[first]")
+    pty.child.send("second" + ALT_ENTER)
+    watch.until("JOINED[second]", visible=False)
+    (gates / "second").touch()
+    watch.until("DONE[second]", visible=False)
+    watch.prompt(pty.seen.rindex("DONE[second]"))
+    screen = watch.text()
+    order = ["START[first]", "END[first]", "› second", "JOINED[second]", "DONE[second]"]
+    assert [screen.index(text) for text in order] == sorted(screen.index(text) for text in order), screen
+    assert not [line for line in screen.splitlines() if "END[first]" in line and "JOINED" in line], screen
+    assert "without an answer" not in screen, screen
+    status, session_id = pty.leave()
+    assert status == ExitCode.OK
+    shown = subprocess.run(
+        [sys.executable, "-m", "acpcli", "show", session_id], stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert [shown.index(text) for text in order[:2]] == sorted(shown.index(text) for text in order[:2]), shown
+    assert shown.index("END[first]") < shown.index("second\n") < shown.index("JOINED[second]"), shown
+    assert not [line for line in shown.splitlines() if "END[first]" in line and "JOINED" in line], shown
+
+
+def test_a_bare_now_sends_the_next_queued_prompt_and_is_not_left_on_the_line(
+    spawn, tmp_path: Path, repl_mode: list[str]
+) -> None:
+    """``/now`` alone during a turn: the first queued prompt, as Alt-Enter on an empty line;
+    the line is empty afterwards. Hosted, where the host takes no prompt into a running turn
+    (yet), the prompt keeps its place at the head of the queue and the line says why."""
+    pty, watch, gates, record = _queueing_agent(spawn, tmp_path, "--queueing", options=tuple(repl_mode))
+    pty.say("first")
+    watch.until("START[first]")
+    pty.child.send("second\r")
+    pty.child.send("third\r")
+    watch.until("queued 2: third")
+    pty.child.send("/now\r")
+    hosted = repl_mode == ["--keep-alive", "60"]
+    if hosted:
+        shown = watch.until("a live session's host sends prompts after the running turn")
+        assert "queued 1: second" in shown and "queued 2: third" in shown, shown
+    else:
+        watch.until("JOINED[second]", visible=False)
+        shown = watch.until("queued 1: third")
+    assert "» ▌type ahead" in shown and "» /now" not in shown, shown  # the line is empty again
+    for word in ("second", "third", "first"):
+        (gates / word).touch()
+    watch.until("DONE[third]", visible=False)
+    watch.prompt(pty.seen.rindex("DONE[third]"))
+    sent = ["session/prompt:first", "session/prompt:second", "session/prompt:third"]
+    assert _prompts(record) == sent
+    assert pty.leave()[0] == ExitCode.OK
