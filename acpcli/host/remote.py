@@ -147,6 +147,13 @@ class HostedLink:
         self._calls: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._next_call = 0
         self._turn: tuple[anyio.Event, list[dict[str, Any]]] | None = None
+        way = ready.state.get("send_now")
+        #: How the host hands a prompt to a running turn ("send now"), as the agent says it
+        #: takes one (``steering``, ``promptQueueing``); None: it does not.
+        self.send_now: str | None = way if isinstance(way, str) else None
+        #: A prompt of ours joined the running turn: the host runs its turn next, and may end
+        #: it before :meth:`turn` waits for it (its end is kept here until then).
+        self._joined: list[dict[str, Any]] | None = None
 
     # -- what the host says ----------------------------------------------------------------
 
@@ -192,7 +199,9 @@ class HostedLink:
             if isinstance(failure, str):
                 self._say(f"the other terminal's turn failed: {failure}")
         elif kind in ("end", "error", "withdrawn"):
-            if self._turn is not None:
+            if self._turn is None and self._joined is not None:
+                self._joined.append(message)  # the joined turn, over before we waited for it
+            elif self._turn is not None:
                 self._turn[1].append(message)
                 self._turn[0].set()
             elif kind == "error":
@@ -312,18 +321,36 @@ class HostedLink:
         with anyio.CancelScope(shield=True):
             await self.channel.aclose()
 
-    async def turn(self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str:
+    async def now(self, text: str) -> str:
+        """"Send now": ``text`` into our running turn, through the host (see
+        :attr:`send_now`); the outcome: ``injected`` (steered), ``joined`` (its answer is
+        our next turn: :meth:`turn` with ``joined``), else why not (``ended``...)."""
+        outcome = str(await self._call("now", text=text))
+        if outcome == "joined":
+            self._joined = []
+        return outcome
+
+    async def turn(
+        self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None, joined: bool = False
+    ) -> str:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
         withdraws it while it waits its turn); a second within 3 s leaves at once
-        (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left)."""
+        (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left).
+        ``joined``: the turn of the prompt :meth:`now` sent into the last one, which the
+        host runs by itself (nothing is sent)."""
         from acpcli.api.frontends import Withdrawn
 
         live = self.live
         live.interrupted = False
         outcome: tuple[anyio.Event, list[dict[str, Any]]] = (anyio.Event(), [])
+        early, self._joined = self._joined if joined else None, None
+        if early:
+            outcome[1].extend(early)
+            outcome[0].set()
         self._turn = outcome
         try:
-            await self._send({"t": "prompt", "text": text, "settings": []})
+            if not joined:
+                await self._send({"t": "prompt", "text": text, "settings": []})
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
                 async with anyio.create_task_group() as tg:
 
