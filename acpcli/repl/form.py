@@ -7,7 +7,9 @@ check box, a list of choices (one, or several), its default filled in. Tab and S
 Enter in a text field) move between fields; Submit checks every value against the schema and
 shows what is wrong under the field itself, keeping the form open; Decline answers
 ``decline``; Escape or Ctrl-C dismisses it (``cancel``). The form is erased when done, and one
-line says what was answered (sensitive values ``***``).
+line says what was answered (sensitive values ``***``). As the permission picker, it takes
+keys only once drawn and a moment has passed (its hint line then shows): keys typed before
+go back to the input line they were typed for (:mod:`acpcli.repl.picker`).
 
 A **link** (:class:`acpcli.services.elicitation.UrlPage`) is shown whole, with its host and what about
 it deserves care (not https, punycode...); the person says whether they will open it
@@ -158,12 +160,15 @@ def _caption(f: el.Field, width: int) -> str:
 
 
 async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
+    import asyncio
+
     from prompt_toolkit.application import Application
     from prompt_toolkit.application.current import get_app
     from prompt_toolkit.filters import Condition
     from prompt_toolkit.formatted_text import StyleAndTextTuples
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.key_binding.bindings.focus import focus_next, focus_previous
+    from prompt_toolkit.keys import Keys
     from prompt_toolkit.layout import (
         ConditionalContainer,
         HSplit,
@@ -176,6 +181,8 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
     from prompt_toolkit.layout.dimension import Dimension
     from prompt_toolkit.styles import Style
     from prompt_toolkit.widgets import Button, Label
+
+    from acpcli.repl.picker import GRACE
 
     width = max(40, env.err.width)
     widgets = [_Widget(f) for f in form.fields]
@@ -270,7 +277,14 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
 
             widget.control.buffer.accept_handler = accept
 
+    # It pops up by itself: keys before it is drawn, and for a moment after, are not its own
+    # (they go back to the input line they were typed for); its hint shows once it takes keys.
+    taking = False
+    strays: list[Any] = []
+
     def hint() -> StyleAndTextTuples:
+        if not taking:
+            return [("", " ")]
         problem = (
             f"{len(errors)} field{'s' if len(errors) != 1 else ''} to fix · " if errors else ""
         )
@@ -302,14 +316,36 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         ]
     )
     keys = KeyBindings()
-    keys.add("tab")(focus_next)
-    keys.add("s-tab")(focus_previous)
+    ready = Condition(lambda: taking)
 
-    @keys.add("escape", eager=True)
+    @keys.add(Keys.Any, filter=~ready, eager=True)  # (eager: before any field's own keys)
+    def _not_yet(event: Any) -> None:
+        strays.extend(event.key_sequence)
+
+    @keys.add(Keys.CPRResponse, eager=True, save_before=lambda event: False)
+    def _position(event: Any) -> None:  # the terminal's answer, not a key: as prompt-toolkit's own binding
+        row, _col = map(int, event.data[2:-1].split(";"))
+        event.app.renderer.report_absolute_cursor_row(row)
+
+    keys.add("tab", filter=ready)(focus_next)
+    keys.add("s-tab", filter=ready)(focus_previous)
+
+    @keys.add("escape", eager=True, filter=ready)
     @keys.add("c-c", eager=True)
     @keys.add("<sigint>")
     def _dismiss(event: Any) -> None:
         event.app.exit(result=None)
+
+    timer: list[asyncio.TimerHandle] = []
+
+    def take_keys(app: Application[dict[str, Any] | None]) -> None:
+        nonlocal taking
+        taking = True
+        app.invalidate()
+
+    def drawn(app: Application[dict[str, Any] | None]) -> None:
+        if not timer:  # first drawn: the grace starts
+            timer.append(asyncio.get_running_loop().call_later(GRACE, take_keys, app))
 
     app: Application[dict[str, Any] | None] = Application(
         layout=Layout(body, focused_element=widgets[0].control if widgets else buttons),
@@ -317,6 +353,7 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         full_screen=False,
         erase_when_done=True,
         mouse_support=False,
+        after_render=drawn,
         style=Style.from_dict(
             {
                 "caption": "bold",
@@ -330,9 +367,17 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         ),
     )
     try:
-        result = await app.run_async()
+        # Not prompt-toolkit's SIGINT handler: it would remove the running turn's on the way
+        # out (Ctrl-C would no longer cancel the turn). Ctrl-C is a key here (raw mode).
+        result = await app.run_async(handle_sigint=False)
     except (KeyboardInterrupt, EOFError):
         result = None
+    finally:
+        from acpcli.repl.typeahead import hand_back
+
+        for handle in timer:
+            handle.cancel()
+        hand_back(strays)
     shown = el.summary(form, result) if result is not None else "cancelled (dismissed)"
     env.err.print(f"  [dim]answered:[/] {escape(shown)}", highlight=False)
     return result

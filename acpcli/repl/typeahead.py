@@ -73,15 +73,17 @@ class TurnInput:
 
     # -- keys --------------------------------------------------------------------------------
 
-    def feed(self, presses: list[Any]) -> None:
+    def feed(self, presses: list[Any], *, redraw: bool = True) -> None:
         """Handle prompt-toolkit ``KeyPress`` objects, then ask for a redraw (the keys of one
-        read together: an Escape then Enter in one read is Alt-Enter)."""
+        read together: an Escape then Enter in one read is Alt-Enter). ``redraw`` False:
+        the view draws the line when it next draws (a question is still on the screen)."""
         if not presses:
             return
         for press in presses:
             self._key(press.key, press.data)
         self._escape = False  # Alt-Enter arrives in one read: an Escape alone means nothing here
-        self._changed()
+        if redraw:
+            self._changed()
 
     def _key(self, key: Any, data: str) -> None:
         from prompt_toolkit.keys import Keys
@@ -257,7 +259,7 @@ def hand_back(presses: list[Any]) -> None:
     if not presses:
         return
     if _reading is not None:
-        _reading.feed(presses)
+        _reading.feed(presses, redraw=False)  # (the question's answer is said first)
         return
     from prompt_toolkit.application.current import get_app_session
     from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead

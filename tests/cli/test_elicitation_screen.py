@@ -236,3 +236,33 @@ def test_the_form_draws_its_fields_on_a_scrolled_screen_and_enter_moves_on(  # t
     assert "Order taken: 1 × latte for Ada, no sugar." in said, said
     assert "has no attribute" not in said, said
     assert pty.leave()[0] == ExitCode.OK
+
+
+def test_keys_typed_before_the_form_are_not_its_own(  # type: ignore[no-untyped-def]
+    spawn, trace: AgentTrace, repl_mode: list[str], acpcli_home: Path
+) -> None:
+    """The form pops up by itself, as a permission question does: what was typed ahead (a
+    next prompt, Enter included) stays with the input line -- queued, sent after the turn --
+    and none of it lands in the form's first field."""
+    import json
+
+    pty = spawn(*new_args(trace, protocol=1), *repl_mode, width=80, height=35, true_cpr=True)
+    pty.prompt()
+    pty.child.send("form\r" + "later no-permission\r")
+    pty.expect(FORM_HINT)  # drawn, and taking keys
+    rows = screen_text(pty.seen, 80, 35).splitlines()
+    at = max(i for i, row in enumerate(rows) if row.startswith("Name *"))
+    assert rows[at + 1].strip() == "›", rows[at : at + 2]  # the name field is empty
+    pty.child.send(ESC)  # dismissed: the turn ends (the agent says so), the queue goes on
+    pty.expect("order form was dismissed")
+    pty.expect("Turn 2: later no-permission")
+    pty.prompt()
+    status, session_id = pty.leave()
+    assert status == ExitCode.OK
+    stored = json.loads((acpcli_home / "demo-agent" / "sessions" / f"{session_id}.json").read_text())
+    prompts = [
+        "".join(block.get("text", "") for block in update["content"])
+        for update in stored["history"]
+        if update.get("sessionUpdate") == "user_message"
+    ]
+    assert prompts == ["form", "later no-permission"]
