@@ -202,6 +202,13 @@ class HostedLink:
         self._heard = time.monotonic()  # when the host last said anything
         self._pinged: float | None = None  # when it was asked whether it is there, unanswered
         self._silent = False  # it stopped answering (the watch closed the channel)
+        way = ready.state.get("send_now")
+        #: How the host hands a prompt to a running turn ("send now"), as the agent says it
+        #: takes one (``steering``, ``promptQueueing``); None: it does not.
+        self.send_now: str | None = way if isinstance(way, str) else None
+        #: A prompt of ours joined the running turn: the host runs its turn next, and may end
+        #: it before :meth:`turn` waits for it (its end is kept here until then).
+        self._joined: list[dict[str, Any]] | None = None
 
     # -- what the host says ----------------------------------------------------------------
 
@@ -319,7 +326,9 @@ class HostedLink:
             for unsaved in message.get("verdicts") or []:  # a full disk: the REPL goes on, as without a host
                 if isinstance(unsaved, dict):
                     self._say(f"warning: {unsaved.get('message')}; the host keeps it in memory and tries the disk again")
-            if self._turn is not None:
+            if self._turn is None and self._joined is not None:
+                self._joined.append(message)  # the joined turn, over before we waited for it
+            elif self._turn is not None:
                 self._turn[1].append(message)
                 self._turn[0].set()
             elif kind == "error":
@@ -516,19 +525,37 @@ class HostedLink:
         for message in held:
             self._route(message)
 
-    async def turn(self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str:
+    async def now(self, text: str) -> str:
+        """"Send now": ``text`` into our running turn, through the host (see
+        :attr:`send_now`); the outcome: ``injected`` (steered), ``joined`` (its answer is
+        our next turn: :meth:`turn` with ``joined``), else why not (``ended``...)."""
+        outcome = str(await self._call("now", text=text))
+        if outcome == "joined":
+            self._joined = []
+        return outcome
+
+    async def turn(
+        self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None, joined: bool = False
+    ) -> str:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
         withdraws it while it waits its turn); a second within 3 s leaves at once
-        (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left)."""
+        (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left).
+        ``joined``: the turn of the prompt :meth:`now` sent into the last one, which the
+        host runs by itself (nothing is sent)."""
         from acpcli.api.frontends import Withdrawn
 
         live = self.live
         live.interrupted = False
         outcome: tuple[anyio.Event, list[dict[str, Any]]] = (anyio.Event(), [])
+        early, self._joined = self._joined if joined else None, None
+        if early:
+            outcome[1].extend(early)
+            outcome[0].set()
         self._turn = outcome
         self._draw_held()
         try:
-            await self._send({"t": "prompt", "text": text, "settings": [], "grant": self.grant})
+            if not joined:
+                await self._send({"t": "prompt", "text": text, "settings": [], "grant": self.grant})
             with anyio.open_signal_receiver(signal.SIGINT) as signals:
                 async with anyio.create_task_group() as tg:
 

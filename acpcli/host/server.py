@@ -168,6 +168,9 @@ class Turn:
     log_file: str | None = None  # --log-file of the client's command (absolute): the turn's frames go there
     checkpoints: bool = True  # --no-checkpoints of the client's command: none around this turn
     wire_log: Any = None  # the WireTap on it, while the turn runs
+    #: The answer of a prompt its client sent into the previous turn ("send now" to an agent
+    #: with promptQueueing): this turn waits for it instead of sending a prompt.
+    joined: Any = None
 
 
 class Tee:
@@ -264,6 +267,10 @@ class Host:
         #: prompt that comes now is answered ``ending`` and goes to a new host) or "stopped"
         #: (``stop``, ``close``: the prompts still queued are not sent).
         self.ending: str | None = None
+        self._inputs: Any = None  # the session's roots, for a prompt sent into a turn
+        #: A prompt sent into the running turn (promptQueueing): its client, text and answer,
+        #: the client's next turn once this one ends (:meth:`_now`).
+        self._joined: tuple[Client, str, Any] | None = None
 
     @property
     def current(self) -> Turn | None:
@@ -552,9 +559,12 @@ class Host:
             updates.append({"sessionUpdate": "session_info_update", "title": store.title})
         if store.usage is not None:
             updates.append({"sessionUpdate": "usage_update", **store.usage})
+        from acpcli.wire.negotiate import send_now_way
+
         features = {f.name: getattr(link.features, f.name) for f in fields(link.features) if f.name != "raw"}
         return {
             "features": features,
+            "send_now": send_now_way(link.features.raw),  # how a prompt goes into a running turn
             "modes": live.modes,
             "updates": updates,
             "cwd": live.cwd,
@@ -619,12 +629,38 @@ class Host:
                 value = await link.login(str(message.get("method")))
             elif op == "logout":
                 value = await link.logout()
+            elif op == "now":
+                value = await self._now(client, str(message.get("text") or ""))
             else:
                 raise UsageError(f"the host does not know the call {op!r}")
         except AcpcliError as err:
             client.post({**_error(err), "t": "failed", "id": call_id})
             return
         client.post({"t": "result", "id": call_id, "value": value})
+
+    async def _now(self, client: Client, text: str) -> str:
+        """"Send now" (Alt-Enter, ``/now``) from the client whose turn runs: the prompt goes
+        into that turn as the agent takes one -- ``_session/steering`` (the agent's outcome),
+        or claude's promptQueueing (``joined``: its answer is the client's next turn, run
+        before anything queued). ``ended`` when that turn is over (the client queues it)."""
+        import asyncio
+
+        from acpcli.services.mentions import build_prompt
+        from acpcli.wire.negotiate import QUEUEING, STEERING, send_now_way
+
+        turn, link, live, inputs = self.current, self.link, self.live, self._inputs
+        if turn is None or turn.client is not client or link is None or live is None or inputs is None:
+            return "ended"
+        way = send_now_way(link.features.raw)
+        if way not in (STEERING, QUEUEING):
+            return "unsupported"
+        blocks = build_prompt(text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False)
+        if way == STEERING:
+            return await link.steer(live, blocks)
+        if self._joined is not None:
+            return "waiting"  # one already waits to join this turn
+        self._joined = (client, text, asyncio.get_running_loop().create_task(link.send_during_turn(live, blocks)))
+        return "joined"
 
     # -- permissions -----------------------------------------------------------------------
 
@@ -1093,6 +1129,7 @@ class Host:
 
         link, live = conversation.agent_link, conversation.live
         self.current = turn
+        self._inputs = inputs
         client = turn.client
         checkpoint: Callable[[str], None] | None = None  # set when the turn went through
         for other in self.clients:
@@ -1120,9 +1157,9 @@ class Host:
         client.post({"t": "start", "title": live.store.title or _recorded_title(conversation.index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
-            blocks = build_prompt(
+            blocks = [] if turn.joined is not None else build_prompt(
                 turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
-            )
+            )  # fmt: skip
             for key, value in turn.settings:
                 await link.set_by_name(live, key, value)
             if turn.settings:
@@ -1138,7 +1175,7 @@ class Host:
             await checkpoint_before_turn(live, said)  # the files before the session's first turn
             live.turn_active = True  # SIGTERM's supervisor cancels it before stopping the agent
             try:
-                stop = await link.prompt(live, blocks)
+                stop = await (link.prompt(live, blocks, sent=turn.joined) if turn.joined else link.prompt(live, blocks))
             finally:
                 live.turn_active = False
             live.recorder.flush() if live.recorder is not None else None
@@ -1171,6 +1208,9 @@ class Host:
             self.turns_run += 1
             self.current = None
             live.interrupted = False
+            joined, self._joined = self._joined, None
+            if joined is not None:  # the prompt sent into this turn: its client's turn comes next
+                self.queue.appendleft(Turn(joined[0], joined[1], [], joined=joined[2]))
             self.touch()
         if checkpoint is not None:
             # What the turn did to the files, once its command has its answer (a warm prompt

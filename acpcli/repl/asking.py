@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
+from acpcli.repl.picker import GRACE
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
         options = [o for o in params.get("options", []) if isinstance(o, dict)]
         sink = live.sink
         hold = getattr(sink, "hold", None)
-        # (the question's line, the picker's, its options and the toolbar, with a row to spare)
-        held = bool(hold(min(len(options), 8) + 5)) if hold is not None else False
+        # (the question's line, the picker's, its options, its hint line and the toolbar, with a row to spare)
+        held = bool(hold(min(len(options), 8) + 6)) if hold is not None else False
         if not held:
             release_screen(live)
         raw_call = params.get("toolCall")
@@ -62,9 +63,11 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
             for option in options
         ]
         try:
+            # It pops up by itself: keys typed before are not its own (a grace), and an
+            # "always" is never picked by a filter alone (:mod:`acpcli.repl.picker`).
             picked = await choose(
                 f"choose 1-{len(options)}:", labels, default=narrowest_allow(options),
-                toolbar=TOOLBARS.get(live.session_id), erase=True,
+                toolbar=TOOLBARS.get(live.session_id), erase=True, grace=GRACE, careful=lasting(options),
             )
         finally:
             if held:  # the question's line goes too: it is said again below, with the answer
@@ -87,6 +90,12 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     return ask
 
 
+def lasting(options: Sequence[dict[str, Any]]) -> list[int]:
+    """The options whose answer lasts beyond this call (``allow_always``, ``reject_always``):
+    a filter alone never picks them."""
+    return [i for i, option in enumerate(options) if option.get("kind") in ("allow_always", "reject_always")]
+
+
 def narrowest_allow(options: Sequence[dict[str, Any]]) -> int:
     """The option a permission question highlights: the narrowest allow (``allow_once``,
     else another allow), else the first. Never an "always" when a "once" is offered."""
@@ -104,12 +113,15 @@ async def choose(
     default: int = 0,
     toolbar: Callable[[], str] | None = None,
     erase: bool = False,
+    grace: float = 0.0,
+    careful: Sequence[int] = (),
 ) -> int | None:
     """Let the person pick one of ``labels`` (:mod:`acpcli.repl.picker`: arrow keys, its
     number, or typing to filter, then Enter); the 0-based index, or ``None`` when the question
     is dismissed (Ctrl-C, Ctrl-D, Escape). ``default`` is highlighted first; ``toolbar`` (the
     REPL's) stays at the bottom. ``erase``: take the list off the screen when done (the
-    caller then says what was chosen)."""
+    caller then says what was chosen). ``grace`` and ``careful``: for a question that pops up
+    by itself (see :func:`acpcli.repl.picker.pick`)."""
     from acpcli.repl.picker import pick
 
     if not labels:
@@ -117,7 +129,8 @@ async def choose(
     try:
         # The labels quote the agent (permission option names): shown, never obeyed.
         return await pick(
-            safe_line(question), [safe_line(label) for label in labels], default=default, toolbar=toolbar, erase=erase
+            safe_line(question), [safe_line(label) for label in labels], default=default, toolbar=toolbar, erase=erase,
+            grace=grace, careful=careful,
         )
     except (KeyboardInterrupt, EOFError):
         return None

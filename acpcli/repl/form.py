@@ -7,7 +7,9 @@ check box, a list of choices (one, or several), its default filled in. Tab and S
 Enter in a text field) move between fields; Submit checks every value against the schema and
 shows what is wrong under the field itself, keeping the form open; Decline answers
 ``decline``; Escape or Ctrl-C dismisses it (``cancel``). The form is erased when done, and one
-line says what was answered (sensitive values ``***``).
+line says what was answered (sensitive values ``***``). As the permission picker, it takes
+keys only once drawn and a moment has passed (its hint line then shows): keys typed before
+go back to the input line they were typed for (:mod:`acpcli.repl.picker`).
 
 A **link** (:class:`acpcli.services.elicitation.UrlPage`) is shown whole, with its host and what about
 it deserves care (not https, punycode...); the person says whether they will open it
@@ -74,6 +76,7 @@ async def ask(
 
 async def _link(env: Environment, page: el.UrlPage) -> dict[str, Any] | None:
     from acpcli.repl.asking import choose
+    from acpcli.repl.picker import GRACE
 
     env.err.print(
         f"  [bold]host:[/] [bold underline]{escape(safe_line(page.host))}[/]", highlight=False
@@ -84,7 +87,8 @@ async def _link(env: Environment, page: el.UrlPage) -> dict[str, Any] | None:
     for warning in page.warnings:
         env.err.print(f"  [red]careful:[/] {escape(warning)}", highlight=False)
     labels = ["I will open it myself (accept: acpcli opens nothing)", "Decline"]
-    picked = await choose("open this link? (Esc: dismiss)", labels, default=0, erase=True)
+    # It pops up by itself: keys typed before it was drawn are not its own (a grace).
+    picked = await choose("open this link? (Esc: dismiss)", labels, default=0, erase=True, grace=GRACE)
     result = el.answer(
         {0: el.ACCEPT, 1: el.DECLINE}.get(picked, el.CANCEL) if picked is not None else el.CANCEL
     )
@@ -156,12 +160,15 @@ def _caption(f: el.Field, width: int) -> str:
 
 
 async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
+    import asyncio
+
     from prompt_toolkit.application import Application
     from prompt_toolkit.application.current import get_app
     from prompt_toolkit.filters import Condition
     from prompt_toolkit.formatted_text import StyleAndTextTuples
     from prompt_toolkit.key_binding import KeyBindings
     from prompt_toolkit.key_binding.bindings.focus import focus_next, focus_previous
+    from prompt_toolkit.keys import Keys
     from prompt_toolkit.layout import (
         ConditionalContainer,
         HSplit,
@@ -174,6 +181,8 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
     from prompt_toolkit.layout.dimension import Dimension
     from prompt_toolkit.styles import Style
     from prompt_toolkit.widgets import Button, Label
+
+    from acpcli.repl.picker import GRACE
 
     width = max(40, env.err.width)
     widgets = [_Widget(f) for f in form.fields]
@@ -263,12 +272,19 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         if widget.field.kind in (el.TEXT, el.NUMBER, el.INTEGER):
 
             def accept(buffer: Any) -> bool:
-                focus_next(get_app())  # type: ignore[arg-type]
+                get_app().layout.focus_next()  # (focus_next itself takes a key press event)
                 return True  # keep the text
 
             widget.control.buffer.accept_handler = accept
 
+    # It pops up by itself: keys before it is drawn, and for a moment after, are not its own
+    # (they go back to the input line they were typed for); its hint shows once it takes keys.
+    taking = False
+    strays: list[Any] = []
+
     def hint() -> StyleAndTextTuples:
+        if not taking:
+            return [("", " ")]
         problem = (
             f"{len(errors)} field{'s' if len(errors) != 1 else ''} to fix · " if errors else ""
         )
@@ -279,26 +295,57 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
             )
         ]
 
+    fields = HSplit(rows)
+
     def pane_height() -> Dimension:
-        rows_now = get_app().output.get_size().rows
-        return Dimension(max=max(3, rows_now - 4))
+        """The rows the fields need, as many as fit (the buttons, the hint and a row to
+        spare below them): asked for, not left to chance -- on a screen that has scrolled
+        there is no room below the cursor, and a pane that only says how high it may grow
+        gets none (the form would show its title and buttons alone)."""
+        size = get_app().output.get_size()
+        room = max(3, size.rows - 4)
+        needed = fields.preferred_height(max(1, size.columns - 1), 10_000).preferred  # (-1: the scrollbar)
+        shown = max(1, min(needed, room))
+        return Dimension(min=shown, preferred=shown, max=room)
 
     body = HSplit(
         [
-            ScrollablePane(HSplit(rows), height=pane_height, show_scrollbar=True),
+            ScrollablePane(fields, height=pane_height, show_scrollbar=True),
             buttons,
             Window(FormattedTextControl(hint), wrap_lines=True, dont_extend_height=True),
         ]
     )
     keys = KeyBindings()
-    keys.add("tab")(focus_next)
-    keys.add("s-tab")(focus_previous)
+    ready = Condition(lambda: taking)
 
-    @keys.add("escape", eager=True)
+    @keys.add(Keys.Any, filter=~ready, eager=True)  # (eager: before any field's own keys)
+    def _not_yet(event: Any) -> None:
+        strays.extend(event.key_sequence)
+
+    @keys.add(Keys.CPRResponse, eager=True, save_before=lambda event: False)
+    def _position(event: Any) -> None:  # the terminal's answer, not a key: as prompt-toolkit's own binding
+        row, _col = map(int, event.data[2:-1].split(";"))
+        event.app.renderer.report_absolute_cursor_row(row)
+
+    keys.add("tab", filter=ready)(focus_next)
+    keys.add("s-tab", filter=ready)(focus_previous)
+
+    @keys.add("escape", eager=True, filter=ready)
     @keys.add("c-c", eager=True)
     @keys.add("<sigint>")
     def _dismiss(event: Any) -> None:
         event.app.exit(result=None)
+
+    timer: list[asyncio.TimerHandle] = []
+
+    def take_keys(app: Application[dict[str, Any] | None]) -> None:
+        nonlocal taking
+        taking = True
+        app.invalidate()
+
+    def drawn(app: Application[dict[str, Any] | None]) -> None:
+        if not timer:  # first drawn: the grace starts
+            timer.append(asyncio.get_running_loop().call_later(GRACE, take_keys, app))
 
     app: Application[dict[str, Any] | None] = Application(
         layout=Layout(body, focused_element=widgets[0].control if widgets else buttons),
@@ -306,6 +353,7 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         full_screen=False,
         erase_when_done=True,
         mouse_support=False,
+        after_render=drawn,
         style=Style.from_dict(
             {
                 "caption": "bold",
@@ -319,9 +367,17 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
         ),
     )
     try:
-        result = await app.run_async()
+        # Not prompt-toolkit's SIGINT handler: it would remove the running turn's on the way
+        # out (Ctrl-C would no longer cancel the turn). Ctrl-C is a key here (raw mode).
+        result = await app.run_async(handle_sigint=False)
     except (KeyboardInterrupt, EOFError):
         result = None
+    finally:
+        from acpcli.repl.typeahead import hand_back
+
+        for handle in timer:
+            handle.cancel()
+        hand_back(strays)
     shown = el.summary(form, result) if result is not None else "cancelled (dismissed)"
     env.err.print(f"  [dim]answered:[/] {escape(shown)}", highlight=False)
     return result

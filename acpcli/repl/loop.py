@@ -331,6 +331,7 @@ class Repl:
                 previous(line)
 
         notices.set_sink(warning)  # the agent's warnings during the turn go into the scrollback too
+        stop: str | None = None
         try:
             with _typing_during(view, typing):
                 stop = await conversation.turn(text, blocks, notice=self.notice, tick=getattr(view, "tick", None), sent=sent)
@@ -372,8 +373,10 @@ class Repl:
                 if self.keep and self.typed:  # both a line to fix and one typed ahead: neither is lost
                     queue.items.insert(0, self.typed)
                     self.typed = ""
-            if live.interrupted or live.cancel_requested:
-                queue.hold()  # cancelled: what is queued waits for the person
+            if live.interrupted or live.cancel_requested or stop == "cancelled":
+                # cancelled (Ctrl-C, /cancel, a dismissed question: here or, hosted, by the
+                # host for us): what is queued waits for the person
+                queue.hold()
         if view is not None and live.sink is view:
             view.turn_ended(stop or "end_turn")
         if (stop or "end_turn") == "end_turn" and not said_anything(islice(live.store.entries, live.turn_first_entry, None)):

@@ -14,6 +14,16 @@ What the person can do:
 * Enter picks the highlighted option, and only that one (nothing highlighted: nothing
   happens); Ctrl-C, Ctrl-D and Escape dismiss the question.
 
+Keys answer only what the person saw. A question that pops up by itself (the agent's: a
+permission, a link) is given a ``grace``: the keys that come before it is drawn, or within
+that moment after, are not its own -- they go back to the input line they were typed for
+(:func:`acpcli.repl.typeahead.hand_back`: the text stays there, queued as a prompt when
+Enter was among them). The hint line under the options shows once the picker takes keys.
+Only Ctrl-C is taken at once (it dismisses the question, which cancels the turn: what
+Ctrl-C meant anyway). And options that last (``careful``: a permission's "always" ones) are
+never picked by a filter alone: when typing put the highlight on one, Enter says so and
+picks nothing; an arrow key onto it (or its number, without a filter) then Enter does.
+
 A short list is drawn whole, as prompt-toolkit's own ``ChoiceInput`` draws it; a long one
 shows a window of rows around the highlight, with how many options are above and below, so
 a key costs the same with 10 options or 10,000.
@@ -22,7 +32,7 @@ a key costs the same with 10 options or 10,000.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,13 +40,21 @@ if TYPE_CHECKING:
 
 #: The most option rows drawn at once (fewer on a short terminal).
 MAX_ROWS = 12
+#: Seconds after a question that pops up by itself is drawn before it takes keys (see the
+#: module docstring): less than anyone needs to read it, more than keys already typed take.
+GRACE = 0.3
+#: The hint line, once the picker takes keys (the pty tests wait for its start).
+HINT = " ↑↓ or a number, then Enter · type to filter · Esc dismisses"
 
 
 class Choices:
     """What the picker shows and what Enter picks (see the module docstring)."""
 
-    def __init__(self, labels: Sequence[str], default: int = 0) -> None:
+    def __init__(self, labels: Sequence[str], default: int = 0, careful: Collection[int] = ()) -> None:
         self.labels = list(labels)
+        #: Options a filter alone never picks (see :attr:`filtered_onto_careful`).
+        self.careful = frozenset(careful)
+        self._by_filter = False  # the highlight is where the filter put it, not where a key moved it
         self._folded: list[str] | None = None  # the labels lower-cased, made on the first filter
         self.filter = ""
         self.number = ""  # the digits typed so far (picking by number)
@@ -60,11 +78,18 @@ class Choices:
         """The option Enter picks: the one drawn highlighted (None when nothing matches)."""
         return self.visible(self._pos) if self.count else None
 
+    @property
+    def filtered_onto_careful(self) -> bool:
+        """The highlight is on a careful option because of what was typed to filter, not
+        because a key moved it there: Enter must not pick it (see the module docstring)."""
+        return self._by_filter and self.highlighted in self.careful
+
     # -- keys --------------------------------------------------------------------------------
 
     def move(self, delta: int) -> None:
         """Move the highlight ``delta`` rows (clamped to the visible list)."""
         self.number = ""
+        self._by_filter = False
         if self.count:
             self._pos = min(max(self._pos + delta, 0), self.count - 1)
 
@@ -82,6 +107,7 @@ class Choices:
                 self.number = candidate
                 self._set_filter("")
                 self._pos = n - 1
+                self._by_filter = False
                 return
 
     def type(self, text: str) -> None:
@@ -124,6 +150,8 @@ class Choices:
             self._pos = at if at < len(self._matches) and self._matches[at] == keep else 0
         else:
             self._pos = 0
+        # (and stays put by it after the filter is taken back, until a key moves it)
+        self._by_filter = self._by_filter or self.highlighted != keep
         self.top = 0
 
     # -- drawing -----------------------------------------------------------------------------
@@ -159,12 +187,20 @@ async def pick(
     symbol: str = "›",
     toolbar: Callable[[], str] | None = None,
     erase: bool = False,
+    grace: float = 0.0,
+    careful: Collection[int] = (),
 ) -> int:
     """Show the picker (``labels`` already safe, one line each); the index Enter was pressed
-    on. Raises :class:`KeyboardInterrupt` when dismissed (Ctrl-C, Ctrl-D, Escape)."""
+    on. Raises :class:`KeyboardInterrupt` when dismissed (Ctrl-C, Ctrl-D, Escape).
+
+    ``grace``: seconds after it is first drawn during which keys are not its own (a question
+    that pops up by itself: :data:`GRACE`); ``careful``: options a filter alone never picks
+    (see the module docstring)."""
+    import asyncio
+
     from prompt_toolkit.application import Application
     from prompt_toolkit.filters import Condition, is_done, renderer_height_is_known
-    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.key_binding import KeyBindings, KeyPress
     from prompt_toolkit.keys import Keys
     from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
     from prompt_toolkit.layout.controls import FormattedTextControl
@@ -172,9 +208,11 @@ async def pick(
     from prompt_toolkit.styles import Style
     from prompt_toolkit.widgets import Box, Label
 
-    state = Choices(labels, default)
+    state = Choices(labels, default, careful)
     width = max(2, len(str(len(labels))))
-    long_list = len(labels) > MAX_ROWS
+    taking = grace <= 0  # the picker takes keys (after its grace)
+    strays: list[KeyPress] = []  # keys read before then: handed back when it is done
+    said = ""  # why Enter picked nothing (a careful option the filter put the highlight on)
 
     def rows() -> int:
         from prompt_toolkit.application.current import get_app
@@ -214,18 +252,20 @@ async def pick(
         return out
 
     def filter_text() -> StyleAndTextTuples:
+        if not taking:
+            return [("", "")]  # (the row is kept, so nothing moves when the hint comes)
+        if said:
+            return [("class:said", f" {said}")]
         if state.filter:
             return [("class:more", f" filter: {state.filter}  ({state.count:,} of {len(labels):,})")]
-        return [("class:more", " type to filter · a number picks that option · Esc dismisses")]
+        return [("class:more", HINT)]
 
-    show_filter = Condition(lambda: long_list or bool(state.filter))
+    ready = Condition(lambda: taking)
     show_toolbar = Condition(lambda: toolbar is not None) & ~is_done & renderer_height_is_known
     body = HSplit(
         [
             Box(Label(text=question, dont_extend_height=True), padding_top=0, padding_left=1, padding_right=1, padding_bottom=0),
-            ConditionalContainer(
-                Window(FormattedTextControl(filter_text), height=1, dont_extend_height=True), filter=show_filter
-            ),
+            ConditionalContainer(Window(FormattedTextControl(filter_text), height=1, dont_extend_height=True), filter=~is_done),
             Box(
                 Window(FormattedTextControl(options_text, focusable=True, show_cursor=False), dont_extend_height=True),
                 padding_top=0, padding_left=3, padding_right=1, padding_bottom=0,
@@ -243,62 +283,87 @@ async def pick(
 
     keys = KeyBindings()
 
-    @keys.add("enter", eager=True)
+    @keys.add(Keys.Any, filter=~ready)
+    def _not_yet(event: Any) -> None:  # typed before the question was there to be read
+        strays.extend(event.key_sequence)
+
+    @keys.add("enter", eager=True, filter=ready)
     def _enter(event: Any) -> None:
+        nonlocal said
+        if state.filtered_onto_careful:
+            said = "Enter does not pick an option found by typing that lasts: ↑↓ onto it, then Enter"
+            return
         if state.highlighted is not None:
             event.app.exit(result=state.highlighted, style="class:accepted")
 
     @keys.add("c-c", eager=True)
     @keys.add("<sigint>")
-    @keys.add("c-d", eager=True)
-    @keys.add("escape", eager=True)
+    @keys.add("c-d", eager=True, filter=ready)
+    @keys.add("escape", eager=True, filter=ready)
     def _dismiss(event: Any) -> None:
         event.app.exit(exception=KeyboardInterrupt(), style="class:aborting")
 
-    @keys.add("up")
-    @keys.add("c-p")
-    def _up(event: Any) -> None:
-        state.move(-1)
+    def key(*names: str | Keys) -> Callable[[Callable[[], None]], None]:
+        """Bind ``names`` to a change of the state, once the picker takes keys."""
 
-    @keys.add("down")
-    @keys.add("c-n")
-    def _down(event: Any) -> None:
-        state.move(1)
+        def bind(change: Callable[[], None]) -> None:
+            def handler(event: Any) -> None:
+                nonlocal said
+                said = ""
+                change()
 
-    @keys.add("pageup")
-    def _page_up(event: Any) -> None:
-        state.move(-(rows() - 2))
+            for name in names:
+                keys.add(name, filter=ready)(handler)
 
-    @keys.add("pagedown")
-    def _page_down(event: Any) -> None:
-        state.move(rows() - 2)
+        return bind
 
-    @keys.add("home")
-    def _home(event: Any) -> None:
-        state.home()
+    key("up", "c-p")(lambda: state.move(-1))
+    key("down", "c-n")(lambda: state.move(1))
+    key("pageup")(lambda: state.move(-(rows() - 2)))
+    key("pagedown")(lambda: state.move(rows() - 2))
+    key("home")(state.home)
+    key("end")(state.end)
+    key("backspace")(state.backspace)
 
-    @keys.add("end")
-    def _end(event: Any) -> None:
-        state.end()
-
-    @keys.add("backspace")
-    def _backspace(event: Any) -> None:
-        state.backspace()
-
-    @keys.add(Keys.BracketedPaste)
+    @keys.add(Keys.BracketedPaste, filter=ready)
     def _paste(event: Any) -> None:
+        nonlocal said
+        said = ""
         state.type(event.data.splitlines()[0] if event.data else "")
 
-    @keys.add(Keys.Any)
+    @keys.add(Keys.Any, filter=ready)
     def _typed(event: Any) -> None:
+        nonlocal said
         if len(event.data) == 1 and event.data.isprintable():
+            said = ""
             state.type(event.data)
+
+    def take_keys(app: Application[int]) -> None:
+        nonlocal taking
+        taking = True
+        app.invalidate()  # the hint line says so
+
+    timer: list[asyncio.TimerHandle] = []
+
+    def drawn(app: Application[int]) -> None:
+        if not taking and not timer:  # first drawn: the grace starts
+            timer.append(asyncio.get_running_loop().call_later(grace, take_keys, app))
 
     app: Application[int] = Application(
         layout=Layout(body),
         full_screen=False,
         key_bindings=keys,
-        style=Style.from_dict({"selected-option": "bold", "more": "#888888"}),
+        style=Style.from_dict({"selected-option": "bold", "more": "#888888", "said": "ansiyellow"}),
         erase_when_done=erase,
+        after_render=drawn,
     )
-    return await app.run_async()
+    try:
+        # Not prompt-toolkit's SIGINT handler: it would remove the running turn's on the way
+        # out (Ctrl-C would no longer cancel the turn). Ctrl-C is a key here (raw mode).
+        return await app.run_async(handle_sigint=False)
+    finally:
+        from acpcli.repl.typeahead import hand_back
+
+        for handle in timer:
+            handle.cancel()
+        hand_back(strays)

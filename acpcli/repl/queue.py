@@ -17,12 +17,10 @@ agents answer unknown methods with ``{}``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-#: :func:`send_now_way`'s answers.
-QUEUEING = "promptQueueing"
-STEERING = "steering"
+from acpcli.wire.negotiate import QUEUEING, STEERING, send_now_way
 
+__all__ = ["QUEUEING", "STEERING", "PromptQueue", "one_line", "queue_lines", "send_now_way"]
 
 @dataclass
 class PromptQueue:
@@ -69,28 +67,6 @@ class PromptQueue:
 
     def release(self) -> None:
         self.held = False
-
-
-def _meta_flag(meta: Any, *path: str) -> bool:
-    for key in path:
-        if not isinstance(meta, dict):
-            return False
-        meta = meta.get(key)
-    return meta is True
-
-
-def send_now_way(raw: dict[str, Any] | None) -> str | None:
-    """How this agent takes a prompt during a turn, read from its ``initialize`` answer
-    (``raw``): :data:`STEERING`, :data:`QUEUEING`, or ``None`` (it does not say it can)."""
-    if not isinstance(raw, dict):
-        return None
-    caps = raw.get("agentCapabilities")
-    caps_meta = caps.get("_meta") if isinstance(caps, dict) else None
-    if _meta_flag(raw.get("_meta"), "steering", "supported") or _meta_flag(caps_meta, "steering", "supported"):
-        return STEERING
-    if _meta_flag(caps_meta, "claudeCode", "promptQueueing"):
-        return QUEUEING
-    return None
 
 
 def one_line(text: str, width: int) -> str:

@@ -11,6 +11,10 @@ from its ``initialize`` answer, never probed):
   then waits for the new one's answer as the next turn (:attr:`SendNow.pending`).
 
 With any other agent the prompt is queued, and the line says why.
+
+Over a live session's host the host does either (:meth:`acpcli.host.remote.HostedLink.now`,
+as the host read the agent's ``initialize`` answer): the prompt is handed to it as text; a
+prompt the host could not hand to the turn (it had ended) goes back to the head of the queue.
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ class SendNow:
         self, conversation: Conversation, queue: PromptQueue, build: Callable[[str], list[dict[str, Any]]]
     ) -> None:
         self.conversation, self.queue, self.build = conversation, queue, build
-        #: A REPL over a live session's host hands its turns to the host's queue: the host
-        #: takes no prompt into a running turn (yet), so the prompt waits here.
+        #: A REPL over a live session's host: the host hands the prompt to the turn.
         self.hosted = conversation.hosted
-        self.way = None if self.hosted else send_now_way(getattr(conversation.features, "raw", None))
+        self.way = (
+            getattr(conversation.link, "send_now", None) if self.hosted
+            else send_now_way(getattr(conversation.features, "raw", None))
+        )  # fmt: skip
         #: promptQueueing: the answer of the prompt sent during the turn, awaited as the next turn.
         self.pending: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -44,13 +50,10 @@ class SendNow:
     def __call__(self, text: str) -> str:
         features = self.conversation.features
         name = features.agent_title or features.agent_name or "the agent"
-        if self.hosted:
-            self.queue.add(text)
-            return "queued: a live session's host sends prompts after the running turn"
         if self.way is None:
             self.queue.add(text)
             return f"queued: {name} does not take a prompt during a turn"
-        if not self.conversation.live.turn_active:
+        if not self.hosted and not self.conversation.live.turn_active:  # (the host knows its own)
             self.queue.add(text)
             return "queued: the turn has ended"
         if self.pending is not None:
@@ -62,6 +65,14 @@ class SendNow:
             self.queue.add(text)
             return f"queued: {getattr(err, 'message', err)}"
         loop = asyncio.get_running_loop()
+        if self.hosted:  # the host builds the prompt again, from the text, as it builds its turns
+            handed = loop.create_task(self._hosted(text))
+            if self.way == QUEUEING:
+                self.pending = handed  # (True once joined: the host runs its turn next)
+                return f"sent now: {name} takes it up when it can"
+            self._tasks.add(handed)
+            handed.add_done_callback(self._tasks.discard)
+            return f"sent now to {name}"
         if self.way == QUEUEING:
             self.pending = loop.create_task(self.conversation.send_during_turn(blocks))
             return f"sent now: {name} takes it up when it can"
@@ -78,6 +89,19 @@ class SendNow:
             outcome = "failed"
         if outcome != "injected":
             self.queue.items.insert(0, text)
+
+    async def _hosted(self, text: str) -> bool:
+        """Hand ``text`` to the running turn through the host; False (and the prompt back at
+        the head of the queue) when the host could not."""
+        link: Any = self.conversation.link
+        try:
+            outcome = await link.now(text)
+        except Exception:  # noqa: BLE001 - refused or lost: the prompt is not lost, it goes first
+            outcome = "failed"
+        if outcome in ("injected", "joined"):
+            return True
+        self.queue.items.insert(0, text)
+        return False
 
     def take_pending(self) -> asyncio.Task[Any] | None:
         """The prompt sent during the last turn, whose answer the next turn waits for."""

@@ -6,16 +6,20 @@ draws it (:meth:`TurnInput.footer`) at the bottom of the live region, under the 
 status line: the queued prompts, then the line being typed, then a one-line note when a key
 had something to say. :func:`reading` puts the terminal in a mode without echo or line
 buffering (Ctrl-C still raises SIGINT, so cancelling the turn is unchanged) and feeds the
-keys to it. A permission question drawn during the turn takes the keys while it is up
-(prompt-toolkit stacks the readers) and gives them back after.
+keys to it, starting with those typed before the turn began (read already by the idle input
+line: prompt-toolkit keeps them as its "typeahead"). A permission question drawn during the
+turn takes the keys while it is up (prompt-toolkit stacks the readers) and gives them back
+after -- with the keys it read that were not its own (:func:`hand_back`: those typed before
+it was drawn; see :mod:`acpcli.repl.picker`), which go on this line as if it had read them.
 
 Keys: printable text and pastes insert; Enter queues the line (:mod:`acpcli.repl.queue`);
 Alt-Enter sends it now where the agent takes a prompt during a turn
 (else it says why, and queues it); Ctrl-J inserts a newline; Up on an empty line takes the
 last queued prompt back for editing; Left/Right, Home/End (Ctrl-A/Ctrl-E), Backspace,
 Delete, Ctrl-U, Ctrl-K and Ctrl-W edit. Typed during a turn, ``/cancel`` cancels it,
-``/now TEXT`` sends TEXT now, ``/queue clear`` and ``/queue drop N`` edit the queue; any
-other line (a slash command included) is queued and runs in its turn.
+``/now TEXT`` sends TEXT now (a bare ``/now``: the next queued prompt, as Alt-Enter on an
+empty line), ``/queue clear`` and ``/queue drop N`` edit the queue; any other line (a slash
+command included) is queued and runs in its turn.
 """
 
 from __future__ import annotations
@@ -69,14 +73,17 @@ class TurnInput:
 
     # -- keys --------------------------------------------------------------------------------
 
-    def feed(self, presses: list[Any]) -> None:
-        """Handle prompt-toolkit ``KeyPress`` objects, then ask for a redraw."""
+    def feed(self, presses: list[Any], *, redraw: bool = True) -> None:
+        """Handle prompt-toolkit ``KeyPress`` objects, then ask for a redraw (the keys of one
+        read together: an Escape then Enter in one read is Alt-Enter). ``redraw`` False:
+        the view draws the line when it next draws (a question is still on the screen)."""
         if not presses:
             return
         for press in presses:
             self._key(press.key, press.data)
         self._escape = False  # Alt-Enter arrives in one read: an Escape alone means nothing here
-        self._changed()
+        if redraw:
+            self._changed()
 
     def _key(self, key: Any, data: str) -> None:
         from prompt_toolkit.keys import Keys
@@ -146,11 +153,13 @@ class TurnInput:
             self._take()
             self.note = self._cancel() or ""
         elif word == "/now":
-            if not rest.strip():
-                self.note = "/now TEXT sends TEXT to the running turn"
-                return
-            self._take()
-            self._now(rest.strip(), typed=False)
+            self._take()  # (never left on the line: it was said)
+            if rest.strip():
+                self._now(rest.strip(), typed=False)
+            elif self.queue:
+                self._now("")  # bare: the next queued prompt, as Alt-Enter on an empty line
+            else:
+                self.note = "/now TEXT sends TEXT to the running turn (bare: the next queued prompt)"
         elif word == "/queue" and rest.strip():
             self._take()
             self.note = queue_command(self.queue, rest)
@@ -166,8 +175,12 @@ class TurnInput:
             first = self.queue.take_first()  # Alt-Enter on an empty line: the next queued one
             if first is None:
                 return
-            text = first
-        elif typed:
+            left = len(self.queue)
+            self.note = self._send_now(first) or ""
+            if len(self.queue) == left + 1:  # not sent (queued again, at the end): still first in line
+                self.queue.items.insert(0, self.queue.items.pop())
+            return
+        if typed:
             self._take()
         self.note = self._send_now(text) or ""
 
@@ -235,6 +248,27 @@ def queue_command(queue: PromptQueue, arg: str) -> str:
     return "usage: /queue [clear | drop N]"
 
 
+#: The input line :func:`reading` feeds now (a turn runs), for :func:`hand_back`.
+_reading: TurnInput | None = None
+
+
+def hand_back(presses: list[Any]) -> None:
+    """Keys a question read that were not its own (typed before it was drawn): onto the
+    running turn's input line, as if it had read them; with no turn running, back to
+    prompt-toolkit's typeahead, where the next input line finds them first."""
+    if not presses:
+        return
+    if _reading is not None:
+        _reading.feed(presses, redraw=False)  # (the question's answer is said first)
+        return
+    from prompt_toolkit.application.current import get_app_session
+    from prompt_toolkit.input.typeahead import get_typeahead, store_typeahead
+
+    keys_in = get_app_session().input
+    later = get_typeahead(keys_in)  # (read after these: they go after them)
+    store_typeahead(keys_in, [*presses, *later])
+
+
 @contextlib.contextmanager
 def reading(typing: TurnInput) -> Iterator[None]:
     """Feed the terminal's keys to ``typing`` while the block runs (see the module
@@ -243,7 +277,9 @@ def reading(typing: TurnInput) -> Iterator[None]:
     import termios
 
     from prompt_toolkit.application.current import get_app_session
+    from prompt_toolkit.input.typeahead import get_typeahead
 
+    global _reading
     session = get_app_session()
     keys_in, out = session.input, session.output
     try:
@@ -272,10 +308,15 @@ def reading(typing: TurnInput) -> Iterator[None]:
     termios.tcsetattr(fd, termios.TCSANOW, mode)
     out.enable_bracketed_paste()
     out.flush()
+    outer, _reading = _reading, typing
     try:
+        # Typed before the turn began, after the line that started it: this line's first
+        # keys (a question drawn later must not find them waiting for it).
+        typing.feed(get_typeahead(keys_in))
         with keys_in.attach(ready):
             yield
     finally:
+        _reading = outer
         if timer is not None:
             timer.cancel()
         out.disable_bracketed_paste()

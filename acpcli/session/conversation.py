@@ -115,11 +115,18 @@ class Conversation:
         """One prompt turn; its stop reason. The session's own: ``blocks`` sent as
         :func:`~acpcli.session.turn.run_turn` sends them (``sent``, ``limit``, ``interrupts``
         as it takes them); a hosted one: ``text`` through the host's queue
-        (:meth:`~acpcli.host.remote.HostedLink.turn`)."""
+        (:meth:`~acpcli.host.remote.HostedLink.turn`; ``sent``: the hand-off of a prompt to
+        the last turn through the host, true when the host took it and runs its turn by
+        itself; false: there is no such turn)."""
         if self.hosted:
             hosted: Any = self.link
-            stop: str = await hosted.turn(text, notice=notice, tick=tick)
-            return stop
+            if sent is None:
+                stop: str = await hosted.turn(text, notice=notice, tick=tick)
+                return stop
+            if not await sent:
+                return "end_turn"  # not handed to the turn after all: it went back to the queue
+            joined: str = await hosted.turn(text, notice=notice, tick=tick, joined=True)
+            return joined
         from acpcli.session.turn import run_turn
 
         return await run_turn(

@@ -610,7 +610,7 @@ class AgentLink:
         v1 = self.features.protocol_version == 1
         if sent is None:
             live.note_prompt(blocks)  # before start_turn: the store still holds only earlier turns
-        live.start_turn()
+        live.start_turn(joined=sent is not None)
         if v1 and sent is None:
             live.echo_prompt(blocks)  # the prompt is on disk before the agent answers
         idle = live.turn_idle = anyio.Event() if not v1 else None
@@ -664,10 +664,10 @@ class AgentLink:
         """Send a prompt while a turn runs, to an agent that queues it into the turn
         (claude-agent-acp's ``promptQueueing``): the running turn's request is answered when
         the agent takes it up, and this one's answer ends the turn it joined (pass it as
-        :meth:`prompt`'s ``sent``). Returns the raw answer."""
-        live.note_prompt(blocks)
-        if self.features.protocol_version == 1:
-            live.echo_prompt(blocks)
+        :meth:`prompt`'s ``sent``). Returns the raw answer. The prompt is recorded where the
+        agent takes it up, not in the middle of the message it is streaming
+        (:meth:`~acpcli.session.live.LiveSession.join_prompt`)."""
+        live.join_prompt(blocks)
         return await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks), bounded=False)
 
     async def steer(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> str:

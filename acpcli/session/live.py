@@ -107,6 +107,15 @@ class LiveSession:
     #: (:meth:`take_warnings`): the context window passing 90 % (once per session here).
     warnings: list[str] = field(default_factory=list)
     context_warned: bool = False
+    #: A v1 prompt sent during the turn to an agent that takes it into the turn (claude's
+    #: promptQueueing), not recorded yet: it is recorded where the agent takes it up -- before
+    #: the first update that does not go on with the message streaming when it was sent (the
+    #: agent's next step; claude ends each answer with a usage update), at the latest when the
+    #: turn ends -- so it never cuts the agent's sentence in two (:meth:`join_prompt`).
+    joining: list[dict[str, Any]] | None = None
+    #: Where the last joined prompt was recorded in the store: the turn that waits for its
+    #: answer begins there (claude streams that answer before it ends the turn it joined).
+    joined_at: int | None = None
 
     @property
     def agent_id(self) -> str:
@@ -144,6 +153,8 @@ class LiveSession:
         # The hot path of replay and streaming: the kind is read once, attributes once each.
         self.updates_seen += 1
         kind = update.get("sessionUpdate")
+        if self.joining is not None and kind != "agent_message_chunk":
+            self.place_joined()  # the agent's next step: where it takes the joined prompt up
         store = self.store
         change = store.apply(update)
         recorder = self.recorder
@@ -219,6 +230,21 @@ class LiveSession:
                 b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str)
             )
 
+    def join_prompt(self, blocks: Sequence[dict[str, Any]]) -> None:
+        """A prompt is sent into the running turn (see :attr:`joining`): noted now, recorded
+        (v1: echoed) where the agent takes it up."""
+        self.note_prompt(blocks)
+        self.joined_at = None
+        if self.protocol_version == 1:
+            self.joining = list(blocks)
+
+    def place_joined(self) -> None:
+        """Record the joined prompt here, if one waits (see :attr:`joining`)."""
+        blocks, self.joining = self.joining, None
+        if blocks is not None:
+            self.joined_at = len(self.store.entries)
+            self.echo_prompt(blocks)
+
     def asked_about(self, tool_call: Any) -> None:
         """A permission request's ``toolCall``: the tool call it names exists from now on,
         with what the request says of it (gemini asks about calls it never announced)."""
@@ -232,10 +258,13 @@ class LiveSession:
         for update in self.store.cancelled_tool_calls():
             self.feed(update, local=True)
 
-    def start_turn(self) -> None:
-        """A prompt turn begins: its own messages, its own record, a fresh cancel state."""
+    def start_turn(self, joined: bool = False) -> None:
+        """A prompt turn begins: its own messages, its own record, a fresh cancel state.
+        ``joined``: the turn of a prompt sent during the last one, which begins where that
+        prompt was recorded (:attr:`joined_at`)."""
         self.store.turn_boundary()
-        self.turn_first_entry = len(self.store.entries)
+        self.turn_first_entry = self.joined_at if joined and self.joined_at is not None else len(self.store.entries)
+        self.joined_at = None
         self.turn_seq = self.mark(TURN_START)
         self.cancel_requested = self.interrupted = False
         self.cancel_wanted = anyio.Event()
@@ -245,6 +274,7 @@ class LiveSession:
         """A prompt turn ended (``stop_reason``), or failed (``error``): recorded, and what the
         agent sends from now on starts messages of its own (a chunk without ``messageId`` does
         not continue the turn's answer)."""
+        self.place_joined()  # (a prompt joined and not taken up yet: it ends this turn)
         self.store.end_turn(stop_reason, error)
         try:
             self.mark(TURN_END, {"stopReason": stop_reason, "error": error})

@@ -406,3 +406,30 @@ def parse_request(version: int, method: str, params: Any) -> Any:
         return protocol.parse_params(version, method, params)
     except protocol.InvalidMessage as bad:
         raise ProtocolError(method, f"invalid params: {bad.detail}", code=RpcError.INVALID_PARAMS) from None
+
+
+#: :func:`send_now_way`'s answers.
+QUEUEING = "promptQueueing"
+STEERING = "steering"
+
+
+def _meta_flag(meta: Any, *path: str) -> bool:
+    for key in path:
+        if not isinstance(meta, dict):
+            return False
+        meta = meta.get(key)
+    return meta is True
+
+
+def send_now_way(raw: dict[str, Any] | None) -> str | None:
+    """How this agent takes a prompt during a turn, read from its ``initialize`` answer
+    (``raw``): :data:`STEERING`, :data:`QUEUEING`, or ``None`` (it does not say it can)."""
+    if not isinstance(raw, dict):
+        return None
+    caps = raw.get("agentCapabilities")
+    caps_meta = caps.get("_meta") if isinstance(caps, dict) else None
+    if _meta_flag(raw.get("_meta"), "steering", "supported") or _meta_flag(caps_meta, "steering", "supported"):
+        return STEERING
+    if _meta_flag(caps_meta, "claudeCode", "promptQueueing"):
+        return QUEUEING
+    return None

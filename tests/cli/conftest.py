@@ -22,7 +22,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -237,3 +237,21 @@ def workdir(tmp_path: Path) -> Path:
 @pytest.fixture
 def cli(acpcli_home: Path, trace: AgentTrace, workdir: Path) -> Cli:
     return Cli(acpcli_home, trace, workdir)
+
+
+@pytest.fixture(params=["hosted", "unhosted"])
+def repl_mode(request: pytest.FixtureRequest) -> Iterator[list[str]]:
+    """The extra arguments of a REPL test (``new``, ``load``, ``resume``), which then runs
+    twice: ``hosted`` (the default of a person's REPL: the session in a background host,
+    keep-alive on) and ``unhosted`` (``--keep-alive 0``: the REPL holds the agent), so the
+    two paths cannot drift apart. Hosts started by a hosted run are stopped afterwards."""
+    if request.param == "unhosted":
+        yield ["--keep-alive", "0"]
+        return
+    try:
+        yield ["--keep-alive", "60"]
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "acpcli", "stop", "--all"], stdin=subprocess.DEVNULL, capture_output=True,
+            timeout=TIMEOUT, check=False,
+        )

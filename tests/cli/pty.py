@@ -21,20 +21,23 @@ TIMEOUT = 10  # a guard against hangs only; each step takes well under a second 
 CPR_REQUEST = "\x1b[6n"
 #: Bracketed paste on, any styling/cursor sequences, then the prompt character.
 PROMPT = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])*›"
-CHOICE = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])* ?choose 1-(\d+):"
+#: A permission picker, drawn and taking keys: its question, then (after its grace: keys that
+#: come sooner are not its own) the start of its hint line, ``picker.HINT``.
+CHOICE = r"\x1b\[\?2004h(?:\x1b\[[0-9;?]*[A-Za-z])* ?choose 1-(\d+):[\s\S]*?↑↓ or a number"
 REPLY = "Demo agent reply"
 HELP_TEXT = "Ctrl-C cancels a turn"  # the last /help line (the toolbar and the menu say other things)
-#: The come-back hint of Ctrl-D: resume, else load (gemini), else show (an agent with neither).
-RESUME = re.compile(r"acpcli (?:resume|load|show) ([A-Za-z0-9_-]+)")
+#: The come-back hint of Ctrl-D: resume, else load (gemini), else show (an agent with neither);
+#: attach when the session stays live in its host.
+RESUME = re.compile(r"acpcli (?:resume|load|show|attach) ([A-Za-z0-9_-]+)")
 UP = "\x1b[A"
 DOWN = "\x1b[B"
 CTRL_C = "\x03"
 CTRL_D = "\x04"
 
 
-def _env(width: int = 100) -> dict[str, str]:
+def _env(width: int = 100, height: int = 30) -> dict[str, str]:
     env = dict(os.environ)  # carries the per-test ACPCLI_HOME of tests/conftest.py
-    env.update(TERM="xterm-256color", COLUMNS=str(width), LINES="30")
+    env.update(TERM="xterm-256color", COLUMNS=str(width), LINES=str(height))
     for noisy in ("FORCE_COLOR", "NO_COLOR", "ACPCLI_LOG_FILE", "ACPCLI_DEBUG", "PROMPT_TOOLKIT_NO_CPR"):
         env.pop(noisy, None)
     return env
@@ -44,15 +47,16 @@ class Pty:
     """One acpcli process on a pseudo-terminal, answering cursor-position requests."""
 
     def __init__(
-        self, argv: list[str], cwd: Path, width: int = 100, env: dict[str, str] | None = None, *, true_cpr: bool = False
+        self, argv: list[str], cwd: Path, width: int = 100, env: dict[str, str] | None = None, *, true_cpr: bool = False,
+        height: int = 30,
     ) -> None:
-        self.width = width
+        self.width, self.height = width, height
         #: Answer cursor-position requests with where the emulated screen's cursor is (a
         #: terminal's answer), rather than always row 1: prompt-toolkit then scrolls the screen
         #: as a terminal would (what was drawn above a question stays on the visible screen).
         self.true_cpr = true_cpr
         self.child = pexpect.spawn(
-            argv[0], argv[1:], env={**_env(width), **(env or {})}, cwd=str(cwd), dimensions=(30, width),
+            argv[0], argv[1:], env={**_env(width, height), **(env or {})}, cwd=str(cwd), dimensions=(height, width),
             encoding="utf-8", codec_errors="replace", timeout=TIMEOUT,
         )
         self.seen = ""  # everything read, for failure messages and whole-run checks
@@ -78,7 +82,7 @@ class Pty:
             return "\x1b[1;1R"  # a terminal's answer: row 1, column 1
         from .screen import Screen
 
-        screen = Screen(self.width, 30).feed(self.seen)
+        screen = Screen(self.width, self.height).feed(self.seen)
         return f"\x1b[{screen.row - screen.top + 1};{min(screen.col, 99) + 1}R"
 
     def prompt(self) -> None:
@@ -115,20 +119,21 @@ class Pty:
 
 @pytest.fixture
 def spawn(workdir: Path):  # type: ignore[no-untyped-def]
-    """``spawn(*acpcli_args, cwd=workdir, width=100, env=None)`` -> :class:`Pty` (a terminal
-    ``width`` columns wide, ``env`` added to the environment); every pty is killed at teardown."""
+    """``spawn(*acpcli_args, cwd=workdir, width=100, height=30, env=None)`` -> :class:`Pty` (a
+    terminal ``width`` x ``height``, ``env`` added to the environment); every pty is killed at
+    teardown."""
     started: list[Pty] = []
 
     def start(
         *args: str, cwd: Path | None = None, shell_after: bool = False, width: int = 100,
-        env: dict[str, str] | None = None, true_cpr: bool = False,
+        env: dict[str, str] | None = None, true_cpr: bool = False, height: int = 30,
     ) -> Pty:
         argv = [sys.executable, "-m", "acpcli", *args]
         if shell_after:
             # Run stty in the same pty once acpcli is gone, to see the state it left behind.
             script = '"$@"; echo "ACPCLI-EXIT=$?"; stty -a'
             argv = ["bash", "-c", script, "bash", *argv]
-        pty = Pty(argv, cwd or workdir, width, env, true_cpr=true_cpr)
+        pty = Pty(argv, cwd or workdir, width, env, true_cpr=true_cpr, height=height)
         started.append(pty)
         return pty
 

@@ -16,10 +16,13 @@ import shlex
 import sys
 from pathlib import Path
 
+import pytest
+
 from acpcli.errors import ExitCode
 
-from .pty import Pty
-from .screen import screen_text
+from .conftest import AgentTrace
+from .pty import Pty, new_args
+from .screen import Screen, screen_text
 
 AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_elicit_agent.py"
 CMD = shlex.join([sys.executable, str(AGENT)])
@@ -29,6 +32,7 @@ ESC = "\x1b"
 DOWN = "\x1b[B"
 BACKSPACE = "\x7f"
 FORM_HINT = "Esc: dismiss"
+PICKER_TAKES_KEYS = "↑↓ or a number"  # the picker's hint line, drawn once it takes keys
 
 
 def _until_shown(pty: Pty, text: str, *, gone: bool = False) -> str:
@@ -138,6 +142,7 @@ def test_a_link_is_shown_whole_and_accepted_only_when_the_person_says_so(spawn) 
     pty.prompt()
     pty.say("url")
     pty.expect("open this link")
+    pty.expect(PICKER_TAKES_KEYS)  # (keys before are not its own: they stay on the input line)
     screen = screen_text(pty.seen)
     assert "host: auth.example.com" in screen
     assert "link: https://auth.example.com/connect?elicitationId=e-1" in screen
@@ -145,6 +150,7 @@ def test_a_link_is_shown_whole_and_accepted_only_when_the_person_says_so(spawn) 
     assert _answer(pty) == "declinenull"
     pty.say("url")
     pty.expect("open this link")
+    pty.expect(PICKER_TAKES_KEYS)
     pty.child.send(ENTER)  # "I will open it myself"
     assert _answer(pty) == "acceptnull"
     assert pty.leave()[0] == ExitCode.OK
@@ -220,3 +226,64 @@ def test_a_backtracking_pattern_does_not_freeze_the_form(spawn) -> None:  # type
     pty.child.send(TAB + ENTER)
     assert _answer(pty) == 'accept{"code":"' + "a" * 34 + '"}'
     assert pty.leave()[0] == ExitCode.OK
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_form_draws_its_fields_on_a_scrolled_screen_and_enter_moves_on(  # type: ignore[no-untyped-def]
+    spawn, trace: AgentTrace, repl_mode: list[str], width: int
+) -> None:
+    """The quick start's form (the demo agent's ``form``, ACP v1) after a few turns have
+    scrolled the screen: the fields take the rows they need (not only the title and the
+    buttons), and Enter in a text field moves to the next field, as documented."""
+    pty = spawn(*new_args(trace, protocol=1), *repl_mode, width=width, height=35, true_cpr=True)
+    pty.prompt()
+    for turn in range(3):
+        pty.say(f"turn {turn} no-permission")
+        pty.expect("run CMD")
+        pty.prompt()
+    pty.say("form")
+    pty.expect(FORM_HINT)
+    screen = Screen(width, 35).feed(pty.seen)
+    shown = screen.text().splitlines()[screen.top :]  # the rows on the terminal now
+    drawn = "\n".join(shown)
+    for caption in ("Coffee order", "Name *", "Drink *", "( ) Espresso", "Cups", "› 1", "Sugar", "[ ] yes", "Submit"):
+        assert caption in drawn, drawn
+    assert drawn.index("What may I bring you?") < drawn.index("Name *") < drawn.index("Submit"), drawn
+    pty.child.send("Ada" + ENTER)  # Enter in a text field: on to the next field (Drink)
+    pty.child.send(DOWN + DOWN + TAB + TAB + TAB + ENTER)  # Espresso, Caffè latte; Cups, Sugar, Submit
+    pty.expect("Order taken")
+    pty.prompt()
+    said = screen_text(pty.seen, width, 35).replace("\n", " ")
+    assert "Order taken: 1 × latte for Ada, no sugar." in said, said
+    assert "has no attribute" not in said, said
+    assert pty.leave()[0] == ExitCode.OK
+
+
+def test_keys_typed_before_the_form_are_not_its_own(  # type: ignore[no-untyped-def]
+    spawn, trace: AgentTrace, repl_mode: list[str], acpcli_home: Path
+) -> None:
+    """The form pops up by itself, as a permission question does: what was typed ahead (a
+    next prompt, Enter included) stays with the input line -- queued, sent after the turn --
+    and none of it lands in the form's first field."""
+    import json
+
+    pty = spawn(*new_args(trace, protocol=1), *repl_mode, width=80, height=35, true_cpr=True)
+    pty.prompt()
+    pty.child.send("form\r" + "later no-permission\r")
+    pty.expect(FORM_HINT)  # drawn, and taking keys
+    rows = screen_text(pty.seen, 80, 35).splitlines()
+    at = max(i for i, row in enumerate(rows) if row.startswith("Name *"))
+    assert rows[at + 1].strip() == "›", rows[at : at + 2]  # the name field is empty
+    pty.child.send(ESC)  # dismissed: the turn ends (the agent says so), the queue goes on
+    pty.expect("order form was dismissed")
+    pty.expect("Turn 2: later no-permission")
+    pty.prompt()
+    status, session_id = pty.leave()
+    assert status == ExitCode.OK
+    stored = json.loads((acpcli_home / "demo-agent" / "sessions" / f"{session_id}.json").read_text())
+    prompts = [
+        "".join(block.get("text", "") for block in update["content"])
+        for update in stored["history"]
+        if update.get("sessionUpdate") == "user_message"
+    ]
+    assert prompts == ["form", "later no-permission"]

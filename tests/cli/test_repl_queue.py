@@ -32,7 +32,7 @@ class Watch:
 
     def __init__(self, pty: Pty) -> None:
         self.pty = pty
-        self.screen = Screen(100, 30)
+        self.screen = Screen(pty.width, pty.height)
         self.fed = 0
 
     def text(self) -> str:
@@ -54,9 +54,9 @@ class Watch:
             self.pty.expect(r"[\s\S]+")
 
     def bottom(self) -> str:
-        """The screen's visible rows (the last 30)."""
+        """The screen's visible rows."""
         text = self.text()
-        return "\n".join(text.split("\n")[-30:])
+        return "\n".join(text.split("\n")[-self.pty.height :])
 
     def until(self, wanted: str, *, visible: bool = True) -> str:
         """Read output until ``wanted`` is on the screen (the visible rows when ``visible``)."""
@@ -182,8 +182,10 @@ def _prompts(record: Path) -> list[str]:
     ]
 
 
-def test_send_now_is_refused_in_one_line_by_an_agent_that_does_not_advertise_it(spawn, tmp_path: Path) -> None:
-    pty, watch, gates, record = _queueing_agent(spawn, tmp_path)
+def test_send_now_is_refused_in_one_line_by_an_agent_that_does_not_advertise_it(
+    spawn, tmp_path: Path, repl_mode: list[str]
+) -> None:
+    pty, watch, gates, record = _queueing_agent(spawn, tmp_path, options=tuple(repl_mode))
     pty.say("first")
     watch.until("START[first]")
     pty.child.send("second" + ALT_ENTER)
@@ -198,8 +200,8 @@ def test_send_now_is_refused_in_one_line_by_an_agent_that_does_not_advertise_it(
     assert pty.leave()[0] == ExitCode.OK
 
 
-def test_send_now_joins_the_turn_of_an_agent_with_prompt_queueing(spawn, tmp_path: Path) -> None:
-    pty, watch, gates, record = _queueing_agent(spawn, tmp_path, "--queueing")
+def test_send_now_joins_the_turn_of_an_agent_with_prompt_queueing(spawn, tmp_path: Path, repl_mode: list[str]) -> None:
+    pty, watch, gates, record = _queueing_agent(spawn, tmp_path, "--queueing", options=tuple(repl_mode))
     pty.say("first")
     watch.until("START[first]")
     pty.child.send("second" + ALT_ENTER)
@@ -216,8 +218,8 @@ def test_send_now_joins_the_turn_of_an_agent_with_prompt_queueing(spawn, tmp_pat
     assert pty.leave()[0] == ExitCode.OK
 
 
-def test_slash_now_steers_an_agent_with_the_steering_extension(spawn, tmp_path: Path) -> None:
-    pty, watch, gates, record = _queueing_agent(spawn, tmp_path, "--steering")
+def test_slash_now_steers_an_agent_with_the_steering_extension(spawn, tmp_path: Path, repl_mode: list[str]) -> None:
+    pty, watch, gates, record = _queueing_agent(spawn, tmp_path, "--steering", options=tuple(repl_mode))
     pty.say("first")
     watch.until("START[first]")
     pty.child.send("/now go left\r")
@@ -243,8 +245,8 @@ def test_leaving_with_a_held_queue_says_what_was_not_sent(spawn, trace: AgentTra
     assert _stored_prompts(acpcli_home, session_id) == ["slow no-permission"]
 
 
-def test_ctrl_c_cancels_the_turn_a_prompt_joined(spawn, tmp_path: Path) -> None:
-    pty, watch, _gates, record = _queueing_agent(spawn, tmp_path, "--queueing")
+def test_ctrl_c_cancels_the_turn_a_prompt_joined(spawn, tmp_path: Path, repl_mode: list[str]) -> None:
+    pty, watch, _gates, record = _queueing_agent(spawn, tmp_path, "--queueing", options=tuple(repl_mode))
     pty.say("first")
     watch.until("START[first]")
     pty.child.send("second" + ALT_ENTER)
@@ -258,24 +260,81 @@ def test_ctrl_c_cancels_the_turn_a_prompt_joined(spawn, tmp_path: Path) -> None:
 
 def test_a_repl_over_a_live_host_queues_typed_prompts_and_sends_them_in_order(spawn, tmp_path: Path) -> None:
     """With keep-alive on, the REPL's turns go to the session's host: what is typed during a
-    turn is queued here and sent after it, and "send now" (which the host cannot take into a
-    running turn) says so and keeps the prompt queued, even for an agent that advertises it."""
+    turn is queued here and sent after it, in order."""
     import subprocess
 
     pty, watch, gates, record = _queueing_agent(spawn, tmp_path, "--queueing", options=("--keep-alive", "60"))
     try:
         pty.say("first")
         watch.until("START[first]")
-        pty.child.send("second" + ALT_ENTER)
-        shown = watch.until("a live session's host sends prompts after the running turn")
+        pty.child.send("second\r")
+        pty.child.send("third\r")
+        shown = watch.until("queued 2: third")
         assert "queued 1: second" in shown, shown
-        (gates / "second").touch()
-        (gates / "first").touch()
-        watch.until("DONE[second]", visible=False)
-        watch.prompt(pty.seen.rindex("DONE[second]"))
-        assert _prompts(record) == ["session/prompt:first", "session/prompt:second"]
+        for word in ("third", "second", "first"):
+            (gates / word).touch()
+        watch.until("DONE[third]", visible=False)
+        watch.prompt(pty.seen.rindex("DONE[third]"))
+        assert _prompts(record) == ["session/prompt:first", "session/prompt:second", "session/prompt:third"]
         pty.child.send("\x04")
         pty.expect("the session stays live")
         assert pty.wait() == ExitCode.OK
     finally:
         subprocess.run([sys.executable, "-m", "acpcli", "stop", "--all"], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+
+
+def test_a_prompt_sent_now_is_shown_where_the_agent_takes_it_up(spawn, tmp_path: Path, repl_mode: list[str]) -> None:
+    """claude-agent-acp's order (issue 32.7): the running answer ends its sentence, then the
+    joined prompt's whole answer streams, and only then is the running turn's request answered.
+    The prompt sent now is drawn (and stored) between the two answers -- not inside the first
+    sentence, the two answers not glued together -- and the turn that waited for its answer
+    does not say it had none."""
+    import subprocess
+
+    pty, watch, gates, _record = _queueing_agent(spawn, tmp_path, "--queueing", "--claude-order", options=tuple(repl_mode))
+    pty.say("first")
+    watch.until("START[first]")
+    pty.child.send("second" + ALT_ENTER)
+    watch.until("JOINED[second]", visible=False)
+    (gates / "second").touch()
+    watch.until("DONE[second]", visible=False)
+    watch.prompt(pty.seen.rindex("DONE[second]"))
+    screen = watch.text()
+    order = ["START[first]", "END[first]", "› second", "JOINED[second]", "DONE[second]"]
+    assert [screen.index(text) for text in order] == sorted(screen.index(text) for text in order), screen
+    assert not [line for line in screen.splitlines() if "END[first]" in line and "JOINED" in line], screen
+    assert "without an answer" not in screen, screen
+    status, session_id = pty.leave()
+    assert status == ExitCode.OK
+    shown = subprocess.run(
+        [sys.executable, "-m", "acpcli", "show", session_id], stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    assert [shown.index(text) for text in order[:2]] == sorted(shown.index(text) for text in order[:2]), shown
+    assert shown.index("END[first]") < shown.index("second\n") < shown.index("JOINED[second]"), shown
+    assert not [line for line in shown.splitlines() if "END[first]" in line and "JOINED" in line], shown
+
+
+def test_a_bare_now_sends_the_next_queued_prompt_and_is_not_left_on_the_line(
+    spawn, tmp_path: Path, repl_mode: list[str]
+) -> None:
+    """``/now`` alone during a turn: the first queued prompt, as Alt-Enter on an empty line;
+    the line is empty afterwards."""
+    pty, watch, gates, record = _queueing_agent(spawn, tmp_path, "--queueing", options=tuple(repl_mode))
+    pty.say("first")
+    watch.until("START[first]")
+    pty.child.send("second\r")
+    pty.child.send("third\r")
+    watch.until("queued 2: third")
+    pty.child.send("/now\r")
+    watch.until("JOINED[second]", visible=False)
+    shown = watch.until("queued 1: third")
+    shown = watch.until("» ▌type ahead")  # the line is empty again
+    assert "» /now" not in shown and "queued 2:" not in shown, shown
+    for word in ("second", "third", "first"):
+        (gates / word).touch()
+    watch.until("DONE[third]", visible=False)
+    watch.prompt(pty.seen.rindex("DONE[third]"))
+    sent = ["session/prompt:first", "session/prompt:second", "session/prompt:third"]
+    assert _prompts(record) == sent
+    assert pty.leave()[0] == ExitCode.OK

@@ -187,8 +187,9 @@ def test_the_picker_highlights_the_narrowest_allow_and_keeps_the_toolbar(spawn) 
     pty.prompt()
     pty.say("first")
     pty.expect("permission:")
-    pty.expect(CHOICE)
-    pty.expect(r"waiting for you")  # the REPL's toolbar stays while the question is up
+    mark = len(pty.seen)
+    pty.expect(CHOICE)  # (drawn whole, then taking keys)
+    assert "waiting for you" in pty.seen[mark:]  # the REPL's toolbar stays while the question is up
     pty.child.send("\r")  # Enter on the highlighted option: "Allow" (allow_once), not option 1
     pty.expect(r"CHOSEN=([a-z-]+) GOT\[first\]")
     assert pty.child.match.group(1) == "yes-once"

@@ -5,6 +5,11 @@
 * ``--queueing`` advertises ``agentCapabilities._meta.claudeCode.promptQueueing`` and behaves
   as claude-agent-acp does: a ``session/prompt`` arriving while a turn runs joins it, and the
   running turn's request is answered ``end_turn`` at once (handed off); the new one goes on.
+* ``--claude-order`` (with ``--queueing``): the order claude-agent-acp 0.23.1 really keeps
+  when a prompt joins: the running turn finishes its sentence (``…END[text]``) and a
+  ``usage_update`` ends its answer; the joined prompt's whole answer streams
+  (``JOINED[text]``, then ``DONE[text]`` once its gate opens); only then are both requests
+  answered, the running turn's first.
 * ``--steering`` advertises ``_meta.steering.supported`` in the ``initialize`` answer and
   answers ``_session/steering``: ``injected`` (saying ``STEERED[text]`` in the running turn)
   or ``promptRequired`` when no turn runs.
@@ -43,6 +48,9 @@ class QueueingAgent(BaseSdkAgent):
         self.running: str | None = None  # the text of the running turn's prompt
         self.handed_off = asyncio.Event()
         self.cancelled = asyncio.Event()
+        self.claude_order = args.claude_order
+        self.wrapped_up = asyncio.Event()  # (claude order) the running turn's answer has ended
+        self.joined_done = asyncio.Event()  # (claude order) the joined prompt's answer has ended
 
     def capabilities(self) -> AgentCapabilities:
         meta = {"claudeCode": {"promptQueueing": True}} if self.queueing else None
@@ -70,6 +78,8 @@ class QueueingAgent(BaseSdkAgent):
                 await self.say(session_id, f"CONCURRENT-PROMPT[{text}] ")
                 return PromptResponse(stop_reason="end_turn")
             self.handed_off.set()  # the running turn's request is answered now
+            if self.claude_order:
+                return await self._joined_late(session_id, text)
             await self.say(session_id, f"JOINED[{text}] ")
         else:
             self.cancelled = asyncio.Event()  # a turn starts: a fresh cancel state
@@ -78,6 +88,14 @@ class QueueingAgent(BaseSdkAgent):
         self.handed_off = handed_off = asyncio.Event()
         how = await self._gate((text.split() or ["turn"])[0], handed_off, self.cancelled)
         if how == "handed_off":
+            if self.claude_order:
+                await self.say(session_id, "and so on to the …")
+                await self.say(session_id, f"END[{text}]")
+                await self._client.session_update(
+                    session_id, acp.schema.UsageUpdate(session_update="usage_update", used=10, size=1000)
+                )
+                self.wrapped_up.set()
+                await self.joined_done.wait()  # answered only once the joined prompt's answer is out
             return PromptResponse(stop_reason="end_turn")
         self.running = None
         if how == "cancelled":
@@ -85,8 +103,24 @@ class QueueingAgent(BaseSdkAgent):
         await self.say(session_id, f"DONE[{text}]")
         return PromptResponse(stop_reason="end_turn")
 
+    async def _joined_late(self, session_id: str, text: str) -> PromptResponse:
+        """(claude order) The joined prompt's turn: its answer after the running one's, then
+        both requests answered, the running one's first."""
+        self.wrapped_up = asyncio.Event()
+        self.joined_done = joined_done = asyncio.Event()
+        await self.wrapped_up.wait()
+        await self.say(session_id, f"JOINED[{text}] ")
+        how = await self._gate((text.split() or ["turn"])[0], asyncio.Event(), self.cancelled)
+        if how != "cancelled":
+            await self.say(session_id, f"DONE[{text}]")
+        joined_done.set()
+        await asyncio.sleep(0.05)  # the running turn's answer goes out first
+        self.running = None
+        return PromptResponse(stop_reason="cancelled" if how == "cancelled" else "end_turn")
+
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.set()
+        self.joined_done.set()
 
     async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method != "session/steering" or not self.steering:
@@ -102,6 +136,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queueing", action="store_true")
     parser.add_argument("--steering", action="store_true")
+    parser.add_argument("--claude-order", action="store_true")
     args = parser.parse_args()
     note_pid()
     asyncio.run(acp.run_agent(QueueingAgent(args), observers=[recorder("RECORD_FILE")]))

@@ -93,8 +93,8 @@ def test_the_permission_picker_starts_on_allow_once(agent: str, tmp_path: Path) 
     try:
         pty.prompt()
         pty.say("touch a file")
-        pty.expect(CHOICE)
-        pty.expect("waiting for you")  # the REPL's toolbar, below the options
+        pty.expect(CHOICE)  # (drawn whole with the toolbar, then taking keys)
+        assert "waiting for you" in pty.child.match.group(0)  # the REPL's toolbar, below the options
         pty.child.send("\r")
         pty.expect(r"chose:.*\(allow_once\)")  # (styles between the words)
         pty.prompt()

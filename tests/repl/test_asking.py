@@ -20,3 +20,10 @@ def test_the_narrowest_allow_is_highlighted_never_an_always_when_a_once_is_offer
 
 def test_nothing_to_choose_from_is_no_choice() -> None:
     assert anyio.run(choose, "choose 1-0:", []) is None  # and no picker is drawn
+
+
+def test_the_lasting_options_are_the_always_ones() -> None:
+    from acpcli.repl.asking import lasting
+
+    options = [{"kind": k} for k in ("allow_once", "allow_always", "reject_once", "reject_always", "other")]
+    assert lasting(options) == [1, 3]

@@ -58,3 +58,24 @@ def test_a_long_list_is_a_window_around_the_highlight() -> None:
     assert c.window(10) == (0, list(range(10)), 9_990)
     few = Choices(labels(4), default=2)
     assert few.window(10) == (0, [0, 1, 2, 3], 0) and few.highlighted == 2
+
+
+def test_a_filter_alone_never_puts_enter_on_a_careful_option() -> None:
+    names = ["Allow once", "Always allow", "Reject", "Always reject"]
+    c = Choices(names, default=0, careful=[1, 3])
+    c.type("al")  # "Allow once" still matches: the highlight stays, where the default put it
+    assert c.highlighted == 0 and not c.filtered_onto_careful
+    c.type("w")  # "alw": only the "always" ones; the filter moved the highlight onto one
+    assert c.highlighted == 1 and c.filtered_onto_careful
+    for _ in range(3):
+        c.backspace()  # the filter taken back: the highlight stays where the filter put it
+    assert c.filter == "" and c.highlighted == 1 and c.filtered_onto_careful
+    c.move(1)
+    c.move(-1)  # moved onto it with the keys: Enter may pick it
+    assert c.highlighted == 1 and not c.filtered_onto_careful
+    by_number = Choices(names, careful=[1, 3])
+    by_number.type("2")  # its number: as deliberate as the arrow keys
+    assert by_number.highlighted == 1 and not by_number.filtered_onto_careful
+    plain = Choices(names)  # nothing careful: a filter picks as before
+    plain.type("always")
+    assert plain.highlighted == 1 and not plain.filtered_onto_careful

@@ -132,3 +132,29 @@ def test_send_now_is_read_from_initialize_never_guessed() -> None:
     assert send_now_way({"agentCapabilities": {"_meta": {"steering": {"supported": True}}}}) == STEERING
     for raw in (None, {}, {"agentCapabilities": {"_meta": {"claudeCode": {"promptQueueing": "yes"}}}}, {"_meta": []}):
         assert send_now_way(raw) is None  # type: ignore[arg-type]
+
+
+def test_a_bare_now_sends_the_next_queued_prompt_and_leaves_the_line_empty() -> None:
+    h = Harness()
+    h.type("/now\r")  # nothing queued: it says how, and the line is empty again
+    assert h.now == [] and h.line.text == "" and h.line.note.startswith("/now TEXT")
+    h.type("first\r")
+    h.type("second\r")
+    h.type("/now\r")
+    assert h.now == ["first"] and h.queue.items == ["second"] and h.line.text == ""
+
+
+def test_a_queued_prompt_that_cannot_be_sent_now_keeps_its_place() -> None:
+    queue = PromptQueue()
+
+    def refuse(text: str) -> str:
+        queue.add(text)  # as SendNow does with an agent that takes no prompt during a turn
+        return "queued: it does not take a prompt during a turn"
+
+    line = TurnInput(queue, send_now=refuse, cancel=lambda: None, changed=lambda: None, width=lambda: 80)
+    queue.add("first")
+    queue.add("second")
+    line.feed(keys("\x1b\r"))  # Alt-Enter on an empty line
+    assert queue.items == ["first", "second"] and line.note.startswith("queued:")
+    line.feed(keys("/now\r"))
+    assert queue.items == ["first", "second"] and line.text == ""
