@@ -72,6 +72,10 @@ def prompt(
     in a script they are refused unless --permissions allow or read-only says otherwise. Every
     answer given for you is one line on stderr.
 
+    Text piped on stdin beside TEXT or -f FILE is sent with the prompt as context (git diff |
+    acpcli prompt "review this"); a terminal on stdin is never read (in a `while read` loop,
+    give each prompt </dev/null).
+
     Requests for input (the agent's forms and links): on a terminal you fill the form in; in a
     script they are declined (one stderr line). --answer/--answers fill forms in, on a
     terminal too. Links are never opened: a script declines them.
@@ -93,7 +97,7 @@ def prompt(
       acpcli prompt --agent demo --protocol 1 --answer name=Ada "form"
     """
     from acpcli.api.frontends import Invocation, Options, for_prompt
-    from acpcli.cli.streams import close_output, environment, prompt_text
+    from acpcli.cli.streams import close_output, environment, piped_context, prompt_text
     from acpcli.config import parse_timeout
     from acpcli.env import Environment
 
@@ -102,6 +106,7 @@ def prompt(
     seconds = parse_timeout(timeout)
     env = environment()
     the_text = prompt_text(text, file, env)
+    piped = piped_context(text, file, env)  # `git diff | acpcli prompt "review this"`
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, no_mcp=no_mcp,
         protocol=protocol, log_file=log_file,
@@ -144,14 +149,14 @@ def prompt(
             invocation.env.note(f"session {shown_id(made)}", style="dim")
             code = client.prompt(
                 lookup(made), options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
-                keep_alive=live_seconds,
+                keep_alive=live_seconds, piped=piped,
             )
         elif record is not None and live_seconds:
             from acpcli.host import client
 
             code = client.prompt(
                 record, options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
-                keep_alive=live_seconds,
+                keep_alive=live_seconds, piped=piped,
             )
         else:
             from acpcli.api import commands
@@ -159,7 +164,7 @@ def prompt(
             assert inputs is not None
             code = commands.prompt(
                 inputs, invocation, the_text, session_id=record.id if record is not None else None,
-                output_format=output_format, quiet=quiet, settings=wanted,
+                output_format=output_format, quiet=quiet, settings=wanted, piped=piped,
             )
     finally:
         if output is not None:

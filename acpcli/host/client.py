@@ -294,8 +294,10 @@ def prompt(
     quiet: bool,
     settings: Sequence[tuple[str, str]] = (),
     keep_alive: float,
+    piped: str | None = None,
 ) -> int:
-    """One turn on the live session ``record`` (see the module docstring)."""
+    """One turn on the live session ``record`` (see the module docstring); ``piped``: text
+    piped on standard input, sent with the prompt as context (the host builds its block)."""
     from acpcli.api.frontends import AgentChoice, decider_for
 
     session_id = record.id
@@ -325,10 +327,13 @@ def prompt(
     mirror = Mirror(session_id, Store(), sink=view)
     try:
         channel.send({"t": "hello", "pid": os.getpid(), "role": "prompt"})
-        channel.send({
+        message: dict[str, Any] = {
             "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
             "raw": run.raw, "grant": grant_of(decider, run),
-        })
+        }
+        if piped is not None:
+            message["stdin"] = piped
+        channel.send(message)
         stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)
     finally:
         try:

@@ -12,7 +12,8 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
     client                          host
     hello {pid, role}        →
                              ←      ready {pid, session, agent, state}   (state: to a watcher)
-    prompt {text, settings, grant} →                          (grant: the sender's policy, below)
+    prompt {text, settings, grant, stdin?} →                  (grant: the sender's policy, below;
+                                                              stdin: text piped beside the prompt)
                              ←      queued {ahead}            (turns before this one)
                              ←      start                     (this prompt's turn begins)
                              ←      u {k, p}                  (each update, as the event log stores it)
@@ -118,6 +119,7 @@ class Turn:
     wait: bool = True  # False (--no-wait): exit 18 rather than wait for another command's turn
     raw: bool = False  # --raw: the turn's wire frames (redacted) go to its client too
     grant: Grant | None = None  # its sender's policy for files and terminals (None: the strictest)
+    piped: str | None = None  # text piped on its sender's standard input, sent as context
 
 
 class Tee:
@@ -325,11 +327,13 @@ class Host:
                     continue
                 from acpcli.services.permissions import Grant
 
+                piped = message.get("stdin")
                 ahead = len(self.queue) + (1 if self.current is not None else 0)
                 self.queue.append(
                     Turn(
                         client, text, [(str(k), str(v)) for k, v in settings], wait=message.get("wait") is not False,
                         raw=message.get("raw") is True, grant=Grant.read(message.get("grant")),
+                        piped=piped if isinstance(piped, str) else None,
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -807,7 +811,8 @@ class Host:
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
             blocks = build_prompt(
-                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
+                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
+                piped=turn.piped,
             )
             for key, value in turn.settings:
                 await link.set_by_name(live, key, value)
