@@ -85,7 +85,8 @@ def prompt(
     exits 18 at once.
 
     With --session or --last the session's agent stays running for the next prompt (a live
-    session, --keep-alive); a new session's does only when --keep-alive is given.
+    session, --keep-alive); a new session's does only when --keep-alive is given. With
+    --keep-alive 0 on a session that is live already, its running agent takes the turn.
 
     Examples:
 
@@ -138,6 +139,17 @@ def prompt(
 
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
         invocation.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
+    joined = None
+    if record is not None and not live_seconds:
+        from acpcli.host import client
+
+        # --keep-alive 0 on a session whose host runs: its agent takes the turn (an agent of
+        # this command's own would never learn of it, nor the host's of this one)
+        joined = client.join(record.id)
+        if joined is not None:
+            from acpcli.text.safe import shown_id
+
+            env.note(f"session {shown_id(record.id)} is live: its agent takes this turn", style="dim")
     try:
         if record is None and live_seconds and inputs is not None:
             # a new session with --keep-alive: made by a host, which keeps it for the next prompt
@@ -151,12 +163,12 @@ def prompt(
                 lookup(made), options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
                 keep_alive=live_seconds, piped=piped,
             )
-        elif record is not None and live_seconds:
+        elif record is not None and (live_seconds or joined is not None):
             from acpcli.host import client
 
             code = client.prompt(
                 record, options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
-                keep_alive=live_seconds, piped=piped,
+                keep_alive=live_seconds, piped=piped, channel=joined,
             )
         else:
             from acpcli.api import commands
