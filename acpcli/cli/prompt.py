@@ -122,6 +122,8 @@ def prompt(
         inputs = None
     else:
         inputs, record = for_prompt(options, session, last)
+    if last and record is not None:  # say which one: the most recent is not always the one meant
+        env.note(_continuing(record), style="dim")
     invocation = Invocation(
         env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
         wait=not no_wait, answers=given,
@@ -182,6 +184,15 @@ def prompt(
         if output is not None:
             close_output(invocation.env.stdout, str(output))
     raise typer.Exit(code)
+
+
+def _continuing(record: SessionRecord) -> str:
+    """The line ``--last`` says: the session it continues, and its title when it has one."""
+    from acpcli.text.safe import safe_line, shown_id
+
+    title = " ".join((record.title or "").split())
+    title = safe_line(title if len(title) <= 60 else title[:59] + "…")
+    return f"continuing session {shown_id(record.id)}" + (f": {title}" if title else "")
 
 
 #: The largest ``--answers`` file read.
