@@ -222,7 +222,7 @@ def lifecycle(command: Lifecycle, inputs: SessionInputs, run: Invocation, sessio
                 else:
                     live = await attach(link, command, inputs, run, index, writer, view, session_id)
                 if command == "fork" and person is not None:
-                    person.banner(live.session_id, link.features)  # the new session's id
+                    person.banner(live.session_id, link.features, forked_from=session_id)  # the new session's id
                     local = _local_store(index, live.session_id)  # the conversation so far, copied
                 lock = live.lock = lock or live.lock  # load/resume: ours; new: taken as it was recorded
                 live.lock_wait = run.wait
