@@ -1,4 +1,4 @@
-"""Low points of issue 32: what `--last` continued, ..."""
+"""Low points of issue 32: `prompt --last` names the session it continues, hosted and unhosted."""
 
 from __future__ import annotations
 
