@@ -222,7 +222,7 @@ def lifecycle(command: Lifecycle, inputs: SessionInputs, run: Invocation, sessio
                 else:
                     live = await attach(link, command, inputs, run, index, writer, view, session_id)
                 if command == "fork" and person is not None:
-                    person.banner(live.session_id, link.features)  # the new session's id
+                    person.banner(live.session_id, link.features, forked_from=session_id)  # the new session's id
                     local = _local_store(index, live.session_id)  # the conversation so far, copied
                 lock = live.lock = lock or live.lock  # load/resume: ours; new: taken as it was recorded
                 live.lock_wait = run.wait
@@ -441,10 +441,11 @@ def prompt(
     output_format: str,
     quiet: bool,
     settings: Sequence[tuple[str, str]] = (),
+    piped: str | None = None,
 ) -> int:
     """One turn: a new session (or ``--session``: resume if supported, else load without
-    printing the replay), the prompt, the streamed answer; the exit code follows the stop
-    reason."""
+    printing the replay), the prompt (with ``piped``: text piped on standard input, sent as
+    context), the streamed answer; the exit code follows the stop reason."""
     import anyio
 
     from acpcli.processes.supervisor import Supervisor, output_error
@@ -487,7 +488,8 @@ def prompt(
                 command = "new" if session_id is None else continued_by(link.features, hint="drop --session to start a new one")
                 # Mentions are checked before the session is touched: a bad one costs nothing.
                 blocks = build_prompt(
-                    text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
+                    text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
+                    piped=piped,
                 )
                 # A load's replay is context, not output: attach without a view first.
                 live = await attach(link, command, inputs, run, index, writer, None, session_id)

@@ -74,6 +74,10 @@ def prompt(
     in a script they are refused unless --permissions allow or read-only says otherwise. Every
     answer given for you is one line on stderr.
 
+    Text piped on stdin beside TEXT or -f FILE is sent with the prompt as context (git diff |
+    acpcli prompt "review this"); a terminal on stdin is never read (in a `while read` loop,
+    give each prompt </dev/null).
+
     Requests for input (the agent's forms and links): on a terminal you fill the form in; in a
     script they are declined (one stderr line). --answer/--answers fill forms in, on a
     terminal too. Links are never opened: a script declines them.
@@ -83,7 +87,8 @@ def prompt(
     exits 18 at once.
 
     With --session or --last the session's agent stays running for the next prompt (a live
-    session, --keep-alive); a new session's does only when --keep-alive is given.
+    session, --keep-alive); a new session's does only when --keep-alive is given. With
+    --keep-alive 0 on a session that is live already, its running agent takes the turn.
 
     Examples:
 
@@ -95,7 +100,7 @@ def prompt(
       acpcli prompt --agent demo --protocol 1 --answer name=Ada "form"
     """
     from acpcli.api.frontends import Invocation, Options, for_prompt
-    from acpcli.cli.streams import close_output, environment, prompt_text
+    from acpcli.cli.streams import close_output, environment, piped_context, prompt_text
     from acpcli.config import parse_timeout
     from acpcli.env import Environment
 
@@ -104,6 +109,7 @@ def prompt(
     seconds = parse_timeout(timeout)
     env = environment()
     the_text = prompt_text(text, file, env)
+    piped = piped_context(text, file, env)  # `git diff | acpcli prompt "review this"`
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, no_mcp=no_mcp,
         protocol=protocol, log_file=log_file,
@@ -118,6 +124,8 @@ def prompt(
         inputs = None
     else:
         inputs, record = for_prompt(options, session, last)
+    if last and record is not None:  # say which one: the most recent is not always the one meant
+        env.note(_continuing(record), style="dim")
     invocation = Invocation(
         env=env, permissions=permissions, fs=not no_fs, terminal=not no_terminal, raw=raw, timeout=seconds,
         checkpoints=not no_checkpoints,
@@ -136,6 +144,17 @@ def prompt(
 
             raise OutputError(f"cannot write {output}: {err.strerror or err}") from None
         invocation.env = Environment(stdin=env.stdin, stdout=out, stderr=env.stderr)
+    joined = None
+    if record is not None and not live_seconds:
+        from acpcli.host import client
+
+        # --keep-alive 0 on a session whose host runs: its agent takes the turn (an agent of
+        # this command's own would never learn of it, nor the host's of this one)
+        joined = client.join(record.id)
+        if joined is not None:
+            from acpcli.text.safe import shown_id
+
+            env.note(f"session {shown_id(record.id)} is live: its agent takes this turn", style="dim")
     try:
         if record is None and live_seconds and inputs is not None:
             # a new session with --keep-alive: made by a host, which keeps it for the next prompt
@@ -147,14 +166,14 @@ def prompt(
             invocation.env.note(f"session {shown_id(made)}", style="dim")
             code = client.prompt(
                 lookup(made), options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
-                keep_alive=live_seconds,
+                keep_alive=live_seconds, piped=piped,
             )
-        elif record is not None and live_seconds:
+        elif record is not None and (live_seconds or joined is not None):
             from acpcli.host import client
 
             code = client.prompt(
                 record, options, invocation, the_text, output_format=output_format, quiet=quiet, settings=wanted,
-                keep_alive=live_seconds,
+                keep_alive=live_seconds, piped=piped, channel=joined,
             )
         else:
             from acpcli.api import commands
@@ -162,12 +181,21 @@ def prompt(
             assert inputs is not None
             code = commands.prompt(
                 inputs, invocation, the_text, session_id=record.id if record is not None else None,
-                output_format=output_format, quiet=quiet, settings=wanted,
+                output_format=output_format, quiet=quiet, settings=wanted, piped=piped,
             )
     finally:
         if output is not None:
             close_output(invocation.env.stdout, str(output))
     raise typer.Exit(code)
+
+
+def _continuing(record: SessionRecord) -> str:
+    """The line ``--last`` says: the session it continues, and its title when it has one."""
+    from acpcli.text.safe import safe_line, shown_id
+
+    title = " ".join((record.title or "").split())
+    title = safe_line(title if len(title) <= 60 else title[:59] + "…")
+    return f"continuing session {shown_id(record.id)}" + (f": {title}" if title else "")
 
 
 #: The largest ``--answers`` file read.

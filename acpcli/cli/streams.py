@@ -1,7 +1,8 @@
 """What a command reads and writes beside the session: streams, prompt text, ``-o FILE``.
 
 The prompt comes from arguments, ``-f FILE`` or standard input, checked alike (UTF-8, no NUL,
-at most :data:`MAX_PROMPT_BYTES`, read no further than that).
+at most :data:`MAX_PROMPT_BYTES`, read no further than that). Standard input piped beside a
+prompt given otherwise is context sent with it (:func:`piped_context`), checked the same way.
 """
 
 from __future__ import annotations
@@ -107,10 +108,23 @@ class _Encoded:
         return self._stream.read(max(1, size // 4)).encode("utf-8", "surrogateescape")
 
 
-def read_stdin_text(env: Environment) -> str:
+def piped_context(text: Sequence[str] | None, file: Path | None, env: Environment) -> str | None:
+    """What is piped on standard input beside a prompt given as arguments or ``-f FILE``
+    (``git diff | acpcli prompt "review this"``): sent with the prompt as context. None when
+    the prompt itself came from standard input, when standard input is a terminal (never
+    read: nothing would end it) or closed, and when it holds nothing but whitespace
+    (``</dev/null``). Checked and bounded as a prompt from standard input is."""
+    if not (text or (file is not None and str(file) != "-")):
+        return None  # standard input is the prompt (or there is no prompt: refused before)
+    if env.stdin is None or env.stdin_isatty:
+        return None
+    piped = read_stdin_text(env, "standard input")
+    return piped if piped.strip() else None
+
+
+def read_stdin_text(env: Environment, where: str = "the prompt from standard input") -> str:
     """Standard input as a prompt, checked like a prompt file (:func:`prompt_from_bytes`),
-    and bounded like one (:data:`MAX_PROMPT_BYTES`)."""
-    where = "the prompt from standard input"
+    and bounded like one (:data:`MAX_PROMPT_BYTES`); ``where`` names it in errors."""
     raw = getattr(env.stdin, "buffer", None)
     try:
         data = _read_prompt(raw if raw is not None else _Encoded(env.stdin), where)

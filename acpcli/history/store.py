@@ -35,6 +35,10 @@ Invariants (the tests in ``tests/history/test_store*.py`` hold the store to them
   an explicit ``null`` clears it (``status``/``kind`` back to ``pending``/``other``,
   ``content``/``locations`` to ``[]``). An update for an unknown id creates the call (v2
   semantics; tolerated for v1). ``tool_call_content_chunk`` appends one content item.
+  **A final status is final**: once a call is ``completed``, ``failed`` or ``cancelled``
+  (acpcli's own, on a cancel or at the end of a turn), a later update's status is not taken
+  (its other fields are), so a call shows one final state, on the screen, piped and in
+  ``show`` alike (an agent that answers our ``cancelled`` with ``failed`` is not drawn twice).
 * **Plans.** v1 ``plan`` replaces the current plan: it updates in place the latest v1
   ``Plan`` entry of the current turn (since the last ``turn_boundary()`` or user
   message), else appends a new ``Plan`` entry -- so an earlier turn's plan stays where it
@@ -74,6 +78,7 @@ STATE = "state"  # state and stop_reason
 CANCELLED = "cancelled"
 
 _UNFINISHED = frozenset(("pending", "in_progress"))
+_FINAL = frozenset(("completed", "failed", CANCELLED))
 _DEFAULT_STATUS = "pending"
 _DEFAULT_KIND = "other"
 
@@ -431,14 +436,18 @@ class Store:
                 del fields["status"]
         return {"sessionUpdate": "tool_call_update", **fields}
 
-    def cancelled_tool_calls(self) -> list[dict[str, Any]]:
-        """The ``tool_call_update`` s that mark every pending / in-progress tool call
-        ``cancelled`` (client-local status), in entry order. The spec asks the client to do
-        this as soon as it sends ``session/cancel``; later updates from the agent still apply.
+    def cancelled_tool_calls(self, since: int = 0, *, running: bool = True) -> list[dict[str, Any]]:
+        """The ``tool_call_update`` s that mark every pending / in-progress tool call (of the
+        entries from ``since`` on; only pending ones unless ``running``) ``cancelled``
+        (client-local status), in entry order. The spec asks the client to do this as soon as
+        it sends ``session/cancel``; acpcli does it too for what a turn leaves unfinished when
+        it ends. Later updates from the agent still apply, but for their status (a final
+        status is final).
         """
+        marked = _UNFINISHED if running else frozenset((_DEFAULT_STATUS,))
         updates = []
         for tool_id, index in self._tools.items():
-            if self.entries[index].status in _UNFINISHED:  # type: ignore[union-attr]
+            if index >= since and self.entries[index].status in marked:  # type: ignore[union-attr]
                 updates.append({"sessionUpdate": "tool_call_update", "toolCallId": tool_id, "status": CANCELLED})
         return updates
 
@@ -598,9 +607,12 @@ class Store:
 
     def _upsert_tool(self, fields: dict[str, Any], tool_id: str, *, replace: bool) -> Change:
         index, call = self._tool_for(tool_id)
+        final = call.status if index is not None and call.status in _FINAL else None
         if replace and index is not None:
             call.reset()
         _patch_tool(call, fields)
+        if final is not None:
+            call.status = final  # one final state per call (see the module docstring)
         if index is None:
             return NewEntry(self._register_tool(call), call)
         return EntryUpdated(index, call)

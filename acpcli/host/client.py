@@ -170,6 +170,19 @@ def hello(channel: BlockingChannel, session_id: str, role: str = "prompt") -> di
     return ready
 
 
+def join(session_id: str) -> BlockingChannel | None:
+    """A channel to ``session_id``'s host when one runs, else None (nothing is started, nor
+    made: no host ever ran here without its ``run`` directory)."""
+    from acpcli.paths import home_dir
+
+    if not (home_dir() / "run").is_dir():
+        return None
+    try:
+        return connect_blocking(str(address.socket_path(session_id)))
+    except OSError:
+        return None
+
+
 def host_log(session_id: str) -> Path:
     """``ACPCLI_HOME/logs/host-<key>.log``: the log of ``session_id``'s hosts."""
     return address.host_log(session_id)
@@ -408,8 +421,12 @@ def prompt(
     quiet: bool,
     settings: Sequence[tuple[str, str]] = (),
     keep_alive: float,
+    piped: str | None = None,
+    channel: BlockingChannel | None = None,
 ) -> int:
-    """One turn on the live session ``record`` (see the module docstring)."""
+    """One turn on the live session ``record`` (see the module docstring); ``piped``: text
+    piped on standard input, sent with the prompt as context (the host builds its block);
+    ``channel``: to the session's running host (:func:`join`), else it is found or started."""
     from acpcli.api.frontends import AgentChoice, decider_for
 
     session_id = record.id
@@ -428,7 +445,8 @@ def prompt(
     from acpcli.history.store import Store
     from acpcli.render import make_view
 
-    channel = open_host(session_id, make_spec, say=run.say)
+    if channel is None:
+        channel = open_host(session_id, make_spec, say=run.say)
     view: Any
     if run.raw:  # stdout carries the turn's frames, as the host forwards them: nothing else
         from acpcli.render import SilentView
@@ -443,12 +461,15 @@ def prompt(
             host_pid = None
             try:
                 host_pid = hello(channel, session_id).get("pid")
+                message: dict[str, Any] = {
+                    "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
+                    "raw": run.raw, "grant": grant_of(decider, run), "log_file": _wire_log_path(options),
+                    "checkpoints": run.checkpoints,
+                }
+                if piped is not None:
+                    message["stdin"] = piped  # (the host builds its block)
                 try:
-                    channel.send({
-                        "t": "prompt", "text": text, "settings": [list(pair) for pair in settings], "wait": run.wait,
-                        "raw": run.raw, "grant": grant_of(decider, run), "log_file": _wire_log_path(options),
-                        "checkpoints": run.checkpoints,
-                    })
+                    channel.send(message)
                 except ChannelClosed:
                     raise _Restart() from None
                 stop, interrupted, timed_out = _follow(channel, mirror, view, decider, run)

@@ -12,7 +12,8 @@ The conversation with a client (see :mod:`acpcli.host.channel`)::
     client                          host
     hello {pid, role}        →
                              ←      ready {pid, session, agent, state}   (state: to a watcher)
-    prompt {text, settings, wait, grant} →                    (grant: the sender's policy, below)
+    prompt {text, settings, wait, grant, stdin?} →            (grant: the sender's policy, below;
+                                                              stdin: text piped beside the prompt)
                              ←      queued {ahead}            (turns before this one; wait false and
                                                                a turn ahead: error {exit 18} instead)
                              ←      start                     (this prompt's turn begins)
@@ -171,6 +172,7 @@ class Turn:
     #: The answer of a prompt its client sent into the previous turn ("send now" to an agent
     #: with promptQueueing): this turn waits for it instead of sending a prompt.
     joined: Any = None
+    piped: str | None = None  # text piped on its sender's standard input, sent as context
 
 
 class Tee:
@@ -428,6 +430,7 @@ class Host:
                     continue
                 from acpcli.services.permissions import Grant
 
+                piped = message.get("stdin")
                 ahead = len(self.queue) + (1 if self.current is not None else 0)
                 wait = message.get("wait") is not False
                 if not wait and ahead:  # --no-wait: another command's turn runs (or waits): busy, at once
@@ -439,6 +442,7 @@ class Host:
                         raw=message.get("raw") is True, grant=Grant.read(message.get("grant")),
                         log_file=message.get("log_file") if isinstance(message.get("log_file"), str) else None,
                         checkpoints=message.get("checkpoints") is not False,
+                        piped=piped if isinstance(piped, str) else None,
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -1158,7 +1162,8 @@ class Host:
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
             blocks = [] if turn.joined is not None else build_prompt(
-                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False
+                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
+                piped=turn.piped,
             )  # fmt: skip
             for key, value in turn.settings:
                 await link.set_by_name(live, key, value)

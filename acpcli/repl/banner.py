@@ -21,11 +21,13 @@ class OtherTurnBegan(Exception):
     it (:meth:`acpcli.repl.loop.Repl.watch_others`)."""
 
 
-def print_banner(env: Environment, session_id: str, display_name: str) -> None:
-    """The line the REPL starts with: which session, which agent, where help is."""
+def print_banner(env: Environment, session_id: str, display_name: str, *, forked_from: str | None = None) -> None:
+    """The line the REPL starts with: which session (and, for a fork, of which session),
+    which agent, where help is."""
     from acpcli.render.fit import wrap
 
-    line = f"session {shown_id(session_id)} with {safe_line(display_name)} — /help for commands"
+    fork = f", a fork of {shown_id(forked_from)}," if forked_from is not None else ""
+    line = f"session {shown_id(session_id)}{fork} with {safe_line(display_name)} — /help for commands"
     env.err.print("\n".join(wrap(line, env.err.width, 2)), style="dim", markup=False, highlight=False)
 
 

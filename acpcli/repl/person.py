@@ -58,11 +58,11 @@ class AtTerminal:
         self.starting(None)
         return await offer_login(self.env, link, err)
 
-    def banner(self, session_id: str, features: AgentFeatures) -> None:
+    def banner(self, session_id: str, features: AgentFeatures, *, forked_from: str | None = None) -> None:
         from acpcli.repl.banner import print_banner
 
         self.starting(None)
-        print_banner(self.env, session_id, features.display_name)
+        print_banner(self.env, session_id, features.display_name, forked_from=forked_from)
 
     def held_view(self) -> View:
         from acpcli.repl.reattach import held_view

@@ -27,6 +27,11 @@ block per distinct file (mentions resolving to the same file count once), in ord
   opened, so a FIFO cannot hang the prompt), files that cannot be read, and everything when the
   capabilities above are absent. ``name`` is the basename; ``mimeType`` and ``size`` when known.
 
+Text piped on standard input beside a prompt (``git diff | acpcli prompt "review this"``) is
+one more block, last (:func:`piped_block`): a ``resource`` whose URI is :data:`STDIN_URI` when
+the agent advertises ``embeddedContext``, else a ``text`` block between a header and an end line
+(:data:`STDIN_HEADER`, :data:`STDIN_FOOTER`). ``@`` in it mentions nothing.
+
 URIs are ``file://`` URIs of the resolved path (symlinks followed). Confinement is
 :func:`acpcli.services.files.confine`'s, the same check the agent's own file requests get: a
 mention resolving outside the root set (through ``..``, a symlink or an absolute path) is a
@@ -57,6 +62,11 @@ if TYPE_CHECKING:
 MAX_EMBED_BYTES = 256 * 1024
 #: Images up to this size are sent inline (when allowed); bigger ones are sent as links.
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+#: The URI of the ``resource`` block holding text piped on standard input (see :func:`piped_block`).
+STDIN_URI = "stdin"
+#: The lines around text piped on standard input when the agent takes no embedded context.
+STDIN_HEADER = "--- standard input (piped with this prompt) ---"
+STDIN_FOOTER = "--- end of standard input ---"
 #: Characters that end a sentence rather than a path (see the module docstring).
 TRAILING_PUNCTUATION = ".,;:!?)"
 #: Directory entries completion never offers.
@@ -351,10 +361,12 @@ def build_prompt(
     strict: bool = True,
     mentions: bool = True,
     attach: Sequence[str] = (),
+    piped: str | None = None,
 ) -> list[dict[str, Any]]:
     """The content blocks of one prompt: ``text`` as typed, then a block per distinct mention
     (with ``mentions``), then one per path of ``attach`` (files given by name, not found in
-    the text: the Python API's way, where a string that merely mentions ``@x`` sends nothing).
+    the text: the Python API's way, where a string that merely mentions ``@x`` sends nothing),
+    then :func:`piped_block` of ``piped`` (text piped on standard input) unless it is blank.
 
     Which block a file becomes depends on ``features.prompt_image`` and
     ``features.prompt_embedded_context`` (see the module docstring). Raises
@@ -383,7 +395,19 @@ def build_prompt(
             blocks.append(_file_block(path, st, image, embed))
         else:  # a directory, FIFO, socket or device: never opened
             blocks.append(_link(path, st, None))
+    if piped and piped.strip():
+        blocks.append(piped_block(piped, embed))
     return blocks
+
+
+def piped_block(piped: str, embed: bool) -> dict[str, Any]:
+    """The block carrying text piped on standard input: a ``resource`` named
+    :data:`STDIN_URI` when the agent takes embedded context (``embed``), else a ``text``
+    block that says what it is, so the agent cannot take it for more of the prompt."""
+    if embed:
+        return {"type": "resource", "resource": {"uri": STDIN_URI, "mimeType": "text/plain", "text": piped}}
+    ending = "" if piped.endswith("\n") else "\n"
+    return text_block(f"{STDIN_HEADER}\n{piped}{ending}{STDIN_FOOTER}")
 
 
 def unresolved(text: str, cwd: str) -> list[Mention]:

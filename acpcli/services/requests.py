@@ -269,7 +269,7 @@ class ClientServices:
         if not self._fs_read:
             raise self._not_offered(method)
         req = self._parse(method, params)
-        self._check(method, "read", f"a file read ({method} {req.path})")
+        self._check(method, "read", f"reading {req.path}")
         path = confine(req.path, self._roots_for(req.session_id))
         text = await anyio.to_thread.run_sync(read_text, path, req.line, req.limit)
         v1 = models(1)
@@ -287,7 +287,7 @@ class ClientServices:
         if not self._fs_write:
             raise self._not_offered(method)
         req = self._parse(method, params)
-        self._check(method, "write", f"a file write ({method} {req.path})")
+        self._check(method, "write", f"writing {req.path}")
         path = confine(req.path, self._roots_for(req.session_id))
         await anyio.to_thread.run_sync(write_text, path, req.content)
         return dump(models(1).WriteTextFileResponse())
@@ -303,7 +303,7 @@ class ClientServices:
         import shlex
 
         command = shlex.join([req.command, *(req.args or [])])
-        self._check("terminal/create", "terminal", f"a command (terminal/create: {command})")
+        self._check("terminal/create", "terminal", f"running `{command}`")
         roots = self._roots_for(req.session_id)
         cwd = confine(req.cwd, roots) if req.cwd is not None else roots[0]
         env = {var.name: var.value for var in req.env or ()}

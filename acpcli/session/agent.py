@@ -52,15 +52,16 @@ def pick_agent(agent: str | None, cmd: str | None, *, default: AgentChoice | Non
     try:
         spec = config.resolve_agent(agent, cfg)
     except UsageError as unknown:
-        return registry_agent(agent, unknown)
+        return registry_agent(agent, unknown, typo=bool(config.did_you_mean(agent, cfg.agents)))
     return AgentChoice(spec.name, list(spec.argv), dict(spec.env), str(spec.cwd) if spec.cwd else None, spec.protocol)
 
 
-def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
+def registry_agent(name: str, unknown: UsageError, *, typo: bool = False) -> AgentChoice:
     """The ACP registry's agent ``name``: its installed binary; else, from the registry (the
     cached copy first; fetched when it does not list it), through npx or uvx, else its binary
     installed now (saying what is downloaded from where). Not listed: ``unknown`` (the registry's
-    trouble, if any, in its hint). Listed but not runnable here: :class:`AgentStartError`."""
+    trouble, if any, in its hint -- unless ``typo``: ``unknown`` names a known agent close to
+    ``name``, and one line says all). Listed but not runnable here: :class:`AgentStartError`."""
     from acpcli import notices
     from acpcli.agents import install, registry
     from acpcli.errors import AgentStartError, RegistryError
@@ -71,7 +72,8 @@ def registry_agent(name: str, unknown: UsageError) -> AgentChoice:
     try:
         entry = registry.find(name)
     except RegistryError as exc:
-        unknown.hint = f"nor could the agent registry be read: {exc}"
+        # `--agent cladue` offline: "did you mean 'claude'?" is the answer, not the registry
+        unknown.hint = None if typo else f"nor could the agent registry be read: {exc}"
         raise unknown from None
     if entry is None:
         raise unknown

@@ -48,8 +48,9 @@ class Person(Protocol):
         """The agent wants a login: offer its methods; True once logged in."""
         ...
 
-    def banner(self, session_id: str, features: AgentFeatures) -> None:
-        """The line an interactive session starts with."""
+    def banner(self, session_id: str, features: AgentFeatures, *, forked_from: str | None = None) -> None:
+        """The line an interactive session starts with (``forked_from``: the session it is
+        a fork of)."""
         ...
 
     def held_view(self) -> View:

@@ -2,7 +2,7 @@
 
 Every update the user sees goes through :meth:`LiveSession.feed` -- those the agent sends and
 those acpcli makes itself (the v1 echo of a prompt, a tool call first seen in a permission
-request, tool calls marked cancelled when a turn is cancelled) -- so what the screen showed,
+request, tool calls marked cancelled when a turn is cancelled or ends with them unfinished) -- so what the screen showed,
 what the event log holds and what ``show``/``export`` rebuild are the same. Updates acpcli
 made are stored under the event kind :data:`~acpcli.history.records.LOCAL` (a user message
 also carries :data:`LOCAL_META` in its ``_meta``).
@@ -273,8 +273,17 @@ class LiveSession:
     def end_turn(self, stop_reason: str | None, error: str | None = None) -> None:
         """A prompt turn ended (``stop_reason``), or failed (``error``): recorded, and what the
         agent sends from now on starts messages of its own (a chunk without ``messageId`` does
-        not continue the turn's answer)."""
+        not continue the turn's answer). A tool call of the turn the agent left pending (a
+        refused permission, a call announced after a cancel) is marked cancelled first, as on a
+        cancel -- and one left running too, unless the turn ended normally (``end_turn``: a
+        background task may report after the turn, as claude's do): shown and stored."""
         self.place_joined()  # (a prompt joined and not taken up yet: it ends this turn)
+        unfinished = self.store.cancelled_tool_calls(self.turn_first_entry, running=stop_reason != "end_turn")
+        for update in unfinished:
+            try:
+                self.feed(update, local=True)
+            except Exception:  # the turn's end is recorded whatever the view does with it
+                log.exception("marking the unfinished tool calls of %s failed", self.session_id)
         self.store.end_turn(stop_reason, error)
         try:
             self.mark(TURN_END, {"stopReason": stop_reason, "error": error})

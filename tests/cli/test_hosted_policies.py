@@ -88,16 +88,16 @@ def test_a_host_started_with_allow_refuses_a_stricter_prompt(
         assert got["read"]["error"]["code"] == POLICY_REFUSED, got
         assert "--no-fs" in got["write"]["error"]["message"] and "--no-terminal" in got["terminal"]["error"]["message"]
         assert lines == [
-            f"acpcli: refused a file read (fs/read_text_file {area / 'input.txt'}): the prompt was sent with --no-fs",
-            f"acpcli: refused a file write (fs/write_text_file {area / 'output.txt'}): the prompt was sent with --no-fs",
-            f"acpcli: refused a command (terminal/create: touch {area / 'ran'}): the prompt was sent with --no-terminal",
+            f"acpcli: refused reading {area / 'input.txt'}: the prompt was sent with --no-fs",
+            f"acpcli: refused writing {area / 'output.txt'}: the prompt was sent with --no-fs",
+            f"acpcli: refused running `touch {area / 'ran'}`: the prompt was sent with --no-terminal",
         ], proc.stderr
     else:
         assert got["read"] == {"ok": {"content": "what is read\n"}}
         assert f"'{policy}'" in got["write"]["error"]["message"]
         tail = f"(policy {policy}): {CHANGE_POLICY_UNATTENDED}"  # a script: nobody can be asked
-        assert f"acpcli: refused a file write (fs/write_text_file {area / 'output.txt'}) {tail}" in lines, proc.stderr
-        assert f"acpcli: refused a command (terminal/create: touch {area / 'ran'}) {tail}" in lines, proc.stderr
+        assert f"acpcli: refused writing {area / 'output.txt'} {tail}" in lines, proc.stderr
+        assert f"acpcli: refused running `touch {area / 'ran'}` {tail}" in lines, proc.stderr
 
     # the host's own policy is not changed by that turn either: allowed again
     again = cli.run("prompt", "--session", sid, "--permissions", "allow", f"try {area}", env=LIVE)

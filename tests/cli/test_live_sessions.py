@@ -431,12 +431,14 @@ def test_the_command_that_started_a_host_does_not_end_it_on_its_way_out(hosts: C
 
 def test_a_host_and_a_command_without_one_take_turns_on_a_session(hosts: Cli, tmp_path: Path) -> None:
     cli = hosts
-    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1, extra=["--delay", "0.1"]), env=LIVE)
-    sid = sid.stdout.strip()
+    sid = cli.new(cli.trace.demo_cmd(protocol=1))  # no host yet: the cold command starts its own agent
     out_file = tmp_path / "cold.jsonl"
     with open(out_file, "w") as out:
-        cold = subprocess.Popen(
-            cli.argv("prompt", "--session", sid, "--keep-alive", "0", "--format", "jsonl", "cold one"),
+        cold = subprocess.Popen(  # a turn that lasts (its command runs 3 s) while the host starts
+            cli.argv(
+                "prompt", "--session", sid, "--keep-alive", "0", "--format", "jsonl", "--permissions", "allow",
+                "cold one run sleep 3",
+            ),
             env=cli.env(), cwd=cli.cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE, text=True,
         )
     deadline = time.monotonic() + TIMEOUT
@@ -446,13 +448,32 @@ def test_a_host_and_a_command_without_one_take_turns_on_a_session(hosts: Cli, tm
     _out, cold_err = cold.communicate(timeout=TIMEOUT)
     assert cold.returncode == 0, cold_err
     assert warm.returncode == 0, warm.stderr
-    assert "waiting for another acpcli" in warm.stderr
+    # (the host the warm one starts waits for the cold turn while it attaches the session)
     cold_out = out_file.read_text()
     assert "warm one" not in jsonl_texts(cold_out) and "warm one" in jsonl_texts(warm.stdout)
     shown = cli.show(sid)
     assert shown.index("cold one") < shown.index("warm one")
     free = cli.run("prompt", "--session", sid, "--no-wait", "fine now", env=LIVE)
     assert free.returncode == 0, free.stderr  # nobody else writes now
+
+
+@pytest.mark.parametrize("how", [["--session", "SID"], ["--last"]], ids=["session", "last"])
+def test_a_prompt_without_keep_alive_on_a_live_session_goes_through_its_host(hosts: Cli, how: list[str]) -> None:
+    # issue 32.9: the host's agent takes the turn; no second agent starts beside it
+    cli = hosts
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()
+    (row,) = live_rows(cli)
+    args = [sid if arg == "SID" else arg for arg in how]
+    cold = cli.run("prompt", *args, "--keep-alive", "0", "--format", "jsonl", "cold one no-permission")
+    assert cold.returncode == 0, cold.stderr
+    assert f"session {sid} is live: its agent takes this turn" in cold.stderr
+    assert "cold one" in jsonl_texts(cold.stdout)
+    assert cli.trace.pids() == [row["agent_pid"]]  # the host's agent, and no other
+    warm = cli.ok("prompt", "--session", sid, "warm one no-permission", env=LIVE)
+    assert "Turn 2" in warm.stdout  # the host's agent counts the cold one as its first turn
+    shown = cli.show(sid)
+    assert shown.index("cold one") < shown.index("warm one")
+    assert live_rows(cli)[0]["pid"] == row["pid"]
 
 
 def test_sessions_json_says_which_sessions_are_live(hosts: Cli) -> None:

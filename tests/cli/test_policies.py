@@ -67,8 +67,8 @@ def test_reading_policies_refuse_writes_and_commands(cli: Cli, area: Path, flags
     expected = [
         *([] if policy == "read-only" else ["permission for 'Read input.txt' (kind read)"]),
         "permission for 'Edit output.txt' (kind edit)",
-        f"a file write (fs/write_text_file {area / 'output.txt'})",
-        f"a command (terminal/create: touch {area / 'ran'})",
+        f"writing {area / 'output.txt'}",
+        f"running `touch {area / 'ran'}`",
     ]
     assert len(lines) == len(expected), proc.stderr
     for line, what in zip(lines, expected, strict=True):
@@ -173,10 +173,10 @@ def test_deny_on_a_terminal_refuses_and_says_so(spawn: Any, area: Path) -> None:
     pty = spawn("new", "--cmd", CMD, "--permissions", "deny")
     pty.prompt()
     pty.say(f"try {area}")
-    pty.expect("refused a command")
+    pty.expect("refused running")
     pty.prompt()
     assert not (area / "output.txt").exists() and not (area / "ran").exists()
-    for what in ("permission for 'Read input.txt'", "permission for 'Edit output.txt'", "a file write"):
+    for what in ("permission for 'Read input.txt'", "permission for 'Edit output.txt'", "writing"):
         assert f"acpcli: refused {what}" in pty.seen, pty.seen
     assert "choose 1-" not in pty.seen  # nobody was asked
     assert pty.leave()[0] == ExitCode.OK

@@ -194,7 +194,7 @@ def test_fork_and_slash_fork_on_a_terminal(cli: Cli, state: dict[str, str], spaw
     cmd = agent_cmd("--fork")
     parent = _started(cli, cmd, state, "apple")
     pty = spawn("fork", parent)
-    pty.expect(r"session (ses-[0-9a-f]+) with sdk-sessions")
+    pty.expect(rf"session (ses-[0-9a-f]+), a fork of {parent}, with sdk-sessions")  # the banner says it (issue 32)
     fork = pty.child.match.group(1)
     assert fork != parent
     pty.expect(r"you said: apple")  # the conversation so far, drawn before the prompt

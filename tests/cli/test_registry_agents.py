@@ -217,6 +217,11 @@ def test_a_registry_that_is_down_without_a_cache(cli: Cli, server: RegistryServe
     proc = cli.run("prompt", "--agent", "nobody", "hello", env=env)
     assert "unknown agent 'nobody'" in error_line(proc, ExitCode.USAGE)
     assert "nor could the agent registry be read" in proc.stderr
+    # a typo of a known agent: one line, naming it, and nothing of the registry (issue 32)
+    typo = cli.run("prompt", "--agent", "cladue", "hello", env=env)
+    assert typo.returncode == ExitCode.USAGE and typo.stdout == ""
+    (line,) = typo.stderr.splitlines()
+    assert line.startswith("acpcli: error: unknown agent 'cladue' (did you mean 'claude'?); known agents: "), line
 
 
 @pytest.mark.parametrize("body", [b"<html>not json</html>", b'{"version": "1", "agents": 3}'])

@@ -54,7 +54,7 @@ def test_allow_in_the_repl_writes_the_file_and_runs_the_command(repl: Callable[.
 def test_deny_in_the_repl_refuses_the_write_with_the_hint_for_a_terminal(repl: Callable[..., Pty], workdir: Path) -> None:
     pty = repl("--permissions", "deny")
     pty.say("write kept-out.txt no-permission")  # written without asking: only the policy decides
-    pty.expect("refused a file write")
+    pty.expect("refused writing")
     pty.prompt()
     assert not (workdir / "kept-out.txt").exists()
     assert "--permissions ask|allow" in pty.seen.replace("\r\n", "")  # a person is here: ask helps

@@ -64,7 +64,7 @@ def test_claude_command_artefacts_and_gemini_context_are_not_taken() -> None:
 
 def test_turns_made_by_another_client_after_ours_are_added_once() -> None:
     local = local_record(("hello", "hi"))
-    tool = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls", "status": "completed"}
+    tool = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls", "status": "in_progress"}
     replay = replayed(user("hello"), agent("hi"), user("from elsewhere"), tool, agent("done"))
     merged = merge_replay(local, replay)
     assert messages(merged) == [("user", "hello"), ("agent", "hi"), ("user", "from elsewhere"), ("agent", "done")]

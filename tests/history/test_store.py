@@ -489,9 +489,44 @@ def test_cancel_tool_calls_marks_only_unfinished_calls() -> None:
     changes = [store.apply(update) for update in store.cancelled_tool_calls()]
     assert [c.index for c in changes] == [0, 2]  # type: ignore[union-attr]
     assert [e.status for e in store.entries] == [CANCELLED, "completed", CANCELLED, "failed"]  # type: ignore[union-attr]
-    # the agent may still report afterwards
-    store.apply({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"})
-    assert store.tool_call("c").status == "completed"  # type: ignore[union-attr]
+    # the agent may still report afterwards, but a final status is final (issue 32.13)
+    output = {"type": "content", "content": {"type": "text", "text": "Cancelled."}}
+    store.apply({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "failed", "content": [output]})
+    call = store.tool_call("c")
+    assert call is not None and call.status == CANCELLED and call.content == [output]
+
+
+@pytest.mark.parametrize("final", ["completed", "failed", CANCELLED])
+@pytest.mark.parametrize(
+    "later",
+    [
+        {"sessionUpdate": "tool_call_update", "status": "failed"},
+        {"sessionUpdate": "tool_call_update", "status": "completed"},
+        {"sessionUpdate": "tool_call_update", "status": "in_progress"},
+        {"sessionUpdate": "tool_call_update", "status": None},
+        {"sessionUpdate": "tool_call", "title": "again", "status": "pending"},
+    ],
+    ids=["failed", "completed", "in-progress", "null", "announced-again"],
+)
+def test_a_final_status_is_final(final: str, later: dict[str, Any]) -> None:
+    store = Store()
+    store.apply({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "T", "status": "in_progress"})
+    store.apply({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": final})
+    store.apply({**later, "toolCallId": "t"})
+    call = store.tool_call("t")
+    assert call is not None and call.status == final
+    assert call.title == later.get("title", "T")  # the rest of the update applies
+
+
+def test_cancelled_tool_calls_since_an_entry_leave_earlier_calls_alone() -> None:
+    store = Store()
+    store.apply({"sessionUpdate": "tool_call", "toolCallId": "old", "title": "old", "status": "pending"})
+    store.end_turn("end_turn")
+    since = len(store.entries)
+    store.apply({"sessionUpdate": "tool_call", "toolCallId": "new", "title": "new", "status": "in_progress"})
+    assert store.cancelled_tool_calls(since) == [
+        {"sessionUpdate": "tool_call_update", "toolCallId": "new", "status": CANCELLED}
+    ]
 
 
 # -- plans -----------------------------------------------------------------------------------

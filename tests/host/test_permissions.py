@@ -69,7 +69,7 @@ def test_a_prompt_client_that_leaves_while_asked_does_not_wedge_the_host(hosts: 
 
 @pytest.mark.parametrize(
     ("command", "what"),
-    [("write late.txt between", "a file write"), ("run touch ran-late", "a command"), ("read seen.txt", "a file read")],
+    [("write late.txt between", "writing"), ("run touch ran-late", "running `touch"), ("read seen.txt", "reading")],
     ids=["write", "terminal", "read"],
 )
 def test_between_turns_the_agents_requests_are_refused_and_recorded(

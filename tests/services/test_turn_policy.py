@@ -54,7 +54,7 @@ async def test_each_turn_gets_its_senders_grant_and_nothing_is_served_between_tu
             with pytest.raises(RpcError) as refused:
                 await call
             assert refused.value.code == POLICY_REFUSED and "no prompt turn is running" in refused.value.message
-        assert [w.split(" (")[0] for w in between] == ["a file read", "a file write", "a command"]
+        assert [w.split(" ")[0] for w in between] == ["reading", "writing", "running"]
         assert not (root / "a.txt").exists() and not (root / "ran").exists()
 
         lines: list[str] = []
@@ -63,7 +63,7 @@ async def test_each_turn_gets_its_senders_grant_and_nothing_is_served_between_tu
         with pytest.raises(RpcError) as refused:
             await _write(services, root / "b.txt")
         assert refused.value.data == {"policy": "deny"}
-        assert lines == [f"acpcli: refused a file write (fs/write_text_file {root / 'b.txt'}) (policy deny): {CHANGE_POLICY}"]
+        assert lines == [f"acpcli: refused writing {root / 'b.txt'} (policy deny): {CHANGE_POLICY}"]
         turns.end()
 
         lines.clear()
@@ -73,7 +73,7 @@ async def test_each_turn_gets_its_senders_grant_and_nothing_is_served_between_tu
         with pytest.raises(RpcError) as refused:
             await _create(services, root)
         assert refused.value.code == POLICY_REFUSED and "--no-terminal" in refused.value.message
-        assert lines == [f"acpcli: refused a command (terminal/create: touch {root / 'ran'}): the prompt was sent with --no-terminal"]
+        assert lines == [f"acpcli: refused running `touch {root / 'ran'}`: the prompt was sent with --no-terminal"]
         turns.end()
 
         between.clear()
@@ -91,7 +91,7 @@ async def test_no_fs_on_a_turn_refuses_reads_too(root: Path) -> None:
         with pytest.raises(RpcError) as refused:
             await _read(services, root / "in.txt")
     assert "--no-fs" in refused.value.message
-    assert lines == [f"acpcli: refused a file read (fs/read_text_file {root / 'in.txt'}): the prompt was sent with --no-fs"]
+    assert lines == [f"acpcli: refused reading {root / 'in.txt'}: the prompt was sent with --no-fs"]
 
 
 @pytest.mark.parametrize(

@@ -182,3 +182,41 @@ def test_updates_acpcli_makes_go_the_agents_way_store_log_view() -> None:
         rebuilt = [(e.tool_call_id, e.status) for e in rebuild(index, "s").entries if isinstance(e, ToolCall)]
         assert rebuilt == shown
         writer.close()
+
+
+def test_a_turn_ends_with_every_one_of_its_tool_calls_in_a_final_state() -> None:
+    # Issue 32.13: what the agent leaves pending or running when the turn ends (a refused
+    # permission; a call announced after the cancel) is marked cancelled, shown and recorded;
+    # a call from before the turn (a replayed one, an older record) is left as it was.
+    from acpcli.history.index import Index
+    from acpcli.history.records import LOCAL, TURN_END, rebuild
+    from acpcli.history.store import CANCELLED, Store, ToolCall
+    from tests.helpers.records import rec
+
+    with Index.open() as index:
+        index.upsert_session(rec("s"))
+        writer = index.writer()
+        view = Collect()
+        live = LiveSession(session_id="s", store=Store(), sink=view, recorder=writer)
+        live.feed({"sessionUpdate": "tool_call", "toolCallId": "before", "title": "Before", "status": "pending"})
+        live.start_turn()
+        live.feed({"sessionUpdate": "tool_call", "toolCallId": "asked", "title": "Asked", "status": "pending"})
+        live.feed({"sessionUpdate": "tool_call", "toolCallId": "ran", "title": "Ran", "status": "in_progress"})
+        live.feed({"sessionUpdate": "tool_call", "toolCallId": "done", "title": "Done", "status": "completed"})
+        shown_before = len(view.changes)
+        live.end_turn("end_turn")
+        states = [(e.tool_call_id, e.status) for e in live.store.entries if isinstance(e, ToolCall)]
+        # a call still running at a normal end may be a background task that reports later
+        assert states == [("before", "pending"), ("asked", CANCELLED), ("ran", "in_progress"), ("done", "completed")]
+        assert len(view.changes) == shown_before + 1  # the one of this turn, drawn
+        writer.flush()
+        kinds = [kind for kind, _ in index.events("s")]
+        assert kinds[-2:] == [LOCAL, TURN_END]  # recorded before the turn's end
+        rebuilt = [(e.tool_call_id, e.status) for e in rebuild(index, "s").entries if isinstance(e, ToolCall)]
+        assert rebuilt == states
+        # a turn that did not end normally (cancelled, failed) leaves nothing running either
+        live.start_turn()
+        live.feed({"sessionUpdate": "tool_call", "toolCallId": "late", "title": "Late", "status": "in_progress"})
+        live.end_turn(None, "the agent went away")
+        assert live.store.tool_call("late").status == CANCELLED  # type: ignore[union-attr]
+        writer.close()

@@ -141,3 +141,19 @@ def test_a_running_tool_call_shows_a_few_locations_and_all_once_finished() -> No
     run.feed({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"})
     run.view.close()
     assert all(f"/p/f{i}.py" in run.screen() for i in range(40))
+
+
+@pytest.mark.parametrize(
+    ("first", "shown"),
+    [
+        ("**Analyzing the request**", "Analyzing the request"),  # gemini's thoughts open so
+        ("## Planning *the* ~~old~~ edit", "Planning the old edit"),
+        ("compute a * b * c in __init__", "compute a * b * c in __init__"),  # not emphasis
+    ],
+)
+def test_a_thoughts_summary_leaves_its_markdown_markers_out(first: str, shown: str) -> None:
+    run = Run(console())
+    run.feed(chunk("agent_thought", f"{first}\n\nThen more."), chunk("agent_message", "Answer."))
+    run.view.close()
+    words = len(f"{first} Then more.".split())
+    assert f"✻ Thought · {words} words: {shown}\n" in run.screen(), run.screen()
