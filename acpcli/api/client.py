@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectSendStream
 
     from acpcli.history.guarded import SafeIndex
-    from acpcli.history.index import EventWriter
+    from acpcli.history.eventlog import EventWriter
     from acpcli.history.store import Change, Store
     from acpcli.services import elicitation as el
     from acpcli.services.permissions import Refusals

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from acpcli.history.guarded import SafeIndex
-    from acpcli.history.index import EventWriter, Index, SessionRecord
+    from acpcli.history.eventlog import EventWriter
+    from acpcli.history.index import Index, SessionRecord
     from acpcli.history.lock import SessionLock
     from acpcli.history.store import Store
     from acpcli.processes.supervisor import Supervisor

@@ -144,7 +144,8 @@ def install() -> bool:
     def get_runtime_param(self: Any) -> RuntimeParam:
         if getattr(self, "_runtime_param", None) is None:
             self._runtime_param = plain_runtime_param(self.type_descriptor)
-        return typer_own(self)  # builds typer's own when ours is None
+        param: RuntimeParam = typer_own(self)  # builds typer's own when ours is None
+        return param
 
     get_runtime_param.acpcli_plain = True  # type: ignore[attr-defined]
     get_runtime_param.__wrapped__ = typer_own  # type: ignore[attr-defined]
@@ -187,9 +188,10 @@ def plain_runtime_param(descriptor: TypeDescriptor) -> RuntimeParam | None:
             return None
     elif leaf is not str and leaf is not bool:
         return None
-    return _plain_param_class()(
+    param: RuntimeParam = _plain_param_class()(
         annotation=annotation, parameter_info=info, descriptor=descriptor, leaf=leaf, many=many
     )
+    return param
 
 
 _PLAIN_PARAM: Any = None

@@ -51,7 +51,7 @@ def uid_of(raw: socket.socket) -> int | None:
         getpeereid = getattr(raw, "getpeereid", None)
         return int(getpeereid()[1]) if getpeereid is not None else None
     _pid, uid, _gid = struct.unpack("3i", raw.getsockopt(socket.SOL_SOCKET, peercred, struct.calcsize("3i")))
-    return uid
+    return int(uid)
 
 
 def decoded(line: bytes) -> dict[str, Any]:

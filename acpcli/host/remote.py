@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpcli.errors import HostLost, HostReported, Interrupted
-from acpcli.host.channel import Channel, ChannelClosed
+from acpcli.host.channel import Channel
+from acpcli.host.messages import ChannelClosed
 from acpcli.host.client import apply_event
 from acpcli.host.messages import PING_AFTER, host_timeout
 

@@ -74,9 +74,9 @@ import anyio
 
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
 from acpcli.host import address
-from acpcli.host.channel import Budget, Channel, ChannelClosed, same_user
+from acpcli.host.channel import Budget, Channel, same_user
 from acpcli.host.hostlog import HostLog
-from acpcli.host.messages import MAX_CLIENT_MESSAGE, encoded, host_timeout
+from acpcli.host.messages import MAX_CLIENT_MESSAGE, ChannelClosed, encoded, host_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     from anyio.abc import SocketStream
 
     from acpcli.api.frontends import AgentLink, Conversation, LiveSession
-    from acpcli.history.index import EventWriter
+    from acpcli.history.eventlog import EventWriter
     from acpcli.services.permissions import Grant
     from acpcli.services.requests import TurnPolicy
 

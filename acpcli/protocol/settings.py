@@ -24,7 +24,7 @@ the change, is :mod:`acpcli.wire.capabilities`' call (``resolve``, ``change_requ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,12 +127,13 @@ def find(found: Sequence[Choice], key: str) -> Choice | None:
     """The setting ``key`` names: an option id, else the first of that category (the spec
     says earlier options win ties), else a name, compared without case."""
     folded = key.casefold()
-    for test in (
+    tests: tuple[Callable[[Choice], bool], ...] = (
         lambda c: c.key == key,
         lambda c: c.key.casefold() == folded,
         lambda c: (c.category or "").casefold() == folded,
         lambda c: c.name.casefold() == folded,
-    ):
+    )
+    for test in tests:
         for choice in found:
             if test(choice):
                 return choice

@@ -274,8 +274,8 @@ class ClientServices:
         text = await anyio.to_thread.run_sync(read_text, path, req.line, req.limit)
         v1 = models(1)
         if text is None:
-            return dump(v1.ReadTextFileResponse(content="", meta=MISSING_META))
-        return dump(v1.ReadTextFileResponse(content=text))
+            return _answer(v1.ReadTextFileResponse(content="", meta=MISSING_META))
+        return _answer(v1.ReadTextFileResponse(content=text))
 
     async def write_text_file(self, params: Any) -> dict[str, Any]:
         """``fs/write_text_file``."""
@@ -290,7 +290,7 @@ class ClientServices:
         self._check(method, "write", f"writing {req.path}")
         path = confine(req.path, self._roots_for(req.session_id))
         await anyio.to_thread.run_sync(write_text, path, req.content)
-        return dump(models(1).WriteTextFileResponse())
+        return _answer(models(1).WriteTextFileResponse())
 
     # -- terminals ------------------------------------------------------------------------------
 
@@ -315,7 +315,7 @@ class ClientServices:
             env=env,
             output_limit=req.output_byte_limit,
         )
-        return dump(models(1).CreateTerminalResponse(terminal_id=terminal.terminal_id))
+        return _answer(models(1).CreateTerminalResponse(terminal_id=terminal.terminal_id))
 
     async def terminal_output(self, params: Any) -> dict[str, Any]:
         """``terminal/output``: the output so far, and the exit status once exited."""
@@ -330,7 +330,7 @@ class ClientServices:
         status = terminal.exit_status
         if status is not None:
             answer.exit_status = v1.TerminalExitStatus(exit_code=status[0], signal=status[1])
-        return dump(answer)
+        return _answer(answer)
 
     async def terminal_wait_for_exit(self, params: Any) -> dict[str, Any]:
         """``terminal/wait_for_exit``."""
@@ -339,7 +339,7 @@ class ClientServices:
         terminals = self._terminals_for("terminal/wait_for_exit")
         req = self._parse("terminal/wait_for_exit", params)
         code, sig = await terminals.get(req.session_id, req.terminal_id).wait_for_exit()
-        return dump(models(1).WaitForTerminalExitResponse(exit_code=code, signal=sig))
+        return _answer(models(1).WaitForTerminalExitResponse(exit_code=code, signal=sig))
 
     async def terminal_kill(self, params: Any) -> dict[str, Any]:
         """``terminal/kill``: kill the command; the terminal stays until released."""
@@ -348,7 +348,7 @@ class ClientServices:
         terminals = self._terminals_for("terminal/kill")
         req = self._parse("terminal/kill", params)
         await terminals.kill(req.session_id, req.terminal_id)
-        return dump(models(1).KillTerminalResponse())
+        return _answer(models(1).KillTerminalResponse())
 
     async def terminal_release(self, params: Any) -> dict[str, Any]:
         """``terminal/release``: kill the command if it still runs and forget the terminal."""
@@ -357,4 +357,12 @@ class ClientServices:
         terminals = self._terminals_for("terminal/release")
         req = self._parse("terminal/release", params)
         await terminals.release(req.session_id, req.terminal_id)
-        return dump(models(1).ReleaseTerminalResponse())
+        return _answer(models(1).ReleaseTerminalResponse())
+
+
+def _answer(model: Any) -> dict[str, Any]:
+    """A response model's wire JSON (an object, as every answer of these methods is)."""
+    from acpcli.protocol import dump
+
+    answer: dict[str, Any] = dump(model)
+    return answer

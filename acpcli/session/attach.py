@@ -25,7 +25,8 @@ from acpcli.session.outcome import reopened_line
 from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
-    from acpcli.history.index import EventWriter, Index, SessionRecord
+    from acpcli.history.eventlog import EventWriter
+    from acpcli.history.index import Index, SessionRecord
     from acpcli.render import View
     from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.conversation import Conversation

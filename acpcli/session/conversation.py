@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
-    from acpcli.history.index import EventWriter, Index
+    from acpcli.history.eventlog import EventWriter
+    from acpcli.history.index import Index
     from acpcli.protocol.settings import Choice
     from acpcli.session.link import AgentLink
     from acpcli.session.live import LiveSession

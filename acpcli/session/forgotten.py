@@ -20,7 +20,8 @@ from acpcli.history.records import recorded_settings
 from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
-    from acpcli.history.index import EventWriter, Index, SessionRecord
+    from acpcli.history.eventlog import EventWriter
+    from acpcli.history.index import Index, SessionRecord
     from acpcli.render import View
     from acpcli.session.context import Invocation
     from acpcli.session.inputs import SessionInputs

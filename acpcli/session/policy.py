@@ -50,9 +50,13 @@ def elicitor_for(run: Invocation) -> Elicitor:
     (the REPL's form, or ``prompt``'s on a terminal), else nobody: declined, one stderr line."""
     from acpcli.services.elicitation import scripted
 
+    chosen: Elicitor
     if run.answers is None:
         if run.person is not None:
-            return run.person.elicit
+            chosen = run.person.elicit
+            return chosen
         if run.form_filler is not None:
-            return run.form_filler
-    return scripted(run.answers, run.say)
+            chosen = run.form_filler
+            return chosen
+    chosen = scripted(run.answers, run.say)
+    return chosen

@@ -272,7 +272,8 @@ class TtyView:
             return
         rows = held + rows_below
         if rows and self.console.is_terminal:
-            from rich.control import Control, ControlType
+            from rich.control import Control
+            from rich.segment import ControlType
 
             self.console.control(
                 Control(ControlType.CARRIAGE_RETURN, (ControlType.ERASE_IN_LINE, 2),
