@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     import anyio.abc
     from anyio.streams.memory import MemoryObjectSendStream
 
-    from acpcli.history.guarded import SafeIndex
     from acpcli.history.eventlog import EventWriter
+    from acpcli.history.guarded import SafeIndex
     from acpcli.history.store import Change, Store
     from acpcli.services import elicitation as el
     from acpcli.services.permissions import Refusals

@@ -41,8 +41,8 @@ from acpcli.text.safe import shown_id
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
-    from acpcli.history.guarded import SafeIndex
     from acpcli.history.eventlog import EventWriter
+    from acpcli.history.guarded import SafeIndex
     from acpcli.history.index import Index, SessionRecord
     from acpcli.history.lock import SessionLock
     from acpcli.history.store import Store

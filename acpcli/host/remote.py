@@ -30,9 +30,8 @@ import anyio
 
 from acpcli.errors import HostLost, HostReported, Interrupted
 from acpcli.host.channel import Channel
-from acpcli.host.messages import ChannelClosed
 from acpcli.host.client import apply_event
-from acpcli.host.messages import PING_AFTER, host_timeout
+from acpcli.host.messages import PING_AFTER, ChannelClosed, host_timeout
 
 if TYPE_CHECKING:
     from acpcli.api.frontends import LiveSession

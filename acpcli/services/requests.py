@@ -263,7 +263,7 @@ class ClientServices:
         """``fs/read_text_file``."""
         import anyio.to_thread
 
-        from acpcli.protocol import dump, models
+        from acpcli.protocol import models
 
         method = "fs/read_text_file"
         if not self._fs_read:
@@ -281,7 +281,7 @@ class ClientServices:
         """``fs/write_text_file``."""
         import anyio.to_thread
 
-        from acpcli.protocol import dump, models
+        from acpcli.protocol import models
 
         method = "fs/write_text_file"
         if not self._fs_write:
@@ -296,7 +296,7 @@ class ClientServices:
 
     async def terminal_create(self, params: Any) -> dict[str, Any]:
         """``terminal/create``: start the command; answer at once with its id."""
-        from acpcli.protocol import dump, models
+        from acpcli.protocol import models
 
         terminals = self._terminals_for("terminal/create")
         req = self._parse("terminal/create", params)
@@ -319,7 +319,7 @@ class ClientServices:
 
     async def terminal_output(self, params: Any) -> dict[str, Any]:
         """``terminal/output``: the output so far, and the exit status once exited."""
-        from acpcli.protocol import dump, models
+        from acpcli.protocol import models
 
         terminals = self._terminals_for("terminal/output")
         req = self._parse("terminal/output", params)
@@ -334,7 +334,7 @@ class ClientServices:
 
     async def terminal_wait_for_exit(self, params: Any) -> dict[str, Any]:
         """``terminal/wait_for_exit``."""
-        from acpcli.protocol import dump, models
+        from acpcli.protocol import models
 
         terminals = self._terminals_for("terminal/wait_for_exit")
         req = self._parse("terminal/wait_for_exit", params)
@@ -343,7 +343,7 @@ class ClientServices:
 
     async def terminal_kill(self, params: Any) -> dict[str, Any]:
         """``terminal/kill``: kill the command; the terminal stays until released."""
-        from acpcli.protocol import dump, models
+        from acpcli.protocol import models
 
         terminals = self._terminals_for("terminal/kill")
         req = self._parse("terminal/kill", params)
@@ -352,7 +352,7 @@ class ClientServices:
 
     async def terminal_release(self, params: Any) -> dict[str, Any]:
         """``terminal/release``: kill the command if it still runs and forget the terminal."""
-        from acpcli.protocol import dump, models
+        from acpcli.protocol import models
 
         terminals = self._terminals_for("terminal/release")
         req = self._parse("terminal/release", params)
