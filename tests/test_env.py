@@ -53,3 +53,14 @@ def test_the_way_back_after_the_repl_names_the_program_as_it_runs(tmp_path: Path
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     features = AgentFeatures(protocol_version=1, reading="v1", resume=True)
     assert come_back(features, "demo-0123456789abcdef").startswith(os.path.join(".venv", "bin", "acpcli") + " resume ")
+
+
+def test_errors_and_hints_quote_commands_as_the_program_can_be_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import acpcli.env
+    from acpcli.cli import as_typed
+
+    monkeypatch.setattr(acpcli.env, "program", lambda: ".venv/bin/acpcli")
+    said = "run `acpcli doctor --repair`, or 'acpcli sessions'; acpcli refused a write"
+    assert as_typed(said) == "run `.venv/bin/acpcli doctor --repair`, or '.venv/bin/acpcli sessions'; acpcli refused a write"
+    monkeypatch.setattr(acpcli.env, "program", lambda: "acpcli")
+    assert as_typed(said) == said

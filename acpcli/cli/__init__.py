@@ -131,12 +131,28 @@ def report(err: AcpcliError) -> None:
         if isinstance(err, Interrupted):
             sys.stderr.write(f"acpcli: {err}\n")
             return
-        sys.stderr.write(f"acpcli: error: {err}\n")
+        sys.stderr.write(f"acpcli: error: {as_typed(str(err))}\n")
         if err.hint:
-            sys.stderr.write(f"acpcli: hint: {err.hint}\n")
+            sys.stderr.write(f"acpcli: hint: {as_typed(err.hint)}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def as_typed(text: str) -> str:
+    """``text`` with each command it quotes (`` `acpcli …` ``, ``'acpcli …'``) naming the
+    program as the user can type it (:func:`acpcli.env.program`: ``.venv/bin/acpcli`` when
+    ``acpcli`` is not on the PATH), so that every command we print runs as printed."""
+    if "acpcli " not in text:
+        return text
+    from acpcli.env import program
+
+    typed = program()
+    if typed == "acpcli":
+        return text
+    import re
+
+    return re.sub(r"(?<=[`'])acpcli (?=[a-z-])", typed.replace("\\", "\\\\") + " ", text)
 
 
 def _quiet_stdout() -> None:

@@ -418,7 +418,12 @@ async def _rewind_files(ctx: Context, turn: int | None, force: bool) -> int | No
     for change in plan.changes:
         what = {"M": "written back", "A": "brought back", "D": "removed"}.get(change.status, change.status)
         ctx.say(f"  {what}: {safe_line(str(change.path))}")
-    ctx.say(f"files as before turn {to} ({len(plan.changes)} changed); `acpcli rewind {ctx.live.session_id} --undo --files` puts them back")
+    from acpcli.env import program
+
+    ctx.say(
+        f"files as before turn {to} ({len(plan.changes)} changed); "
+        f"`{program()} rewind {ctx.live.session_id} --undo --files` puts them back"
+    )
     return None
 
 
