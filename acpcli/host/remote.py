@@ -485,29 +485,10 @@ class HostedLink:
                 self.live.store.turn_boundary()  # (one running when this terminal joined began before)
             for message in held:  # no await between: nothing the host sends meanwhile overtakes them
                 self._route(message)
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            async with anyio.create_task_group() as tg:
+        async def first_press() -> None:
+            notice("this turn is another terminal's: it is cancelled there (Ctrl-C again leaves)")
 
-                async def interrupts() -> None:
-                    last = 0.0
-                    async for _ in signals:
-                        now = time.monotonic()
-                        if last and now - last < _DOUBLE_INTERRUPT:
-                            raise Interrupted()
-                        last = now
-                        notice("this turn is another terminal's: it is cancelled there (Ctrl-C again leaves)")
-
-                async def ticker() -> None:
-                    assert tick is not None
-                    while True:
-                        await anyio.sleep(0.1)
-                        tick()
-
-                tg.start_soon(interrupts)
-                if tick is not None:
-                    tg.start_soon(ticker)
-                await other.ended.wait()
-                tg.cancel_scope.cancel()
+        await _until_ended(other.ended, first_press, tick)
         if self.lost is not None:
             raise self.lost
         return other.stop
@@ -556,31 +537,12 @@ class HostedLink:
         try:
             if not joined:
                 await self._send({"t": "prompt", "text": text, "settings": [], "grant": self.grant})
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async with anyio.create_task_group() as tg:
+            async def first_press() -> None:  # the turn is cancelled; a second press leaves
+                notice("cancelling… (press Ctrl-C again to leave; the session stays live)")
+                live.interrupted = True
+                await self._send({"t": "cancel"})
 
-                    async def interrupts() -> None:
-                        last = 0.0
-                        async for _ in signals:
-                            now = time.monotonic()
-                            if last and now - last < _DOUBLE_INTERRUPT:
-                                raise Interrupted()
-                            last = now
-                            notice("cancelling… (press Ctrl-C again to leave; the session stays live)")
-                            live.interrupted = True
-                            await self._send({"t": "cancel"})
-
-                    async def ticker() -> None:
-                        assert tick is not None
-                        while True:
-                            await anyio.sleep(0.1)
-                            tick()
-
-                    tg.start_soon(interrupts)
-                    if tick is not None:
-                        tg.start_soon(ticker)
-                    await outcome[0].wait()
-                    tg.cancel_scope.cancel()
+            await _until_ended(outcome[0], first_press, tick)
         finally:
             self._turn = None
         if not outcome[1]:
@@ -596,6 +558,37 @@ class HostedLink:
             live.interrupted = True
         stop = message.get("stop")
         return stop if isinstance(stop, str) else "end_turn"
+
+
+async def _until_ended(
+    ended: anyio.Event, first_press: Callable[[], Awaitable[None]], tick: Callable[[], None] | None
+) -> None:
+    """Wait for a turn to end, the turn's keys wired in as everywhere: Ctrl-C calls
+    ``first_press``; a second within :data:`_DOUBLE_INTERRUPT` seconds leaves
+    (:class:`~acpcli.errors.Interrupted`); ``tick`` (if given) about ten times a second."""
+    with anyio.open_signal_receiver(signal.SIGINT) as signals:
+        async with anyio.create_task_group() as tg:
+
+            async def interrupts() -> None:
+                last = 0.0
+                async for _ in signals:
+                    now = time.monotonic()
+                    if last and now - last < _DOUBLE_INTERRUPT:
+                        raise Interrupted()
+                    last = now
+                    await first_press()
+
+            async def ticker() -> None:
+                assert tick is not None
+                while True:
+                    await anyio.sleep(0.1)
+                    tick()
+
+            tg.start_soon(interrupts)
+            if tick is not None:
+                tg.start_soon(ticker)
+            await ended.wait()
+            tg.cancel_scope.cancel()
 
 
 def _turn_error(message: dict[str, Any]) -> Exception:

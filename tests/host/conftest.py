@@ -19,30 +19,19 @@ from typing import Any
 
 import pytest
 
-from tests.cli.conftest import AgentTrace, Cli
+from tests.cli import conftest as cli_fixtures
+from tests.cli.conftest import Cli
 from tests.helpers.procs import running
 
 FLOOD_AGENT = Path(__file__).resolve().parent.parent / "peers" / "flood_agent.py"
+
+#: The CLI tests' fixtures, here too (``cli``, ``trace``, ``workdir``).
+cli, trace, workdir = cli_fixtures.cli, cli_fixtures.trace, cli_fixtures.workdir
 
 #: Keep-alive on (the suite's default is off).
 LIVE = {"ACPCLI_KEEP_ALIVE": "300"}
 
 
-@pytest.fixture
-def trace(tmp_path: Path) -> AgentTrace:
-    return AgentTrace(tmp_path / "trace")
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def cli(acpcli_home: Path, trace: AgentTrace, workdir: Path) -> Cli:
-    return Cli(acpcli_home, trace, workdir)
 
 
 def live_rows(cli: Cli) -> list[dict[str, Any]]:
