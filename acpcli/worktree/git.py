@@ -38,6 +38,10 @@ MIN_VERSION = (2, 26)
 #: The tree with nothing in it (git knows it without storing it).
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
+#: The umask git runs under: the store holds the user's files, so what git writes there is
+#: the user's alone (objects 0400, other files 0600, folders 0700), whatever the user's umask.
+PRIVATE_UMASK = 0o077
+
 #: Settings given with ``-c`` to every command: nothing of the user's configuration or of
 #: git's defaults that run programs or rewrite content may apply to the store.
 SETTINGS: tuple[str, ...] = (
@@ -211,6 +215,7 @@ class Git:
             stderr=subprocess.PIPE,
             env=self._env(None, None),
             cwd=self.git_dir,
+            umask=PRIVATE_UMASK,
         )
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -258,6 +263,7 @@ class Git:
                 cwd=work_tree if work_tree is not None else self.git_dir,
                 timeout=max(timeout, 0.001),
                 check=False,
+                umask=PRIVATE_UMASK,
             )
         except subprocess.TimeoutExpired:
             raise GitTimeout(args, timeout) from None

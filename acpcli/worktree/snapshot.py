@@ -141,6 +141,8 @@ def snapshot(git: Git, store: Store, spec: RootSpec, bounds: Bounds) -> RootSnap
     except _Untrusted:
         pass  # the user's index cannot say which files changed: start from nothing
     except GitTimeout:
+        with contextlib.suppress(OSError):
+            os.unlink(f"{index}.lock")  # the git killed at the bound may have taken it
         raise
     except GitError:
         if not seeded:

@@ -160,7 +160,7 @@ class Store:
             tmp = path.with_name(f"tmp_obj_{os.getpid()}_{oid[2:]}")
             with open(tmp, "wb") as f:
                 f.write(zlib.compress(data, 1))
-            os.chmod(tmp, 0o444)
+            os.chmod(tmp, 0o400)  # (as git keeps an object: written once; the user's alone)
             os.replace(tmp, path)
         return oid
 
@@ -212,8 +212,11 @@ class Store:
                     os.unlink(path)
                 continue
             tmp = folder / f"{name}.lock"
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(oid + "\n")
+            fd = create_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)  # 0600, whatever the umask
+            try:
+                os.write(fd, (oid + "\n").encode("ascii"))
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
 
     # -- giving up ---------------------------------------------------------------------

@@ -159,7 +159,7 @@ def test_command_names() -> None:
     assert [value for _, value, _ in answer] == COMMANDS
     assert {"new", "load", "resume", "close", "sessions", "show", "prompt", "agents", "completion"} <= set(COMMANDS)
     assert all(kind == "plain" and help_text for kind, _, help_text in answer)
-    assert ("plain", "show", "Print a session's stored transcript (no agent is started)") in answer
+    assert ("plain", "show", "Print a session's stored transcript; no agent is started") in answer
 
 
 def test_option_names_leave_out_those_already_given() -> None:
@@ -419,7 +419,7 @@ def test_fish_completes_with_descriptions(workdir: Path, tmp_path: Path) -> None
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.splitlines()
 
-    assert fish_complete("acpcli lo") == ["load\tLoad a session: the agent replays the conversation, then the prompt..."]
+    assert fish_complete("acpcli lo") == ["load\tReopen a session with its replay, then the prompt opens"]
     assert fish_complete("acpcli load ") == [
         "demo-0123456789abcdef0123456789abcdef\tsay hello [demo]",
         "a91c44d0-52e8-4f3b-8c6d-0e1f2a3b4c02\t(untitled) [claude]",

@@ -238,7 +238,7 @@ def test_an_unknown_typer_completes_from_its_own_tree(monkeypatch: pytest.Monkey
     assert not isinstance(tree, OnDemandGroup) or tree.build is None
     assert "load" in tree.commands
     assert (candidates(app, ["acpcli", "lo"], 1), candidates(app, ["acpcli", "new", "--cwd", ""], 3)) == known
-    assert known == ([("plain", "load", "Load a session: the agent replays the conversation, then the prompt...")],
+    assert known == ([("plain", "load", "Reopen a session with its replay, then the prompt opens")],
                      [("dir", "", "")])
 
 

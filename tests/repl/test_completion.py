@@ -41,7 +41,8 @@ def test_a_prefix_narrows_and_replaces_what_was_typed() -> None:
         Offer("/mode", 3, "show or set the agent's mode"),
         Offer("/model", 3, "show or set the model"),
     ]
-    assert texts(complete("/re", LOCAL, FULL)) == ["/review"]
+    assert texts(complete("/rev", LOCAL, FULL)) == ["/review"]
+    assert texts(complete("/re", LOCAL, FULL)) == ["/rewind", "/review"]
     assert complete("/zzz", LOCAL, FULL) == []
 
 
