@@ -175,11 +175,13 @@ def join(session_id: str) -> BlockingChannel | None:
     made: no host ever ran here without its ``run`` directory)."""
     from acpcli.paths import home_dir
 
+    from acpcli.errors import AcpcliError
+
     if not (home_dir() / "run").is_dir():
         return None
     try:
         return connect_blocking(str(address.socket_path(session_id)))
-    except OSError:
+    except (OSError, AcpcliError):  # none listening, or none could (run/ unusable: no host ran there)
         return None
 
 

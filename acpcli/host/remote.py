@@ -196,6 +196,7 @@ class HostedLink:
         self._calls: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
         self._next_call = 0
         self._turn: tuple[anyio.Event, list[dict[str, Any]]] | None = None
+        self._joined_turn = False  # the turn under way is one a prompt of ours joined (send now)
         #: Another terminal's turn under way, from its ``other-turn`` to its ``other-end``.
         #: One that was running when this terminal joined is held too: the REPL draws it first.
         self.other: OtherTurn | None = OtherTurn(None) if ready.busy else None
@@ -321,7 +322,8 @@ class HostedLink:
             self._route(message)
         elif kind == "start":
             live.store.turn_boundary()  # a turn's messages are its own
-            live.turn_first_entry = len(live.store.entries)  # (what "no answer" looks at)
+            if not self._joined_turn:  # (a joined turn's answer began in the turn it joined)
+                live.turn_first_entry = len(live.store.entries)  # (what "no answer" looks at)
         elif kind in ("end", "error", "withdrawn", "ending"):
             for unsaved in message.get("verdicts") or []:  # a full disk: the REPL goes on, as without a host
                 if isinstance(unsaved, dict):
@@ -532,6 +534,16 @@ class HostedLink:
         if early:
             outcome[1].extend(early)
             outcome[0].set()
+        self._joined_turn = joined
+        if joined:  # its answer began in the turn it joined: counted from its prompt on
+            from acpcli.history.store import USER, Message
+
+            entries = live.store.entries
+            live.turn_first_entry = next(
+                (i for i in range(len(entries) - 1, -1, -1)
+                 if isinstance(entries[i], Message) and entries[i].kind == USER),  # type: ignore[union-attr]
+                len(entries),
+            )
         self._turn = outcome
         self._draw_held()
         try:

@@ -5,8 +5,8 @@ once the agent has ended the turn (its answer already drawn). Each takes a check
 session's roots (:class:`acpcli.worktree.Checkpoints`) in a worker thread, so the event loop
 (the view, the host's other clients) goes on meanwhile. A checkpoint never fails a turn:
 checkpoints that cannot be taken here (no git, a tree over the bounds) are off for the session
-with one line, said once; any other failure (a full disk, a damaged store) is one warning line
-for that turn.
+with one line, said once; any other failure (a full disk, a damaged store) is one warning line,
+once a session in a process.
 
 Off with ``checkpoints = false`` in the config, ``--no-checkpoints``
 (:attr:`~acpcli.session.live.LiveSession.checkpoints` False), and for sessions whose roots are
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 #: Sessions of this process whose checkpoints were found off (said once each).
 _OFF: set[str] = set()
+#: Sessions of this process told that a checkpoint could not be taken (a full disk: said once,
+#: not before and after every turn).
+_WARNED: set[str] = set()
 
 
 def enabled(live: LiveSession) -> bool:
@@ -84,7 +87,9 @@ async def _guarded(live: LiveSession, take: Callable[[], list[str]], say: Callab
         _OFF.add(live.session_id)
         say(f"acpcli: {safe_line(str(off))}")
     except CheckpointError as err:
-        say(f"acpcli: warning: no checkpoint of this turn: {safe_line(str(err))}")
+        if live.session_id not in _WARNED:
+            _WARNED.add(live.session_id)
+            say(f"acpcli: warning: no checkpoint of this turn: {safe_line(str(err))}")
     else:
         for note in notes:  # (what was left out, said the first time only)
             say(f"acpcli: checkpoints: {safe_line(note)}")

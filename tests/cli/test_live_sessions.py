@@ -574,6 +574,10 @@ def test_the_repl_of_new_runs_over_a_host_and_attach_and_a_script_share_its_turn
     repl.expect(r"\(from another terminal\)")
     repl.expect("from the script")
     repl.expect(REPLY)
+    repl.prompt()
+    watcher.expect("from the script")  # the watcher draws the script's turn too, then its line comes back
+    watcher.expect(REPLY)
+    watcher.prompt()
     watcher.child.send(CTRL_D)
     watcher.expect("the session stays live")
     assert watcher.wait() == 0

@@ -79,11 +79,19 @@ def in_namespace(cli: Cli, setup: str, *commands: list[str] | str) -> list[subpr
     return results
 
 
+#: The one warning that the files' checkpoint could not be taken either (the same full disk).
+CHECKPOINT_WARNING = "acpcli: warning: no checkpoint of this turn: "
+
+
 def error_lines(stderr: str) -> list[str]:
     """acpcli's own stderr lines, less the permission policy's refusals (the demo agent asks to
-    edit a file, and a script's default policy refuses it)."""
+    edit a file, and a script's default policy refuses it) and the checkpoint's warning (one at
+    most: the same full disk keeps the files' checkpoint too)."""
+    lines = stderr.splitlines()
+    assert sum(line.startswith(CHECKPOINT_WARNING) for line in lines) <= 1, stderr
     return [
-        line for line in stderr.splitlines() if line.startswith("acpcli:") and not line.startswith("acpcli: refused ")
+        line for line in lines
+        if line.startswith("acpcli:") and not line.startswith(("acpcli: refused ", CHECKPOINT_WARNING))
     ]
 
 
