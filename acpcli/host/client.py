@@ -173,9 +173,8 @@ def hello(channel: BlockingChannel, session_id: str, role: str = "prompt") -> di
 def join(session_id: str) -> BlockingChannel | None:
     """A channel to ``session_id``'s host when one runs, else None (nothing is started, nor
     made: no host ever ran here without its ``run`` directory)."""
-    from acpcli.paths import home_dir
-
     from acpcli.errors import AcpcliError
+    from acpcli.paths import home_dir
 
     if not (home_dir() / "run").is_dir():
         return None
