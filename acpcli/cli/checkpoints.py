@@ -307,9 +307,11 @@ def rewind_files(
         if undo:
             env.note(f"put back {n} file{'s' if n != 1 else ''} as they were before the last rewind")
         else:
+            from acpcli.env import program
+
             env.note(
                 f"rewound {n} file{'s' if n != 1 else ''} to before turn {to}; "
-                f"`acpcli rewind {shown_id(sid)} --undo --files` puts them back"
+                f"`{program()} rewind {shown_id(sid)} --undo --files` puts them back"
             )
         return int(ExitCode.OK)
     finally:
