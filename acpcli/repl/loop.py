@@ -152,7 +152,11 @@ class Repl:
             refusals.screen = lambda line: note_on_screen(live.sink, line)
 
         self.record = _record(conversation.index, live.session_id)  # its titles, read again after each turn
-        toolbar = bottom_toolbar(conversation.agent, live, ctx.choices, lambda: self.record, policy)
+        # The agent as `sessions` and the banner name it: the configured name, or for a --cmd
+        # agent (recorded under its agentInfo.name) its own title (``Gemini CLI``, not ``gemini-cli``)
+        features = link.features
+        shown = features.agent_title if features.agent_title and conversation.agent == features.agent_name else None
+        toolbar = bottom_toolbar(shown or conversation.agent, live, ctx.choices, lambda: self.record, policy)
 
         #: The input line.
         self.prompt_session: PromptSession[str] = PromptSession(

@@ -23,7 +23,7 @@ import pytest
 from acpcli.errors import ExitCode
 
 from .conftest import AgentTrace, Cli
-from .pty import CHOICE, CTRL_C, CTRL_D, PROMPT, REPLY, Pty
+from .pty import CHOICE, CTRL_C, CTRL_D, PROMPT, REPLY, Pty, new_args
 from .screen import screen_text
 
 GEMINI_LIKE = Path(__file__).resolve().parent.parent / "peers" / "sdk_gemini_like_agent.py"
@@ -227,3 +227,14 @@ def test_the_picker_says_when_it_was_dismissed(spawn) -> None:
     after = plain(pty.seen[mark:])
     assert "no option chosen" in after and "chose:" not in after, after
     assert pty.leave()[0] == ExitCode.OK
+
+
+def test_the_toolbar_names_a_cmd_agent_by_its_title(spawn, trace: AgentTrace, repl_mode: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """One agent, one name on the screen: a ``--cmd`` agent is recorded under its
+    ``agentInfo.name`` (``acpcli-demo-agent``) and shown, in the toolbar as in the banner and
+    ``sessions``, by its title (``acpcli demo agent``), hosted or not."""
+    pty = spawn(*new_args(trace), *repl_mode)
+    pty.prompt()
+    pty.expect("acpcli demo agent · ")
+    assert "acpcli-demo-agent · " not in pty.seen
+    assert pty.leave()[0] == 0

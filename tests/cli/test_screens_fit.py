@@ -247,12 +247,13 @@ def test_the_toolbar_and_the_picker_shorten_at_a_word_never_inside_a_number(
     spawn: Any, width: int
 ) -> None:
     pty = _wordy(spawn, width)
-    # the toolbar, drawn in one piece; the title is the first prompt's, as `sessions` shows it
-    pty.expect(r"sdk-wordy · hello · idle[^\r\x1b]*")
+    # the toolbar, drawn in one piece; the agent by its title and the session's title (the
+    # first prompt's), as `sessions` shows them
+    pty.expect(r"Wordy Agent · hello · idle[^\r\x1b]*")
     toolbar = [
-        line for line in screen_text(pty.seen, width=width).splitlines() if "sdk-wordy ·" in line
+        line for line in screen_text(pty.seen, width=width).splitlines() if "Wordy Agent ·" in line
     ][-1]
-    whole = " sdk-wordy · hello · idle · mode: Default Approval · 23.7k/200k tokens (11%) "
+    whole = " Wordy Agent · hello · idle · mode: Default Approval · 23.7k/200k tokens (11%) "
     assert toolbar.rstrip() == whole.rstrip() or toolbar.rstrip().endswith("…"), toolbar
     assert set(toolbar.rstrip("… ").split()) <= {*whole.split(), "mode"}, (
         toolbar
