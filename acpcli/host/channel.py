@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
 
-from acpcli.host.messages import MAX_MESSAGE, ChannelClosed, decoded, encoded, uid_of
+from acpcli.host.messages import MAX_MESSAGE, ChannelClosed, Lines, decoded, encoded, uid_of
 
 
 def peer_uid(stream: SocketStream) -> int | None:
@@ -56,10 +56,8 @@ class Channel:
 
     def __init__(self, stream: SocketStream, *, limit: int = MAX_MESSAGE, budget: Budget | None = None) -> None:
         self.stream = stream
-        self.limit = limit
         self.budget = budget
-        self._buffer = bytearray()
-        self._scanned = 0  # bytes of the buffer known to hold no newline
+        self._lines = Lines(limit)
         self._held = 0  # bytes of the buffer taken from the budget
         self.received = 0  # messages received so far
         self._lock = anyio.Lock()
@@ -77,17 +75,11 @@ class Channel:
 
     async def receive(self) -> dict[str, Any]:
         while True:
-            end = self._buffer.find(b"\n", self._scanned)
-            if end >= 0:
-                line = bytes(memoryview(self._buffer)[:end])
-                del self._buffer[: end + 1]
-                self._scanned = 0
+            line = self._lines.next()
+            if line is not None:
                 self._release()
                 self.received += 1
                 return decoded(line)
-            self._scanned = len(self._buffer)
-            if len(self._buffer) > self.limit:
-                raise ChannelClosed("a message over the size limit")
             try:
                 chunk = await self.stream.receive(1 << 20)
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as err:
@@ -96,11 +88,11 @@ class Channel:
                 if not self.budget.take(len(chunk)):
                     raise ChannelClosed("over the buffer budget")
                 self._held += len(chunk)
-            self._buffer += chunk
+            self._lines.data += chunk
 
     def pending(self) -> bool:
         """Whether something has come that :meth:`receive` has not taken yet."""
-        if self._buffer:
+        if self._lines.data:
             return True
         import select
 
@@ -112,12 +104,12 @@ class Channel:
 
     def _release(self) -> None:
         if self.budget is not None:
-            keep = len(self._buffer)  # what stays is still held
+            keep = len(self._lines.data)  # what stays is still held
             self.budget.give(self._held - keep)
             self._held = keep
 
     async def aclose(self) -> None:
-        self._buffer.clear()
+        self._lines.data.clear()
         self._release()
         await self.stream.aclose()
 

@@ -68,6 +68,30 @@ def encoded(message: dict[str, Any]) -> bytes:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
 
 
+class Lines:
+    """Bytes received on a channel, cut into whole messages (one a line): each byte is
+    scanned for the newline once, so a long message that comes in many chunks costs time
+    linear in its size; more than ``limit`` bytes without a newline closes the channel."""
+
+    def __init__(self, limit: int) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self._scanned = 0  # bytes of data known to hold no newline
+
+    def next(self) -> bytes | None:
+        """The next whole line (without its newline), or None until more has come."""
+        end = self.data.find(b"\n", self._scanned)
+        if end >= 0:
+            line = bytes(memoryview(self.data)[:end])
+            del self.data[: end + 1]
+            self._scanned = 0
+            return line
+        self._scanned = len(self.data)
+        if len(self.data) > self.limit:
+            raise ChannelClosed("a message over the size limit")
+        return None
+
+
 class BlockingChannel:
     """The same conversation over a plain blocking socket: what a one-turn command (``prompt
     --session``) uses, so that it needs no event loop (importing asyncio and anyio costs more
@@ -75,8 +99,7 @@ class BlockingChannel:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self._buffer = bytearray()
-        self._scanned = 0  # bytes of the buffer known to hold no newline: a long line is scanned once
+        self._lines = Lines(MAX_MESSAGE)
 
     def send(self, message: dict[str, Any]) -> None:
         try:
@@ -89,15 +112,9 @@ class BlockingChannel:
         import select
 
         while True:
-            end = self._buffer.find(b"\n", self._scanned)
-            if end >= 0:
-                line = bytes(memoryview(self._buffer)[:end])
-                del self._buffer[: end + 1]
-                self._scanned = 0
+            line = self._lines.next()
+            if line is not None:
                 return decoded(line)
-            self._scanned = len(self._buffer)
-            if len(self._buffer) > MAX_MESSAGE:
-                raise ChannelClosed("a message over the size limit")
             ready, _, _ = select.select([self.sock], [], [], timeout)
             if not ready:
                 return None
@@ -107,7 +124,7 @@ class BlockingChannel:
                 raise ChannelClosed(str(err)) from None
             if not chunk:
                 raise ChannelClosed("EndOfStream")
-            self._buffer += chunk
+            self._lines.data += chunk
 
     def close(self) -> None:
         self.sock.close()
