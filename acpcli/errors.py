@@ -19,7 +19,7 @@
     │       └── UnprintableId        AGENT_ERROR        ... or a new session id a script cannot be given back
     ├── LoginFailed                  AUTH_REQUIRED      `acpcli auth`: the agent's login program failed
     ├── SessionNotFound              SESSION_NOT_FOUND  no such session id in the local index
-    ├── TurnEnded                    (per stop reason)  a prompt turn ended other than with end_turn
+    ├── TurnStopped                  (per stop reason)  a prompt turn ended other than with end_turn
     ├── StepTimeout                  TIMEOUT            a setup step or a turn outlasted --timeout
     ├── StorageError                 STORAGE            local state could not be saved (disk full, read-only)
     │   └── DatabaseLocked           BUSY               another acpcli held the database's write lock past the wait
@@ -327,7 +327,7 @@ class SessionNotFound(AcpcliError):
     exit_code = ExitCode.SESSION_NOT_FOUND
 
 
-class TurnEnded(AcpcliError):
+class TurnStopped(AcpcliError):
     """A prompt turn ended with a stop reason other than ``end_turn``."""
 
     _CODES: ClassVar[dict[str, ExitCode]] = {

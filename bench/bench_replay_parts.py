@@ -45,10 +45,10 @@ import replay_agent  # noqa: E402
 
 from acpcli.history.guarded import SafeIndex  # noqa: E402
 from acpcli.history.index import SessionRecord  # noqa: E402
-from acpcli.history.store import Store  # noqa: E402
+from acpcli.model import Store  # noqa: E402
 from acpcli.render.plain import PlainView  # noqa: E402
+from acpcli.session.feed import LiveSession  # noqa: E402
 from acpcli.session.link import Dispatcher  # noqa: E402
-from acpcli.session.live import LiveSession  # noqa: E402
 from acpcli.wire.connection import Connection  # noqa: E402
 
 SESSION_ID = "3f2b8c1e-6a4d-4e9b-9c1a-2d7e8f0a1b2c"

@@ -41,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from acpcli.history.store import Store
+from acpcli.model import Store
 
 TARGET_RATIO = 2.2
 TARGET_TTY_US = 50.0  # CPU per chunk of the terminal view, long message (issue 15)

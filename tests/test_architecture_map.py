@@ -15,7 +15,7 @@ from test_layers import FLOORS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "acpcli"
-#: A module file as prose names it: ``store.py``, ``history/store.py``, ``acpcli/__init__.py``.
+#: A module file as prose names it: ``store.py``, ``model.py``, ``acpcli/__init__.py``.
 MODULE_FILE = re.compile(r"(?<![\w./-])((?:\w+/)*\w+\.py)\b")
 
 

@@ -31,13 +31,13 @@ from hypothesis import strategies as st
 
 from acpcli.history.index import Index
 from acpcli.history.records import rebuild as store_from_events
-from acpcli.history.store import Store
+from acpcli.model import Store
 from acpcli.render import FinalView
 from acpcli.render.jsonl import JsonlView
 from acpcli.render.plain import PlainView
 from acpcli.render.transcript import to_markdown, to_text
 from acpcli.render.tty import TtyView
-from acpcli.session.live import LiveSession
+from acpcli.session.feed import SessionFeed
 from acpcli.text.console import SafeConsole
 from acpcli.wire.connection import Connection, encode
 from acpcli.wire.transport import LineFramer, memory_pair
@@ -238,7 +238,7 @@ def render_all(updates: list[dict[str, Any]], index: Index) -> dict[str, str]:
     stores = []
     with index.writer() as writer:
         for view in views:
-            live = LiveSession(session_id=sid, store=Store(), sink=view)
+            live = SessionFeed(session_id=sid, store=Store(), sink=view)
             live.recorder = writer if view is views[0] else None
             stores.append(live.store)
             for body in updates:

@@ -79,7 +79,7 @@ def test_the_probe_sees_a_heavy_import() -> None:
 # for session ids) sqlite3.
 COMPLETION_FORBIDDEN = (
     *FORBIDDEN, "rich", "anyio", "acpcli.wire.transport", "acpcli.wire.connection", "acpcli.session",
-    "acpcli.api.commands", "typer._adapters", "sqlite3",
+    "acpcli.cli.commands", "typer._adapters", "sqlite3",
 )
 COMPLETE = (
     "import os\n"

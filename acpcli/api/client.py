@@ -8,7 +8,7 @@ CLI's), each :class:`Session` wraps the session layer's
 :class:`~acpcli.session.conversation.Conversation` (the REPL's too), whose turn is
 :func:`acpcli.session.turn.run_turn` here without the Ctrl-C handling (a library leaves signals
 to its program), and every update reaches the caller through the same
-:meth:`~acpcli.session.live.LiveSession.feed` that draws the CLI's screen: a :class:`_Feed` sink
+:meth:`~acpcli.session.feed.SessionFeed.feed` that draws the CLI's screen: a :class:`_Feed` sink
 turns the store's changes into :mod:`acpcli.api.types` events.
 
 Never prints, never exits: what the CLI says on stderr arrives as :class:`~acpcli.api.types.Notice`
@@ -54,14 +54,14 @@ if TYPE_CHECKING:
 
     from acpcli.history.eventlog import EventWriter
     from acpcli.history.guarded import SafeIndex
-    from acpcli.history.store import Change, Store
+    from acpcli.model import Change, Store
     from acpcli.services import elicitation as el
     from acpcli.services.permissions import Refusals
     from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.conversation import Conversation
+    from acpcli.session.feed import SessionFeed
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
     from acpcli.wire.transport import Transport
 
 # A library's logs are its program's to show: without this, Python's last-resort handler would
@@ -331,7 +331,7 @@ def _asker(callback: PermissionCallback, owner: Agent) -> Any:
     cancelled): the session is ready for the next prompt then."""
     from acpcli.services.permissions import selected
 
-    async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+    async def ask(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any] | None:
         try:
             chosen = await callback(permission_request(live, params))
             if chosen is not None and not isinstance(chosen, PermissionOption):
@@ -349,7 +349,7 @@ def _observed(owner: Agent, decider: Any) -> Any:
     question and of its answer (:class:`PermissionAsked`, :class:`PermissionAnswered`)."""
     from acpcli.services.permissions import CANCELLED
 
-    async def decide(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def decide(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         request = permission_request(live, params)
         owner._emit(live, PermissionAsked(request))
         answer: dict[str, Any] = CANCELLED
@@ -400,13 +400,13 @@ def _elicitor(callback: InputCallback | None, refusals: Refusals, owner: Agent) 
 
 
 class _Feed:
-    """The sink of an API session (:class:`~acpcli.session.live.Sink`): each change of its
+    """The sink of an API session (:class:`~acpcli.session.feed.Sink`): each change of its
     store becomes an event of the running turn."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def on_change(self, session: LiveSession, change: Change) -> None:
+    def on_change(self, session: SessionFeed, change: Change) -> None:
         event = event_of(session, change)
         if event is not None:
             self._session._emit(event)
@@ -502,12 +502,12 @@ class Agent:
             notices.append(line)
             del notices[:-_NOTICES_KEPT]
 
-    def _emit(self, live: LiveSession | None, event: Event | _Failed) -> None:
+    def _emit(self, live: SessionFeed | None, event: Event | _Failed) -> None:
         for session in getattr(self, "_sessions", ()):
             if session._conversation.live is live:
                 session._emit(event)
 
-    def _failed(self, live: LiveSession | None, error: Exception) -> None:
+    def _failed(self, live: SessionFeed | None, error: Exception) -> None:
         """A callback of the caller's failed during a turn of ``live``: raised from that
         turn's ``async for`` when the turn has ended (the first such error of a turn)."""
         for session in getattr(self, "_sessions", ()):
@@ -590,7 +590,7 @@ class Agent:
         live.lock = lock
         if command == "load" and record is not None:
             from acpcli.history.records import rebuild
-            from acpcli.session.live import seed_settings
+            from acpcli.session.feed import seed_settings
 
             # The transcript is the record acpcli kept with the replay merged in (what `acpcli
             # show` and the CLI's load draw), not the agent's raw replay.
@@ -599,7 +599,7 @@ class Agent:
             seed_settings(live, live.response)
         if command == "resume" and record is not None and not live.store.entries:
             from acpcli.history.records import rebuild
-            from acpcli.session.live import seed_settings
+            from acpcli.session.feed import seed_settings
 
             # No replay (as resume promises): the transcript is what acpcli recorded, and the
             # session goes on in it, as `show` will read it.
@@ -607,7 +607,7 @@ class Agent:
             seed_settings(live, live.response)
         return self._opened(live)
 
-    def _opened(self, live: LiveSession) -> Session:
+    def _opened(self, live: SessionFeed) -> Session:
         if live.store.title:
             self._index.set_title(live.session_id, live.store.title)
         self._writer.flush()
@@ -811,7 +811,7 @@ class Session:
     async def _turn(
         self, text: str, blocks: list[dict[str, Any]], send: MemoryObjectSendStream[Event | _Failed], ended: anyio.Event
     ) -> None:
-        from acpcli.history.store import AGENT, Message
+        from acpcli.model import AGENT, Message
         from acpcli.session.outcome import turn_timed_out
 
         agent, conversation = self._agent, self._conversation

@@ -30,13 +30,13 @@ from acpcli.api.types import (
 )
 
 if TYPE_CHECKING:
-    from acpcli.history.store import Change
+    from acpcli.model import Change
     from acpcli.protocol.settings import Choice
     from acpcli.services import elicitation as el
-    from acpcli.session.live import LiveSession
+    from acpcli.session.feed import SessionFeed
 
 
-def permission_request(live: LiveSession, params: dict[str, Any]) -> PermissionRequest:
+def permission_request(live: SessionFeed, params: dict[str, Any]) -> PermissionRequest:
     """A ``session/request_permission``'s params (checked already) as a typed request."""
     from acpcli.services.permissions import tool_kind
 
@@ -99,9 +99,9 @@ def setting(choice: Choice) -> Setting:
     return Setting(choice.key, choice.name, current, choice.current, values, choice.category)
 
 
-def event_of(live: LiveSession, change: Change) -> Event | None:
+def event_of(live: SessionFeed, change: Change) -> Event | None:
     """The API's event for one change of the store (None: nothing a caller follows)."""
-    from acpcli.history import store as st
+    from acpcli import model as st
 
     if isinstance(change, st.SessionChanged):
         what = change.field

@@ -140,8 +140,8 @@ def search(
 def transcript(session_id: str, *, home: str | os.PathLike[str] | None = None) -> Transcript:
     """A recorded session's transcript (an id or a unique prefix of one), as ``acpcli show``
     reads it: no agent is started. :class:`~acpcli.errors.SessionNotFound` when not recorded."""
-    from acpcli.api.commands import stored
     from acpcli.api.types import Transcript
+    from acpcli.history.records import stored
 
     with _home(home):
         record, store = stored(session_id)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
 # -- the protocol's enumerations, as types -------------------------------------------------------
 # Each is what ACP names; an agent may send another string, which is kept as sent (so fields
@@ -90,7 +90,7 @@ class ToolCall:
 
     @classmethod
     def of(cls, entry: Any) -> ToolCall:
-        """The store's tool call (:class:`acpcli.history.store.ToolCall`), as the API's."""
+        """The store's tool call (:class:`acpcli.model.ToolCall`), as the API's."""
         return cls(
             entry.tool_call_id, entry.title, entry.kind, entry.status, tuple(entry.content), cls.paths(entry.locations),
             entry.raw_input, entry.raw_output,
@@ -387,7 +387,7 @@ class Transcript:
         :class:`AgentText`, :class:`ThoughtText`), each tool call as it last stood
         (:class:`ToolCall`), each plan (:class:`PlanUpdated`), and where each turn ended
         (:class:`TurnEnded`, with the agent's text of that turn)."""
-        from acpcli.history import store as st
+        from acpcli import model as st
 
         out: list[TranscriptEntry] = []
         said: list[str] = []
@@ -416,7 +416,7 @@ class Transcript:
 
     def agent_text(self) -> str:
         """The agent's messages' text, joined by blank lines."""
-        from acpcli.history.store import AGENT, Message
+        from acpcli.model import AGENT, Message
 
         return "\n\n".join(e.text for e in self._store.entries if isinstance(e, Message) and e.kind == AGENT)
 

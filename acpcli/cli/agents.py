@@ -214,10 +214,10 @@ def _registry_rows(reg: Registry, local: dict[str, str]) -> Iterator[dict[str, A
             "found": how.found,
             "source": "registry",
             "builtin": False,
-            "shadowed_by": local.get(agent_id),
+            "shadowedBy": local.get(agent_id),
             "distributions": entry.kinds(),
             "description": entry.description,
-            "why_not": None if how.found else registry.not_runnable(entry, how),
+            "whyNot": None if how.found else registry.not_runnable(entry, how),
         }
 
 
@@ -256,7 +256,7 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     source = row["source"]
     if row.get("update"):
         found += f" (installed {row['installed']}: `acpcli agents update` installs {row['version']})"
-    if row.get("shadowed_by"):
+    if row.get("shadowedBy"):
         source += f" (the {row['shadowed_by']} {row['name']} runs)"
     # (the demo runs as an isolated interpreter given acpcli's folder: a person reads the module)
     command = "python -m acpcli.demo_agent" if row.get("builtin") and row["name"] == "demo" else " ".join(row["argv"])

@@ -17,12 +17,12 @@ from acpcli.errors import ExitCode, UsageError
 from acpcli.text.safe import clip, safe_line, shown_id
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import Options
     from acpcli.env import Environment
     from acpcli.history.index import Index, SessionRecord
     from acpcli.history.search import Hit
-    from acpcli.history.store import Entry, Store
+    from acpcli.model import Entry, Store
     from acpcli.render.fit import Column
+    from acpcli.session.inputs import Options
 
 
 T = TypeVar("T")
@@ -82,9 +82,9 @@ def sessions(
     timeout: str | None = None,
     wide: bool = False,
 ) -> int:
-    from acpcli.api.frontends import resolve_dir
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
+    from acpcli.session.inputs import resolve_dir
 
     if state is not None and state not in STATES:
         raise UsageError(f"--state must be one of {', '.join(STATES)} (got {state!r})")
@@ -334,7 +334,7 @@ def remove(
             rec = index.get(given)
             records[rec.id] = rec
         if remote:
-            from acpcli.api.frontends import Options
+            from acpcli.session.inputs import Options
 
             options = Options(agent=agent, cmd=cmd, protocol=protocol)
             return _delete_remote(index, list(records.values()), options, yes=yes, timeout=seconds)
@@ -431,11 +431,11 @@ def _delete_remote(
     there (CapabilityMissing, exit 6, or its error): that session's local record is kept (the
     user asked for both; `sessions rm ID` alone deletes it), while those already deleted on
     their agent's side are deleted here too."""
-    from acpcli.api.frontends import delete_remote
     from acpcli.cli.streams import environment
     from acpcli.errors import AcpcliError, Interrupted, SessionBusy
     from acpcli.history.housekeeping import delete_local
     from acpcli.history.lock import SessionLock, holder_text
+    from acpcli.session.remote import delete_remote
 
     env = environment()
     if not (yes or _confirmed(env, records, "Delete {these} on the agent's side and here?")):
@@ -488,7 +488,7 @@ def _stop_idle_hosts(env: Environment, records: list[SessionRecord]) -> None:
     live = _live_ids() & {rec.id for rec in records}
     if not live:
         return
-    from acpcli.cli.live import stop_quietly
+    from acpcli.cli.hosts import stop_quietly
     from acpcli.host.client import status
 
     for session_id in sorted(live):
@@ -540,7 +540,7 @@ def _remote_sessions(
     """``sessions --remote``: the agent's ``session/list``, as it orders it; ``since`` keeps
     the sessions it says were updated since then (those without ``updatedAt`` too), ``limit``
     shows at most that many (0: all)."""
-    from acpcli.api.frontends import list_remote
+    from acpcli.session.remote import list_remote
 
     shown = 0
     for info in list_remote(agent, cmd, cwd, protocol, timeout=timeout):
@@ -576,8 +576,8 @@ def show(session_id: str, grep: str | None = None, *, pager: bool = True) -> int
     ``grep``: only the messages and tool calls holding every one of its words, each under
     the prompt it belongs to. On a terminal, with ``pager``, a transcript longer than the
     screen goes through :func:`paged`."""
-    from acpcli.api.commands import stored
     from acpcli.cli.streams import environment
+    from acpcli.history.records import stored
     from acpcli.render import make_view
 
     env = environment()
@@ -609,7 +609,7 @@ def _matching(entries: list[Entry], words: list[str]) -> tuple[list[Entry], int]
     """The entries holding every word, each match after the prompt it belongs to (the user
     message before it, once, even when it does not match itself); and how many matched."""
     from acpcli.history.search import documents, matches
-    from acpcli.history.store import USER, Message
+    from acpcli.model import USER, Message
 
     kept: list[Entry] = []
     prompt: Entry | None = None
@@ -731,10 +731,10 @@ def search(
     as_json: bool,
 ) -> int:
     """``acpcli search TEXT``: the sessions whose messages hold every word, best match first."""
-    from acpcli.api.frontends import resolve_dir
     from acpcli.cli.streams import environment
     from acpcli.history.index import Index
     from acpcli.history.search import DEFAULT_KINDS, KINDS, RANKED_UP_TO
+    from acpcli.session.inputs import resolve_dir
 
     words = search_terms(text)
     count = parse_limit(limit, SEARCH_LIMIT)
@@ -918,8 +918,8 @@ def _search_lines(env: Environment, found: list[tuple[SessionRecord, Hit]], shor
 
 def export(session_id: str, output_format: str, output: Path | None) -> int:
     """Write a stored transcript as markdown, jsonl or plain text (to ``output`` or stdout)."""
-    from acpcli.api.commands import stored
     from acpcli.cli.streams import environment
+    from acpcli.history.records import stored
     from acpcli.render import FORMATS
     from acpcli.render.export import write_transcript
 

@@ -18,8 +18,8 @@ from acpcli.protocol.wire import LoginMethod
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import AgentChoice
     from acpcli.env import Environment
+    from acpcli.session.agent import AgentChoice
 
 
 def _list(env: Environment, methods: list[LoginMethod]) -> None:
@@ -87,10 +87,11 @@ def run_auth(
     """``acpcli auth``; see the command's help."""
     import anyio
 
-    from acpcli.api.frontends import env_extra, link_for, pick_agent
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
     from acpcli.protocol import wire
+    from acpcli.session.agent import env_extra, pick_agent
+    from acpcli.session.launch import link_for
     from acpcli.wire.negotiate import parse_protocol_choice
 
     if protocol is not None:

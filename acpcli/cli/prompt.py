@@ -30,8 +30,8 @@ from acpcli.cli.options import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from acpcli.api.frontends import SessionInputs
     from acpcli.history.index import SessionRecord
+    from acpcli.session.inputs import SessionInputs
 
 app = typer.Typer()
 
@@ -99,10 +99,11 @@ def prompt(
       acpcli prompt --agent claude --mode plan "how would you split this?"
       acpcli prompt --agent demo --protocol 1 --answer name=Ada "form"
     """
-    from acpcli.api.frontends import Invocation, Options, for_prompt
     from acpcli.cli.streams import close_output, environment, piped_context, prompt_text
     from acpcli.config import parse_timeout
     from acpcli.env import Environment
+    from acpcli.session.context import Invocation
+    from acpcli.session.inputs import Options, for_prompt
 
     wanted = wanted_settings(mode, model, set_)
     given = _form_answers(answer or [], answers)
@@ -118,7 +119,7 @@ def prompt(
     record: SessionRecord | None
     inputs: SessionInputs | None
     if live_seconds and session is not None and not last:
-        from acpcli.api.frontends import lookup
+        from acpcli.session.inputs import lookup
 
         record = lookup(session)  # a live session needs no more to be found: its host has the rest
         inputs = None
@@ -158,8 +159,8 @@ def prompt(
     try:
         if record is None and live_seconds and inputs is not None:
             # a new session with --keep-alive: made by a host, which keeps it for the next prompt
-            from acpcli.api.frontends import lookup
             from acpcli.host import client
+            from acpcli.session.inputs import lookup
             from acpcli.text.safe import shown_id
 
             made = client.hosted_session(options, invocation, agent=inputs.agent, keep_alive=live_seconds)
@@ -176,7 +177,7 @@ def prompt(
                 keep_alive=live_seconds, piped=piped, channel=joined,
             )
         else:
-            from acpcli.api import commands
+            from acpcli.cli import commands
 
             assert inputs is not None
             code = commands.prompt(

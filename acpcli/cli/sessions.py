@@ -1,6 +1,6 @@
 """The session commands: new, load, fork, resume, close, sessions, show, export.
 
-new/load/fork/resume/close run in :mod:`acpcli.api.commands`; sessions/show/export in
+new/load/fork/resume/close run in :mod:`acpcli.cli.commands`; sessions/show/export in
 :mod:`acpcli.cli.history`.
 
 Each command parses its arguments and calls one function, imported inside the command so
@@ -38,8 +38,9 @@ from acpcli.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import Invocation, Lifecycle, Options
     from acpcli.env import Environment
+    from acpcli.session.context import Invocation, Lifecycle
+    from acpcli.session.inputs import Options
 
 app = typer.Typer()
 
@@ -65,9 +66,9 @@ def _run(
     no_checkpoints: bool = False,
 ) -> Invocation:
     """The run of a lifecycle command: the REPL when there is a terminal (and no --no-repl)."""
-    from acpcli.api.frontends import Invocation
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
+    from acpcli.session.context import Invocation
 
     seconds = parse_timeout(timeout)  # before anything starts
     env = environment()
@@ -131,8 +132,8 @@ def new(
       acpcli new --agent claude --prompt "fix the failing test"
       acpcli new --cmd 'my-agent --acp' --cwd ~/src/app --add-dir ~/src/lib
     """
-    from acpcli.api import commands
-    from acpcli.api.frontends import Options
+    from acpcli.cli import commands
+    from acpcli.session.inputs import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, mcp_config=mcp_config, mcp=mcp, protocol=protocol,
@@ -206,8 +207,8 @@ def load(
       acpcli load demo-1f2e
       acpcli load demo-1f2e --no-repl > transcript.txt
     """
-    from acpcli.api import commands
-    from acpcli.api.frontends import Options
+    from acpcli.cli import commands
+    from acpcli.session.inputs import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
@@ -263,8 +264,8 @@ def fork(
       FORK=$(acpcli fork "$ID" --no-repl)
       acpcli prompt --session "$FORK" 'try the other way'
     """
-    from acpcli.api import commands
-    from acpcli.api.frontends import Options
+    from acpcli.cli import commands
+    from acpcli.session.inputs import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
@@ -313,8 +314,8 @@ def resume(
       acpcli resume claude-5c1d
       acpcli resume claude-5c1d --keep-alive 0
     """
-    from acpcli.api import commands
-    from acpcli.api.frontends import Options
+    from acpcli.cli import commands
+    from acpcli.session.inputs import Options
 
     options = Options(
         agent=agent, cmd=cmd, cwd=cwd, add_dir=add_dir, no_add_dirs=no_add_dirs, mcp_config=mcp_config, mcp=mcp,
@@ -338,9 +339,9 @@ def _hosted_reattach(
     """``load``/``resume`` with keep-alive on: a host does the load or resume and keeps the
     agent (or the session's running host is joined); then the REPL over it, or without one
     what the command prints (``load``: the transcript; ``resume``: nothing)."""
-    from acpcli.api.frontends import for_reattach
     from acpcli.errors import ExitCode, HostReported
     from acpcli.host import client
+    from acpcli.session.inputs import for_reattach
     from acpcli.text.safe import shown_id
 
     inputs, record = for_reattach(command, session_id, options)
@@ -358,7 +359,7 @@ def _hosted_reattach(
 
         return run_hosted(invocation.env, invocation, sid, inputs.agent, transcript=False)
     if record is not None and record.state == "closed":  # the host's attach reopened it, and said so to nobody
-        from acpcli.api.frontends import reopened_line
+        from acpcli.session.outcome import reopened_line
 
         invocation.say(reopened_line(sid))
     if invocation.person is None:
@@ -391,8 +392,8 @@ def close(
     \b
       acpcli close claude-5c1d
     """
-    from acpcli.api import commands
-    from acpcli.api.frontends import Options
+    from acpcli.cli import commands
+    from acpcli.session.inputs import Options
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
     invocation = _run(True, timeout=timeout)
@@ -403,14 +404,14 @@ def close(
 def _stop_host_of(session_id: str, invocation: Invocation) -> None:
     """A live session is closed with its host stopped first (a turn it runs is cancelled):
     closing is the end of the conversation, and the agent is then asked by this command."""
-    from acpcli.api.frontends import lookup
     from acpcli.errors import SessionNotFound
+    from acpcli.session.inputs import lookup
 
     try:
         full_id = lookup(session_id).id
     except SessionNotFound:
         return  # commands.close says so
-    from acpcli.cli.live import stop_quietly
+    from acpcli.cli.hosts import stop_quietly
 
     stopped = stop_quietly(full_id, why="close")
     if stopped is not None:
@@ -490,7 +491,7 @@ def sessions(
 
         raise UsageError("--older-than and --dry-run go with `acpcli sessions prune`")
     if live:
-        from acpcli.cli.live import list_live
+        from acpcli.cli.hosts import list_live
 
         raise typer.Exit(list_live(as_json=as_json))
 

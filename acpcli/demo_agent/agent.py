@@ -33,10 +33,10 @@ from collections.abc import Callable
 from typing import Any
 
 from acpcli.demo_agent import caps, session_config
+from acpcli.demo_agent.active import ActiveSession
 from acpcli.demo_agent.content import check_prompt
 from acpcli.demo_agent.credentials import GATED_METHODS, Credentials, auth_required_error
 from acpcli.demo_agent.flags import Options, parse_options
-from acpcli.demo_agent.live import LiveSession
 from acpcli.demo_agent.replay import effective_style, replay
 from acpcli.demo_agent.rpc import EOF, CancelToken, Peer, PeerGone, log
 from acpcli.demo_agent.storage import SessionRecord, SessionStore, new_session_id
@@ -66,7 +66,7 @@ class DemoAgent:
         self.credentials = Credentials(options.state_dir)
         self.version: int | None = None
         self.client = caps.ClientFacts()
-        self._live: dict[str, LiveSession] = {}
+        self._live: dict[str, ActiveSession] = {}
         self._lock = threading.Lock()
         self._after: list[Callable[[], None]] = []
         self._handlers: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
@@ -309,7 +309,7 @@ class DemoAgent:
         assert self.version is not None
         return self.version
 
-    def _active(self, params: dict[str, Any]) -> LiveSession:
+    def _active(self, params: dict[str, Any]) -> ActiveSession:
         """The active session named by ``params.sessionId``, or the error saying why not."""
         sid = _session_id(params)
         with self._lock:
@@ -321,7 +321,7 @@ class DemoAgent:
                            f"session {sid} is not active on this connection: load or resume it first")
         return live
 
-    def _settings_fields(self, live: LiveSession) -> dict[str, Any]:
+    def _settings_fields(self, live: ActiveSession) -> dict[str, Any]:
         """``modes`` (v1) and ``configOptions`` for a session setup answer, as advertised."""
         fields: dict[str, Any] = {}
         with live.lock:
@@ -333,7 +333,7 @@ class DemoAgent:
                                                                   boolean=self.client.boolean_config)
         return fields
 
-    def _announce(self, live: LiveSession, *, modes: bool, options: bool) -> None:
+    def _announce(self, live: ActiveSession, *, modes: bool, options: bool) -> None:
         """After the answer: tell the client about a settings change through the other API."""
         with live.lock:
             updates = session_config.updates(live.record.config, modes=modes, options=options,
@@ -341,8 +341,8 @@ class DemoAgent:
         for update in updates:
             self._after_reply(functools.partial(live.emit, update))
 
-    def _activate(self, record: SessionRecord) -> LiveSession:
-        live = LiveSession(record, self.peer, self.store,
+    def _activate(self, record: SessionRecord) -> ActiveSession:
+        live = ActiveSession(record, self.peer, self.store,
                            Translator(self._v, v1_message_ids=self.options.v1_message_ids))
         with self._lock:
             self._live[record.sessionId] = live

@@ -25,9 +25,9 @@ import uuid
 from typing import Any
 
 from acpcli.demo_agent import script, session_config
+from acpcli.demo_agent.active import ActiveSession
 from acpcli.demo_agent.caps import ClientFacts
 from acpcli.demo_agent.flags import Options
-from acpcli.demo_agent.live import LiveSession
 from acpcli.demo_agent.rpc import CancelToken, PeerGone, TurnCancelled, log
 from acpcli.demo_agent.storage import now_iso
 from acpcli.demo_agent.translate import text_block
@@ -53,7 +53,7 @@ class Turn:
     def __init__(
         self,
         *,
-        live: LiveSession,
+        live: ActiveSession,
         version: int,
         client: ClientFacts,
         options: Options,

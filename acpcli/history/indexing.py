@@ -23,7 +23,7 @@ from acpcli.history.records import SETTING
 
 if TYPE_CHECKING:
     from acpcli.history.index import Index
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
 log = logging.getLogger("acpcli.history.search")
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from acpcli.history.index import Index, SessionRecord
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
 #: A prompt turn starts (so a rebuilt transcript splits user messages where acpcli sent
 #: separate prompts, whatever messageIds the agent uses).
@@ -45,7 +45,7 @@ def rebuild(index: Index, session_id: str, *, upto: int | None = None) -> Store:
     """A session's transcript rebuilt from its event log through the store (``upto``: from
     its events up to that seq only, as a live session's host had stored them when asked)."""
     from acpcli.history.replay_merge import merge_replay
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
     store = Store()
     pending: Store | None = None  # a replay in progress
@@ -144,3 +144,17 @@ def display_name(record: SessionRecord) -> str:
     if record.agent == info.get("name") and isinstance(title, str) and title.strip():
         return title
     return record.agent
+
+
+def stored(session_id: str) -> tuple[SessionRecord, Store]:
+    """The index record and the rebuilt transcript of a session, read-only (SessionNotFound
+    for an id that is not recorded: nothing is created)."""
+    from acpcli.errors import SessionNotFound
+    from acpcli.history.index import Index
+    from acpcli.text.safe import shown_id
+
+    with Index.existing() as index:
+        if index is None:
+            raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
+        record = index.get(session_id)
+        return record, rebuild(index, record.id)

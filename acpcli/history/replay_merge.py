@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from acpcli.history.store import USER, Entry, Message, Plan, Store, ToolCall
+from acpcli.model import USER, Entry, Message, Plan, Store, ToolCall
 
 #: Replayed user messages that are an agent's own bookkeeping, not a person's prompt (claude
 #: records its slash commands so); a turn starting with one is not added.

@@ -13,7 +13,7 @@ whose event log has grown past it is *stale* (:func:`stale`), and
 their session (:func:`forget`, from ``Index.delete``).
 
 Documents are data: nothing here parses events. :func:`documents` reads them off a
-:class:`~acpcli.history.store.Store`'s entries.
+:class:`~acpcli.model.Store`'s entries.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import UsageError
-from acpcli.history.store import AGENT, THOUGHT, USER
 from acpcli.history.transactions import write_transaction
+from acpcli.model import AGENT, THOUGHT, USER
 from acpcli.text.safe import escape_surrogates
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from acpcli.history.store import Entry
+    from acpcli.model import Entry
 
 #: Document kinds, as stored and as ``--json`` reports them: the store's message kinds, and
 #: a tool call's title.
@@ -118,7 +118,7 @@ _MARKS = str.maketrans({HIT_START: " ", HIT_END: " "})
 def documents(entries: Iterable[Entry]) -> list[tuple[str, str]]:
     """``(kind, text)`` of the transcript entries worth finding: messages with text, and
     tool calls with a title (plans are skipped)."""
-    from acpcli.history.store import Message, ToolCall
+    from acpcli.model import Message, ToolCall
 
     docs: list[tuple[str, str]] = []
     for entry in entries:

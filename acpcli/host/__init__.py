@@ -21,6 +21,6 @@ What runs where::
   (turns, settings by name, close, login) and a mirror of the session kept from the host's
   update stream.
 
-The host sits between the CLI/REPL and the Python API: it reaches the session layer through
-the façade (:mod:`acpcli.api.frontends`), and only the CLI and the REPL import it.
+The host sits between the CLI/REPL and the Python API: it drives the session layer directly,
+and only the CLI and the REPL import it.
 """

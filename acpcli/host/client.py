@@ -33,9 +33,10 @@ from acpcli.host.messages import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from acpcli.api.frontends import Invocation, Options
     from acpcli.history.index import SessionRecord
-    from acpcli.history.store import Store
+    from acpcli.model import Store
+    from acpcli.session.context import Invocation
+    from acpcli.session.inputs import Options
 
 #: How long a started host may take to link the agent and attach the session, beyond the
 #: setup steps' own timeout (spawning, initialize, resume or load each get that timeout).
@@ -301,7 +302,7 @@ def hosted_session(
 ) -> str:
     """A new session made by a host of its own, which keeps the agent; the session's id.
     ``unsaved``: a list to add what the host could not save of it to (a full disk)."""
-    from acpcli.api.frontends import decider_for
+    from acpcli.session.policy import decider_for
 
     policy = decider_for(run, agent).policy
     with _starting(run, agent):
@@ -319,7 +320,7 @@ def hosted_reattach(
     """``load``/``resume ID`` with keep-alive on: a host that did the load (its replay
     stored) or the resume keeps the agent; a session whose host runs already is joined
     instead (no second agent). Whether a host was started here."""
-    from acpcli.api.frontends import decider_for
+    from acpcli.session.policy import decider_for
 
     path = str(address.socket_path(session_id))
     if _reachable(path):
@@ -342,7 +343,7 @@ def _starting(run: Invocation, agent: Any) -> Iterator[None]:
     if person is None or agent is None:
         yield
         return
-    from acpcli.api.frontends import starting_name
+    from acpcli.session.agent import starting_name
 
     person.starting(starting_name(agent))
     try:
@@ -375,7 +376,7 @@ def print_stored(session_id: str, run: Invocation) -> None:
 
 class Mirror:
     """This command's own copy of the session as its turn arrives from the host: a store and
-    the view it feeds (the part of :class:`~acpcli.session.live.LiveSession` a command that
+    the view it feeds (the part of :class:`~acpcli.session.feed.SessionFeed` a command that
     only watches needs; views read ``store`` and ``session_id``)."""
 
     def __init__(self, session_id: str, store: Store, sink: Any = None) -> None:
@@ -428,22 +429,23 @@ def prompt(
     """One turn on the live session ``record`` (see the module docstring); ``piped``: text
     piped on standard input, sent with the prompt as context (the host builds its block);
     ``channel``: to the session's running host (:func:`join`), else it is found or started."""
-    from acpcli.api.frontends import AgentChoice, decider_for
+    from acpcli.session.agent import AgentChoice
+    from acpcli.session.policy import decider_for
 
     session_id = record.id
     decider = decider_for(run, AgentChoice(record.agent, list(record.argv)))
     if record.state == "closed":  # the host that is started for it reopens it (its attach)
-        from acpcli.api.frontends import reopened_line
+        from acpcli.session.outcome import reopened_line
 
         run.say(reopened_line(session_id))
 
     def make_spec() -> dict[str, Any]:
-        from acpcli.api.frontends import for_prompt
+        from acpcli.session.inputs import for_prompt
 
         for_prompt(options, session_id, False)  # the options checked here, as without a host
         return spec_for(session_id, options, decider.policy, run, keep_alive)
 
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.render import make_view
 
     if channel is None:
@@ -490,7 +492,7 @@ def prompt(
             view.close()
         finally:
             channel.close()  # a turn still running is cancelled by the host: its client left
-    from acpcli.api.frontends import said_anything, turn_exit
+    from acpcli.session.outcome import said_anything, turn_exit
 
     try:
         code = turn_exit(
@@ -685,7 +687,7 @@ def _linger(channel: BlockingChannel, mirror: Mirror) -> None:
     until the host has sent nothing for a moment (the host stores them either way)."""
     import time
 
-    from acpcli.api.frontends import LATE_LIMIT, LATE_QUIET
+    from acpcli.session.turn import LATE_LIMIT, LATE_QUIET
 
     start = last = time.monotonic()
     while True:
@@ -728,8 +730,8 @@ def _elicit(run: Invocation, mirror: Mirror, view: Any, params: Any, agent: Any 
     without a host (:func:`~acpcli.session.policy.elicitor_for`): the script's ``--answer``s
     or a decline, or the form at this terminal (which needs an event loop for its time); the
     view shows it (jsonl) as it would without a host."""
-    from acpcli.api.frontends import elicitor_for
     from acpcli.services import elicitation as el
+    from acpcli.session.policy import elicitor_for
 
     try:
         request = el.read_request(params)

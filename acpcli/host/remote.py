@@ -7,7 +7,7 @@
 :class:`~acpcli.session.conversation.ConversationLink`) and a
 ``turn`` (a prompt's text in, its stop reason out), each carried over the socket to the host,
 which owns the agent, the queue and the writes. Its ``live`` is a mirror of the session (a
-:class:`~acpcli.session.live.LiveSession` without a recorder) that starts from the ``state`` of
+:class:`~acpcli.session.feed.SessionFeed` without a recorder) that starts from the ``state`` of
 the host's ``ready`` and is kept current by the update stream, so the toolbar, completion and
 views read it as they read a local one. Every turn reaches it, whoever sent it: another
 terminal's is announced through ``on_other_turn``; while no turn of this terminal's is under
@@ -34,9 +34,9 @@ from acpcli.host.client import apply_event
 from acpcli.host.messages import PING_AFTER, ChannelClosed, host_timeout
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import LiveSession
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.protocol.settings import Choice
+    from acpcli.session.feed import SessionFeed
     from acpcli.wire.negotiate import AgentFeatures
 
 #: A second Ctrl-C within so many seconds leaves the turn (the host cancels it; the session stays).
@@ -157,19 +157,19 @@ class HostedLink:
         ready: Ready,
         store: Store,
         *,
-        decide: Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]],
+        decide: Callable[[SessionFeed, dict[str, Any]], Awaitable[dict[str, Any] | None]],
         say: Callable[[str], None],
-        elicit: Callable[[LiveSession, Any], Awaitable[dict[str, Any] | None]] | None = None,
+        elicit: Callable[[SessionFeed, Any], Awaitable[dict[str, Any] | None]] | None = None,
         grant: dict[str, Any] | None = None,
     ) -> None:
-        from acpcli.api.frontends import LiveSession
+        from acpcli.session.feed import SessionFeed
 
         self.channel = channel
         self.ready = ready
         self.features = features_of(ready.state)
         cwd = ready.state.get("cwd")
         extra = ready.state.get("additional_directories")
-        self.live = LiveSession(
+        self.live = SessionFeed(
             ready.session_id, store, cwd=cwd if isinstance(cwd, str) else None,
             additional_directories=[d for d in extra if isinstance(d, str)] if isinstance(extra, list) else [],
             protocol_version=self.features.protocol_version,
@@ -407,14 +407,14 @@ class HostedLink:
 
     # -- what the REPL asks of a link ------------------------------------------------------
 
-    def find_setting(self, live: LiveSession, key: str) -> Choice:
+    def find_setting(self, live: SessionFeed, key: str) -> Choice:
         """As :meth:`AgentLink.find_setting <acpcli.session.link.AgentLink.find_setting>`,
         on the mirror (it answers without the host)."""
-        from acpcli.api.frontends import AgentLink
+        from acpcli.session.link import AgentLink
 
         return AgentLink.find_setting(self, live, key)  # type: ignore[arg-type]  # reads features only
 
-    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Choice:
+    async def set_by_name(self, live: SessionFeed, key: str, value_text: str) -> Choice:
         """The host sets it (between turns); the mirror has the new state before the answer."""
         self.find_setting(live, key)  # the same error, before anything is sent, as without a host
         from acpcli.protocol import settings
@@ -478,7 +478,7 @@ class HostedLink:
         held, other.held = other.held, None
         sink, entries = self.live.sink, self.live.store.entries
         if other.first_entry is not None and sink is not None:  # what it said before this terminal joined
-            from acpcli.history.store import NewEntry
+            from acpcli.model import NewEntry
 
             for index in range(other.first_entry, len(entries)):
                 sink.on_change(self.live, NewEntry(index, entries[index]))
@@ -525,7 +525,7 @@ class HostedLink:
         (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left).
         ``joined``: the turn of the prompt :meth:`now` sent into the last one, which the
         host runs by itself (nothing is sent)."""
-        from acpcli.api.frontends import Withdrawn
+        from acpcli.session.turn import Withdrawn
 
         live = self.live
         live.interrupted = False
@@ -536,7 +536,7 @@ class HostedLink:
             outcome[0].set()
         self._joined_turn = joined
         if joined:  # its answer began in the turn it joined: counted from its prompt on
-            from acpcli.history.store import USER, Message
+            from acpcli.model import USER, Message
 
             entries = live.store.entries
             live.turn_first_entry = next(
@@ -621,9 +621,9 @@ def _turn_error(message: dict[str, Any]) -> Exception:
 
 
 @contextlib.contextmanager
-def _asking(live: LiveSession) -> Iterator[None]:
+def _asking(live: SessionFeed) -> Iterator[None]:
     """A question of this terminal's is open (the toolbar says ``waiting for you``, as it
-    does without a host: :attr:`LiveSession.pending_permissions`)."""
+    does without a host: :attr:`SessionFeed.pending_permissions`)."""
     open_question = anyio.Event()
     live.pending_permissions.add(open_question)
     _redraw()

@@ -83,10 +83,12 @@ if TYPE_CHECKING:
 
     from anyio.abc import SocketStream
 
-    from acpcli.api.frontends import AgentLink, Conversation, LiveSession
     from acpcli.history.eventlog import EventWriter
     from acpcli.services.permissions import Grant
     from acpcli.services.requests import TurnPolicy
+    from acpcli.session.conversation import Conversation
+    from acpcli.session.feed import SessionFeed
+    from acpcli.session.link import AgentLink
 
 log = logging.getLogger("acpcli.host")
 
@@ -252,7 +254,7 @@ class Host:
         self._next_ask = 0
         self._refusals_between = 0
         self.link: AgentLink | None = None
-        self.live: LiveSession | None = None
+        self.live: SessionFeed | None = None
         self.agent_label = ""
         self.turns_run = 0
         self.index: Any = None  # the host's index, once open
@@ -668,7 +670,7 @@ class Host:
 
     # -- permissions -----------------------------------------------------------------------
 
-    async def decide(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def decide(self, live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         """A permission request: asked of the client whose prompt started the turn, which
         decides it with its own decider (its policy, or its person); ``cancelled`` between
         turns (recorded: nobody was there) and when that client leaves."""
@@ -695,7 +697,7 @@ class Host:
         self._tell_watchers(turn.client, f"permission for {title}: {_outcome(params, answer)}")
         return answer
 
-    async def elicit(self, live: LiveSession | None, request: Any) -> dict[str, Any] | None:
+    async def elicit(self, live: SessionFeed | None, request: Any) -> dict[str, Any] | None:
         """A request for input (:mod:`acpcli.services.elicitation`): asked of the client whose prompt
         started the turn, which answers it as it would without a host (its form, its
         ``--answer``s, or a decline); None (``cancel``) when no turn's client is there. The
@@ -746,7 +748,7 @@ class Host:
         elif self._tasks is not None:  # another command writes a turn of it: after that one
             self._tasks.start_soon(self._record_when_free, live, update)
 
-    async def _record_when_free(self, live: LiveSession, update: dict[str, Any]) -> None:
+    async def _record_when_free(self, live: SessionFeed, update: dict[str, Any]) -> None:
         try:
             lock = await self._claim(self.session_id, wait=True, notice=lambda line: log.info("%s", line))
         except AcpcliError as err:  # (a background task: it must not take the host down)
@@ -758,7 +760,7 @@ class Host:
             lock.release()
 
     @staticmethod
-    def _record_local(live: LiveSession, update: dict[str, Any]) -> None:
+    def _record_local(live: SessionFeed, update: dict[str, Any]) -> None:
         try:
             live.feed(update, local=True)
             if live.recorder is not None:
@@ -779,9 +781,10 @@ class Host:
 
     async def run(self, report: Any) -> int:
         """Link the agent, attach the session, report ready, serve until the end."""
-        from acpcli.api.frontends import Options, attach, continued_by, for_prompt
         from acpcli.history.guarded import open_index
         from acpcli.processes.supervisor import Supervisor
+        from acpcli.session.attach import attach, continued_by
+        from acpcli.session.inputs import Options, for_prompt
 
         options = Options(**_options(self.spec.get("options") or {}))
         making = self.spec.get("command") == "new"
@@ -789,7 +792,7 @@ class Host:
         if making:
             inputs = options.inputs()
         elif asked is not None:  # `load`/`resume --keep-alive`: as those commands resolve it
-            from acpcli.api.frontends import for_reattach
+            from acpcli.session.inputs import for_reattach
 
             inputs = for_reattach(asked, self.session_id, options)[0]
         else:
@@ -832,7 +835,8 @@ class Host:
                             index.set_title(live.session_id, live.store.title)
                     live.recorder = Tee(writer, self)
                     self.live = live
-                    from acpcli.api.frontends import Conversation, agent_label
+                    from acpcli.session.agent import agent_label
+                    from acpcli.session.conversation import Conversation
 
                     self.agent_label = agent_label(inputs.agent, link.features)
                     conversation = Conversation(link, live, index, writer, self.agent_label)
@@ -849,10 +853,11 @@ class Host:
         return await supervisor.run(main)
 
     def _link(self, inputs: Any, run: Any) -> Any:
-        from acpcli.api.frontends import agent_stderr_log, env_extra, open_link
         from acpcli.config import step_timeout
         from acpcli.services.permissions import Refusals
         from acpcli.services.requests import TurnPolicy
+        from acpcli.session.agent import agent_stderr_log, env_extra
+        from acpcli.session.link import open_link
         from acpcli.wire.negotiate import ClientOffer
         from acpcli.wire.wiretap import WireTap
 
@@ -968,8 +973,8 @@ class Host:
         """The session's writer lock (:mod:`acpcli.history.lock`): a command without a host (a
         `--keep-alive 0` prompt, a REPL) may be writing a turn of it; wait for it, or with
         ``wait`` False raise SessionBusy (exit 18 for the client)."""
-        from acpcli.api.frontends import claim
         from acpcli.history.lock import SessionLock
+        from acpcli.session.turn import claim
 
         lock = SessionLock(session_id)
         await claim(lock, wait=wait, notice=notice)
@@ -1128,8 +1133,8 @@ class Host:
         return [_error(error)]
 
     async def _run_turn(self, conversation: Conversation, inputs: Any, turn: Turn) -> None:
-        from acpcli.api.frontends import late_updates_possible
         from acpcli.services.mentions import build_prompt
+        from acpcli.session.turn import late_updates_possible
 
         link, live = conversation.agent_link, conversation.live
         self.current = turn
@@ -1169,7 +1174,7 @@ class Host:
                 await link.set_by_name(live, key, value)
             if turn.settings:
                 self._state_changed()
-            from acpcli.api.frontends import checkpoint_before_turn
+            from acpcli.session.checkpointing import checkpoint_before_turn
 
             def said(line: str) -> None:  # (a checkpoint's line: to the turn's client, and the log)
                 log.info("%s", line)
@@ -1221,7 +1226,7 @@ class Host:
             # What the turn did to the files, once its command has its answer (a warm prompt
             # returns at "end") and the turn is over (a close may come now); before the next
             # turn starts (this task runs the turns one after another).
-            from acpcli.api.frontends import checkpoint_after_turn
+            from acpcli.session.checkpointing import checkpoint_after_turn
 
             await checkpoint_after_turn(live, turn.text, checkpoint)
 
@@ -1450,8 +1455,8 @@ def _quiet_run(spec: dict[str, Any]) -> Any:
     """The host's :class:`~acpcli.session.context.Invocation`: nobody at a terminal (its streams go
     nowhere; what a client must see is sent to it), the services its starter offered the agent
     (``--no-fs``, ``--no-terminal``). No permission policy: each turn brings its sender's."""
-    from acpcli.api.frontends import Invocation
     from acpcli.env import Environment
+    from acpcli.session.context import Invocation
 
     nowhere = open(os.devnull, "r+", encoding="utf-8")  # noqa: SIM115 - lives as long as the host
     return Invocation(

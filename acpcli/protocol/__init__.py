@@ -32,7 +32,7 @@ pydantic and the models costs about 0.3 s, twice a whole ``acpcli prompt`` round
   ``message`` a string). A malformed one is still the failure it reports: it is read as far as
   it goes, and its message says what was malformed.
 * **``session/update`` notifications**, the hot path (100,000 in a long replay), are not
-  checked at run time: :mod:`acpcli.history.store` reads them as plain dicts and ignores what it cannot
+  checked at run time: :mod:`acpcli.model` reads them as plain dicts and ignores what it cannot
   use. ``tests/protocol/test_store_shapes.py`` holds every shape the store accepts to the
   models, so the two readings cannot drift apart.
 

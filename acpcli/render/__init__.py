@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.history.store import Change, Store
+    from acpcli.model import Change, Store
 
 FORMATS = ("text", "markdown", "jsonl")
 

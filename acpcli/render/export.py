@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 from acpcli.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from acpcli.history.index import SessionRecord
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
 
 def write_transcript(
@@ -71,3 +73,19 @@ def about_session(record: SessionRecord, usage: dict[str, Any] | None = None) ->
     if shown is not None:
         about.append(("Usage", shown))
     return about
+
+
+def exporter(session_id: str) -> Callable[[str, str], None]:
+    """``/export``: the stored transcript of the REPL's session, like ``acpcli export``."""
+
+    def export(path: str, output_format: str) -> None:
+        from acpcli.history.records import stored
+
+        record, store = stored(session_id)
+        try:
+            with open(path, "w", encoding="utf-8") as stream:
+                write_transcript(store, output_format, stream, session_id=record.id, title=record.title, record=record)
+        except OSError as err:
+            raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
+
+    return export

@@ -54,8 +54,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
-from acpcli.history import store as st
-from acpcli.history.store import (
+from acpcli import model as st
+from acpcli.model import (
     Change,
     EntryUpdated,
     Message,

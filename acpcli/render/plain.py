@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from acpcli.history.store import (
+from acpcli.model import (
     AGENT,
     THOUGHT,
     USER,

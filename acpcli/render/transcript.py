@@ -1,6 +1,6 @@
 """Finished transcripts, and the plain-text formatting every view shares.
 
-Pure functions from a :class:`~acpcli.history.store.Store` (or its ``entries``) to a string:
+Pure functions from a :class:`~acpcli.model.Store` (or its ``entries``) to a string:
 :func:`to_text` (the plain layout, the same as :class:`~acpcli.render.plain.PlainView`
 streams) and :func:`to_markdown` (a readable document). Used by ``show``/``export``, by
 ``load`` when stdout is piped, and by the streaming views for the per-entry pieces.
@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from acpcli.history.store import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall, TurnEnd
+from acpcli.model import AGENT, THOUGHT, USER, Message, Plan, Store, ToolCall, TurnEnd
 from acpcli.text.safe import safe_line, safe_text
 
 #: Line prefix per message kind in the plain layout.

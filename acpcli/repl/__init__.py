@@ -26,8 +26,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import Conversation
     from acpcli.env import Environment
+    from acpcli.session.conversation import Conversation
 
 __all__ = ["run_repl"]
 

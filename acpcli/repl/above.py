@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acpcli.history.store import Change
+    from acpcli.model import Change
 
 #: A burst of updates ends after this many quiet seconds.
 QUIET = 0.1

@@ -17,8 +17,9 @@ from acpcli.repl.picker import GRACE
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import ConversationLink, LiveSession
     from acpcli.env import Environment
+    from acpcli.session.conversation import ConversationLink
+    from acpcli.session.feed import SessionFeed
 
 
 #: The toolbar of the REPL driving each session: the permission picker shows it too.
@@ -27,7 +28,7 @@ TOOLBARS: dict[str, Callable[[], str]] = {}
 AGENT_NAMES: dict[str, str] = {}
 
 
-def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
+def permission_asker(env: Environment) -> Callable[[SessionFeed, dict[str, Any]], Awaitable[dict[str, Any] | None]]:
     """An ``ask`` for :class:`~acpcli.services.permissions.PermissionPolicy` that shows every option.
 
     What the agent wrote (the title, option names) is shown on one line each, cut to the
@@ -37,7 +38,7 @@ def permission_asker(env: Environment) -> Callable[[LiveSession, dict[str, Any]]
     from acpcli.render.fit import shorten
     from acpcli.services.permissions import note_on_screen, release_screen, shown
 
-    async def ask(live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+    async def ask(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any] | None:
         # A terminal view keeps the call asked about live, drawn above the question, and takes
         # it off the screen afterwards: the call is printed once, in its final state. Other
         # views commit what they show first (`prompt --format jsonl` on a terminal asks too,

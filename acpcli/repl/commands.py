@@ -23,9 +23,10 @@ from acpcli.repl.queue import PromptQueue, one_line
 from acpcli.text.safe import safe_line, safe_text, shown_id
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import Conversation, LiveSession
     from acpcli.env import Environment
     from acpcli.history.index import Index
+    from acpcli.session.conversation import Conversation
+    from acpcli.session.feed import SessionFeed
     from acpcli.wire.negotiate import AgentFeatures
 
 
@@ -41,7 +42,7 @@ class Context:
     queue: PromptQueue = field(default_factory=PromptQueue)
 
     @property
-    def live(self) -> LiveSession:
+    def live(self) -> SessionFeed:
         """The conversation's live session (its store, its view)."""
         return self.conversation.live
 
@@ -144,7 +145,7 @@ async def _close(ctx: Context, arg: str) -> int | None:
     if not ctx.conversation.features.close:
         ctx.say("this agent does not support session/close")
         return None
-    from acpcli.api.frontends import closed_line
+    from acpcli.session.outcome import closed_line
 
     answer = await ctx.conversation.close()
     ctx.say(closed_line(ctx.live.session_id, answer))
@@ -262,7 +263,8 @@ def _category(choice: settings.Choice) -> str:
 
 
 async def _fork(ctx: Context, arg: str) -> int | None:
-    from acpcli.api.frontends import Invocation, fork_recorded
+    from acpcli.session.attach import fork_recorded
+    from acpcli.session.context import Invocation
 
     forked = await fork_recorded(ctx.conversation, Invocation(env=ctx.env))  # the capability message first, nothing sent
     ctx.say(f"forked {shown_id(ctx.live.session_id)} as {shown_id(forked.session_id)}, with the conversation so far; this prompt stays on {shown_id(ctx.live.session_id)}")

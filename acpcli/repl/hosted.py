@@ -22,10 +22,11 @@ from rich.markup import escape
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import AgentChoice, Invocation
     from acpcli.env import Environment
-    from acpcli.history.store import Store
     from acpcli.host.remote import HostedLink
+    from acpcli.model import Store
+    from acpcli.session.agent import AgentChoice
+    from acpcli.session.context import Invocation
 
 
 def watch_host(env: Environment, link: HostedLink) -> None:
@@ -123,20 +124,21 @@ def run_hosted(
     filled in); ``not_live``: what to raise when no host runs the session; ``resumed``: the
     transcript is the one acpcli stored (a ``resume``: the agent replays nothing), marked so
     as without a host."""
-    from acpcli.api.frontends import decider_for
     from acpcli.host import address
     from acpcli.host.channel import connect
     from acpcli.host.client import grant_of
     from acpcli.host.remote import LOST_HINT, HostedLink, join
+    from acpcli.session.policy import decider_for
 
     decider = decider_for(run, agent)
 
     async def main() -> int:
-        from acpcli.api.frontends import Conversation, exporter
         from acpcli.errors import HostLost
         from acpcli.history.guarded import open_index
+        from acpcli.render.export import exporter
         from acpcli.repl import run_repl
         from acpcli.repl.banner import print_banner
+        from acpcli.session.conversation import Conversation
 
         try:
             channel = await connect(str(address.socket_path(session_id)))
@@ -200,7 +202,7 @@ def run_hosted(
 def _running_turn(store: Store) -> int:
     """Where the turn still running begins in ``store`` (its prompt, after the last turn's
     end); the end of the store when it cannot be told."""
-    from acpcli.history.store import USER, Message, TurnEnd
+    from acpcli.model import USER, Message, TurnEnd
 
     entries = store.entries
     for index in range(len(entries) - 1, -1, -1):
@@ -228,7 +230,7 @@ class _Policy:
 
 
 def _empty() -> Store:
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
     return Store()
 

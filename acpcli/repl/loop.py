@@ -21,7 +21,6 @@ from rich.markup import escape
 from rich.text import Text
 
 from acpcli import notices
-from acpcli.api.frontends import NO_ANSWER, Withdrawn, said_anything
 from acpcli.errors import (
     AuthRequired,
     ExitCode,
@@ -44,14 +43,17 @@ from acpcli.repl.sendnow import SendNow
 from acpcli.repl.toolbar import bottom_toolbar
 from acpcli.services import mentions
 from acpcli.services.permissions import note_on_screen
+from acpcli.session.outcome import NO_ANSWER, said_anything
+from acpcli.session.turn import Withdrawn
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     import asyncio
 
-    from acpcli.api.frontends import Conversation, LiveSession
     from acpcli.env import Environment
     from acpcli.history.index import Index, SessionRecord
+    from acpcli.session.conversation import Conversation
+    from acpcli.session.feed import SessionFeed
 
 __all__ = ["Repl"]
 
@@ -69,14 +71,14 @@ def _record(index: Index, session_id: str) -> SessionRecord | None:
         return None
 
 
-def _release_terminal(live: LiveSession) -> None:
+def _release_terminal(live: SessionFeed) -> None:
     """Commit the view's live region (if it has one) before drawing on the terminal."""
     flush = getattr(live.sink, "flush", None)
     if flush is not None:
         flush()
 
 
-def _turn_input(view: Any, queue: Any, now: Any, live: LiveSession, text: str) -> Any:
+def _turn_input(view: Any, queue: Any, now: Any, live: SessionFeed, text: str) -> Any:
     """The input line of the coming turn (:mod:`acpcli.repl.typeahead`), for a view that
     can draw it; ``None`` otherwise (keys typed then wait in the terminal, as before)."""
     if view is None or not hasattr(view, "footer") or not hasattr(view, "redraw"):

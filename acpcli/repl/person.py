@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import AgentLink, Conversation, LiveSession
     from acpcli.env import Environment
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.render import View
     from acpcli.services.elicitation import Request
+    from acpcli.session.conversation import Conversation
+    from acpcli.session.feed import SessionFeed
+    from acpcli.session.link import AgentLink
     from acpcli.wire.negotiate import AgentFeatures
 
 
@@ -37,13 +39,13 @@ class AtTerminal:
             self._starting = Starting(self.env)
         self._starting.show(name)
 
-    async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+    async def ask_permission(self, live: SessionFeed, params: dict[str, Any]) -> dict[str, Any] | None:
         from acpcli.repl.asking import permission_asker
 
         self.starting(None)
         return await permission_asker(self.env)(live, params)
 
-    async def elicit(self, live: LiveSession | None, request: Request) -> dict[str, Any] | None:
+    async def elicit(self, live: SessionFeed | None, request: Request) -> dict[str, Any] | None:
         from acpcli.repl.asking import AGENT_NAMES
         from acpcli.repl.form import ask
         from acpcli.services.permissions import release_screen

@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import Conversation
     from acpcli.env import Environment
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.render import View
+    from acpcli.session.conversation import Conversation
 
 #: ``settle`` for a resume: no replay is expected, so no long wait for a first update.
 RESUME_FIRST_UPDATE = 0.1

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from acpcli.repl.queue import QUEUEING, STEERING, PromptQueue, send_now_way
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import Conversation
+    from acpcli.session.conversation import Conversation
 
 
 class SendNow:

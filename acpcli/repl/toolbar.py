@@ -13,8 +13,8 @@ from acpcli.render.usage import usage_text
 from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
-    from acpcli.api.frontends import LiveSession
     from acpcli.history.index import SessionRecord
+    from acpcli.session.feed import SessionFeed
 
 #: The most characters of the agent's session title the toolbar shows (one line, cut with "…").
 TITLE_CHARS = 60
@@ -66,7 +66,7 @@ def status_line(
 
 def bottom_toolbar(
     agent: str,
-    live: LiveSession,
+    live: SessionFeed,
     choices: Callable[[], Sequence[Choice]],
     record: Callable[[], SessionRecord | None],
     policy: str | None,

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from acpcli.env import Environment
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
 logger = logging.getLogger("acpcli.services.permissions")
 
@@ -87,7 +87,7 @@ MAX_REMEMBERED = 4096
 
 class AskedSession(Protocol):
     """What a permission decision reads of the session asking: its id and its transcript
-    (a :class:`~acpcli.session.live.LiveSession`)."""
+    (a :class:`~acpcli.session.feed.SessionFeed`)."""
 
     session_id: str
     store: Store

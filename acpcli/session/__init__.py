@@ -2,7 +2,7 @@
 
 The way of the data, one module a step::
 
-    cli/ (parse arguments)  ->  acpcli.api.commands: what a command does (agent, link, attach, turn, close)
+    cli/ (parse arguments)  ->  acpcli.cli.commands: what a command does (agent, link, attach, turn, close)
                             ->  linking     the link of one command run: its policy, form answers, wire tap
                                 inputs      which session, which agent, which roots/MCP/protocol
                                 attach      new / load / resume, and the index kept in step
@@ -15,7 +15,7 @@ The way of the data, one module a step::
                                 forgotten   sessions the agent no longer knows
                                 remote      what the agent lists (session/list)
     -> acpcli.wire.connection -> acpcli.wire.transport        (requests out)
-    <- acpcli.wire.connection -> Dispatcher -> LiveSession.feed -> store, event log, view  (updates in)
+    <- acpcli.wire.connection -> Dispatcher -> SessionFeed.feed -> store, event log, view  (updates in)
 
 What is kept (the index, the event log, acpcli's own records in it, search) is
 :mod:`acpcli.history`, below this layer.

@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from acpcli.render import View
     from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.conversation import Conversation
+    from acpcli.session.feed import SessionFeed
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
 
 
@@ -45,7 +45,7 @@ async def attach(
     writer: EventWriter,
     view: View | None,
     session_id: str | None,
-) -> LiveSession:
+) -> SessionFeed:
     """Create, load or resume the session over ``link`` and keep the index in step.
 
     A session the index did not know is recorded before its replay arrives and removed
@@ -149,7 +149,7 @@ async def attach(
     return live
 
 
-async def fork_recorded(conversation: Conversation, run: Invocation) -> LiveSession:
+async def fork_recorded(conversation: Conversation, run: Invocation) -> SessionFeed:
     """Fork the conversation's recorded session over its link (``/fork`` in the REPL): the new
     session recorded with its parent and a copy of its transcript, as ``acpcli fork`` does;
     its writer lock is let go at once (nothing runs on it here), and the conversation stays on
@@ -196,7 +196,7 @@ def _local_ids(agent_id: str) -> Iterator[str]:
         yield f"{agent_id}.{uuid.uuid4().hex[:12]}"
 
 
-def _record_new(live: LiveSession, inputs: SessionInputs, features: AgentFeatures, run: Invocation, index: Index) -> None:
+def _record_new(live: SessionFeed, inputs: SessionInputs, features: AgentFeatures, run: Invocation, index: Index) -> None:
     """Record a session the agent just created, holding its writer lock (``live.lock``) from
     before it is listed, so that no other command (``prompt --last``) writes to it first.
 
@@ -265,7 +265,7 @@ def _record(inputs: SessionInputs, session_id: str, features: AgentFeatures, tit
     )
 
 
-async def logged_in(link: AgentLink, run: Invocation, setup: Callable[[], Awaitable[LiveSession]]) -> LiveSession:
+async def logged_in(link: AgentLink, run: Invocation, setup: Callable[[], Awaitable[SessionFeed]]) -> SessionFeed:
     """Run a session setup; when the agent answers ``auth_required`` on a terminal, offer its
     login methods and try once more after a login (scripts get exit 10 and the hint)."""
     try:

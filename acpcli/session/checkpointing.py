@@ -9,7 +9,7 @@ with one line, said once; any other failure (a full disk, a damaged store) is on
 once a session in a process.
 
 Off with ``checkpoints = false`` in the config, ``--no-checkpoints``
-(:attr:`~acpcli.session.live.LiveSession.checkpoints` False), and for sessions whose roots are
+(:attr:`~acpcli.session.feed.SessionFeed.checkpoints` False), and for sessions whose roots are
 unknown.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acpcli.session.live import LiveSession
+    from acpcli.session.feed import SessionFeed
 
 #: Sessions of this process whose checkpoints were found off (said once each).
 _OFF: set[str] = set()
@@ -28,7 +28,7 @@ _OFF: set[str] = set()
 _WARNED: set[str] = set()
 
 
-def enabled(live: LiveSession) -> bool:
+def enabled(live: SessionFeed) -> bool:
     """Whether turns of ``live`` take checkpoints: not turned off for it, nor in the config."""
     if getattr(live, "checkpoints", None) is False or live.session_id in _OFF or not live.cwd:
         return False
@@ -41,13 +41,13 @@ def enabled(live: LiveSession) -> bool:
         return True  # a broken config is said elsewhere; checkpoints are harmless
 
 
-def _store(live: LiveSession) -> Any:
+def _store(live: SessionFeed) -> Any:
     from acpcli.worktree import Checkpoints
 
     return Checkpoints(live.session_id, [live.cwd or ".", *live.additional_directories])
 
 
-async def before_turn(live: LiveSession, say: Callable[[str], None]) -> None:
+async def before_turn(live: SessionFeed, say: Callable[[str], None]) -> None:
     """A checkpoint 0 (the files before any turn) for a session that has none yet."""
     if not enabled(live):
         return
@@ -59,7 +59,7 @@ async def before_turn(live: LiveSession, say: Callable[[str], None]) -> None:
     await _guarded(live, take, say)
 
 
-async def after_turn(live: LiveSession, prompt: str, say: Callable[[str], None]) -> None:
+async def after_turn(live: SessionFeed, prompt: str, say: Callable[[str], None]) -> None:
     """A checkpoint of the files as the turn left them, labelled with the prompt's first line."""
     if not enabled(live):
         return
@@ -75,7 +75,7 @@ async def after_turn(live: LiveSession, prompt: str, say: Callable[[str], None])
     await _guarded(live, take, say)
 
 
-async def _guarded(live: LiveSession, take: Callable[[], list[str]], say: Callable[[str], None]) -> None:
+async def _guarded(live: SessionFeed, take: Callable[[], list[str]], say: Callable[[str], None]) -> None:
     import anyio.to_thread
 
     from acpcli.errors import CheckpointError, CheckpointsOff
@@ -95,6 +95,6 @@ async def _guarded(live: LiveSession, take: Callable[[], list[str]], say: Callab
             say(f"acpcli: checkpoints: {safe_line(note)}")
 
 
-#: Their names at the front ends' door (:mod:`acpcli.api.frontends`): the live-session host.
+#: The names the live-session host calls them by.
 checkpoint_before_turn = before_turn
 checkpoint_after_turn = after_turn

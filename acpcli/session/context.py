@@ -12,14 +12,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from acpcli.env import Environment
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.processes.supervisor import Supervisor
     from acpcli.render import View
     from acpcli.services.elicitation import Request
     from acpcli.services.permissions import Asker, Refusals
     from acpcli.session.conversation import Conversation
+    from acpcli.session.feed import SessionFeed
     from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
 
 
@@ -36,11 +36,11 @@ class Person(Protocol):
         saying it now)."""
         ...
 
-    async def ask_permission(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+    async def ask_permission(self, live: SessionFeed, params: dict[str, Any]) -> dict[str, Any] | None:
         """Show a permission request and let them pick an option (None: dismissed)."""
         ...
 
-    async def elicit(self, live: LiveSession | None, request: Request) -> dict[str, Any] | None:
+    async def elicit(self, live: SessionFeed | None, request: Request) -> dict[str, Any] | None:
         """Show the agent's form (or link) and let them answer it (None: dismissed, ``cancel``)."""
         ...
 

@@ -1,7 +1,7 @@
 """One conversation: a live session together with what it is held with, as one object.
 
 A :class:`Conversation` is the link to the session's agent, the
-:class:`~acpcli.session.live.LiveSession`, the index it is recorded in, the writer of its
+:class:`~acpcli.session.feed.SessionFeed`, the index it is recorded in, the writer of its
 events, the agent's name and the exporter of its transcript, with what a conversation does:
 a prompt turn and its bookkeeping, a setting changed, a turn cancelled, the session closed, a
 login or a logout. The REPL (:func:`acpcli.repl.run_repl` and its slash commands), the Python
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from acpcli.history.eventlog import EventWriter
     from acpcli.history.index import Index
     from acpcli.protocol.settings import Choice
+    from acpcli.session.feed import SessionFeed
     from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
     from acpcli.wire.negotiate import AgentFeatures
 
 
@@ -44,11 +44,11 @@ class ConversationLink(Protocol):
         """The agent's features, as negotiated."""
         ...
 
-    def find_setting(self, live: LiveSession, key: str) -> Choice:
+    def find_setting(self, live: SessionFeed, key: str) -> Choice:
         """The setting ``key`` names (:meth:`AgentLink.find_setting <acpcli.session.link.AgentLink.find_setting>`)."""
         ...
 
-    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Choice:
+    async def set_by_name(self, live: SessionFeed, key: str, value_text: str) -> Choice:
         """Set the setting ``key`` names; the setting as it now is."""
         ...
 
@@ -70,7 +70,7 @@ class Conversation:
     """See the module docstring."""
 
     link: ConversationLink
-    live: LiveSession
+    live: SessionFeed
     index: Index
     writer: EventWriter
     #: The name the session is recorded under (the configured name, else the agent's own).

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from acpcli.history.index import Index, SessionRecord
     from acpcli.render import View
     from acpcli.session.context import Invocation
+    from acpcli.session.feed import SessionFeed
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
 
 #: What gemini's ``-32603`` data says when it has no such session (gemini-cli 0.61.0): another
 #: session of the project exists, or none does.
@@ -57,7 +57,7 @@ async def stand_in(
     index: Index,
     writer: EventWriter,
     view: View | None,
-) -> LiveSession:
+) -> SessionFeed:
     """A fresh agent session for the never-prompted ``known``, recorded under its id: for a
     fork whose parent is recorded and an agent that forks, a fork of the parent again."""
     from acpcli.errors import AcpcliError, SessionNotFound

@@ -18,10 +18,10 @@ Invariants:
   so replayed updates that arrive after the answer (gemini) are still rendered and stored.
 * A v1 turn ends with the ``session/prompt`` response; a v2 turn with ``state_update`` idle.
   v1 agents do not echo the user's prompt, so acpcli records it itself
-  (:meth:`~acpcli.session.live.LiveSession.echo_prompt`) so that transcripts read the same
+  (:meth:`~acpcli.session.feed.SessionFeed.echo_prompt`) so that transcripts read the same
   whichever version produced them.
 * Every update, the agent's or acpcli's own, reaches the store, the event log and the view
-  through :meth:`~acpcli.session.live.LiveSession.feed`.
+  through :meth:`~acpcli.session.feed.SessionFeed.feed`.
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ from acpcli.errors import RpcError
 from acpcli.history.records import SETTING
 from acpcli.protocol import wire
 from acpcli.services.permissions import is_cancelled
-from acpcli.session.live import LiveSession, Recorder, Sink, seed_settings, settings_changed
+from acpcli.session.feed import Recorder, SessionFeed, Sink, seed_settings, settings_changed
 from acpcli.text.safe import safe_line, shown_id
 from acpcli.wire import capabilities
 from acpcli.wire.negotiate import read_answer, read_request
 
 if TYPE_CHECKING:
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.protocol.settings import Choice
     from acpcli.services.elicitation import Request
     from acpcli.services.permissions import Refusals
@@ -70,10 +70,10 @@ _CANCEL_FIRST = 5.0
 
 T = TypeVar("T")
 
-PermissionDecider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
+PermissionDecider = Callable[[SessionFeed, dict[str, Any]], Awaitable[dict[str, Any]]]
 CANCELLED_OUTCOME = {"outcome": {"outcome": "cancelled"}}
 #: Answers an elicitation (:mod:`acpcli.services.elicitation`): the session it is scoped to (a
-#: LiveSession, a host client's mirror of one, or None for a request-scoped one) and the
+#: SessionFeed, a host client's mirror of one, or None for a request-scoped one) and the
 #: request read; the answer, or None when dismissed (``cancel``).
 Elicitor = Callable[[Any, "Request"], Awaitable["dict[str, Any] | None"]]
 #: The most accepted links whose ``elicitation/complete`` is still awaited.
@@ -93,7 +93,7 @@ class Dispatcher:
         elicit: Elicitor | None = None,
         say: Callable[[str], None] | None = None,
     ) -> None:
-        self.sessions: dict[str, LiveSession] = {}  # by the agent's id for the session
+        self.sessions: dict[str, SessionFeed] = {}  # by the agent's id for the session
         self._decide_permission = decide_permission
         self._elicit = elicit
         self._say = say
@@ -105,7 +105,7 @@ class Dispatcher:
         self._pages: dict[str, str] = {}  # accepted links' elicitationId -> host, oldest first
         self._early: dict[str, list[tuple[Any, str | None]]] = {}  # updates before attach
 
-    def attach(self, agent_id: str, live: LiveSession) -> None:
+    def attach(self, agent_id: str, live: SessionFeed) -> None:
         """Route ``agent_id``'s updates to ``live`` from now on, starting with those that came
         before it was attached."""
         self.sessions[agent_id] = live
@@ -178,7 +178,7 @@ class Dispatcher:
             return CANCELLED_OUTCOME
         return result
 
-    def _tell(self, live: LiveSession | None, line: str) -> None:
+    def _tell(self, live: SessionFeed | None, line: str) -> None:
         from acpcli.services.permissions import release_screen
 
         if self._say is None:  # no run to report to (acpcli auth): a warning on stderr
@@ -208,7 +208,7 @@ class Dispatcher:
             self._tell(None, f"acpcli: declined the agent's request for input: {why}")
             return el.answer(el.DECLINE)
         request.agent = self.agent_name
-        live: LiveSession | None = None
+        live: SessionFeed | None = None
         if request.session_id is not None:
             live = self.sessions.get(request.session_id)
             if live is None:
@@ -225,7 +225,7 @@ class Dispatcher:
         logged = el.masked_answer(request, result)
         return Masked(result, logged) if logged is not result else result
 
-    async def _ask_elicitor(self, live: LiveSession | None, request: Request) -> dict[str, Any]:
+    async def _ask_elicitor(self, live: SessionFeed | None, request: Request) -> dict[str, Any]:
         """The elicitor's answer; ``cancel`` when the turn is cancelled meanwhile (the
         question is withdrawn, as a permission question is), ``decline`` when there is none."""
         from acpcli.services import elicitation as el
@@ -252,7 +252,7 @@ class Dispatcher:
 
 
 
-async def _unless_withdrawn(live: LiveSession, ask: Callable[[], Awaitable[T]]) -> T | None:
+async def _unless_withdrawn(live: SessionFeed, ask: Callable[[], Awaitable[T]]) -> T | None:
     """``ask()`` (a question of the person's: a permission, a form), unless the turn withdraws
     its open questions first (``live.pending_permissions``: a cancel, the turn's end); None
     then, as for a question nobody answered."""
@@ -277,7 +277,7 @@ async def _unless_withdrawn(live: LiveSession, ask: Callable[[], Awaitable[T]]) 
     return answered[0] if answered else None
 
 
-async def _drained(live: LiveSession, seen: int) -> bool:
+async def _drained(live: SessionFeed, seen: int) -> bool:
     """Give the reader a few event-loop turns (no timed pause) to dispatch the frames already
     received; whether updates beyond ``seen`` came meanwhile."""
     for _ in range(_DRAIN_TURNS):
@@ -313,7 +313,7 @@ class AgentLink:
         return read_answer(self.features.protocol_version, method, answer)
 
     @property
-    def sessions(self) -> dict[str, LiveSession]:
+    def sessions(self) -> dict[str, SessionFeed]:
         """The live sessions over this link, by the agent's id for each."""
         return self.dispatcher.sessions
 
@@ -326,8 +326,8 @@ class AgentLink:
 
     def _attach(
         self, session_id: str, sink: Sink | None, recorder: Recorder | None, local_id: str | None = None
-    ) -> LiveSession:
-        live = LiveSession(
+    ) -> SessionFeed:
+        live = SessionFeed(
             session_id=session_id, store=self._store_factory(), sink=sink, recorder=recorder,
             protocol_version=self.features.protocol_version,
         )
@@ -344,7 +344,7 @@ class AgentLink:
         *,
         sink: Sink | None = None,
         recorder: Recorder | None = None,
-    ) -> LiveSession:
+    ) -> SessionFeed:
         """``session/new``."""
         params = capabilities.new_params(self.features, cwd, additional_directories, mcp_servers)
         return await self._created("session/new", params, cwd, additional_directories, sink, recorder)
@@ -352,7 +352,7 @@ class AgentLink:
     async def _created(
         self, method: str, params: dict[str, Any], cwd: str, additional_directories: Sequence[str],
         sink: Sink | None, recorder: Recorder | None,
-    ) -> LiveSession:
+    ) -> SessionFeed:
         """Send ``method`` (``session/new`` or ``session/fork``), whose answer names a new
         session as ``sessionId``, and attach that session."""
         result = self._read(method, await self.conn.request(method, params))
@@ -374,7 +374,7 @@ class AgentLink:
         *,
         sink: Sink | None = None,
         recorder: Recorder | None = None,
-    ) -> LiveSession:
+    ) -> SessionFeed:
         """``session/fork`` of the agent's session ``session_id``: a new session (its id in the
         answer, like ``session/new``'s) that starts with that conversation so far.
 
@@ -399,7 +399,7 @@ class AgentLink:
         sink: Sink | None = None,
         recorder: Recorder | None = None,
         local_id: str | None = None,
-    ) -> LiveSession:
+    ) -> SessionFeed:
         """Load with replay; the replay is over when the response arrives (``null`` or ``{}``).
         ``local_id``: the id acpcli records the session under, when the agent's differs."""
         method, params = capabilities.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
@@ -415,7 +415,7 @@ class AgentLink:
         sink: Sink | None = None,
         recorder: Recorder | None = None,
         local_id: str | None = None,
-    ) -> LiveSession:
+    ) -> SessionFeed:
         """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
         params = capabilities.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
         return await self._reattach("session/resume", params, sink, recorder, local_id)
@@ -427,7 +427,7 @@ class AgentLink:
         sink: Sink | None,
         recorder: Recorder | None,
         local_id: str | None = None,
-    ) -> LiveSession:
+    ) -> SessionFeed:
         """Send a load/resume whose view exists first (the replay arrives before the answer,
         or after it); forget the view again if the agent refuses."""
         session_id = params["sessionId"]
@@ -443,7 +443,7 @@ class AgentLink:
         return live
 
     async def settle(
-        self, live: LiveSession, *, quiet: float = 0.1, first: float = 1.0, limit: float = 10.0
+        self, live: SessionFeed, *, quiet: float = 0.1, first: float = 1.0, limit: float = 10.0
     ) -> None:
         """Wait while the session's replay is still arriving, then return.
 
@@ -527,7 +527,7 @@ class AgentLink:
 
     # -- settings and authentication ---------------------------------------------------------
 
-    def find_setting(self, live: LiveSession, key: str) -> Choice:
+    def find_setting(self, live: SessionFeed, key: str) -> Choice:
         """The setting ``key`` names (an option id, a category such as ``mode`` or ``model``,
         or a name); :class:`~acpcli.errors.UsageError` naming those offered otherwise."""
         from acpcli.errors import UsageError
@@ -542,7 +542,7 @@ class AgentLink:
             )
         return found
 
-    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Choice:
+    async def set_by_name(self, live: SessionFeed, key: str, value_text: str) -> Choice:
         """Set the setting ``key`` names to the value ``value_text`` names; returns the
         setting as it now is. :class:`~acpcli.errors.UsageError` when there is no such setting
         or value (then nothing is sent)."""
@@ -559,7 +559,7 @@ class AgentLink:
             raise
         return settings.find(live.settings(), found.key) or found
 
-    async def change_setting(self, live: LiveSession, choice: Choice, value: str | bool) -> None:
+    async def change_setting(self, live: SessionFeed, choice: Choice, value: str | bool) -> None:
         """Set a mode or config option (a :class:`~acpcli.protocol.settings.Choice`).
 
         A ``set_config_option`` answer carries the complete option list, which replaces ours;
@@ -596,12 +596,12 @@ class AgentLink:
 
     # -- prompt turn ----------------------------------------------------------------------
 
-    async def prompt(self, live: LiveSession, blocks: Sequence[dict[str, Any]], *, sent: Awaitable[Any] | None = None) -> str:
+    async def prompt(self, live: SessionFeed, blocks: Sequence[dict[str, Any]], *, sent: Awaitable[Any] | None = None) -> str:
         """Run one turn and return its stop reason.
 
         v1: the ``session/prompt`` response carries ``stopReason``. v2: the response only
         acknowledges; the turn ends with ``state_update`` ``idle`` and its ``stopReason``.
-        While the turn runs, a wish to cancel it (:attr:`LiveSession.cancel_wanted`: a
+        While the turn runs, a wish to cancel it (:attr:`SessionFeed.cancel_wanted`: a
         dismissed permission question) is carried out here, by the turn's owner.
 
         ``sent``: the answer of a ``session/prompt`` sent already, during the previous turn
@@ -660,17 +660,17 @@ class AgentLink:
             live.prompting = False
             live.end_turn(*ended)
 
-    async def send_during_turn(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> Any:
+    async def send_during_turn(self, live: SessionFeed, blocks: Sequence[dict[str, Any]]) -> Any:
         """Send a prompt while a turn runs, to an agent that queues it into the turn
         (claude-agent-acp's ``promptQueueing``): the running turn's request is answered when
         the agent takes it up, and this one's answer ends the turn it joined (pass it as
         :meth:`prompt`'s ``sent``). Returns the raw answer. The prompt is recorded where the
         agent takes it up, not in the middle of the message it is streaming
-        (:meth:`~acpcli.session.live.LiveSession.join_prompt`)."""
+        (:meth:`~acpcli.session.feed.SessionFeed.join_prompt`)."""
         live.join_prompt(blocks)
         return await self.conn.request("session/prompt", wire.prompt_params(live.agent_id, blocks), bounded=False)
 
-    async def steer(self, live: LiveSession, blocks: Sequence[dict[str, Any]]) -> str:
+    async def steer(self, live: SessionFeed, blocks: Sequence[dict[str, Any]]) -> str:
         """``_session/steering``: put a prompt into the running turn, for an agent that
         advertises the extension; the agent's outcome (``injected``, ``promptRequired``
         when no turn runs any more). The prompt is recorded once the agent took it."""
@@ -697,7 +697,7 @@ class AgentLink:
             tg.start_soon(until_idle)
             tg.start_soon(until_closed)
 
-    async def cancel(self, live: LiveSession) -> None:
+    async def cancel(self, live: SessionFeed) -> None:
         """``session/cancel``: pending permission questions are withdrawn (answered
         ``cancelled``) and unfinished tool calls are marked cancelled, as the protocol asks."""
         live.cancel_requested = True
@@ -764,7 +764,7 @@ async def open_link(
     at the end of its input is stopped after
     :data:`~acpcli.wire.transport.ONE_SHOT_STDIN_GRACE` instead of two seconds.
     """
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.services.requests import ClientServices
     from acpcli.wire.connection import Connection
     from acpcli.wire.negotiate import ClientOffer, initialize

@@ -1,5 +1,5 @@
 """How a one-turn command ends, from how its turn ended: its exit code or the error it leaves
-with. Shared by a command that runs its turn itself (:mod:`acpcli.api.commands`) and one whose
+with. Shared by a command that runs its turn itself (:mod:`acpcli.cli.commands`) and one whose
 turn a live session's host runs (:mod:`acpcli.host.client`); light to import (the host's
 clients import no event loop)."""
 
@@ -23,7 +23,7 @@ def said_anything(entries: Iterable[object]) -> bool:
     """Whether a turn's transcript entries hold anything of the agent's: a message or thought
     that is not blank, a tool call, a plan (the user's prompt and acpcli's own record of where
     the turn ended do not count)."""
-    from acpcli.history.store import USER, Message, TurnEnd
+    from acpcli.model import USER, Message, TurnEnd
 
     for entry in entries:
         if isinstance(entry, TurnEnd):
@@ -58,14 +58,14 @@ def turn_exit(
     turn itself; our own Ctrl-C: 130; another stop reason: its code, with a hint when the
     policy refused something in a cancelled turn). An ``end_turn`` in which the agent ``said``
     nothing is still 0, with one line on stderr saying so (:data:`NO_ANSWER`)."""
-    from acpcli.errors import ExitCode, Interrupted, TurnEnded
+    from acpcli.errors import ExitCode, Interrupted, TurnStopped
 
     if timed_out:
         raise turn_timed_out(run.timeout, session_id, answered=answered)
     if stop == "cancelled" and interrupted:
         raise Interrupted()  # our Ctrl-C cancelled it: exit 130, as shells expect
     if stop != "end_turn":
-        ended = TurnEnded(stop)
+        ended = TurnStopped(stop)
         if stop == "cancelled" and run.refusals is not None and run.refusals.count:
             ended.hint = refused_hint(run.refusals)
         raise ended
@@ -91,3 +91,14 @@ def refused_hint(refusals: Refusals) -> str:
     n = refusals.count
     what = "a request" if n == 1 else f"{n} requests"
     return f"acpcli refused {what} of the agent (see above), which may be why it stopped: {refusals.change}"
+
+
+def closed_line(session_id: str, answer: object) -> str:
+    """What ``close`` and ``/close`` say: ``closed ID``, with the agent's answer when it said
+    more than ``{}``."""
+    import json
+
+    from acpcli.text.safe import shown_id
+
+    said = f" (the agent answered {json.dumps(answer)})" if answer else ""
+    return f"closed {shown_id(session_id)}{said}"

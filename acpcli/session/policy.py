@@ -1,6 +1,6 @@
 """The permission policy of one command run: the flag, the config, or who can be asked.
 
-Kept apart from :mod:`acpcli.session.linking` so that a command which only talks to a live
+Kept apart from :mod:`acpcli.session.launch` so that a command which only talks to a live
 session's host (:mod:`acpcli.host.client`) can decide without importing the session setup.
 """
 

@@ -23,7 +23,7 @@ def list_remote(
 
     from acpcli.processes.supervisor import Supervisor
     from acpcli.session.agent import pick_agent
-    from acpcli.session.linking import link_for
+    from acpcli.session.launch import link_for
 
     if agent is None and cmd is None:
         raise UsageError("--remote asks an agent: pass --agent NAME or --cmd 'COMMAND'")
@@ -50,7 +50,7 @@ def delete_remote(record: SessionRecord, options: Options, *, timeout: float | N
     import anyio
 
     from acpcli.processes.supervisor import Supervisor
-    from acpcli.session.linking import link_for
+    from acpcli.session.launch import link_for
 
     inputs = options.inputs(record)
 

@@ -17,13 +17,13 @@ from acpcli.history.indexing import turn_indexed
 if TYPE_CHECKING:
     from acpcli.history.index import Index
     from acpcli.history.lock import SessionLock
+    from acpcli.session.feed import SessionFeed
     from acpcli.session.link import AgentLink
-    from acpcli.session.live import LiveSession
 
 
 async def run_turn(
     link: AgentLink,
-    live: LiveSession,
+    live: SessionFeed,
     blocks: Sequence[dict[str, Any]],
     *,
     notice: Callable[[str], None],
@@ -44,7 +44,7 @@ async def run_turn(
     ``limit`` (seconds, ``--timeout``; None or 0: none) bounds the turn: when it has passed,
     ``session/cancel`` is sent and the agent has :data:`CANCEL_GRACE` seconds to end the
     turn; if it does not, its process group is killed and the turn is abandoned (stop reason
-    ``cancelled``). Either way :attr:`~acpcli.session.live.LiveSession.timed_out` says so to
+    ``cancelled``). Either way :attr:`~acpcli.session.feed.SessionFeed.timed_out` says so to
     the caller, who stores what arrived and reports the timeout.
 
     Checkpoints of the session's files (:mod:`acpcli.session.checkpointing`): one before the
@@ -142,7 +142,7 @@ CANCEL_GRACE = 3.0
 
 async def _turn_tasks(
     link: AgentLink,
-    live: LiveSession,
+    live: SessionFeed,
     blocks: Sequence[dict[str, Any]],
     notice: Callable[[str], None],
     tick: Callable[[], None] | None,
@@ -224,7 +224,7 @@ LATE_QUIET = 0.3
 LATE_LIMIT = 2.0
 
 
-def late_updates_possible(link: AgentLink, live: LiveSession, stop: str) -> bool:
+def late_updates_possible(link: AgentLink, live: SessionFeed, stop: str) -> bool:
     """Whether the agent may still send updates for a turn that ended with ``stop``: a v1
     turn that ended normally, on a connection still open, with the output still read. (A v2
     turn ends when the agent says it is idle: nothing of it follows.)"""
@@ -237,7 +237,7 @@ def late_updates_possible(link: AgentLink, live: LiveSession, stop: str) -> bool
 
 
 async def collect_late(
-    link: AgentLink, live: LiveSession, stop: str, *, quiet: float = LATE_QUIET, limit: float = LATE_LIMIT
+    link: AgentLink, live: SessionFeed, stop: str, *, quiet: float = LATE_QUIET, limit: float = LATE_LIMIT
 ) -> int:
     """Updates after the turn: before a one-shot command lets the agent go, wait while they
     come -- until ``quiet`` seconds pass without one, ``limit`` seconds at most -- so that
@@ -259,7 +259,7 @@ async def collect_late(
             seen, last = live.updates_seen, time.monotonic()
 
 
-def after_turn(index: Index, live: LiveSession) -> None:
+def after_turn(index: Index, live: SessionFeed) -> None:
     """What the index learns from a finished turn, whatever ended it: the session was used
     now, its usage as the agent last reported it, and its title if the agent gave one, else
     (once) the first line of its first prompt.
@@ -273,7 +273,7 @@ def after_turn(index: Index, live: LiveSession) -> None:
     turn_indexed(index, live)  # what the turn said becomes searchable
 
 
-def title_from_prompt(index: Index, live: LiveSession) -> None:
+def title_from_prompt(index: Index, live: SessionFeed) -> None:
     """Title the session after the first line of its first prompt, as ``sessions`` shows an
     untitled one -- once the prompt was sent, whether its turn went well or failed."""
     if live.first_prompt:

@@ -47,7 +47,7 @@ def hosts(cli: Cli) -> Iterator[Cli]:
     rows = live_rows(cli)
     cli.run("stop", "--all")
     for row in rows:
-        for pid in (row["pid"], row["agent_pid"]):
+        for pid in (row["pid"], row["agentPid"]):
             deadline = time.monotonic() + 10
             while isinstance(pid, int) and running(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -65,7 +65,7 @@ def test_new_and_three_prompts_share_one_agent_process(hosts: Cli) -> None:
     for n, out in enumerate(outputs):
         assert f"number {n}" in out
     assert live_rows(cli)[0]["pid"] == row["pid"]
-    assert cli.trace.pids() == [row["agent_pid"]]  # one agent process for all four commands
+    assert cli.trace.pids() == [row["agentPid"]]  # one agent process for all four commands
     shown = cli.show(sid)
     assert shown.index("number 0") < shown.index("number 1") < shown.index("number 2")
     (record,) = cli.index()
@@ -80,7 +80,7 @@ def test_a_session_made_without_a_host_is_continued_by_one(hosts: Cli) -> None:
         assert f"number {n}" in cli.ok("prompt", "--session", sid, f"number {n}", env=LIVE).stdout
     # `new`'s agent ended with it; the host's serves all three prompts
     assert len(cli.trace.pids()) == 2
-    assert live_rows(cli)[0]["agent_pid"] == cli.trace.pids()[-1]
+    assert live_rows(cli)[0]["agentPid"] == cli.trace.pids()[-1]
 
 
 def test_an_agent_that_crashes_in_a_host_ends_the_turn_and_the_next_prompt_respawns_it(hosts: Cli) -> None:
@@ -181,7 +181,7 @@ def test_stop_leaves_no_process(hosts: Cli) -> None:
     proc = cli.ok("stop", sid)
     assert f"stopped {sid}" in proc.stderr
     assert not running(int(row["pid"]))  # type: ignore[arg-type]
-    assert not running(int(row["agent_pid"]))  # type: ignore[arg-type]
+    assert not running(int(row["agentPid"]))  # type: ignore[arg-type]
     assert live_rows(cli) == []
     assert "not live" in cli.ok("stop", sid).stderr
 
@@ -195,7 +195,7 @@ def test_keep_alive_expiry_leaves_no_process(hosts: Cli) -> None:
     while running(int(row["pid"])) and time.monotonic() < deadline:  # type: ignore[arg-type]
         time.sleep(0.1)
     assert not running(int(row["pid"]))  # type: ignore[arg-type]
-    assert not running(int(row["agent_pid"]))  # type: ignore[arg-type]
+    assert not running(int(row["agentPid"]))  # type: ignore[arg-type]
     assert not list((cli.home / "run").glob("*.lock"))
 
 
@@ -338,7 +338,7 @@ def test_attach_shows_a_turn_sent_from_a_script_as_it_streams_and_sends_its_own(
     assert [row["id"] for row in live_rows(cli)] == [sid]  # leaving keeps the session live
     shown = cli.show(sid)
     assert shown.index("before attaching") < shown.index("from the script") < shown.index("half typed and sent")
-    assert cli.trace.pids() == [live_rows(cli)[0]["agent_pid"]]
+    assert cli.trace.pids() == [live_rows(cli)[0]["agentPid"]]
 
 
 def test_attach_to_a_session_with_no_host_says_how_to_start_one(cli: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
@@ -426,7 +426,7 @@ def test_the_command_that_started_a_host_does_not_end_it_on_its_way_out(hosts: C
     sid = cli.new(cli.trace.demo_cmd(protocol=1))
     cli.ok("prompt", "--session", sid, "start it", env=LIVE)
     (row,) = live_rows(cli)  # the starting command has exited: its sweep left the host alone
-    assert running(int(row["pid"])) and running(int(row["agent_pid"]))  # type: ignore[arg-type]
+    assert running(int(row["pid"])) and running(int(row["agentPid"]))  # type: ignore[arg-type]
 
 
 def test_a_host_and_a_command_without_one_take_turns_on_a_session(hosts: Cli, tmp_path: Path) -> None:
@@ -468,7 +468,7 @@ def test_a_prompt_without_keep_alive_on_a_live_session_goes_through_its_host(hos
     assert cold.returncode == 0, cold.stderr
     assert f"session {sid} is live: its agent takes this turn" in cold.stderr
     assert "cold one" in jsonl_texts(cold.stdout)
-    assert cli.trace.pids() == [row["agent_pid"]]  # the host's agent, and no other
+    assert cli.trace.pids() == [row["agentPid"]]  # the host's agent, and no other
     warm = cli.ok("prompt", "--session", sid, "warm one no-permission", env=LIVE)
     assert "Turn 2" in warm.stdout  # the host's agent counts the cold one as its first turn
     shown = cli.show(sid)
@@ -491,7 +491,7 @@ def test_rm_and_close_of_a_live_session_stop_its_host_first(hosts: Cli) -> None:
     rows = {row["id"]: row for row in live_rows(cli)}
     removed = cli.ok("sessions", "rm", doomed, "--yes")
     assert "stopped the live session's host" in removed.stderr
-    assert not running(int(rows[doomed]["pid"])) and not running(int(rows[doomed]["agent_pid"]))  # type: ignore[arg-type]
+    assert not running(int(rows[doomed]["pid"])) and not running(int(rows[doomed]["agentPid"]))  # type: ignore[arg-type]
     closed = cli.ok("close", closing)
     assert "stopped the live session's host" in closed.stderr
     assert not running(int(rows[closing]["pid"]))  # type: ignore[arg-type]
@@ -530,7 +530,7 @@ def test_a_one_shot_prompt_with_keep_alive_leaves_its_new_session_live(hosts: Cl
     assert f"session {row['id']}" in first.stderr
     again = cli.ok("prompt", "--last", "second of many", env=LIVE)
     assert "second of many" in again.stdout
-    assert cli.trace.pids() == [row["agent_pid"]]  # one agent for both prompts
+    assert cli.trace.pids() == [row["agentPid"]]  # one agent for both prompts
 
 
 # -- the REPL over a host (new, load, resume with keep-alive on) -----------------------------
@@ -587,7 +587,7 @@ def test_the_repl_of_new_runs_over_a_host_and_attach_and_a_script_share_its_turn
     assert repl.wait() == 0
     (after,) = live_rows(cli)  # Ctrl-D leaves the host, and its one agent, running
     assert after["pid"] == row["pid"]
-    assert cli.trace.pids() == [row["agent_pid"]]
+    assert cli.trace.pids() == [row["agentPid"]]
     shown = cli.show(sid)
     order = ["typed in the repl", "second from the repl", "typed in attach", "from the script"]
     assert [shown.index(text) for text in order] == sorted(shown.index(text) for text in order)
@@ -614,7 +614,7 @@ def test_mode_and_close_in_a_repl_over_a_host_go_through_it_and_close_leaves_not
     assert repl.wait() == 0
     watcher.expect("the session was closed from another terminal")  # not an error: exit 0
     assert watcher.wait() == 0
-    for pid in (row["pid"], row["agent_pid"]):
+    for pid in (row["pid"], row["agentPid"]):
         deadline = time.monotonic() + 10
         while running(int(pid)) and time.monotonic() < deadline:  # type: ignore[arg-type]
             time.sleep(0.05)
@@ -662,7 +662,7 @@ def test_load_and_resume_with_keep_alive_leave_a_warm_host_or_join_the_running_o
     assert same_turn(warm) == same_turn(cold)  # the replay printed as without a host
     (row,) = live_rows(cli)
     agents = cli.trace.pids()
-    assert agents[-1] == row["agent_pid"]
+    assert agents[-1] == row["agentPid"]
     assert "warm after load" in cli.ok("prompt", "--session", sid, "warm after load", env=LIVE).stdout
     # a second load or a resume joins the running host: no second agent
     again = cli.ok("load", sid, "--no-repl", "--keep-alive", "60").stdout
@@ -679,7 +679,7 @@ def test_resume_with_keep_alive_starts_a_host_that_resumed(hosts: Cli) -> None:
     assert cli.ok("resume", sid, "--no-repl", "--keep-alive", "60").stdout == ""
     (row,) = live_rows(cli)
     assert "after resume" in cli.ok("prompt", "--session", sid, "after resume", env=LIVE).stdout
-    assert cli.trace.pids()[-1] == row["agent_pid"]
+    assert cli.trace.pids()[-1] == row["agentPid"]
 
 
 def test_an_interactive_load_with_keep_alive_runs_its_repl_over_the_host(hosts: Cli, spawn) -> None:  # type: ignore[no-untyped-def]
@@ -730,7 +730,7 @@ def test_raw_on_a_live_session_streams_the_turns_frames_as_cold(hosts: Cli) -> N
     warm = cli.ok("prompt", "--session", sid, "--raw", "alpha", env=LIVE).stdout
     assert _frames(warm) == _frames(cold)
     assert [json.loads(line)["message"]["method"] for line in warm.splitlines()[:1]] == ["session/prompt"]
-    assert cli.trace.pids()[-1] == row["agent_pid"]  # the warm one ran on the host's agent
+    assert cli.trace.pids()[-1] == row["agentPid"]  # the warm one ran on the host's agent
     assert live_rows(cli)[0]["pid"] == row["pid"]
 
 
@@ -769,7 +769,7 @@ def test_ctrl_c_in_a_repl_over_a_host_cancels_the_turn_and_both_stay(hosts: Cli,
     repl.expect(REPLY)
     repl.prompt()
     (after,) = live_rows(cli)
-    assert after["pid"] == row["pid"] and after["agent_pid"] == row["agent_pid"]
+    assert after["pid"] == row["pid"] and after["agentPid"] == row["agentPid"]
 
 
 def test_live_sessions_on_a_terminal_are_a_table_that_fits(hosts: Cli) -> None:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from acpcli.cli.live import _wait_gone
+from acpcli.cli.hosts import _wait_gone
 from acpcli.host.address import HostInfo
 from acpcli.processes.children import running
 

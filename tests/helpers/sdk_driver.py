@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from acpcli.history.store import Message
+from acpcli.model import Message
 from acpcli.protocol import wire
+from acpcli.session.feed import SessionFeed
 from acpcli.session.link import AgentLink, open_link
-from acpcli.session.live import LiveSession
 from acpcli.wire.negotiate import ClientOffer
 from tests.peers import agent_argv
 
@@ -20,11 +20,11 @@ from tests.peers import agent_argv
 class Driver:
     """One SDK agent, one session; ``ask(command)`` returns the agent's JSON report."""
 
-    def __init__(self, link: AgentLink, live: LiveSession) -> None:
+    def __init__(self, link: AgentLink, live: SessionFeed) -> None:
         self.link = link
         self.live = live
 
-    async def ask(self, command: str, live: LiveSession | None = None) -> dict[str, Any]:
+    async def ask(self, command: str, live: SessionFeed | None = None) -> dict[str, Any]:
         live = live or self.live
         before = len(live.store.entries)
         assert await self.link.prompt(live, [wire.text_block(command)]) == "end_turn"

@@ -19,9 +19,9 @@ from acpcli.errors import StorageError
 from acpcli.history import eventlog
 from acpcli.history.guarded import SafeIndex, storage_reason, verdict
 from acpcli.history.index import Index
-from acpcli.history.store import Store
+from acpcli.model import Store
 from acpcli.processes.supervisor import Supervisor
-from acpcli.session.live import LiveSession
+from acpcli.session.feed import SessionFeed
 from tests.helpers.records import rec
 
 
@@ -136,7 +136,7 @@ def test_a_failing_recorder_never_loses_the_turn_end() -> None:
         def append(self, session_id: str, kind: str, payload_json: str) -> None:
             raise sqlite3.OperationalError("database or disk is full")
 
-    live = LiveSession(session_id="s1", store=Store(), recorder=Broken())
+    live = SessionFeed(session_id="s1", store=Store(), recorder=Broken())
     live.turn_idle = anyio.Event()
     live.feed({"sessionUpdate": "state_update", "state": "running"})
     live.feed({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})

@@ -8,7 +8,7 @@ next one, claude adds its slash-command artefacts as user messages, gemini prefi
 from __future__ import annotations
 
 from acpcli.history.replay_merge import merge_replay
-from acpcli.history.store import Message, Store, ToolCall
+from acpcli.model import Message, Store, ToolCall
 
 
 def user(text: str) -> dict:

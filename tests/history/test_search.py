@@ -16,7 +16,7 @@ from acpcli.errors import UsageError
 from acpcli.history import housekeeping, indexing, search
 from acpcli.history.index import MIGRATIONS, Index
 from acpcli.history.records import REPLAY_END, REPLAY_START, TURN_START, rebuild
-from acpcli.history.store import Message, Plan, Store, ToolCall
+from acpcli.model import Message, Plan, Store, ToolCall
 from tests.helpers.records import rec
 
 
@@ -196,7 +196,7 @@ def test_documents_follow_the_rebuilt_transcript_not_the_raw_replays(index: Inde
 
 
 class _Live:
-    """The parts of a LiveSession that turn_indexed reads."""
+    """The parts of a SessionFeed that turn_indexed reads."""
 
     def __init__(self, sid: str, store: Store, turn_seq: int | None, first: int) -> None:
         self.session_id, self.store, self.turn_seq, self.turn_first_entry = sid, store, turn_seq, first

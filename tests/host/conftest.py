@@ -53,7 +53,7 @@ def hosts(cli: Cli) -> Iterator[Cli]:
     rows = live_rows(cli)
     cli.run("stop", "--all")
     for row in rows:
-        for pid in (row["pid"], row["agent_pid"]):
+        for pid in (row["pid"], row["agentPid"]):
             if isinstance(pid, int):
                 wait_for(lambda pid=pid: not running(pid), 20, f"process {pid} to end")
     for pid in cli.trace.pids():

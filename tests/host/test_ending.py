@@ -28,7 +28,7 @@ def test_a_prompt_to_a_host_whose_agent_died_goes_to_a_new_host(hosts: Cli) -> N
     sender.send({"t": "prompt", "text": "bye", "settings": []})  # the agent exits 0.2 s after
     sender.until("end")
     sender.close()
-    agent = cli.trace.pids()[-1] if cli.trace.pids() else row["agent_pid"]
+    agent = cli.trace.pids()[-1] if cli.trace.pids() else row["agentPid"]
     wait_for(lambda: not running(agent), 10, "the agent to exit")
     time.sleep(1.2)  # the host has seen it go (it looks each second), and is ending
     proc = cli.run("prompt", "--session", sid, "after the death", env=LIVE)
@@ -52,7 +52,7 @@ def test_an_ending_host_answers_a_prompt_ending(hosts: Cli) -> None:
     sender.until("end")
     sender.send({"t": "prompt", "text": "bye", "settings": []})
     sender.until("end")
-    wait_for(lambda: not running(row["agent_pid"]), 10, "the agent to exit")
+    wait_for(lambda: not running(row["agentPid"]), 10, "the agent to exit")
     sender.send({"t": "prompt", "text": "too late", "settings": []})
     kinds, messages = [], []
     while (message := sender.receive()) is not None:
@@ -85,7 +85,7 @@ def test_a_host_with_a_long_session_id_is_seen_and_stopped(hosts: Cli) -> None:
     sid = proc.stdout.strip()
     assert sid == "x" * 5000
     (row,) = live_rows(cli)
-    assert row["id"] == sid and row["agent_pid"]
+    assert row["id"] == sid and row["agentPid"]
     stopped = cli.ok("stop", sid)
     assert "stopped" in stopped.stderr
     assert live_rows(cli) == []

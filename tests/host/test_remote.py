@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 
-from acpcli.history.store import AGENT, USER, Message, Store
 from acpcli.host.remote import HostedLink, Ready
+from acpcli.model import AGENT, USER, Message, Store
 
 
 class FakeChannel:

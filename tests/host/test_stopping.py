@@ -45,7 +45,7 @@ def test_a_stopped_host_is_noticed_mid_turn_and_stop_ends_it(hosts: Cli) -> None
         stopped = cli.run("stop", sid, env=QUICK)
         assert stopped.returncode == 0, stopped.stderr
         assert f"stopped {sid}" in stopped.stderr
-        assert not running(row["pid"]) and not running(row["agent_pid"])
+        assert not running(row["pid"]) and not running(row["agentPid"])
     finally:
         _resume(row["pid"])
     assert live_rows(cli) == []
@@ -61,7 +61,7 @@ def test_a_stopped_host_between_turns_is_not_waited_on_forever(hosts: Cli) -> No
         proc = cli.run("prompt", "--session", sid, "hello?", env=QUICK)
         assert "does not answer" in error_line(proc, ExitCode.HOST_LOST)
         assert cli.run("stop", "--all", env=QUICK).returncode == 0
-        assert not running(row["pid"]) and not running(row["agent_pid"])
+        assert not running(row["pid"]) and not running(row["agentPid"])
     finally:
         _resume(row["pid"])
 
@@ -99,7 +99,7 @@ def test_stop_all_tells_every_host_before_it_waits_for_any(hosts: Cli) -> None:
     assert "was stopped before this prompt's turn" in told["message"]
     assert told["exit"] == ExitCode.HOST_LOST
     for row in rows.values():
-        wait_for(lambda row=row: not running(row["pid"]) and not running(row["agent_pid"]), 20, "the hosts to end")
+        wait_for(lambda row=row: not running(row["pid"]) and not running(row["agentPid"]), 20, "the hosts to end")
     assert "queued behind" not in cli.show(second)
     running_turn.close()
     waiting.close()

@@ -1,6 +1,6 @@
 """The hot path and the models cannot drift apart.
 
-``session/update`` is read at run time as plain dicts by :mod:`acpcli.history.store` (the run-time
+``session/update`` is read at run time as plain dicts by :mod:`acpcli.model` (the run-time
 contract in :mod:`acpcli.protocol`). Here every update shape the store accepts -- each variant
 its reducer reads (the shapes ``tests/history/test_store.py`` feeds it), the golden files, and
 everything the demo agent sends in a v1 and a v2 session -- is validated by the generated
@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from acpcli import protocol
-from acpcli.history.store import Store
+from acpcli.model import Store
 from acpcli.protocol import wire
 from tests.helpers import model_reading as reading
 

@@ -57,13 +57,13 @@ def test_new_and_three_prompts_share_one_warm_agent(agent: str, tmp_path: Path) 
             out = acpcli("prompt", "--session", sid, "--permissions", "allow", f"hello number {n}").stdout
             assert "Hello from the fake model" in out and f"hello number {n}" in out
         (after,) = live()
-        assert (after["pid"], after["agent_pid"]) == (started["pid"], started["agent_pid"])
+        assert (after["pid"], after["agentPid"]) == (started["pid"], started["agentPid"])
         shown = acpcli("show", sid).stdout
         assert shown.index("hello number 0") < shown.index("hello number 1") < shown.index("hello number 2")
     finally:
         acpcli("stop", "--all")
     deadline = time.monotonic() + 15
-    pids = [int(started["pid"]), int(started["agent_pid"])]  # type: ignore[call-overload]
+    pids = [int(started["pid"]), int(started["agentPid"])]  # type: ignore[call-overload]
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(running(pid) for pid in pids)
@@ -95,15 +95,15 @@ def test_load_with_keep_alive_leaves_a_warm_agent_for_the_next_prompts(agent: st
             out = acpcli("prompt", "--session", sid, "--keep-alive", "120", "--permissions", "allow", f"warm {n}").stdout
             assert "Hello from the fake model" in out and f"warm {n}" in out
         (after,) = [json.loads(line) for line in acpcli("sessions", "--live", "--json").stdout.splitlines() if line]
-        assert (after["pid"], after["agent_pid"]) == (started["pid"], started["agent_pid"])
+        assert (after["pid"], after["agentPid"]) == (started["pid"], started["agentPid"])
         # a second load joins the host: the transcript from the store, no second agent
         assert "warm 1" in acpcli("load", sid, "--no-repl", "--keep-alive", "120").stdout
         (joined,) = [json.loads(line) for line in acpcli("sessions", "--live", "--json").stdout.splitlines() if line]
-        assert joined["agent_pid"] == started["agent_pid"]
+        assert joined["agentPid"] == started["agentPid"]
     finally:
         acpcli("stop", "--all")
     deadline = time.monotonic() + 15
-    pids = [int(started["pid"]), int(started["agent_pid"])]  # type: ignore[call-overload]
+    pids = [int(started["pid"]), int(started["agentPid"])]  # type: ignore[call-overload]
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(running(pid) for pid in pids)

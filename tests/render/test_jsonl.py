@@ -7,7 +7,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-from acpcli.history.store import Message, Store
+from acpcli.model import Message, Store
 from acpcli.render.jsonl import JsonlView
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acpcli.history.store import Message, Store
+from acpcli.model import Message, Store
 from acpcli.render.plain import PlainView
 from acpcli.render.transcript import LineWriter, to_text
 

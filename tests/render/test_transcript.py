@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acpcli.history.store import Store
+from acpcli.model import Store
 from acpcli.render import transcript
 from acpcli.render.transcript import (
     diff_lines,

@@ -10,7 +10,7 @@ import pytest
 
 from acpcli.env import Environment
 from acpcli.errors import UsageError
-from acpcli.history.store import Store
+from acpcli.model import Store
 from acpcli.render import FinalView, SilentView, make_view
 from acpcli.render.jsonl import JsonlView
 from acpcli.render.plain import PlainView

@@ -58,11 +58,11 @@ def test_the_drawn_toolbar_follows_the_session_on_one_safe_row() -> None:
     import anyio
 
     from acpcli.history.index import SessionRecord
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.repl.toolbar import bottom_toolbar
-    from acpcli.session.live import LiveSession
+    from acpcli.session.feed import SessionFeed
 
-    live = LiveSession(session_id="s1", store=Store())
+    live = SessionFeed(session_id="s1", store=Store())
     record: list[SessionRecord | None] = [None]
     choices: list[settings.Choice] = []
     draw = bottom_toolbar("demo", live, lambda: choices, lambda: record[0], "allow-reads")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acpcli.errors import RpcError, UsageError
-from acpcli.history.store import Message, Store
+from acpcli.model import Message, Store
 from acpcli.protocol import wire
 from acpcli.services.permissions import (
     CANCELLED,
@@ -21,8 +21,8 @@ from acpcli.services.permissions import (
     pick,
     selected,
 )
+from acpcli.session.feed import SessionFeed
 from acpcli.session.link import open_link
-from acpcli.session.live import LiveSession
 from tests.peers import agent_argv
 
 
@@ -38,8 +38,8 @@ REJECT_ALWAYS = {"optionId": "r2", "name": "Always reject", "kind": "reject_alwa
 ALL = [ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE, REJECT_ALWAYS]
 
 
-def session(session_id: str = "s1") -> LiveSession:
-    return LiveSession(session_id=session_id, store=Store())
+def session(session_id: str = "s1") -> SessionFeed:
+    return SessionFeed(session_id=session_id, store=Store())
 
 
 def request(kind: str | None = "edit", options: list[dict[str, Any]] = ALL, tool_id: str = "call-1") -> dict[str, Any]:
@@ -61,7 +61,7 @@ class FakeAsker:
         self.answers = list(answers)
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def __call__(self, live: LiveSession, params: dict[str, Any]) -> dict[str, Any] | None:
+    async def __call__(self, live: SessionFeed, params: dict[str, Any]) -> dict[str, Any] | None:
         self.calls.append((live.session_id, params))
         answer = self.answers.pop(0)
         if answer is None or isinstance(answer, dict):

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from acpcli.errors import CapabilityMissing
-from acpcli.history.store import Message
+from acpcli.model import Message
 from acpcli.protocol import wire
+from acpcli.session.feed import SessionFeed
 from acpcli.session.link import open_link
-from acpcli.session.live import LiveSession
 from tests.peers import agent_argv
 
 DEMO = [sys.executable, "-m", "acpcli.demo_agent", "--delay", "0"]
@@ -27,16 +27,16 @@ class Collect:
     def __init__(self) -> None:
         self.changes: list[Any] = []
 
-    def on_change(self, session: LiveSession, change: Any) -> None:
+    def on_change(self, session: SessionFeed, change: Any) -> None:
         self.changes.append(change)
 
 
-def texts(live: LiveSession) -> list[tuple[str, str]]:
+def texts(live: SessionFeed) -> list[tuple[str, str]]:
     return [(e.kind, e.text) for e in live.store.entries if isinstance(e, Message)]
 
 
 def allow_first(kind: str):
-    async def decide(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def decide(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         option = next(o for o in params["options"] if o["kind"] == kind)
         return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
 
@@ -87,7 +87,7 @@ async def test_sdk_agent_turn_and_permission(tmp_path) -> None:
 @pytest.mark.anyio
 @pytest.mark.parametrize("protocol", ["1", "2"])
 async def test_dismissing_a_permission_question_cancels_the_turn(tmp_path, protocol: str) -> None:
-    async def dismiss(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def dismiss(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         return {"outcome": {"outcome": "cancelled"}}
 
     class Sent:
@@ -160,14 +160,14 @@ def test_updates_acpcli_makes_go_the_agents_way_store_log_view() -> None:
     # records them (as acpcli's own), and the transcript rebuilt from the log is what was shown.
     from acpcli.history.index import Index
     from acpcli.history.records import LOCAL, rebuild
-    from acpcli.history.store import CANCELLED, Store, ToolCall
+    from acpcli.model import CANCELLED, Store, ToolCall
     from tests.helpers.records import rec
 
     with Index.open() as index:
         index.upsert_session(rec("s"))
         writer = index.writer()
         view = Collect()
-        live = LiveSession(session_id="s", store=Store(), sink=view, recorder=writer)
+        live = SessionFeed(session_id="s", store=Store(), sink=view, recorder=writer)
         live.feed({"sessionUpdate": "tool_call", "toolCallId": "run", "title": "Run", "status": "in_progress"})
         live.feed({"sessionUpdate": "tool_call", "toolCallId": "done", "title": "Done", "status": "completed"})
         live.asked_about({"toolCallId": "write", "title": "Write hello.txt", "kind": "edit", "status": "pending"})
@@ -190,14 +190,14 @@ def test_a_turn_ends_with_every_one_of_its_tool_calls_in_a_final_state() -> None
     # a call from before the turn (a replayed one, an older record) is left as it was.
     from acpcli.history.index import Index
     from acpcli.history.records import LOCAL, TURN_END, rebuild
-    from acpcli.history.store import CANCELLED, Store, ToolCall
+    from acpcli.model import CANCELLED, Store, ToolCall
     from tests.helpers.records import rec
 
     with Index.open() as index:
         index.upsert_session(rec("s"))
         writer = index.writer()
         view = Collect()
-        live = LiveSession(session_id="s", store=Store(), sink=view, recorder=writer)
+        live = SessionFeed(session_id="s", store=Store(), sink=view, recorder=writer)
         live.feed({"sessionUpdate": "tool_call", "toolCallId": "before", "title": "Before", "status": "pending"})
         live.start_turn()
         live.feed({"sessionUpdate": "tool_call", "toolCallId": "asked", "title": "Asked", "status": "pending"})

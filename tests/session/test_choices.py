@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from acpcli.errors import Interrupted, StepTimeout, TurnEnded, UsageError
-from acpcli.history.store import Store, TurnEnd
+from acpcli.errors import Interrupted, StepTimeout, TurnStopped, UsageError
+from acpcli.model import Store, TurnEnd
 from acpcli.paths import config_path
 from acpcli.services.permissions import CHANGE_POLICY_UNATTENDED, Refusals
 from acpcli.session.agent import (
@@ -175,7 +175,7 @@ def test_turn_exit_of_a_turn_that_did_not() -> None:
     run = Invocation(env=quiet_env(), timeout=5)
     with pytest.raises(Interrupted):
         turn_exit("cancelled", run, "s-1", interrupted=True)
-    with pytest.raises(TurnEnded, match="refusal") as ended:
+    with pytest.raises(TurnStopped, match="refusal") as ended:
         turn_exit("refusal", run, "s-1", interrupted=False)
     assert ended.value.hint is None
     with pytest.raises(StepTimeout, match=r"outlasted --timeout 5 s: cancelled; .*acpcli show s-1"):
@@ -188,7 +188,7 @@ def test_a_cancelled_turn_after_a_refusal_says_it_may_be_why() -> None:
     lines: list[str] = []
     run = Invocation(env=quiet_env(), refusals=Refusals(lines.append))
     run.refusals("write a.txt", "deny")  # type: ignore[misc]
-    with pytest.raises(TurnEnded) as ended:
+    with pytest.raises(TurnStopped) as ended:
         turn_exit("cancelled", run, "s-1", interrupted=False)
     assert (ended.value.hint or "").startswith("acpcli refused a request of the agent (see above)")
 

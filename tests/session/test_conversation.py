@@ -23,9 +23,9 @@ from acpcli.session.agent import AgentChoice
 from acpcli.session.attach import attach, fork_recorded
 from acpcli.session.context import Invocation
 from acpcli.session.conversation import Conversation
+from acpcli.session.feed import SessionFeed
 from acpcli.session.inputs import session_inputs
 from acpcli.session.link import open_link
-from acpcli.session.live import LiveSession
 from acpcli.wire.connection import Connection
 from acpcli.wire.negotiate import AgentFeatures
 from acpcli.wire.transport import memory_pair
@@ -146,7 +146,7 @@ def converse(agent: Agent, cwd: Path, body: Callable[[Conversation], Awaitable[A
     return result[0]
 
 
-def agent_text(live: LiveSession) -> str:
+def agent_text(live: SessionFeed) -> str:
     return "".join(getattr(entry, "text", "") for entry in live.store.entries if getattr(entry, "kind", "") == "agent")
 
 
@@ -250,10 +250,10 @@ class HostedStandIn:
         self.features = AgentFeatures(protocol_version=1, reading="v1")
         self.turns: list[str] = []
 
-    def find_setting(self, live: LiveSession, key: str) -> Choice:
+    def find_setting(self, live: SessionFeed, key: str) -> Choice:
         raise AssertionError("not asked here")
 
-    async def set_by_name(self, live: LiveSession, key: str, value_text: str) -> Choice:
+    async def set_by_name(self, live: SessionFeed, key: str, value_text: str) -> Choice:
         raise AssertionError("not asked here")
 
     async def close(self, session_id: str) -> Any:
@@ -271,10 +271,10 @@ class HostedStandIn:
 
 
 def test_a_hosted_conversation_hands_its_turn_to_the_host_and_leaves_it_the_bookkeeping() -> None:
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
     link = HostedStandIn()
-    live = LiveSession("hosted-1", Store())
+    live = SessionFeed("hosted-1", Store())
     index = open_index()
     writer = index.writer()
     try:

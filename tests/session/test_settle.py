@@ -15,9 +15,9 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from acpcli.history.store import Store
+from acpcli.model import Store
+from acpcli.session.feed import SessionFeed
 from acpcli.session.link import AgentLink, Dispatcher
-from acpcli.session.live import LiveSession
 from acpcli.wire.negotiate import AgentFeatures
 
 
@@ -25,17 +25,17 @@ class _Conn:
     closed = False
 
 
-def _setup(agent: str = "codex-acp") -> tuple[AgentLink, LiveSession]:
+def _setup(agent: str = "codex-acp") -> tuple[AgentLink, SessionFeed]:
     features = AgentFeatures(protocol_version=1, reading="v1", agent_name=agent)
     link = AgentLink(_Conn(), features, Dispatcher(), store_factory=Store)  # type: ignore[arg-type]  # a stand-in connection
-    return link, LiveSession(session_id="s", store=Store())
+    return link, SessionFeed(session_id="s", store=Store())
 
 
 def _chunk(text: str) -> dict[str, object]:
     return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
 
 
-async def _feed_later(live: LiveSession, delays: list[float]) -> None:
+async def _feed_later(live: SessionFeed, delays: list[float]) -> None:
     for n, delay in enumerate(delays):
         await anyio.sleep(delay)
         live.feed(_chunk(f"part{n} "))
@@ -106,7 +106,7 @@ async def test_settle_does_not_pause_after_a_replay_that_came_before_the_answer(
     assert asked == []  # event-loop turns only (checkpoints), no timed pause
 
 
-async def _feed_at_yields(live: LiveSession, texts: list[str]) -> None:
+async def _feed_at_yields(live: SessionFeed, texts: list[str]) -> None:
     for text in texts:
         await anyio.lowlevel.checkpoint()
         live.feed(_chunk(text))

@@ -17,12 +17,12 @@ from acpcli.history.eventlog import EventWriter
 from acpcli.history.index import Index
 from acpcli.history.lock import SessionLock
 from acpcli.history.records import TURN_END, TURN_START
-from acpcli.history.store import Store
+from acpcli.model import Store
 from acpcli.session.attach import attach
 from acpcli.session.context import Invocation
+from acpcli.session.feed import SessionFeed
 from acpcli.session.inputs import Options
 from acpcli.session.link import AgentLink
-from acpcli.session.live import LiveSession
 from acpcli.session.turn import (
     Withdrawn,
     after_turn,
@@ -37,7 +37,7 @@ from tests.session.demo_peer import QUIET, Frames, demo_link, text
 
 pytestmark = pytest.mark.anyio
 
-Decider = Callable[[LiveSession, dict[str, Any]], Awaitable[dict[str, Any]]]
+Decider = Callable[[SessionFeed, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 def ignore(line: str) -> None:
@@ -60,18 +60,18 @@ async def press_ctrl_c(times: int = 1) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
 
-async def allow(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+async def allow(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
     option = next(o for o in params["options"] if o["kind"] == "allow_once")
     return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
 
 
-async def never(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+async def never(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
     """A permission question nobody answers (until the turn withdraws it)."""
     await anyio.sleep_forever()
     raise AssertionError("unreachable")
 
 
-async def started(link: AgentLink, run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> LiveSession:
+async def started(link: AgentLink, run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> SessionFeed:
     """A new session, recorded, its writer lock let go (as the REPL holds it between turns)."""
     live = await attach(link, "new", Options(agent="demo", cwd=workdir).inputs(), run, index, writer, None, None)
     assert live.lock is not None
@@ -105,7 +105,7 @@ async def test_a_turn_is_bracketed_by_turn_records(
 async def test_the_turn_takes_the_free_lock_and_lets_it_go(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     held_during: list[bool] = []
 
-    async def check(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def check(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         held_during.append(live.lock is not None and live.lock.held)
         return await allow(live, params)
 
@@ -138,7 +138,7 @@ async def test_a_busy_session_with_no_wait_sends_nothing(run: Invocation, index:
 async def test_ctrl_c_cancels_the_turn_and_waits_for_the_agent(
     run: Invocation, index: Index, writer: EventWriter, workdir: Path
 ) -> None:
-    async def interrupt(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def interrupt(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         await press_ctrl_c()  # the person presses Ctrl-C while asked
         return await never(live, params)
 
@@ -156,7 +156,7 @@ async def test_ctrl_c_cancels_the_turn_and_waits_for_the_agent(
 
 
 async def test_ctrl_c_twice_gives_up_the_turn(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
-    async def interrupt_twice(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def interrupt_twice(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         await press_ctrl_c(times=2)
         return await never(live, params)
 
@@ -178,7 +178,7 @@ async def test_without_interrupts_ctrl_c_is_left_to_the_program(
     # interrupts=False (the Python API): run_turn installs no SIGINT handler of its own.
     seen: list[object] = []
 
-    async def look(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def look(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         seen.append(signal.getsignal(signal.SIGINT))
         return await allow(live, params)
 
@@ -204,7 +204,7 @@ async def test_a_turn_past_its_limit_is_cancelled(run: Invocation, index: Index,
 
 
 async def test_a_lost_output_ends_the_turn_with_its_error(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
-    async def lose_output(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def lose_output(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         live.output_error = BrokenPipeError("stdout closed")
         live.output_lost.set()
         return await never(live, params)
@@ -219,7 +219,7 @@ async def test_a_lost_output_ends_the_turn_with_its_error(run: Invocation, index
 async def test_tick_is_called_while_the_turn_runs(run: Invocation, index: Index, writer: EventWriter, workdir: Path) -> None:
     ticked = anyio.Event()
 
-    async def after_a_tick(live: LiveSession, params: dict[str, Any]) -> dict[str, Any]:
+    async def after_a_tick(live: SessionFeed, params: dict[str, Any]) -> dict[str, Any]:
         await ticked.wait()  # the turn pauses here: only the ticker can go on
         return await allow(live, params)
 
@@ -303,7 +303,7 @@ async def test_after_turn_titles_the_session_by_its_first_prompt_once(
 
 def test_title_from_prompt_waits_for_a_prompt(index: Index) -> None:
     index.upsert_session(rec("s-1"))
-    live = LiveSession(session_id="s-1", store=Store())
+    live = SessionFeed(session_id="s-1", store=Store())
     title_from_prompt(index, live)  # nothing sent yet: nothing to title by
     assert index.get("s-1").prompt_title is None
     live.first_prompt = "fix the build"

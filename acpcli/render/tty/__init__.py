@@ -17,7 +17,7 @@ One module per concern, each importing only those listed before it:
 * :mod:`~acpcli.render.tty.blocks` -- the base of the blocks, one per entry:
   :mod:`~acpcli.render.tty.messages` (agent text, thoughts, prompts),
   :mod:`~acpcli.render.tty.tools` (tool calls), :mod:`~acpcli.render.tty.plans`;
-* :mod:`~acpcli.render.tty.live` -- what the live region shows, read from the view at render time;
+* :mod:`~acpcli.render.tty.region` -- what the live region shows, read from the view at render time;
 * :mod:`~acpcli.render.tty.view` -- :class:`TtyView`, which holds the invariants that keep
   streaming linear, the live region and the turn's status line.
 """

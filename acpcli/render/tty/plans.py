@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from acpcli.history.store import Plan
+from acpcli.model import Plan
 from acpcli.render.transcript import plan_entry_text
 from acpcli.render.tty.blocks import _Block
 from acpcli.text.safe import safe_line

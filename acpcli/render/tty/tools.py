@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.padding import Padding
 from rich.text import Text
 
-from acpcli.history.store import ToolCall
+from acpcli.model import ToolCall
 from acpcli.render.plain import ToolTracker
 from acpcli.render.transcript import location_line
 from acpcli.render.tty.blocks import _Block

@@ -13,7 +13,7 @@ Invariants (what keeps streaming linear, see ``bench/bench_stream.py``):
   (:mod:`acpcli.render.tty.split`): text is taken from ``EntryUpdated.appended`` in
   O(chunk); ``Message.text`` is never read per chunk.
 * The live region is drawn by a renderable that reads the view's state when rich renders
-  it (:mod:`acpcli.render.tty.live`).
+  it (:mod:`acpcli.render.tty.region`).
 * A change to an entry that already went to the scrollback adds a piece (a tool call's new
   status and new content, an updated plan, a replaced message below a ``✎`` note), printed
   above the live block, which stays at the bottom; chunks for an earlier message reopen it
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Group
 from rich.text import Text
 
-from acpcli.history.store import (
+from acpcli.model import (
     AGENT,
     THOUGHT,
     USER,
@@ -55,10 +55,10 @@ from acpcli.history.store import (
 )
 from acpcli.render.transcript import stop_reason_text, turn_end_text, usage_line
 from acpcli.render.tty.blocks import _Block
-from acpcli.render.tty.live import _LiveArea
 from acpcli.render.tty.messages import _AgentBlock, _MessageBlock, _ThoughtBlock, _UserBlock
 from acpcli.render.tty.pieces import _Piece
 from acpcli.render.tty.plans import _PlanBlock
+from acpcli.render.tty.region import _LiveArea
 from acpcli.render.tty.tools import _ToolBlock
 from acpcli.text.safe import safe_line, safe_text
 

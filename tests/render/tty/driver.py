@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from acpcli.history.store import Store
+from acpcli.model import Store
 from acpcli.render.tty import TtyView
 
 CSI = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from acpcli.history.store import Message, Store
+from acpcli.model import Message, Store
 from acpcli.render.tty import TtyView
 from tests.render.tty.driver import (
     PARAGRAPHS,

@@ -1,4 +1,4 @@
-"""The command bodies (:mod:`acpcli.api.commands`) as a library: ``new`` and ``load`` return
+"""The command bodies (:mod:`acpcli.cli.commands`) called as functions: ``new`` and ``load`` return
 an :class:`Outcome` (exit code, session) and write no result themselves; a new session's id
 is told to the invocation's ``created``, which the CLI turns into stdout."""
 
@@ -9,8 +9,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from acpcli.api.commands import Invocation, Options, Outcome, new, reattach, stored
+from acpcli.cli.commands import Outcome, new, reattach
 from acpcli.env import Environment
+from acpcli.history.records import stored
+from acpcli.session.context import Invocation
+from acpcli.session.inputs import Options
 
 DEMO = shlex.join([sys.executable, "-m", "acpcli.demo_agent", "--delay", "0"])
 

@@ -1,6 +1,6 @@
 """One live session: its store, its view, its event log, its turn state; where every update lands.
 
-Every update the user sees goes through :meth:`LiveSession.feed` -- those the agent sends and
+Every update the user sees goes through :meth:`SessionFeed.feed` -- those the agent sends and
 those acpcli makes itself (the v1 echo of a prompt, a tool call first seen in a permission
 request, tool calls marked cancelled when a turn is cancelled or ends with them unfinished) -- so what the screen showed,
 what the event log holds and what ``show``/``export`` rebuild are the same. Updates acpcli
@@ -22,7 +22,7 @@ from acpcli.history.records import LOCAL, TURN_END, TURN_START
 
 if TYPE_CHECKING:
     from acpcli.history.lock import SessionLock
-    from acpcli.history.store import Change, Store
+    from acpcli.model import Change, Store
     from acpcli.protocol.settings import Choice
 
 log = logging.getLogger("acpcli.session")
@@ -35,7 +35,7 @@ class Sink(Protocol):
     """Where a live session's changes go: a view of :mod:`acpcli.render` (or the REPL's
     wrapper that draws above the input line)."""
 
-    def on_change(self, session: LiveSession, change: Change) -> None: ...
+    def on_change(self, session: SessionFeed, change: Change) -> None: ...
 
     def begin_turn(self, store: Store | None = None) -> None: ...
 
@@ -53,7 +53,7 @@ class Recorder(Protocol):
 
 
 @dataclass(eq=False)
-class LiveSession:
+class SessionFeed:
     """One session attached over a link: its store, its view, its turn state."""
 
     session_id: str  # the id acpcli records and shows (the user's id)
@@ -297,7 +297,7 @@ class LiveSession:
 
 def _first_user_text(store: Store) -> str | None:
     """The text of the first user message in the transcript (a replayed one), if any."""
-    from acpcli.history.store import USER, Message
+    from acpcli.model import USER, Message
 
     for entry in store.entries:
         if isinstance(entry, Message) and entry.kind == USER:
@@ -305,7 +305,7 @@ def _first_user_text(store: Store) -> str | None:
     return None
 
 
-def seed_settings(live: LiveSession, result: Any) -> None:
+def seed_settings(live: SessionFeed, result: Any) -> None:
     """Take the session's settings from a setup response (v1 ``modes`` and ``models``,
     ``configOptions``), whichever setup it answers (new, load, resume).
 
@@ -323,7 +323,7 @@ def seed_settings(live: LiveSession, result: Any) -> None:
         settings_changed(live, models=models)
 
 
-def settings_changed(live: LiveSession, options: Any = None, mode: Any = None, models: Any = None) -> None:
+def settings_changed(live: SessionFeed, options: Any = None, mode: Any = None, models: Any = None) -> None:
     """Settings learnt from an answer (not an update) go through the store's own reducer,
     as the updates that would say the same do: one place validates and keeps them."""
     if options is not None:

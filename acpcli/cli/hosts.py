@@ -54,11 +54,11 @@ def attach(
 
 def attach_to(session_id: str, permissions: str | None) -> int:
     """The REPL joined to the session's running host (:func:`acpcli.repl.hosted.run_hosted`)."""
-    from acpcli.api.frontends import Invocation
     from acpcli.cli.streams import environment
     from acpcli.errors import HostLost, UsageError
     from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
+    from acpcli.session.context import Invocation
     from acpcli.text.safe import safe_line
 
     env = environment()
@@ -164,8 +164,8 @@ def stop_all(
 def _resolve(session_id: str) -> str:
     """A recorded session's full id (the index resolves unique prefixes); an id the index
     does not hold is still tried (a host may hold it)."""
-    from acpcli.api.frontends import lookup
     from acpcli.errors import SessionNotFound
+    from acpcli.session.inputs import lookup
 
     try:
         return lookup(session_id).id
@@ -277,12 +277,12 @@ def list_live(*, as_json: bool) -> int:
             "live": True,
             "pid": info.pid,
             "agent": said.get("agent"),
-            "agent_pid": said.get("agent_pid"),
+            "agentPid": said.get("agent_pid"),
             "busy": said.get("busy"),
             "queued": said.get("queued"),
             "clients": said.get("clients"),
             "idle": said.get("idle"),
-            "keep_alive": said.get("keep_alive"),
+            "keepAlive": said.get("keep_alive"),
         })
     if as_json:
         for row in rows:

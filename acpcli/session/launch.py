@@ -2,7 +2,7 @@
 environment additions, its stderr log, the run's permission policy and form answers, and its
 wire tap (``--raw``'s frames on stdout, else the wire log).
 
-Shared by the commands (:mod:`acpcli.api.commands`), ``acpcli auth`` and what the agent
+Shared by the commands (:mod:`acpcli.cli.commands`), ``acpcli auth`` and what the agent
 itself lists or deletes (:mod:`acpcli.session.remote`).
 """
 

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acpcli.history.store import EntryUpdated, Message, NewEntry, Store
+from acpcli.model import EntryUpdated, Message, NewEntry, Store
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -249,7 +249,7 @@ class _Warnings(logging.Handler):
 @given(st.lists(fuzz_update, max_size=25))
 def test_arbitrary_input_never_raises_nor_hits_the_safety_net(updates: list[Any]) -> None:
     handler = _Warnings()
-    logger = logging.getLogger("acpcli.history.store")
+    logger = logging.getLogger("acpcli.model")
     logger.addHandler(handler)
     try:
         store = Store()

@@ -1,4 +1,4 @@
-"""Unit tests for the message store reducer (acpcli.history.store), rule by rule."""
+"""Unit tests for the message store reducer (acpcli.model), rule by rule."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from acpcli.history.store import (
+from acpcli.model import (
     AVAILABLE_COMMANDS,
     CANCELLED,
     CONFIG_OPTIONS,
@@ -675,7 +675,7 @@ def test_malformed_or_unknown_updates_are_ignored_quietly(update: Any, caplog: p
     store = Store()
     store.apply(chunk("agent_message", "kept"))
     before = store.transcript()
-    with caplog.at_level(logging.DEBUG, logger="acpcli.history.store"):
+    with caplog.at_level(logging.DEBUG, logger="acpcli.model"):
         assert store.apply(update) is None
     assert store.transcript() == before
     assert (store.state, store.title, store.usage, store.current_mode_id) == ("idle", None, None, None)
@@ -692,7 +692,7 @@ def test_a_bug_in_a_handler_is_contained_and_logged(caplog: pytest.LogCaptureFix
         raise RuntimeError("bug")
 
     store._dispatch["plan"] = broken
-    with caplog.at_level(logging.WARNING, logger="acpcli.history.store"):
+    with caplog.at_level(logging.WARNING, logger="acpcli.model"):
         assert store.apply({"sessionUpdate": "plan", "entries": []}) is None
     assert any("bug" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
 
@@ -742,7 +742,7 @@ def test_add_user_message_records_the_prompt_and_opens_a_turn() -> None:
     store = Store()
     store.apply(chunk("agent_message", "earlier answer"))
     store.apply({"sessionUpdate": "plan", "entries": [plan_entry("old")]})
-    # The v1 echo of a prompt (LiveSession.echo_prompt): a turn boundary, then each block as a
+    # The v1 echo of a prompt (SessionFeed.echo_prompt): a turn boundary, then each block as a
     # user message chunk; a junk block is ignored.
     store.turn_boundary()
     change = store.apply({"sessionUpdate": "user_message_chunk", "content": text("next question")})
@@ -758,7 +758,7 @@ def test_change_objects_stay_frozen_values() -> None:
     # with value equality, a repr, match support and no assignment after construction.
     import dataclasses
 
-    from acpcli.history.store import EntryUpdated, Message, NewEntry
+    from acpcli.model import EntryUpdated, Message, NewEntry
 
     message = Message("agent")
     block = {"type": "text", "text": "x"}
@@ -779,7 +779,7 @@ def test_change_objects_stay_frozen_values() -> None:
 
 
 def test_current_model_update_keeps_the_v1_models_state() -> None:
-    from acpcli.history.store import CURRENT_MODEL, SessionChanged, Store
+    from acpcli.model import CURRENT_MODEL, SessionChanged, Store
 
     store = Store()
     change = store.apply({

@@ -2,11 +2,11 @@
 
 Invariants:
 
-- Every update goes through :meth:`LiveSession.emit`, which appends the canonical form to the
+- Every update goes through :meth:`ActiveSession.emit`, which appends the canonical form to the
   history *before* sending the translated form, so what was sent is what a later
   ``session/load`` replays.
 - The record is touched by two threads (the dispatcher sets the settings, a turn appends to the
-  history and saves): :attr:`LiveSession.lock` guards appends, settings changes and saves, so a
+  history and saves): :attr:`ActiveSession.lock` guards appends, settings changes and saves, so a
   save never writes a half-changed record and two saves never race on the file.
 """
 
@@ -20,7 +20,7 @@ from acpcli.demo_agent.storage import SessionRecord, SessionStore, now_iso
 from acpcli.demo_agent.translate import Translator
 
 
-class LiveSession:
+class ActiveSession:
     """An active session: the stored record, how to reach the client, and the running turn.
 
     ``token``/``thread`` are set while a turn runs (``busy``); the turn clears them itself.

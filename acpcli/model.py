@@ -47,7 +47,7 @@ Invariants (the tests in ``tests/history/test_store*.py`` hold the store to them
 * **Turn ends** are entries too (:class:`TurnEnd`, from :meth:`Store.end_turn`: acpcli's
   record of how each prompt turn ended), so what comes after a turn never continues it.
 * **Never raise on input.** Unknown ``sessionUpdate`` kinds, malformed updates and
-  invalid fields are ignored (logged at debug on ``acpcli.history.store``); unknown enum values
+  invalid fields are ignored (logged at debug on ``acpcli.model``); unknown enum values
   (tool kinds, statuses, block types) are kept as they came.
 """
 
@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-log = logging.getLogger("acpcli.history.store")
+log = logging.getLogger("acpcli.model")
 
 USER = "user"
 AGENT = "agent"

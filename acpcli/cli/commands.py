@@ -4,24 +4,24 @@
 :func:`reattach`, :func:`fork`); ``prompt``: :func:`prompt`; ``close``: :func:`close`.
 
 Each runs under a :class:`~acpcli.processes.supervisor.Supervisor` (signals, timed flushes), opens the
-index, links the agent (:func:`~acpcli.session.linking.link_for`), attaches the session
+index, links the agent (:func:`~acpcli.session.launch.link_for`), attaches the session
 (:mod:`~acpcli.session.attach`), runs the turn or hands over to the person
 (:class:`~acpcli.session.context.Person`), and returns an :class:`Outcome` (``new``,
 ``load``, ``resume``, ``fork``) or an exit code (``prompt``, ``close``), or raises an
 :class:`~acpcli.errors.AcpcliError`; it prints no result: ``cli/`` writes them and maps both
-to the exit. The command tree imports the session layer through :mod:`acpcli.api.frontends` only.
+to the exit.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from acpcli.errors import RpcError, SessionNotFound, UsageError
+from acpcli.errors import RpcError, SessionNotFound
 from acpcli.session.agent import (
     AgentChoice,
     agent_arg,
@@ -35,7 +35,7 @@ from acpcli.session.inputs import (
     for_reattach,
     lookup,
 )
-from acpcli.session.linking import link_for
+from acpcli.session.launch import link_for
 from acpcli.text.safe import shown_id
 
 if TYPE_CHECKING:
@@ -45,24 +45,21 @@ if TYPE_CHECKING:
     from acpcli.history.guarded import SafeIndex
     from acpcli.history.index import Index, SessionRecord
     from acpcli.history.lock import SessionLock
-    from acpcli.history.store import Store
+    from acpcli.model import Store
     from acpcli.processes.supervisor import Supervisor
     from acpcli.render import View
     from acpcli.session.link import AgentLink
 
 
-#: The command bodies (the command tree, ``acpcli/cli``, calls them; what it needs of the session
-#: layer besides comes through :mod:`acpcli.api.frontends`).
+#: The command bodies (the command tree's commands call them).
 __all__ = [
     "Outcome",
     "close",
-    "closed_line",
     "fork",
     "lifecycle",
     "new",
     "prompt",
     "reattach",
-    "stored",
 ]
 
 
@@ -126,35 +123,6 @@ async def _starting_link(inputs: SessionInputs, run: Invocation) -> AsyncIterato
             if person is not None:
                 person.starting(None)
             raise
-
-
-def _exporter(session_id: str) -> Callable[[str, str], None]:
-    """``/export``: the stored transcript of the REPL's session, like ``acpcli export``."""
-
-    def export(path: str, output_format: str) -> None:
-        from acpcli.render.export import write_transcript
-
-        record, store = stored(session_id)
-        try:
-            with open(path, "w", encoding="utf-8") as stream:
-                write_transcript(store, output_format, stream, session_id=record.id, title=record.title, record=record)
-        except OSError as err:
-            raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
-
-    return export
-
-
-def stored(session_id: str) -> tuple[SessionRecord, Store]:
-    """The index record and the rebuilt transcript of a session, read-only (SessionNotFound
-    for an id that is not recorded: nothing is created)."""
-    from acpcli.history.index import Index
-    from acpcli.history.records import rebuild
-
-    with Index.existing() as index:
-        if index is None:
-            raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
-        record = index.get(session_id)
-        return record, rebuild(index, record.id)
 
 
 def lifecycle(command: Lifecycle, inputs: SessionInputs, run: Invocation, session_id: str | None = None) -> Outcome:
@@ -229,10 +197,11 @@ def lifecycle(command: Lifecycle, inputs: SessionInputs, run: Invocation, sessio
                 live.lock_wait = run.wait
                 ran = live.session_id
                 if person is not None:
+                    from acpcli.render.export import exporter
                     from acpcli.session.conversation import Conversation
 
                     conversation = Conversation(
-                        link, live, index, writer, agent_label(inputs.agent, link.features), _exporter(live.session_id)
+                        link, live, index, writer, agent_label(inputs.agent, link.features), exporter(live.session_id)
                     )
                     if reattaching:
                         assert view is not None
@@ -326,7 +295,7 @@ def _replay_merged(local: Store | None, replay: Store) -> Store:
     """What a load shows: the local record with what the replay adds, as ``show`` has it
     once the load is stored (:func:`~acpcli.history.replay_merge.merge_replay`)."""
     from acpcli.history.replay_merge import merge_replay
-    from acpcli.history.store import Store
+    from acpcli.model import Store
 
     return merge_replay(local if local is not None else Store(), replay)
 
@@ -350,15 +319,6 @@ def close(session_id: str, options: Options, run: Invocation) -> int:
         run.env.err.print(f"{shown_id(record.id)} is already closed", markup=False, highlight=False)
         return 0
     return _close(record, options.inputs(record), run)
-
-
-def closed_line(session_id: str, answer: object) -> str:
-    """What ``close`` and ``/close`` say: ``closed ID``, with the agent's answer when it said
-    more than ``{}``."""
-    import json
-
-    said = f" (the agent answered {json.dumps(answer)})" if answer else ""
-    return f"closed {shown_id(session_id)}{said}"
 
 
 def _mark_closed(session_id: str) -> None:
@@ -421,6 +381,8 @@ def _close(record: SessionRecord, inputs: SessionInputs, run: Invocation) -> int
                     return int(ExitCode.OK)
             finally:
                 _mark_closed(record.id)
+        from acpcli.session.outcome import closed_line
+
         run.env.err.print(closed_line(record.id, answer), markup=False, highlight=False)
         return int(ExitCode.OK)
 
