@@ -48,13 +48,19 @@ def _store(live: SessionFeed) -> Any:
 
 
 async def before_turn(live: SessionFeed, say: Callable[[str], None]) -> None:
-    """A checkpoint 0 (the files before any turn) for a session that has none yet."""
+    """A checkpoint 0 (the files before any turn) for a session that has none yet; for a later
+    turn, what the user changed by hand since the last one (nothing recorded when nothing did),
+    so that the turn's diff is the agent's own and a rewind to it keeps those edits."""
     if not enabled(live):
         return
 
     def take() -> list[str]:
         store = _store(live)
-        return list(store.take(0, "").notes) if store.latest() is None else []
+        latest = store.latest()
+        if latest is None:
+            return list(store.take(0, "").notes)
+        taken = store.take_before(latest + 1)
+        return list(taken.notes) if taken is not None else []
 
     await _guarded(live, take, say)
 
