@@ -114,18 +114,34 @@ async def rewind_conversation(
     if kept == len(starts) and link.features.fork:
         writer.flush()
         live = await attach(link, "fork", inputs, run, index, writer, None, parent.id)
+        _seeded(live, index, writer)
         return Rewound(live, FORKED_BY_AGENT, kept, parent.id, *about)
     live = await attach(link, "new", inputs, run, index, writer, None, None)
-    upto = starts[turn - 1] if turn <= len(starts) else None
-    _copy_events(index, writer, parent, live.session_id, upto, turn)
-    if kept == 0:
-        return Rewound(live, EMPTY, kept, parent.id, *about)
-    from acpcli.history.records import rebuild
-    from acpcli.render.transcript import to_text
+    try:
+        upto = starts[turn - 1] if turn <= len(starts) else None
+        _copy_events(index, writer, parent, live.session_id, upto, turn)
+        _seeded(live, index, writer)
+        if kept == 0:
+            return Rewound(live, EMPTY, kept, parent.id, *about)
+        from acpcli.render.transcript import to_text
 
-    text = to_text(rebuild(index, live.session_id))
-    carried.keep(live.session_id, text)
+        carried.keep(live.session_id, to_text(live.store))
+    except BaseException:
+        if live.lock is not None:
+            live.lock.release()  # (the new session stays recorded; nobody holds it)
+        raise
     return Rewound(live, FROM_TRANSCRIPT, kept, parent.id, *about)
+
+
+def _seeded(live: SessionFeed, index: Index, writer: EventWriter) -> None:
+    """The new session's store: the turns it holds (as ``show`` has them), its settings as
+    the agent answered them."""
+    from acpcli.history.records import rebuild
+    from acpcli.session.feed import seed_settings
+
+    writer.flush()
+    live.store = rebuild(index, live.session_id)
+    seed_settings(live, live.response)
 
 
 def _copy_events(index: Index, writer: EventWriter, parent: SessionRecord, session_id: str, upto: int | None, turn: int) -> None:
@@ -146,43 +162,57 @@ def _copy_events(index: Index, writer: EventWriter, parent: SessionRecord, sessi
 
 
 def rewind_command(session_id: str, turn: int, run: Invocation) -> Rewound:
-    """``acpcli rewind ID --to TURN`` (the conversation part): the agent started one-shot on
-    the recorded session's agent, cwd, roots and MCP servers, :func:`rewind_conversation`,
-    the agent stopped. ``run.created`` is told the new id as soon as it is recorded."""
+    """``acpcli rewind ID --to TURN`` (the conversation part): :func:`rewind_apart` under a
+    :class:`~acpcli.processes.supervisor.Supervisor` (signals stop the agent)."""
     import anyio
 
     from acpcli.processes.supervisor import Supervisor
+
+    supervisor = run.supervisor = Supervisor()
+    done: list[Rewound] = []
+
+    async def main() -> int:
+        done.append(await rewind_apart(session_id, turn, run))
+        return 0
+
+    anyio.run(supervisor.run, main)
+    return done[0]
+
+
+async def rewind_apart(session_id: str, turn: int, run: Invocation) -> Rewound:
+    """The conversation of the recorded session ``session_id`` rewound to before ``turn`` by
+    an agent of its own: started one-shot on the session's agent, cwd, roots and MCP servers,
+    :func:`rewind_conversation`, stopped (the REPL's ``/rewind``, hosted or not, uses it too:
+    the session's own agent is left alone). ``run.created`` is told the new id as soon as it
+    is recorded. Nothing starts for a turn out of range (:func:`check_turn`)."""
+    from acpcli.history.guarded import open_index, verdict
     from acpcli.session.inputs import Options, lookup
     from acpcli.session.launch import link_for
 
     record = lookup(session_id)
     inputs = Options().inputs(record)
-    supervisor = run.supervisor = Supervisor()
-    done: list[Rewound] = []
-
-    async def main() -> int:
-        from acpcli.history.guarded import open_index, verdict
-
-        index = open_index()
-        writer = supervisor.writer = index.writer()
-        try:
-            check_turn(index, record.id, turn)  # before the agent starts
-            async with link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run, one_shot=True) as link:
+    supervisor = run.supervisor
+    index = open_index()
+    writer = index.writer()
+    if supervisor is not None:
+        supervisor.writer = writer
+    rewound: Rewound | None = None
+    try:
+        check_turn(index, record.id, turn)  # before the agent starts
+        async with link_for(inputs.agent, protocol=inputs.protocol, log_file=inputs.log_file, run=run, one_shot=True) as link:
+            if supervisor is not None:
                 supervisor.link = link
-                rewound = await rewind_conversation(link, index, writer, record, turn, inputs, run)
-                done.append(rewound)
-                if run.created is not None:
-                    run.created(rewound.live.session_id)
-                return 0
-        finally:
+            rewound = await rewind_conversation(link, index, writer, record, turn, inputs, run)
+            if run.created is not None:
+                run.created(rewound.session_id)
+            return rewound
+    finally:
+        if supervisor is not None:
             supervisor.link = None
-            try:
-                writer.close()
-                index.close()
-                verdict(index)
-            finally:
-                if done and done[0].live.lock is not None:
-                    done[0].live.lock.release()
-
-    anyio.run(supervisor.run, main)
-    return done[0]
+        try:
+            writer.close()
+            index.close()
+            verdict(index)
+        finally:
+            if rewound is not None and rewound.live.lock is not None:
+                rewound.live.lock.release()
