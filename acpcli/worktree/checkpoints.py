@@ -141,7 +141,9 @@ def _size(n: int) -> str:
 def _failed(what: str, exc: BaseException) -> CheckpointError:
     """A :class:`CheckpointError` for git (or the file system) failing at ``what``."""
     if (isinstance(exc, GitError) and exc.disk_full) or getattr(exc, "errno", None) in (28, 122):
-        return CheckpointError(f"{what}: the disk is full")
+        full = CheckpointError(f"{what}: the disk is full")
+        full.disk_full = True
+        return full
     detail = exc.detail if isinstance(exc, GitError) else (getattr(exc, "strerror", None) or str(exc))
     return CheckpointError(f"{what}: {detail}")
 
