@@ -11,6 +11,8 @@ names the file (and the line, when known). Shape::
     keep_alive = 300                    # optional: seconds a live session's agent stays after its last turn (0: none)
     checkpoints = true                  # optional: checkpoints of the working tree around every turn
     checkpoint_max_file_size = 10485760 # optional: bytes; larger files are left out of checkpoints (0: no limit)
+    checkpoint_max_files = 100000       # optional: a tree of more files is not checkpointed (said once)
+    checkpoint_time_limit = 10          # optional: seconds a checkpoint may take before checkpoints give up
 
     [agents.myagent]
     command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
@@ -96,6 +98,10 @@ THEME_ENV = "ACPCLI_THEME"
 #: Files larger than this (bytes) are left out of checkpoints unless ``checkpoint_max_file_size``
 #: says otherwise (:mod:`acpcli.worktree`).
 DEFAULT_CHECKPOINT_MAX_FILE_SIZE = 10 * 1024 * 1024
+#: A root holding more files than this is not checkpointed (``checkpoint_max_files``).
+DEFAULT_CHECKPOINT_MAX_FILES = 100_000
+#: Seconds a checkpoint may take before checkpoints give up on the session (``checkpoint_time_limit``).
+DEFAULT_CHECKPOINT_TIME_LIMIT = 10.0
 
 
 @dataclass
@@ -176,6 +182,10 @@ class Config:
     checkpoints: bool = True
     #: Files over this many bytes are left out of checkpoints (0: no limit).
     checkpoint_max_file_size: int = DEFAULT_CHECKPOINT_MAX_FILE_SIZE
+    #: A root holding more files than this is not checkpointed (checkpoints give up, said once).
+    checkpoint_max_files: int = DEFAULT_CHECKPOINT_MAX_FILES
+    #: Seconds a checkpoint may take; past them checkpoints give up for the session.
+    checkpoint_time_limit: float = DEFAULT_CHECKPOINT_TIME_LIMIT
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -382,6 +392,14 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{path}: checkpoint_max_file_size must be a number of bytes, 0 or more (0: no limit); got {value!r}")
             config.checkpoint_max_file_size = value
+        elif key == "checkpoint_max_files":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{path}: checkpoint_max_files must be a number of files, 1 or more; got {value!r}")
+            config.checkpoint_max_files = value
+        elif key == "checkpoint_time_limit":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"{path}: checkpoint_time_limit must be a number of seconds, more than 0; got {value!r}")
+            config.checkpoint_time_limit = float(value)
         elif key == "registry_url":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(f"{path}: registry_url must be an http:// or https:// URL (a string)")
@@ -400,7 +418,7 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
 #: The top-level keys of the config file.
 _TOP_KEYS = (
     "agents", "default_agent", "permissions", "timeout", "keep_alive", "registry_url", "mcp_servers",
-    "checkpoints", "checkpoint_max_file_size",
+    "checkpoints", "checkpoint_max_file_size", "checkpoint_max_files", "checkpoint_time_limit",
 )
 _warned_keys: set[tuple[str, str]] = set()
 

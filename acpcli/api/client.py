@@ -31,6 +31,8 @@ import anyio.lowlevel
 
 from acpcli.api.convert import event_of, input_request, permission_request, setting
 from acpcli.api.types import (
+    ChangedFile,
+    Checkpoint,
     Event,
     InputAnswer,
     InputAnswered,
@@ -41,6 +43,7 @@ from acpcli.api.types import (
     PermissionCallback,
     PermissionOption,
     Permissions,
+    Rewind,
     Setting,
     Transcript,
     TurnEnded,
@@ -170,6 +173,7 @@ _API_WORDS = (
     ("--add-dir", "add_dirs="),
     ("--mcp-config", "mcp_config="),
     ("--protocol", "protocol="),
+    ("--force overwrites them", "force=True overwrites them"),
 )
 
 
@@ -854,6 +858,94 @@ class Session:
         with self._agent._at_home():
             return setting(await self._conversation.set(key, value))
 
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def _checkpoints(self) -> Any:
+        from acpcli.worktree import Checkpoints
+
+        live = self._conversation.live
+        return Checkpoints(live.session_id, [live.cwd or self._agent._inputs.cwd, *live.additional_directories])
+
+    async def checkpoints(self) -> list[Checkpoint]:
+        """The session's checkpoints, by turn (0: the files before the first turn; then one
+        after each turn), each with what the turn changed. [] when none was taken (checkpoints
+        off). :class:`~acpcli.errors.CheckpointError` when the store cannot be read."""
+        import anyio.to_thread
+
+        with self._agent._at_home():
+            found = await anyio.to_thread.run_sync(lambda: self._checkpoints().list())
+        return [
+            Checkpoint(cp.turn, cp.label, cp.time, tuple(_changed(f) for f in cp.files)) for cp in found
+        ]
+
+    async def diff(self, turn: int | None = None, *, stat: bool = False) -> str:
+        """What ``turn`` did to the files (default: the last turn) as a unified diff (``stat``:
+        a summary), "" when it changed none. The files' lines as they are: make them safe
+        before a terminal. :class:`~acpcli.errors.NoCheckpoint` for a turn without one."""
+        import anyio.to_thread
+
+        with self._agent._at_home():
+            return str(await anyio.to_thread.run_sync(lambda: self._checkpoints().diff(turn, stat=stat)))
+
+    async def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> Rewind:
+        """Go back to before ``turn``, as ``acpcli rewind`` does: ``files``, the paths the turns
+        since changed as they were (files changed by hand since the last checkpoint:
+        :class:`~acpcli.errors.RewindRefused` unless ``force``, nothing written); ``conversation``,
+        a new :class:`Session` on this agent holding the turns before ``turn`` (this one stays
+        as it is). Checked first, both, before anything changes; the new session is made
+        before the files are written. :class:`~acpcli.errors.SessionBusy` while a turn runs."""
+
+        agent = self._agent
+        agent._check()
+        if self._send is not None:
+            raise SessionBusy(f"a turn is running on session {self.id}: rewind after it")
+        if not files and not conversation:
+            raise UsageError("a rewind puts back the files, the conversation, or both: not neither")
+        from acpcli.history.lock import SessionLock, busy_message
+
+        with agent._at_home():
+            lock = SessionLock(self.id)  # no other acpcli's turn on it meanwhile
+            if not lock.try_acquire():
+                raise SessionBusy(busy_message(self.id, lock.holder()))
+            try:
+                return await self._rewound(turn, files=files, conversation=conversation, force=force)
+            except AcpcliError as err:
+                raise _in_api_words(err) from err.__cause__
+            finally:
+                lock.release()
+
+    async def _rewound(self, turn: int, *, files: bool, conversation: bool, force: bool) -> Rewind:
+        import anyio.to_thread
+
+        agent = self._agent
+        store = self._checkpoints() if files else None
+        if conversation:
+            from acpcli.session.rewinding import check_turn
+
+            self._conversation.flush()
+            check_turn(agent._index, self.id, turn)
+        if store is not None:
+            plan = await anyio.to_thread.run_sync(lambda: store.rewind(turn, dry_run=True, force=force))
+            if plan.conflicts and not force:
+                await anyio.to_thread.run_sync(lambda: store.rewind(turn, force=force))  # RewindRefused
+        new: Session | None = None
+        how = None
+        if conversation:
+            from acpcli.session.rewinding import rewind_conversation
+
+            record = agent._index.get(self.id)
+            inputs = replace(agent._inputs, cwd=record.cwd, additional_directories=list(record.additional_dirs))
+            rewound = await rewind_conversation(agent._link, agent._index, agent._writer, record, turn, inputs, agent._run())
+            new, how = agent._opened(rewound.live), rewound.how
+        done = await anyio.to_thread.run_sync(lambda: store.rewind(turn, force=force)) if store is not None else None
+        return Rewind(
+            turn,
+            tuple(_changed(f) for f in done.changes) if done is not None else (),
+            tuple((_changed(f), why) for f, why in done.skipped) if done is not None else (),
+            new,
+            how,
+        )
+
     async def close(self) -> None:
         """``session/close`` (the agent forgets it; it stays in the local index, marked
         closed). :class:`~acpcli.errors.CapabilityMissing` when the agent cannot close one."""
@@ -868,3 +960,8 @@ class Session:
             await self._conversation.close()
         if self in agent._sessions:
             agent._sessions.remove(self)
+
+
+def _changed(change: Any) -> ChangedFile:
+    """A :class:`~acpcli.worktree.FileChange` as the API gives it."""
+    return ChangedFile(change.path, change.status, os.fspath(change.root), change.added, change.removed, change.old_path)

@@ -39,6 +39,7 @@ from acpcli.errors import RpcError
 from acpcli.history.records import SETTING
 from acpcli.protocol import wire
 from acpcli.services.permissions import is_cancelled
+from acpcli.session import carried
 from acpcli.session.feed import Recorder, SessionFeed, Sink, seed_settings, settings_changed
 from acpcli.text.safe import safe_line, shown_id
 from acpcli.wire import capabilities
@@ -634,8 +635,13 @@ class AgentLink:
                         if sent is not None:
                             answer = await sent
                         else:
-                            params = wire.prompt_params(live.agent_id, blocks)
+                            # a rewound conversation's transcript goes with its first prompt
+                            carry = carried.pending(live.session_id)
+                            sending = [*blocks, carried.block(carry, self.features.prompt_embedded_context)] if carry else blocks
+                            params = wire.prompt_params(live.agent_id, sending)
                             answer = await self.conn.request("session/prompt", params, bounded=False)
+                            if carry:
+                                carried.sent(live.session_id)
                         if v1:  # v2 acknowledges; what a turn says comes with its idle
                             answer = self._read("session/prompt", answer)
                         if idle is not None:  # v2: acknowledged; the turn ends with idle

@@ -141,7 +141,9 @@ def _size(n: int) -> str:
 def _failed(what: str, exc: BaseException) -> CheckpointError:
     """A :class:`CheckpointError` for git (or the file system) failing at ``what``."""
     if (isinstance(exc, GitError) and exc.disk_full) or getattr(exc, "errno", None) in (28, 122):
-        return CheckpointError(f"{what}: the disk is full")
+        full = CheckpointError(f"{what}: the disk is full")
+        full.disk_full = True
+        return full
     detail = exc.detail if isinstance(exc, GitError) else (getattr(exc, "strerror", None) or str(exc))
     return CheckpointError(f"{what}: {detail}")
 
@@ -266,6 +268,16 @@ class Checkpoints:
         if not parents:
             raise NoCheckpoint(f"session {self.session_id} has no checkpoint from before turn {turn}")
         return self._diff(parents[0].decode(), commit, stat=stat, name_only=name_only)
+
+    def diff_since(self, turn: int, *, stat: bool = False) -> str:
+        """What the turns from ``turn`` on changed, together: the checkpoint before ``turn``
+        against the last one (what a rewind to ``turn`` undoes of theirs), as :meth:`diff`
+        gives it. Raises :class:`~acpcli.errors.NoCheckpoint` (no checkpoint before ``turn``),
+        :class:`~acpcli.errors.CheckpointError` (the store cannot be read)."""
+        refs = self._turn_refs()
+        if turn < 1 or turn - 1 not in refs:
+            raise NoCheckpoint(f"session {self.session_id} has no checkpoint from before turn {turn}")
+        return self._diff(refs[turn - 1], refs[max(refs)], stat=stat, name_only=False)
 
     def _diff(self, old: str, new: str, *, stat: bool, name_only: bool) -> str:
         mode = ["--stat"] if stat else ["--name-only"] if name_only else ["-p"]
