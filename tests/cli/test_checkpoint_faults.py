@@ -80,8 +80,13 @@ def test_a_full_disk_is_a_warning_then_exit_16_and_the_transcript_is_whole(
     assert (workdir / "two.txt").exists() and "write two.txt" in cli.show(sid)
     mark.unlink()
     cli.ok("prompt", "--session", sid, "--permissions", "allow", "write three.txt", env=env)
-    # the next checkpoint takes what the lost one missed
-    assert _turns(cli, sid, env) == ["0:", "1:one.txt", "2:three.txt,two.txt"]
+    # what the lost checkpoint missed is recorded before the next turn (as changes made between
+    # turns are), so that turn's diff is its own and a rewind to it keeps two.txt
+    assert _turns(cli, sid, env) == ["0:", "1:one.txt", "2:three.txt"]
+    plan = cli.ok("rewind", sid, "--to", "2", "--files", "--dry-run", env=env).stdout
+    assert "three.txt" in plan and "two.txt" not in plan, plan
+    plan = cli.ok("rewind", sid, "--to", "1", "--files", "--dry-run", env=env).stdout
+    assert "two.txt" in plan and "three.txt" in plan, plan
 
 
 @pytest.mark.parametrize(
