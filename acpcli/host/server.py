@@ -7,7 +7,7 @@ the permission policy for the client services and ``keep_alive``. It answers one
 stdout — ``{"t": "ready"}``, ``{"t": "exists"}`` (another host has the session) or
 ``{"t": "error", "exit": N, "message": …}`` — then stdout is closed; its log is stderr.
 
-The conversation with a client (see :mod:`acpcli.host.channel`)::
+The conversation with a client (see :mod:`acpcli.session.hostwire.channel`)::
 
     client                          host
     hello {pid, role}        →
@@ -73,10 +73,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
-from acpcli.host import address
-from acpcli.host.channel import Budget, Channel, same_user
 from acpcli.host.hostlog import HostLog
-from acpcli.host.messages import MAX_CLIENT_MESSAGE, ChannelClosed, encoded, host_timeout
+from acpcli.session.hostwire import address
+from acpcli.session.hostwire.channel import Budget, Channel, same_user
+from acpcli.session.hostwire.messages import (
+    MAX_CLIENT_MESSAGE,
+    ChannelClosed,
+    encoded,
+    host_timeout,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,7 +143,7 @@ class Client:
     backlog: int = 0  # bytes in its outbox
 
     def post(self, message: dict[str, Any] | bytes) -> None:
-        """Queue ``message`` (or its :func:`~acpcli.host.messages.encoded` bytes) for this
+        """Queue ``message`` (or its :func:`~acpcli.session.hostwire.messages.encoded` bytes) for this
         client without waiting (a client that falls too far behind is dropped: it cannot
         hold the turn up)."""
         if self.gone.is_set():
