@@ -97,6 +97,7 @@ def connect(
     home: str | os.PathLike[str] | None = None,
     log_file: str | os.PathLike[str] | None = None,
     transport: Transport | None = None,
+    keep_alive: float | None = None,
 ) -> AbstractAsyncContextManager[Agent]:
     """Start an agent and connect to it: ``async with acpcli.connect("claude") as agent:``.
 
@@ -121,6 +122,13 @@ def connect(
     cancelled and :class:`~acpcli.errors.StepTimeout` raised); default as the CLI's. ``home``
     is the state directory (default ``$ACPCLI_HOME``, else the platform's): sessions made here
     are listed by ``acpcli sessions`` with that home. ``log_file`` logs the wire frames.
+
+    ``keep_alive`` (seconds) makes the sessions :meth:`Agent.new_session` opens live: each is
+    made by a live-session host of its own (as ``acpcli new --keep-alive``), which keeps its
+    agent for that long after the last turn and client, so that ``acpcli prompt --session``,
+    ``attach`` and other scripts reach the same agent (default: no host; the session lives as
+    long as the connection). :meth:`Agent.load` and :meth:`Agent.resume` join a session whose
+    host runs, whatever ``keep_alive`` says: never a second agent on one session.
     """
     # Nothing runs until the connection is entered, inside ``home`` (every path derives from it).
     return _connected(
@@ -128,7 +136,7 @@ def connect(
         _open(
             agent, argv=argv, cwd=cwd, permissions=permissions, on_input=on_input, add_dirs=add_dirs, mcp=mcp,
             mcp_config=mcp_config, protocol=protocol, fs=fs, terminal=terminal, timeout=timeout,
-            log_file=log_file, transport=transport,
+            log_file=log_file, transport=transport, keep_alive=keep_alive,
         ),
     )
 
@@ -243,6 +251,7 @@ async def _open(
     timeout: float | None,  # noqa: ASYNC109 - bounds each step and turn, not this call
     log_file: str | os.PathLike[str] | None,
     transport: Transport | None,
+    keep_alive: float | None,
 ) -> AsyncIterator[Agent]:
     import anyio
 
@@ -269,6 +278,8 @@ async def _open(
     if ask is not None or policy_name != "ask":
         decider = PermissionPolicy(policy_name, _asker(ask, owner) if ask is not None else None, refusals)
     services_policy = decider.policy if decider is not None else "deny"  # "ask", nobody: no writes
+    decide = _observed(owner, decider)
+    elicit = _elicitor(on_input, refusals, owner)
     index = open_index()
     writer = index.writer()
     failed = True
@@ -281,8 +292,8 @@ async def _open(
             offer=ClientOffer(read_text_file=fs, write_text_file=fs, terminal=terminal, auth_terminal=False),
             log_file=inputs.log_file,
             stderr_log=agent_stderr_log(inputs.agent) if transport is None else None,
-            decide_permission=_observed(owner, decider),
-            elicit=_elicitor(on_input, refusals, owner),
+            decide_permission=decide,
+            elicit=elicit,
             policy=services_policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=timeout),
@@ -290,6 +301,9 @@ async def _open(
         )
         async with link_cm as link, anyio.create_task_group() as tg:
             owner._setup(link, inputs, index, writer, tg, refusals, timeout, home)
+            owner._decide, owner._elicit = decide, elicit
+            owner._grant = _grant_of(decider, fs=fs, terminal=terminal)
+            owner._keep_alive = keep_alive
             try:
                 yield owner
             finally:
@@ -322,6 +336,17 @@ def _policy(permissions: Permissions | PermissionCallback | None, choice: Any) -
     if policy not in POLICIES:
         raise UsageError(f"permissions must be one of {', '.join(POLICIES)} or a callback (got {policy!r})")
     return policy, None
+
+
+def _grant_of(decider: Any, *, fs: bool, terminal: bool) -> dict[str, Any]:
+    """What a hosted session's prompts say of this connection's policy, for the host to apply
+    to their turns (:class:`~acpcli.services.permissions.Grant`); ``ask`` with nobody to ask
+    (no decider): the strictest policy, as every question would be answered ``cancelled``."""
+    from acpcli.services.permissions import Grant
+
+    if decider is None:
+        return Grant(fs=fs, terminal=terminal).message()
+    return Grant.of(decider, fs=fs, terminal=terminal).message()
 
 
 def _asker(callback: PermissionCallback, owner: Agent) -> Any:
@@ -447,6 +472,12 @@ class Agent:
     _home: Path
     _sessions: list[Session]
     _closed: bool
+    #: The connection's permission decider and elicitor (``(live, params)``), and its grant: a
+    #: hosted session answers its host's questions with them (:mod:`acpcli.api.hosted`).
+    _decide: Any
+    _elicit: Any
+    _grant: dict[str, Any]
+    _keep_alive: float | None
     #: The notices (what the CLI would say on stderr) that came while no turn was running.
     notices: list[str]
 
@@ -504,14 +535,14 @@ class Agent:
 
     def _emit(self, live: SessionFeed | None, event: Event | _Failed) -> None:
         for session in getattr(self, "_sessions", ()):
-            if session._conversation.live is live:
+            if session._live is live:
                 session._emit(event)
 
     def _failed(self, live: SessionFeed | None, error: Exception) -> None:
         """A callback of the caller's failed during a turn of ``live``: raised from that
         turn's ``async for`` when the turn has ended (the first such error of a turn)."""
         for session in getattr(self, "_sessions", ()):
-            if session._conversation.live is live and session._error is None:
+            if session._live is live and session._error is None:
                 session._error = error
 
     def _run(self) -> Invocation:
@@ -548,38 +579,50 @@ class Agent:
                 raise _in_api_words(err) from err.__cause__
             return self._opened(live)
 
-    async def load(self, session_id: str) -> Session:
+    async def load(self, session_id: str, *, join: bool = True) -> Session:
         """``session/load``: the session (an id or a unique prefix of one recorded here, or an
-        id the agent knows) with its history replayed into :attr:`Session.transcript`. While
-        another acpcli runs a turn on it, this waits for that turn to end."""
-        return await self._reattach("load", session_id)
+        id the agent knows) with its history replayed into :attr:`Session.transcript` (the
+        record acpcli kept, the replay merged in). While another acpcli runs a turn on it, this
+        waits for that turn to end.
 
-    async def resume(self, session_id: str) -> Session:
+        A session whose live-session host runs (``acpcli sessions --live``) is joined rather
+        than loaded: the session returned talks to that host, whose agent runs its turns
+        (never a second agent on one session); its transcript is what the host had stored.
+        ``join=False`` refuses such a session instead (:class:`~acpcli.errors.SessionBusy`)."""
+        return await self._reattach("load", session_id, join)
+
+    async def resume(self, session_id: str, *, join: bool = True) -> Session:
         """``session/resume``: the session continued without a replay (its transcript is what
-        acpcli recorded of it)."""
-        return await self._reattach("resume", session_id)
+        acpcli recorded of it). A session whose host runs is joined, as :meth:`load` says."""
+        return await self._reattach("resume", session_id, join)
 
-    async def _reattach(self, command: Lifecycle, session_id: str) -> Session:
+    async def _reattach(self, command: Lifecycle, session_id: str, join: bool = True) -> Session:
         with self._at_home():
             try:
-                return await self._reattached(command, session_id)
+                return await self._reattached(command, session_id, join)
             except AcpcliError as err:
                 raise _in_api_words(err) from err.__cause__
 
-    async def _reattached(self, command: Lifecycle, session_id: str) -> Session:
+    async def _reattached(self, command: Lifecycle, session_id: str, join: bool) -> Session:
         from acpcli.history.lock import SessionLock
         from acpcli.session.attach import attach
         from acpcli.session.inputs import lookup_or_none, recorded_mcp
         from acpcli.wire import capabilities
 
         self._check()
-        capabilities.require(self._link.features, f"session/{command}")
         record = lookup_or_none(session_id)
+        sid = record.id if record is not None else session_id
+        from acpcli.api.hosted import joined
+
+        hosted = await joined(self, sid, refuse=not join)
+        if hosted is not None:
+            self._sessions.append(hosted)
+            return hosted
+        capabilities.require(self._link.features, f"session/{command}")
         inputs = self._inputs
         if record is not None:
             inputs = replace(inputs, cwd=record.cwd, additional_directories=list(record.additional_dirs))
             recorded_mcp(inputs, record)
-        sid = record.id if record is not None else session_id
         lock = SessionLock(sid)
         await lock.acquire()  # one writer per session: another acpcli's turn ends first
         try:
@@ -680,6 +723,8 @@ class Session:
     def __init__(self, agent: Agent, conversation: Conversation) -> None:
         self._agent = agent
         self._conversation = conversation
+        #: The session as it is kept here: its store, its settings, its turn state.
+        self._live = conversation.live
         self._send: MemoryObjectSendStream[Event | _Failed] | None = None
         #: Set while a turn whose reader left is being cancelled (it is set when it has ended).
         self._leaving: anyio.Event | None = None
@@ -691,23 +736,29 @@ class Session:
     @property
     def id(self) -> str:
         """The session's id as recorded (``acpcli show ID``)."""
-        return self._conversation.session_id
+        return self._live.session_id
 
     @property
     def cwd(self) -> str | None:
-        return self._conversation.live.cwd
+        return self._live.cwd
+
+    @property
+    def hosted(self) -> bool:
+        """The session lives in a live-session host (``acpcli sessions --live``), whose agent
+        runs its turns; False: in this connection's agent."""
+        return False
 
     @property
     def transcript(self) -> Transcript:
         """The transcript so far (``.markdown()``, ``.text()``, ``.jsonl()``), read from the
         store every update went into: what ``acpcli show`` prints of it."""
-        live = self._conversation.live
+        live = self._live
         return Transcript(live.store, live.session_id)
 
     @property
     def settings(self) -> tuple[Setting, ...]:
         """The settings the session offers now (modes, models, config options)."""
-        return tuple(setting(c) for c in self._conversation.settings())
+        return tuple(setting(c) for c in self._live.settings())
 
     @property
     def running(self) -> bool:
@@ -739,8 +790,6 @@ class Session:
         the agent to end it, so the session is ready for the next prompt."""
         import anyio
 
-        from acpcli.services.mentions import build_prompt
-
         agent = self._agent
         agent._check()
         if self._send is not None:
@@ -754,17 +803,14 @@ class Session:
                 await self._leaving.wait()
         if self._send is not None:
             raise SessionBusy(f"a turn is running on session {self.id}: one turn at a time")
-        live = self._conversation.live
-        roots = [live.cwd or agent._inputs.cwd, *live.additional_directories]
-        blocks = build_prompt(
-            text, roots[0], roots, self._conversation.features, strict=False, mentions=mentions,
-            attach=[os.fspath(path) for path in attach],
-        )
         send, receive = anyio.create_memory_object_stream[Event | _Failed](math.inf)
-        self._send = send
         ended = anyio.Event()
-        with agent._at_home():  # (the turn's task takes the context it is started in)
-            agent._tg.start_soon(self._turn, text, blocks, send, ended)
+        try:
+            await self._begin(text, [os.fspath(path) for path in attach], mentions, send, ended)
+        except BaseException:
+            send.close()
+            receive.close()
+            raise
         finished = False
         try:
             async with receive:
@@ -787,13 +833,29 @@ class Session:
                 finally:
                     self._leaving = None
 
+    async def _begin(
+        self, text: str, attach: list[str], mentions: bool, send: MemoryObjectSendStream[Event | _Failed],
+        ended: anyio.Event,
+    ) -> None:
+        """Start the turn of ``text`` (its events go to ``send``; ``ended`` is set when it is
+        over): the prompt's blocks built here, the turn run in the connection's task group."""
+        from acpcli.services.mentions import build_prompt
+
+        agent, live = self._agent, self._live
+        roots = [live.cwd or agent._inputs.cwd, *live.additional_directories]
+        blocks = build_prompt(
+            text, roots[0], roots, self._conversation.features, strict=False, mentions=mentions, attach=attach,
+        )
+        self._send = send
+        with agent._at_home():  # (the turn's task takes the context it is started in)
+            agent._tg.start_soon(self._turn, text, blocks, send, ended)
+
     async def _abandon(self, ended: anyio.Event) -> None:
         """Cancel the running turn for a caller that left it, and wait for it to end (its
         events are dropped; what arrived is stored as always)."""
         import anyio
 
-        if not self._conversation.live.cancel_requested:
-            await self._conversation.cancel()
+        await self.cancel()
         with anyio.move_on_after(_ABANDON_WAIT):
             await ended.wait()
 

@@ -12,8 +12,11 @@ The conversation with a client (see :mod:`acpcli.session.hostwire.channel`)::
     client                          host
     hello {pid, role}        →
                              ←      ready {pid, session, agent, state}   (state: to a watcher)
-    prompt {text, settings, wait, grant, stdin?} →            (grant: the sender's policy, below;
-                                                              stdin: text piped beside the prompt)
+    prompt {text, settings, wait, grant, stdin?, mentions?, attach?} →
+                                                             (grant: the sender's policy, below;
+                                                              stdin: text piped beside the prompt;
+                                                              mentions false: @path attaches nothing;
+                                                              attach: files to send, absolute paths)
                              ←      queued {ahead}            (turns before this one; wait false and
                                                                a turn ahead: error {exit 18} instead)
                              ←      start                     (this prompt's turn begins)
@@ -180,6 +183,10 @@ class Turn:
     #: with promptQueueing): this turn waits for it instead of sending a prompt.
     joined: Any = None
     piped: str | None = None  # text piped on its sender's standard input, sent as context
+    #: ``@path`` in the text attaches the file (the CLI's way); the Python API sends False, and
+    #: the files to attach by name (absolute paths) in ``attach``.
+    mentions: bool = True
+    attach: list[str] = field(default_factory=list)
 
 
 class Tee:
@@ -450,6 +457,8 @@ class Host:
                         log_file=message.get("log_file") if isinstance(message.get("log_file"), str) else None,
                         checkpoints=message.get("checkpoints") is not False,
                         piped=piped if isinstance(piped, str) else None,
+                        mentions=message.get("mentions") is not False,
+                        attach=[a for a in message.get("attach") or [] if isinstance(a, str)],
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -1173,7 +1182,7 @@ class Host:
         try:
             blocks = [] if turn.joined is not None else build_prompt(
                 turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
-                piped=turn.piped,
+                piped=turn.piped, mentions=turn.mentions, attach=turn.attach,
             )  # fmt: skip
             for key, value in turn.settings:
                 await link.set_by_name(live, key, value)
