@@ -4,6 +4,6 @@ blocking channel that needs no event loop) and the async channel (:mod:`.channel
 
 Below the host (:mod:`acpcli.host`, which serves these messages) so that every client of a
 host speaks the same protocol from its own floor: the CLI and the REPL, and the Python API
-(:mod:`acpcli.api.hosted`), which sits below the host and may not import it. This package's
+(:class:`acpcli.api.client.HostedSession`), which sits below the host and may not import it. This package's
 ``__init__`` imports nothing.
 """
