@@ -56,11 +56,9 @@ session index (it stores names only) and out of the wire log and ``--raw``
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import shlex
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -206,6 +204,8 @@ def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
 
 def agent_from_cmd(cmdline: str) -> AgentSpec:
     """An ad-hoc agent from a ``--cmd 'ARGV...'`` string (shell-style quoting, no shell)."""
+    import shlex
+
     try:
         argv = shlex.split(cmdline)
     except ValueError as exc:
@@ -472,6 +472,8 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
         raise ConfigError(f"{label}: unknown key {unknown[0]!r} (expected {expected})")
     command = entry.get("command")
     if isinstance(command, str):
+        import shlex  # (a config without command strings, as a TAB reads it, needs none)
+
         try:
             argv = shlex.split(command)
         except ValueError as exc:
@@ -662,6 +664,8 @@ def load_mcp_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path} is too large for an MCP server file ({exc})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    import json  # (here: reading the config for a TAB needs no JSON)
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 def _live_ids() -> set[str]:
     """The sessions a host keeps live now (none when no host ever ran here: nothing is read)."""
-    from acpcli.host.address import hosts
+    from acpcli.session.hostwire.address import hosts
 
     return {info.session_id for info in hosts()}
 
