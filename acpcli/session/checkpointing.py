@@ -75,7 +75,7 @@ async def before_turn(live: SessionFeed, say: Callable[[str], None]) -> None:
         store = _store(live)
         latest = store.latest()
         if latest is None:
-            return list(store.take(0, "").notes)
+            return list(store.take(0, "", files=False).notes)
         taken = store.take_before(latest + 1)
         return list(taken.notes) if taken is not None else []
 
@@ -93,7 +93,7 @@ async def after_turn(live: SessionFeed, prompt: str, say: Callable[[str], None])
         latest = store.latest()
         if latest is None:  # (a session whose first checkpoint could not be taken before)
             latest = 0
-        return list(store.take(latest + 1, label).notes)
+        return list(store.take(latest + 1, label, files=False).notes)
 
     await _guarded(live, take, say)
 

@@ -299,9 +299,11 @@ class Checkpoints:
 
     # -- taking --------------------------------------------------------------------------
 
-    def take(self, turn: int, label: str = "") -> Checkpoint:
+    def take(self, turn: int, label: str = "", *, files: bool = True) -> Checkpoint:
         """Record the roots as the checkpoint after ``turn`` (0: before the first turn; taking a
         turn again replaces its checkpoint). ``label``: the prompt (its first line is kept).
+        ``files=False``: the result's :attr:`~Checkpoint.files` are left empty (one git process
+        less, for a caller that does not show them: the turns of a session).
 
         Costs about one ``git status`` of the roots (only changed files are hashed), and never
         more than ``time_limit`` seconds. Never touches the user's repository.
@@ -323,7 +325,7 @@ class Checkpoints:
                 if self._ref("rewinding"):  # a rewind stopped half way is behind us now
                     updates["rewinding"] = None
                 self._update_refs(updates)
-                files = self._changes(base, commit) if base else []
+                changed = self._changes(base, commit) if base and files else []
             except (GitError, OSError) as exc:
                 raise _failed(f"checkpoint of turn {turn} not taken", exc) from None
             except CheckpointError:
@@ -332,7 +334,7 @@ class Checkpoints:
                 log.exception("checkpoint of turn %d of %s", turn, self.session_id)
                 raise CheckpointError(f"checkpoint of turn {turn} not taken: {type(exc).__name__}: {exc}") from None
         return Checkpoint(
-            turn=turn, label=_label(label), time=time.time(), commit=commit, base=base, files=tuple(files), notes=tuple(notes)
+            turn=turn, label=_label(label), time=time.time(), commit=commit, base=base, files=tuple(changed), notes=tuple(notes)
         )
 
     def take_before(self, turn: int) -> Checkpoint | None:
