@@ -270,14 +270,15 @@ class Checkpoints:
         return self._diff(parents[0].decode(), commit, stat=stat, name_only=name_only)
 
     def diff_since(self, turn: int, *, stat: bool = False) -> str:
-        """What the turns from ``turn`` on changed, together: the checkpoint before ``turn``
-        against the last one (what a rewind to ``turn`` undoes of theirs), as :meth:`diff`
+        """What the turns from ``turn`` on changed, together: the files as ``turn`` found them
+        (what :meth:`rewind` goes back to) against the last checkpoint of a turn, as :meth:`diff`
         gives it. Raises :class:`~acpcli.errors.NoCheckpoint` (no checkpoint before ``turn``),
         :class:`~acpcli.errors.CheckpointError` (the store cannot be read)."""
         refs = self._turn_refs()
-        if turn < 1 or turn - 1 not in refs:
+        start = self._refs_now().get(f"before-{turn}") or refs.get(turn - 1) if turn >= 1 else None
+        if start is None:
             raise NoCheckpoint(f"session {self.session_id} has no checkpoint from before turn {turn}")
-        return self._diff(refs[turn - 1], refs[max(refs)], stat=stat, name_only=False)
+        return self._diff(start, refs[max(refs)], stat=stat, name_only=False)
 
     def _diff(self, old: str, new: str, *, stat: bool, name_only: bool) -> str:
         mode = ["--stat"] if stat else ["--name-only"] if name_only else ["-p"]
