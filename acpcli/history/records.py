@@ -251,7 +251,10 @@ class ReplayWriter:
             return False
         import json
 
-        was = next(stored, None)
+        try:
+            was = next(stored, None)
+        except Exception:  # noqa: BLE001 - the last replay cannot be read (a damaged page): store this one
+            was = None
         if was is not None and was[0] == kind:
             if was[1] == payload:
                 return True
