@@ -35,3 +35,18 @@ def test_the_host_keeps_what_comes_after_a_turn_whose_client_left(hosts: Cli, ra
     wait_for(lambda: "LATE-TEXT" in hosts.show(sid), what="the late updates to be stored")
     shown = hosts.show(sid)  # ... and stored, in their places
     assert shown.index("ANSWER +MORE") < shown.index("BG-DONE") < shown.index("LATE-TEXT"), shown
+
+
+def test_an_attached_terminal_draws_what_comes_after_a_warm_prompts_turn(hosts: Cli, spawn: Any, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    env = {**LIVE, "LATE_GATE": str(gate), "LATE_DELAY": "0.2"}
+    sid = hosts.ok("new", "--no-repl", "--cmd", shlex.join([sys.executable, str(LATE_AGENT)]), env=env).stdout.strip()
+    watcher = spawn("attach", sid)
+    watcher.expect("attached to")
+    watcher.prompt()
+    proc = hosts.ok("prompt", "--session", sid, "late please", env=env)
+    assert "ANSWER" in proc.stdout and "MORE" not in proc.stdout, proc.stdout  # it did not wait
+    watcher.expect("ANSWER")
+    gate.touch()  # the rest comes after the prompt's exit
+    watcher.expect("LATE-TEXT")  # drawn, no key pressed
+    assert "BG-DONE" in watcher.seen
