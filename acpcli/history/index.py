@@ -988,6 +988,20 @@ class Index:
         self._flush_writers()
         yield from eventlog.events_raw(self.conn, session_id, legacy=self._legacy())
 
+    def events_between(self, session_id: str, first: int, last: int) -> Iterator[tuple[int, str, str]]:
+        """``(seq, kind, payload_json_text)`` of a session's events ``first`` to ``last`` (seqs)."""
+        from acpcli.history import eventlog
+
+        self._flush_writers()
+        yield from eventlog.events_between(self.conn, session_id, first, last, legacy=self._legacy())
+
+    def replay_marks(self, session_id: str) -> list[tuple[int, str, str]]:
+        """``(seq, kind, payload_json_text)`` of a session's replay brackets, in order."""
+        from acpcli.history import eventlog
+
+        self._flush_writers()
+        return eventlog.replay_marks(self.conn, session_id, legacy=self._legacy())
+
     def events(self, session_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(kind, payload)`` of a session's events, in the order they were received."""
         from acpcli.history import eventlog

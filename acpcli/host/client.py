@@ -641,8 +641,8 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 stop = message.get("stop")
                 stop = stop if isinstance(stop, str) else "end_turn"
                 view.turn_ended(stop)
-                if message.get("late"):
-                    _linger(channel, mirror)
+                # (what the agent still says of the turn, "late": the host stores it; an
+                # attached terminal draws it; this command has its answer)
                 return stop, bool(message.get("interrupted")) or interrupted, timed_out
             elif kind == "withdrawn":
                 raise Interrupted("withdrawn")
@@ -661,28 +661,6 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _linger(channel: BlockingChannel, mirror: Mirror) -> None:
-    """Updates after the turn (:func:`~acpcli.session.turn.collect_late`): drawn as they come
-    until the host has sent nothing for a moment (the host stores them either way)."""
-    import time
-
-    from acpcli.session.turn import LATE_LIMIT, LATE_QUIET
-
-    start = last = time.monotonic()
-    while True:
-        now = time.monotonic()
-        left = min(LATE_QUIET - (now - last), LATE_LIMIT - (now - start))
-        if left <= 0:
-            return
-        try:
-            message = channel.receive(timeout=left)
-        except ChannelClosed:
-            return
-        if message is not None and message.get("t") == "u":
-            apply_event(mirror, str(message.get("k")), str(message.get("p")))
-            last = time.monotonic()
 
 
 def _decide(decider: Any, mirror: Mirror, params: dict[str, Any]) -> dict[str, Any] | None:
