@@ -430,7 +430,7 @@ def sessions(
     since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01, 2026-11-01T09:30).", show_default=False)] = None,
     # a str, parsed by history.sessions: acpcli's own coercer (no pydantic) takes str, Path, bool
     limit: Annotated[str | None, typer.Option("--limit", "-n", metavar="N", help="Show the N most recent (default 20; 0: no limit). A note on stderr says how many more there are.", show_default=False)] = None,
-    all_sessions: Annotated[bool, typer.Option("--all", help="Every session: closed ones too, and no limit (an explicit --state or --limit still applies).")] = False,
+    all_sessions: Annotated[bool, typer.Option("--all", help="Every session: closed ones and those never prompted too, and no limit (an explicit --state or --limit still applies).")] = False,
     remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd. With rm: delete on the agent's side too (session/delete), then locally.")] = False,
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
@@ -443,7 +443,8 @@ def sessions(
     list with --remote.
 
     The 20 most recent active sessions are shown; a note on stderr says how many more match
-    and how to see them. On a terminal, one line a session in its width: the shortest unique
+    and how to see them. Sessions never prompted (created and left: a REPL opened and closed
+    at once) are not listed; a note says how many, and --all lists them. On a terminal, one line a session in its width: the shortest unique
     prefix of the id (every command takes it), the agent, the title, the working directory
     and when it was last used (--wide: whole ids, both dates). Piped: tab-separated lines
     with whole ids; --json: JSON lines. Filters combine: --agent, --cwd, --state, --since.

@@ -54,6 +54,7 @@ def _plant(home: Path) -> None:
             UUIDS[1], "Explain why 23.7k/200k tokens were used by the last turn of the session"
         )
         index.upsert_session(rec(UUIDS[2], agent="demo", cwd=str(home), last_used_at=now - 300))
+        index.set_prompt_title(UUIDS[2], "fix the flaky test")  # (prompted: never-prompted ones are not listed)
         twin = UUIDS[2][:12] + "0000-0000-000000000000"
         index.upsert_session(
             rec(twin, agent="demo", cwd="/work", state="closed", last_used_at=now - 9 * 86400)
