@@ -52,6 +52,17 @@ NewIfMissing = Annotated[
         "(the explicit, visible fallback; the old context is not carried over).",
     ),
 ]
+#: load and resume: the id, or none to pick one on a terminal (:mod:`acpcli.cli.recent`).
+PickedSessionId = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="SESSION_ID",
+        help="Session id (a unique prefix of a locally recorded id is enough). Without it, on a "
+        "terminal: pick one of the recent sessions.",
+        autocompletion=completers.session_ids,
+        show_default=False,
+    ),
+]
 Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
 
 
@@ -83,6 +94,30 @@ def _run(
         wait=not no_wait,
         created=lambda session_id: _print_id(env, session_id),
     )
+
+
+def _picked(command: Lifecycle, session_id: str | None, invocation: Invocation) -> str:
+    """The session ``load``/``resume`` is about: the id given; else, on a terminal, the one
+    the person picks (none picked: exit 0, nothing started); else a usage error."""
+    if session_id is not None:
+        return session_id
+    env = invocation.env
+    if not env.interactive:
+        from acpcli.errors import UsageError
+
+        raise UsageError(
+            f"{command} needs a SESSION_ID here (no terminal to pick one on)",
+            hint=f"`acpcli {command} SESSION_ID`; `acpcli sessions` lists them",
+        )
+    from acpcli.cli.recent import pick_session
+    from acpcli.text.safe import safe_line, shown_id
+
+    record = pick_session(env, command)
+    if record is None:
+        env.note(f"no session chosen: nothing to {command}")
+        raise typer.Exit(0)
+    env.note(f"{'loading' if command == 'load' else 'resuming'} {shown_id(record.id)}: {safe_line(record.shown_title or '')}")
+    return record.id
 
 
 def _print_id(env: Environment, session_id: str) -> None:
@@ -167,7 +202,7 @@ def new(
 
 @app.command(short_help="Reopen a session with its replay, then the prompt opens.")
 def load(
-    session_id: SessionId,
+    session_id: PickedSessionId = None,
     agent: Agent = None,
     cmd: Cmd = None,
     cwd: Cwd = None,
@@ -201,10 +236,15 @@ def load(
     load and keeps the agent for the prompts that follow; a session whose host runs already
     is joined instead (no second agent).
 
+    Without SESSION_ID, on a terminal: pick one of the recent sessions (this directory's
+    first; arrow keys or type to filter, then Enter). Escape picks none: nothing is started,
+    exit 0. Without a terminal SESSION_ID is needed (exit 2).
+
     Examples:
 
     \b
       acpcli load demo-1f2e
+      acpcli load
       acpcli load demo-1f2e --no-repl > transcript.txt
     """
     from acpcli.cli import commands
@@ -218,6 +258,7 @@ def load(
         no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait,
         no_checkpoints=no_checkpoints,
     )
+    session_id = _picked("load", session_id, invocation)
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
@@ -277,7 +318,7 @@ def fork(
 
 @app.command(short_help="Reopen a session without a replay, then the prompt opens.")
 def resume(
-    session_id: SessionId,
+    session_id: PickedSessionId = None,
     agent: Agent = None,
     cmd: Cmd = None,
     cwd: Cwd = None,
@@ -308,10 +349,15 @@ def resume(
     With keep-alive on (--keep-alive SECONDS, default 300; 0: off) a background host does the
     resume and keeps the agent; a session whose host runs already is joined instead.
 
+    Without SESSION_ID, on a terminal: pick one of the recent sessions (this directory's
+    first; arrow keys or type to filter, then Enter). Escape picks none: nothing is started,
+    exit 0. Without a terminal SESSION_ID is needed (exit 2).
+
     Examples:
 
     \b
       acpcli resume claude-5c1d
+      acpcli resume
       acpcli resume claude-5c1d --keep-alive 0
     """
     from acpcli.cli import commands
@@ -325,6 +371,7 @@ def resume(
         no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait,
         no_checkpoints=no_checkpoints,
     )
+    session_id = _picked("resume", session_id, invocation)
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
