@@ -552,30 +552,42 @@ def sessions(
 @app.command(short_help="Print a session's stored transcript; no agent is started.")
 def show(
     session_id: SessionId,
-    grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORDS", help="Only the messages and tool calls holding every word (case-insensitive; word* for a prefix), each under the prompt it answers.", show_default=False)] = None,
+    more_words: Annotated[list[str] | None, typer.Argument(metavar="WORD", help="More words for --grep: `--grep flaky test` is `--grep 'flaky test'`.", show_default=False)] = None,
+    grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORD", help="Only the messages and tool calls holding every word given (case-insensitive; word* for a prefix), each under the prompt it answers.", show_default=False)] = None,
     no_pager: Annotated[bool, typer.Option("--no-pager", help="Print it all even when it is longer than the terminal.")] = False,
 ) -> None:
     """Print a session's stored transcript (no agent is started).
 
     With --grep, only the entries holding every word, each under the prompt it belongs to,
     and a note on stderr saying how many of how many: the jump from `acpcli search` to the
-    messages that matched. On a terminal, a transcript longer than the screen goes through
-    a pager ($PAGER, else less -R).
+    messages that matched. The words are those of `acpcli search`: every one, in any
+    order; quotes do not make a phrase (`--grep flaky test` and `--grep 'flaky test'` are
+    the same). On a terminal, a transcript longer than the screen goes through a pager
+    ($PAGER, else less -R).
 
     Examples:
 
     \b
       acpcli show demo-1f2e
-      acpcli show demo-1f2e --grep migration
+      acpcli show demo-1f2e --grep flaky test
     """
     from acpcli.cli import history
 
+    if more_words:
+        if grep is None:
+            from acpcli.errors import UsageError
+
+            raise UsageError(
+                "show takes one SESSION_ID; words after it go with --grep",
+                hint=f"`acpcli show {session_id} --grep WORD…`",
+            )
+        grep = " ".join([grep, *more_words])
     raise typer.Exit(history.show(session_id, grep, pager=not no_pager))
 
 
 @app.command(short_help="Find past conversations by the words in their messages.")
 def search(
-    text: Annotated[list[str], typer.Argument(metavar="WORD", help="Words every matching message holds (case-insensitive; word* matches a prefix).", show_default=False)],
+    text: Annotated[list[str], typer.Argument(metavar="WORD", help="Words every matching message holds, in any order (case-insensitive; word* matches a prefix; quotes do not make a phrase).", show_default=False)],
     agent: Annotated[str | None, typer.Option("--agent", "-a", metavar="NAME", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Annotated[Path | None, typer.Option("--cwd", "-C", metavar="DIR", help="Only sessions whose working directory is DIR.", show_default=False)] = None,
     since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01).", show_default=False)] = None,
