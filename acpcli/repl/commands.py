@@ -205,7 +205,7 @@ async def _pick_setting(ctx: Context, choice: settings.Choice) -> str | None:
     current = [i for i, (value, name, _) in enumerate(values) if choice.current in (value, name)]
     labels = [
         f"{'*' if i in current else ' '} {name if name == value else f'{value} ({name})'}"
-        + (f" — {description}" if description else "")
+        + (f" — {' '.join(description.split())}" if description.strip() else "")  # (one row: a wrapped one too)
         for i, (value, name, description) in enumerate(values)
     ]
     picked = await choose(
