@@ -121,10 +121,10 @@ def sessions(
             agent = agent_filter(index, agent)  # the recorded name, or the agent's display name
             filters: dict[str, Any] = {"agent": agent, "cwd": the_cwd, "state": only_state, "since": since_ts}
             rows = index.list_sessions(**filters, limit=count or None, prompted=prompted)
-            if count and len(rows) == count:  # only then can there be more: one count query
-                more = index.count_sessions(**filters, prompted=prompted) - count
             if prompted:
                 unprompted = index.count_sessions(**filters, prompted=False)
+            if count and len(rows) == count:  # only then can there be more: one count query
+                more = index.count_sessions(**filters) - unprompted - count  # (the whole count reads an index alone)
             if not as_json and not wide and env.stdout_is_terminal:
                 shortest = index.unique_prefixes([rec.id for rec in rows], ID_PREFIX)
     if unprompted:
