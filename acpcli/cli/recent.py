@@ -37,7 +37,8 @@ def recent(here: str, limit: int = OFFERED) -> list[SessionRecord]:
 def labels(records: list[SessionRecord], here: str, width: int) -> list[str]:
     """One line a session, in ``width`` cells: the title (cut at a word) in a column, then the
     agent, when it was last used, and the directory when it is not ``here`` (cut from the
-    left, ``~`` for home). Control characters are made visible."""
+    left, ``~`` for home). In a narrow line the title keeps half of it, and the agent's name
+    is cut before when and where. Control characters are made visible."""
     from acpcli.cli.history import agent_shown, ago  # (as `acpcli sessions` says them)
     from acpcli.render.fit import cells, pad, shorten, shorten_left
     from acpcli.text.safe import safe_line
@@ -52,10 +53,14 @@ def labels(records: list[SessionRecord], here: str, width: int) -> list[str]:
         return " · " + shorten_left(safe_line(path), max(12, width // 4))
 
     titles = [safe_line(r.shown_title or "(untitled)") for r in records]
-    tails = [f"  {safe_line(agent_shown(r))} · {ago(r.last_used_at)}{where(r.cwd)}" for r in records]
-    room = max(10, width - max((cells(t) for t in tails), default=0))
-    column = min(room, max((cells(t) for t in titles), default=0))
-    return [shorten(pad(shorten(title, column), column) + tail, width) for title, tail in zip(titles, tails, strict=True)]
+    agents = [safe_line(agent_shown(r)) for r in records]
+    rests = [f" · {ago(r.last_used_at)}{where(r.cwd)}" for r in records]
+    longest = max((2 + cells(a) + cells(r) for a, r in zip(agents, rests, strict=True)), default=0)
+    column = min(max((cells(t) for t in titles), default=0), max(width // 2, width - longest))
+    return [
+        shorten(pad(shorten(title, column), column) + "  " + shorten(agent, max(6, width - column - 2 - cells(rest))) + rest, width)
+        for title, agent, rest in zip(titles, agents, rests, strict=True)
+    ]
 
 
 def pick_session(env: Environment, verb: str) -> SessionRecord | None:

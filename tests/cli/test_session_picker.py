@@ -79,8 +79,13 @@ def test_load_without_an_id_picks_from_this_directory_first(
 def test_resume_without_an_id_picks_by_typing_to_filter(
     spawn: Any, cli: Cli, planted: dict[str, str], repl_mode: list[str]
 ) -> None:
-    pty = spawn("resume", *repl_mode, width=60)  # (the titles keep their room; the rest is cut)
+    pty = spawn("resume", *repl_mode, width=60)
     pty.expect(CHOICE)
+    pty.expect("over there.*elsewhere")
+    rows = _options(pty)  # narrow: the titles whole, where and when kept, the agent's name cut first
+    assert [row.split(". ", 1)[1].split("  ")[0] for row in rows] == ["newer here", "older here", "over there"], rows
+    assert all(len(row) <= 60 - 3 and "just now" in row for row in rows), rows
+    assert rows[2].endswith("· just now · …/elsewhere") and "acpcli demo agent" not in rows[2], rows
     pty.child.send("THERE")  # case-insensitive, anywhere in the line
     pty.expect(r"THERE[\s\S]*?3\. over there")
     assert "filter: THERE  (1 of 3)" in Screen(pty.width, pty.height).feed(pty.seen).text()
