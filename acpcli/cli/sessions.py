@@ -491,10 +491,11 @@ def sessions(
 
     The 20 most recent active sessions are shown; a note on stderr says how many more match
     and how to see them. Sessions never prompted (created and left: a REPL opened and closed
-    at once) are not listed; a note says how many, and --all lists them. On a terminal, one line a session in its width: the shortest unique
-    prefix of the id (every command takes it), the agent, the title, the working directory
-    and when it was last used (--wide: whole ids, both dates). Piped: tab-separated lines
-    with whole ids; --json: JSON lines. Filters combine: --agent, --cwd, --state, --since.
+    at once) are not listed; a note says how many, and --all lists them. On a terminal, one
+    line a session in its width: the shortest unique prefix of the id (every command takes
+    it), the agent, the title, the working directory and when it was last used (--wide:
+    whole ids, both dates). Piped: tab-separated lines with whole ids; --json: JSON lines.
+    Filters combine: --agent, --cwd, --state, --since.
 
     `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
     stored events (and the demo agent's state for demo sessions); nothing on the agent's
