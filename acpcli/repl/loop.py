@@ -250,6 +250,7 @@ class Repl:
             await self.watch_others()
         sent = self.now.take_pending()  # a prompt sent during the last turn: its turn goes on
         text = "" if sent is not None or self.keep else (queue.next() or "")
+        self.ctx.queued = bool(text)  # (typed during a turn: what it asks pops up by itself)
         if text:
             self.prompt_session.history.append_string(text)  # Up at the idle line recalls it too
         if sent is None and not text:
