@@ -8,11 +8,17 @@ advertises ``loadSession`` only: no resume, close, fork), as gemini does.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from .conftest import AgentTrace
+import pytest
+
+from acpcli.errors import ExitCode
+
+from .conftest import AgentTrace, Cli, error_line
 from .pty import CHOICE, Pty, new_args
 from .screen import screen_text
 
@@ -31,3 +37,99 @@ def test_the_toolbar_shows_the_first_prompt_as_the_title_while_its_turn_runs(spa
     pty.child.send("\r")
     pty.prompt()
     assert pty.leave()[0] == 0
+
+
+@pytest.fixture(params=["hosted", "unhosted"])
+def keep(request: pytest.FixtureRequest, cli: Cli) -> Iterator[dict[str, str]]:
+    """The environment of a command through a session host (keep-alive on) or without one;
+    every host is stopped at the end."""
+    yield {"ACPCLI_KEEP_ALIVE": "300" if request.param == "hosted" else "0"}
+    cli.run("stop", "--all")
+
+
+def _live(cli: Cli) -> list[str]:
+    return [json.loads(line)["id"] for line in cli.ok("sessions", "--live", "--json").stdout.splitlines()]
+
+
+def test_close_on_an_agent_without_close_closes_here_at_once(cli: Cli, keep: dict[str, str]) -> None:
+    """The agent did not advertise ``session/close`` (gemini): ``close`` says so in one line
+    and exits 6, the session marked closed here, as without a host; a live session's host is
+    stopped with its agent, said in that line (no line before it saying the host was
+    stopped, then a failure), and no agent is started to be asked."""
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.record_cmd("--load"), env=keep).stdout.strip()
+    hosted = keep["ACPCLI_KEEP_ALIVE"] != "0"
+    assert _live(cli) == ([sid] if hosted else [])
+    started = len(cli.trace.pids())
+    error = error_line(cli.run("close", sid, env=keep), ExitCode.CAPABILITY)
+    assert "does not support session/close" in error and "marked closed locally" in error, error
+    assert ("its host" in error) == hosted, error
+    assert len(cli.trace.pids()) == started  # nobody was started only to be refused
+    assert cli.trace.requests("session/close") == []
+    assert _live(cli) == []
+    assert [r["state"] for r in cli.index()] == ["closed"]
+    cli.trace.assert_all_gone()
+    again = cli.ok("close", sid, env=keep)
+    assert again.stderr == f"{sid} is already closed\n"
+
+
+def test_resume_on_an_agent_without_resume_is_refused_before_anything_starts(cli: Cli, keep: dict[str, str]) -> None:
+    """The agent did not advertise ``session/resume`` (gemini): ``resume`` of its session is
+    refused at once from what the record says (exit 6, the agent's own words and the hint to
+    load), no host or agent started; ``--cmd`` asks the agent itself again."""
+    cmd = cli.trace.record_cmd("--load")
+    sid = cli.ok("new", "--no-repl", "--cmd", cmd, env=keep).stdout.strip()
+    cli.ok("stop", "--all")
+    started = len(cli.trace.pids())
+    proc = cli.run("resume", sid, "--no-repl", env=keep)
+    error = error_line(proc, ExitCode.CAPABILITY)
+    assert "does not support session/resume" in error and "acpcli load" in proc.stderr, proc.stderr
+    assert len(cli.trace.pids()) == started and _live(cli) == []
+    asked = cli.run("resume", sid, "--no-repl", "--cmd", cmd, env=keep)  # the agent asked: the same refusal
+    assert "does not support session/resume" in error_line(asked, ExitCode.CAPABILITY)
+    assert len(cli.trace.pids()) == started + 1
+    assert cli.trace.requests("session/resume") == []
+    cli.trace.assert_all_gone()
+
+
+def test_resume_of_a_live_session_joins_its_host_whatever_the_agent_advertised(cli: Cli) -> None:
+    """Joining a running host needs no ``session/resume``: nothing is refused then."""
+    keep = {"ACPCLI_KEEP_ALIVE": "300"}
+    try:
+        sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.record_cmd("--load"), env=keep).stdout.strip()
+        started = len(cli.trace.pids())
+        cli.ok("resume", sid, "--no-repl", env=keep)
+        assert len(cli.trace.pids()) == started and _live(cli) == [sid]
+    finally:
+        cli.run("stop", "--all")
+
+
+SESSIONS_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_sessions_agent.py"
+
+
+def test_fork_of_a_session_whose_host_is_gone_opens_the_fork(spawn, cli: Cli, keep: dict[str, str], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``fork`` of a session made with a host (since stopped) or without one: the prompt
+    opens on the fork, which holds the conversation so far, as without a host."""
+    env = {**keep, "SDK_SESSIONS_STATE": str(tmp_path / "agent-sessions.json")}
+    cmd = shlex.join([sys.executable, str(SESSIONS_AGENT), "--fork"])
+    parent = cli.ok("new", "--no-repl", "--cmd", cmd, env=env).stdout.strip()
+    cli.ok("prompt", "--session", parent, "apple", env=env)
+    cli.ok("stop", "--all")
+    assert _live(cli) == []
+    pty: Pty = spawn("fork", parent, env=env)
+    pty.expect(f"a fork of {parent}")
+    pty.prompt()
+    pty.say("banana")
+    pty.expect(r"you said: banana \(I remember: apple;")
+    pty.prompt()
+    status, fork = pty.leave()
+    assert status == 0 and fork != parent
+    assert {r["id"]: r.get("parent") for r in cli.index()} == {parent: None, fork: parent}
+
+
+def test_fork_on_an_agent_without_fork_is_refused_before_anything_starts(cli: Cli, keep: dict[str, str]) -> None:
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.record_cmd("--load"), env=keep).stdout.strip()
+    cli.ok("stop", "--all")
+    started = len(cli.trace.pids())
+    error = error_line(cli.run("fork", sid, "--no-repl", env=keep), ExitCode.CAPABILITY)
+    assert "does not support session/fork" in error
+    assert len(cli.trace.pids()) == started and [r["id"] for r in cli.index()] == [sid]
