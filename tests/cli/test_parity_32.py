@@ -19,7 +19,7 @@ import pytest
 from acpcli.errors import ExitCode
 
 from .conftest import AgentTrace, Cli, error_line
-from .pty import CHOICE, Pty, new_args
+from .pty import CHOICE, REPLY, Pty, new_args
 from .screen import screen_text
 
 GEMINI_LIKE = shlex.join([sys.executable, str(Path(__file__).resolve().parent.parent / "peers" / "sdk_gemini_like_agent.py")])
@@ -133,3 +133,41 @@ def test_fork_on_an_agent_without_fork_is_refused_before_anything_starts(cli: Cl
     error = error_line(cli.run("fork", sid, "--no-repl", env=keep), ExitCode.CAPABILITY)
     assert "does not support session/fork" in error
     assert len(cli.trace.pids()) == started and [r["id"] for r in cli.index()] == [sid]
+
+
+def test_attach_to_a_session_without_a_host_offers_to_start_one(spawn, cli: Cli, keep: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    """On a terminal, ``attach`` of a recorded session that is not live (made without a host,
+    or its host since stopped) asks whether to start one; yes starts it and joins it, no
+    leaves (exit 0), ``--yes`` does not ask. In a pipe: one error line, exit 20."""
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(), env=keep).stdout.strip()
+    cli.ok("stop", "--all")
+    piped = cli.run("attach", sid, env=keep)
+    assert "is not live" in error_line(piped, ExitCode.HOST_LOST)
+    started = len(cli.trace.pids())
+
+    declined: Pty = spawn("attach", sid, env=keep)
+    declined.expect(r"Start one and attach\? \[y/N\]")
+    declined.child.send("n\r")
+    declined.expect("no host started")
+    assert declined.wait() == 0
+    assert _live(cli) == [] and len(cli.trace.pids()) == started
+
+    pty: Pty = spawn("attach", sid, env=keep)
+    pty.expect(r"Start one and attach\? \[y/N\]")
+    pty.child.send("y\r")
+    pty.expect(f"attached to {sid}")
+    pty.prompt()
+    pty.say("hello no-permission")
+    pty.expect(REPLY)
+    pty.prompt()
+    assert pty.leave() == (0, sid)
+    assert _live(cli) == [sid]  # left: the session stays live
+    cli.ok("stop", "--all")
+
+    at_once: Pty = spawn("attach", sid, "--yes", env=keep)
+    at_once.expect(f"attached to {sid}")
+    at_once.prompt()
+    assert "[y/N]" not in at_once.seen
+    assert at_once.leave() == (0, sid)
+    # live, without a terminal: there is nothing to draw on
+    assert "needs a terminal" in error_line(cli.run("attach", sid, env=keep), ExitCode.USAGE)
