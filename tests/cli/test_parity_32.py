@@ -171,3 +171,24 @@ def test_attach_to_a_session_without_a_host_offers_to_start_one(spawn, cli: Cli,
     assert at_once.leave() == (0, sid)
     # live, without a terminal: there is nothing to draw on
     assert "needs a terminal" in error_line(cli.run("attach", sid, env=keep), ExitCode.USAGE)
+
+
+@pytest.mark.parametrize("width", [60, 71])
+def test_the_attach_banner_breaks_at_words(spawn, cli: Cli, width: int) -> None:  # type: ignore[no-untyped-def]
+    """The line ``attach`` opens with is wrapped at words (a terminal cuts a line anywhere:
+    ``C`` / ``trl-D``), and so is the hint it leaves with, each command to copy whole."""
+    keep = {"ACPCLI_KEEP_ALIVE": "300"}
+    try:
+        sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(), env=keep).stdout.strip()
+        pty: Pty = spawn("attach", sid, width=width, env=keep)
+        pty.prompt()
+        status, back = pty.leave()
+        assert (status, back) == (0, sid)
+        screen = screen_text(pty.seen, width=width)
+        flat = " ".join(screen.split())  # a word the terminal cut shows as two here
+        assert f"attached to {sid} with " in flat and " — Ctrl-D leaves, the session stays live" in flat, screen
+        assert all(len(line) <= width for line in screen.splitlines())
+        for command in (f"acpcli attach {sid}", f"acpcli stop {sid}"):
+            assert any(f"`{command}`" in line for line in screen.splitlines()), screen
+    finally:
+        cli.run("stop", "--all")
