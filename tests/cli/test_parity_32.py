@@ -19,7 +19,7 @@ import pytest
 from acpcli.errors import ExitCode
 
 from .conftest import AgentTrace, Cli, error_line
-from .pty import CHOICE, REPLY, Pty, new_args
+from .pty import CHOICE, CTRL_C, REPLY, Pty, new_args
 from .screen import screen_text
 
 GEMINI_LIKE = shlex.join([sys.executable, str(Path(__file__).resolve().parent.parent / "peers" / "sdk_gemini_like_agent.py")])
@@ -192,3 +192,23 @@ def test_the_attach_banner_breaks_at_words(spawn, cli: Cli, width: int) -> None:
             assert any(f"`{command}`" in line for line in screen.splitlines()), screen
     finally:
         cli.run("stop", "--all")
+
+
+def test_cancelling_is_drawn_under_the_text_on_the_screen_when_ctrl_c_was_pressed(spawn, trace: AgentTrace, repl_mode: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """``cancelling…`` lands in the scrollback where the person pressed Ctrl-C: under the
+    streamed lines that were on the screen then (not above the message still streaming),
+    before what came after and the turn's end, hosted as unhosted."""
+    pty: Pty = spawn(*new_args(trace), *repl_mode, height=40)
+    pty.prompt()
+    pty.say("slow no-permission")
+    pty.expect("line 4 of 400")
+    pty.child.send(CTRL_C)
+    pty.expect("cancelling…")
+    pty.prompt()
+    lines = [line for line in screen_text(pty.seen, height=40).splitlines() if line.strip()]
+    at = next(i for i, line in enumerate(lines) if line.startswith("cancelling…"))
+    seen = next(i for i, line in enumerate(lines) if "line 4 of 400" in line)
+    ended = next(i for i, line in enumerate(lines) if "Turn ended: cancelled" in line)
+    assert seen < at < ended, "\n".join(lines)
+    assert sum("cancelling…" in line for line in lines) == 1
+    assert pty.leave()[0] == 0
