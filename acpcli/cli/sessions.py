@@ -387,12 +387,14 @@ def _hosted_reattach(
     agent (or the session's running host is joined); then the REPL over it, or without one
     what the command prints (``load``: the transcript; ``resume``: nothing)."""
     from acpcli.errors import ExitCode, HostReported
-    from acpcli.host import client
-    from acpcli.session.inputs import for_reattach
+    from acpcli.host import address, client
+    from acpcli.session.inputs import for_reattach, refuse_unadvertised
     from acpcli.text.safe import shown_id
 
     inputs, record = for_reattach(command, session_id, options)
     sid = record.id if record is not None else session_id
+    if record is not None and address.holder(address.lock_path(sid)) is None:  # no host to join
+        refuse_unadvertised(record, options, f"session/{command}")  # before a host or agent starts
     try:
         client.hosted_reattach(command, sid, options, invocation, agent=inputs.agent, keep_alive=seconds)
     except HostReported as err:
@@ -444,8 +446,17 @@ def close(
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
     invocation = _run(True, timeout=timeout)
+    commands.refuse_close(session_id, options, _stopped_host)  # an agent that cannot close it: at once
     _stop_host_of(session_id, invocation)
     raise typer.Exit(commands.close(session_id, options, invocation))
+
+
+def _stopped_host(full_id: str) -> int | None:
+    """Stop the session's host, if one runs: its pid (None: there was none)."""
+    from acpcli.cli.hosts import stop_quietly
+
+    stopped = stop_quietly(full_id, why="close")
+    return stopped[0] if stopped is not None else None
 
 
 def _stop_host_of(session_id: str, invocation: Invocation) -> None:

@@ -261,7 +261,12 @@ def _record(inputs: SessionInputs, session_id: str, features: AgentFeatures, tit
         protocol_version=features.protocol_version,
         protocol=protocol_of(features),
         title=title,
-        agent_info={"name": features.agent_name, "title": features.agent_title, "version": features.agent_version},
+        agent_info={
+            "name": features.agent_name, "title": features.agent_title, "version": features.agent_version,
+            # what it advertised of these: a later resume, close or fork it cannot do is
+            # refused at once, before an agent starts (session.inputs.refuse_unadvertised)
+            "advertised": {"load": features.load, "resume": features.resume, "close": features.close, "fork": features.fork},
+        },
     )
 
 

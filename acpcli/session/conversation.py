@@ -121,6 +121,7 @@ class Conversation:
         itself; false: there is no such turn)."""
         if self.hosted:
             hosted: Any = self.link
+            self.live.note_prompt(blocks)  # the toolbar's title at once, as without a host
             if sent is None:
                 stop: str = await hosted.turn(text, notice=notice, tick=tick)
                 return stop
