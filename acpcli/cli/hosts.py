@@ -62,10 +62,10 @@ def attach_to(session_id: str, permissions: str | None, *, yes: bool = False) ->
     a recorded session without one gets one first, once the person agrees (``yes``: at once)."""
     from acpcli.cli.streams import environment
     from acpcli.errors import ExitCode, HostLost, UsageError
-    from acpcli.host import address
     from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
     from acpcli.session.context import Invocation
+    from acpcli.session.hostwire import address
     from acpcli.session.inputs import lookup_or_none
     from acpcli.text.safe import safe_line
 

@@ -387,7 +387,8 @@ def _hosted_reattach(
     agent (or the session's running host is joined); then the REPL over it, or without one
     what the command prints (``load``: the transcript; ``resume``: nothing)."""
     from acpcli.errors import ExitCode, HostReported
-    from acpcli.host import address, client
+    from acpcli.host import client
+    from acpcli.session.hostwire import address
     from acpcli.session.inputs import for_reattach, refuse_unadvertised
     from acpcli.text.safe import shown_id
 
