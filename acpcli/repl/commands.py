@@ -273,7 +273,7 @@ async def _config(ctx: Context, arg: str) -> int | None:
         head = f"  {pad(key, key_width)}  {pad(value, value_width)}  {pad(category, category_width)}  "
         ctx.say(head + choice.name, hang=cells(head))
     if found:
-        ctx.say("  /config NAME shows the values; /config NAME VALUE (or NAME=VALUE) sets one")
+        ctx.say("  /config NAME picks one of its values; /config NAME VALUE (or NAME=VALUE) sets one")
     return None
 
 
