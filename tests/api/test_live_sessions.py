@@ -10,6 +10,7 @@ checked with ``acpcli sessions --live --json``.
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 from pathlib import Path
@@ -207,3 +208,69 @@ def test_the_library_sends_at_words_as_text_to_a_host(hosts: Cli) -> None:
     plain, attached = anyio.run(main)
     assert "MARKER-91c2" not in plain
     assert "MARKER-91c2" in attached
+
+
+# -- keep_alive: the library makes live sessions -------------------------------------------------
+
+
+def test_keep_alive_makes_a_session_its_own_host_keeps(hosts: Cli) -> None:
+    cli = hosts
+
+    async def main() -> tuple[bool, str, str, int | None]:
+        async with acpcli.connect(argv=shlex.split(cli.trace.demo_cmd()), permissions="allow") as agent:
+            session = await agent.new_session(title="kept alive", keep_alive=300)
+            result = await session.ask("hello from the library")
+            return session.hosted, session.id, result.text, session.host_pid  # type: ignore[attr-defined]
+
+    hosted, sid, text, host_pid = anyio.run(main)
+    assert hosted and "turn 1" in text
+    # the connection has ended; the session's host runs on, and the CLI reaches the same agent
+    rows = [r for r in live_rows(cli) if r["id"] == sid]
+    assert len(rows) == 1 and rows[0]["pid"] == host_pid and rows[0]["keepAlive"] == 300
+    agents = len(cli.trace.pids())  # the connection's own agent and the host's
+    out = cli.ok("prompt", "--session", sid, "and from the CLI", env=LIVE).stdout
+    assert "turn 2" in out
+    assert len(cli.trace.pids()) == agents  # no agent started for the CLI's turn
+    assert [r["agentPid"] for r in live_rows(cli) if r["id"] == sid] == [rows[0]["agentPid"]]
+    assert "kept alive" in cli.ok("sessions").stdout
+
+
+def test_keep_alive_of_a_connection_with_its_own_home(hosts: Cli, tmp_path: Path) -> None:
+    cli = hosts
+    home = tmp_path / "elsewhere"
+    there = {"ACPCLI_HOME": str(home)}
+
+    async def main() -> str:
+        async with acpcli.connect(argv=shlex.split(cli.trace.demo_cmd()), home=home, keep_alive=120) as agent:
+            session = await agent.new_session()
+            await session.ask("hello")
+            return session.id
+
+    try:
+        sid = anyio.run(main)
+        elsewhere = [json.loads(line) for line in cli.ok("sessions", "--live", "--json", env=there).stdout.splitlines()]
+        assert [r["id"] for r in elsewhere] == [sid]
+        assert not live_rows(cli)  # not in the environment's home
+    finally:
+        cli.run("stop", "--all", env=there)
+
+
+def test_a_hosted_session_sets_times_out_and_closes_through_its_host(hosts: Cli) -> None:
+    cli = hosts
+
+    async def main() -> tuple[str, str, str]:
+        argv = shlex.split(cli.trace.demo_cmd())
+        async with acpcli.connect(argv=argv, permissions="allow", keep_alive=300, timeout=3) as agent:
+            session = await agent.new_session()
+            mode = await session.set("mode", "plan")
+            with pytest.raises(acpcli.StepTimeout, match="timeout="):  # the API's words, not --timeout
+                await session.ask("slow, longer than the timeout")
+            after = await session.ask("after the timeout")
+            await session.close()
+            return mode.current, after.stop_reason, session.id
+
+    mode, stop, sid = anyio.run(main)
+    assert mode == "plan" and stop == "end_turn"
+    wait_for(lambda: not any(r["id"] == sid for r in live_rows(cli)), 30, "the closed session's host to end")
+    stops = [e.result.stop_reason for e in acpcli.transcript(sid).entries if isinstance(e, acpcli.TurnEnded)]
+    assert stops == ["cancelled", "end_turn"], stops
