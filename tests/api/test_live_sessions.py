@@ -274,3 +274,19 @@ def test_a_hosted_session_sets_times_out_and_closes_through_its_host(hosts: Cli)
     wait_for(lambda: not any(r["id"] == sid for r in live_rows(cli)), 30, "the closed session's host to end")
     stops = [e.result.stop_reason for e in acpcli.transcript(sid).entries if isinstance(e, acpcli.TurnEnded)]
     assert stops == ["cancelled", "end_turn"], stops
+
+
+def test_the_sync_twin_joins_and_keeps_alive_too(hosts: Cli) -> None:
+    import acpcli.sync
+
+    cli = hosts
+    sid, row = _live_session(cli)
+    with acpcli.sync.connect(argv=shlex.split(cli.trace.demo_cmd()), permissions="allow") as agent:
+        joined = agent.resume(sid)
+        assert joined.hosted and "turn 1" in joined.ask("from the sync twin").text
+        with pytest.raises(acpcli.SessionBusy):
+            agent.load(sid, join=False)
+        kept = agent.new_session(keep_alive=120)
+        assert kept.hosted and kept.ask("kept").stop_reason == "end_turn"
+    live = {r["id"]: r for r in live_rows(cli)}
+    assert live[sid]["agentPid"] == row["agentPid"] and kept.id in live
