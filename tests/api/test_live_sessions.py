@@ -80,7 +80,7 @@ def test_a_turn_of_another_client_makes_the_session_busy(hosts: Cli) -> None:
     sid, _ = _live_session(cli)
     other = subprocess.Popen(
         cli.argv("prompt", "--session", sid, "slow please"), env=cli.env(LIVE), cwd=cli.cwd,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         wait_for(lambda: any(r["id"] == sid and r["busy"] for r in live_rows(cli)), 30, "the host's turn")
@@ -91,6 +91,7 @@ def test_a_turn_of_another_client_makes_the_session_busy(hosts: Cli) -> None:
                 with pytest.raises(acpcli.SessionBusy) as busy:
                     await session.ask("me too")
                 assert not session.running  # usable again: the next prompt is tried, not refused here
+                other.terminate()  # the other client leaves: the host cancels its turn
                 with anyio.fail_after(60):
                     while any(r["id"] == sid and r["busy"] for r in live_rows(cli)):
                         await anyio.sleep(0.1)
@@ -99,12 +100,10 @@ def test_a_turn_of_another_client_makes_the_session_busy(hosts: Cli) -> None:
 
         message, text = anyio.run(main)
         assert "now me" in text
-        assert sid in message or "busy" in message or "turn" in message, message
+        assert "busy" in message or "turn" in message, message
     finally:
+        other.terminate()
         other.wait(timeout=60)
-        other.stdout.close()  # type: ignore[union-attr]
-        other.stderr.close()  # type: ignore[union-attr]
-    assert other.returncode == 0
 
 
 def test_leaving_the_loop_cancels_the_hosted_turn(hosts: Cli) -> None:
