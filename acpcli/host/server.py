@@ -1,6 +1,6 @@
 """The session host: one agent process, one session, a queue of prompts, many clients.
 
-Started by :func:`acpcli.host.client.start_host` as ``python -I -m acpcli.host`` in a new
+Started by :func:`acpcli.session.hostwire.start.start_host` as ``python -I -m acpcli.host`` in a new
 process session (no terminal), with a JSON *spec* on stdin: the session's local id, the
 command-line options its inputs are resolved from (as ``prompt --session`` resolves them),
 the permission policy for the client services and ``keep_alive``. It answers one line on
