@@ -321,7 +321,7 @@ class Repl:
         try:
             blocks = self.build(text) if sent is None else []
         except UsageError as err:
-            env.err.print(Text.assemble(("not sent: ", "red"), err.message))
+            env.err.print(Text.assemble(("not sent: ", "red"), err.message), soft_wrap=False)
             self.keep = text
             return None
         _hint_unresolved(env, mentions.unresolved(text, live.cwd or "."))
@@ -351,7 +351,7 @@ class Repl:
             if isinstance(failure, (SessionBusy, Withdrawn)):
                 # Another acpcli's turn on this session (--no-wait, or Ctrl-C while waiting for
                 # it): nothing was sent; the line comes back for sending again.
-                env.err.print(Text.assemble(("not sent: ", "red"), failure.message))
+                env.err.print(Text.assemble(("not sent: ", "red"), failure.message), soft_wrap=False)
                 self.keep = text
                 return None
             if isinstance(failure, (KeyboardInterrupt, Interrupted)):
@@ -370,7 +370,7 @@ class Repl:
                 if await offer_login(env, self.link, failure):
                     env.err.print("[dim]press Enter to send the prompt again[/]")
             else:
-                env.err.print(Text.assemble(("the agent answered an error: ", "red"), failure.message))
+                env.err.print(Text.assemble(("the agent answered an error: ", "red"), failure.message), soft_wrap=False)
             return None
         finally:
             notices.set_sink(shown_before)

@@ -212,3 +212,19 @@ def test_cancelling_is_drawn_under_the_text_on_the_screen_when_ctrl_c_was_presse
     assert seen < at < ended, "\n".join(lines)
     assert sum("cancelling…" in line for line in lines) == 1
     assert pty.leave()[0] == 0
+
+
+QUIRKS_AGENT = shlex.join([sys.executable, str(Path(__file__).resolve().parent.parent / "peers" / "sdk_quirks_agent.py")])
+
+
+def test_the_agents_error_in_the_repl_breaks_at_words(spawn, repl_mode: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """``the agent answered an error: …`` is wider than 64 columns: it is wrapped at words
+    (the terminal cut it anywhere: ``(-32`` / ``603)``), hosted as unhosted."""
+    pty: Pty = spawn("new", "--cmd", QUIRKS_AGENT, *repl_mode, width=64)
+    pty.prompt()
+    pty.say("please fail now")
+    pty.expect("the model API answered 500")
+    pty.prompt()
+    screen = screen_text(pty.seen, width=64)
+    flat = " ".join(screen.split())  # a word the terminal cut shows as two here
+    assert "the agent answered an error: session/prompt: Internal error (-32603)" in flat, screen
