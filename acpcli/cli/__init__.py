@@ -109,10 +109,11 @@ def _root(
 
 def _register() -> None:
     """Each module's commands become top-level commands (``acpcli load``, not ``acpcli sessions load``)."""
-    from acpcli.cli import agents, auth, checkpoints, completion, doctor, live, prompt, race, sessions
+    from acpcli.cli import agents, auth, checkpoints, completion, doctor, live, prompt, sessions
+    from acpcli.cli.race import app as race_app
 
     for sub in (
-        sessions.app, prompt.app, live.app, checkpoints.app, race.app, auth.app, agents.app, completion.app, doctor.app,
+        sessions.app, prompt.app, live.app, checkpoints.app, race_app, auth.app, agents.app, completion.app, doctor.app,
     ):
         app.add_typer(sub)
 

@@ -81,6 +81,7 @@ def sessions(
     limit: str | int | None = None,
     timeout: str | None = None,
     wide: bool = False,
+    race: str | None = None,
 ) -> int:
     from acpcli.api.frontends import resolve_dir
     from acpcli.cli.streams import environment
@@ -118,6 +119,8 @@ def sessions(
 
             agent = agent_filter(index, agent)  # the recorded name, or the agent's display name
             rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
+            if race is not None:  # `sessions --race RACE`: that race's sessions, whatever else
+                rows = index.race_sessions(race)
             if count and len(rows) == count:  # only then can there be more: one count query
                 more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count
             if not as_json and not wide and env.stdout_is_terminal:
@@ -154,6 +157,7 @@ def sessions(
                         "checkpoints": checkpoint_count(rec.id),  # turns with a checkpoint (acpcli checkpoints ID)
                         **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
                         **({"parent": rec.parent_id} if rec.parent_id else {}),  # forked from it
+                        **({"race": rec.race} if rec.race else {}),  # ran in this race (acpcli race)
                     }
                 )
                 + "\n"
@@ -229,7 +233,7 @@ def _session_lines(
         return parent if wide else shortest.get(parent) or shown_id(parent)
 
     def state(rec: SessionRecord) -> str:
-        return rec.state + (" · live" if rec.id in live else "")
+        return rec.state + (" · live" if rec.id in live else "") + (f" · race {rec.race}" if rec.race else "")
 
     table = [
         {

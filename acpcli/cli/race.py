@@ -175,8 +175,8 @@ def run(
 
     previous = {sig: signal.signal(sig, on_term) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        env.note(f"race {race.id}: {len(race.candidates)} candidates in {source.cwd}", style="dim")
         runner.prepare()
+        env.note(f"race {race.id}: {len(race.candidates)} candidates in {source.cwd}", style="dim")
         runner.start()
         runner.wait(tick=board.tick if board is not None else None)
     except (KeyboardInterrupt, Interrupted) as exc:

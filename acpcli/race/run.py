@@ -195,8 +195,7 @@ class Runner:
         finally:
             if cand.ended is None:
                 cand.ended = time.time()
-            with contextlib.suppress(OSError):
-                self.race.save()
+            self.save()
             self.on_change()
 
     def _turn(self, cand: Candidate) -> None:
@@ -271,6 +270,7 @@ class Runner:
         if isinstance(sid, str) and cand.session is None:
             cand.session = sid
             self._record_session(cand)
+            self.save()
             changed = True
         kind = event.get("type")
         if cand.state == "starting" and kind not in (None, "session"):
@@ -314,6 +314,11 @@ class Runner:
             cand.result = result
             cand.files = [vars(f) for f in files]
         self.on_change()
+
+    def save(self) -> None:
+        """Write race.json now (one thread at a time)."""
+        with self._lock, contextlib.suppress(OSError):
+            self.race.save()
 
     # -- ending -------------------------------------------------------------------------
 

@@ -263,6 +263,33 @@ def _copy_one(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
+def _copy_folder(src: Path, dst: Path, skip: Path) -> None:
+    """A copy of the folder ``src`` at ``dst``: files with their bytes, times and modes, links
+    as links (never followed), ``skip`` (ACPCLI_HOME, when inside) left out. The first error
+    is raised as it is (a full disk: ENOSPC, EFBIG)."""
+    dst.mkdir(mode=0o700)
+    for root, dirs, names in os.walk(src):
+        here = Path(root)
+        into = dst / here.relative_to(src)
+        keep = []
+        for d in dirs:
+            path = here / d
+            if path == skip or path.is_symlink():
+                if path.is_symlink():
+                    os.symlink(os.readlink(path), into / d)
+                continue
+            (into / d).mkdir()
+            shutil.copystat(path, into / d, follow_symlinks=False)
+            keep.append(d)
+        dirs[:] = keep
+        for name in names:
+            path = here / name
+            if path.is_symlink():
+                os.symlink(os.readlink(path), into / name)
+            elif path.is_file():
+                shutil.copy2(path, into / name, follow_symlinks=False)
+
+
 def _folder_size(folder: Path, skip: Path) -> tuple[int, int]:
     files = size = 0
     for root, dirs, names in os.walk(folder):
@@ -337,12 +364,7 @@ def _prepare(source: Source, git: Git, tree: Path, index: Path, excludes: Path, 
         shutil.copyfile(gitdir / "index", index)
         base = snapshot(git, tree, index, excludes, paths=carried)
     else:
-        home_resolved = home.resolve()
-
-        def ignore(folder: str, names: list[str]) -> list[str]:
-            return [n for n in names if Path(folder, n).resolve() == home_resolved]
-
-        shutil.copytree(source.top, tree, symlinks=True, ignore=ignore, copy_function=shutil.copy2)
+        _copy_folder(source.top, tree, home.resolve())
         _excludes(None, excludes)
         base = snapshot(git, tree, index, excludes)
     cwd = tree / source.rel if source.rel else tree
