@@ -168,7 +168,23 @@ def run(
         settings.keep_alive = f"{keep_alive(None):g}"
     on_board = env.stdout_is_terminal and not as_json
     board = boards.Board(race, env.stdout) if on_board else None
-    runner = Runner(race, source, settings, on_change=board.changed if board is not None else None)
+    questions = None
+    if board is not None and env.stdin_isatty and permissions in (None, "ask"):
+        from acpcli.race.asking import Questions
+
+        questions = Questions()  # each candidate's questions, asked here one at a time
+    runner = Runner(race, source, settings, on_change=board.changed if board is not None else None, questions=questions)
+
+    def tick() -> None:
+        from acpcli.race.asking import answer, ask_at_terminal
+
+        assert board is not None
+        question = questions.next() if questions is not None else None
+        while question is not None:
+            board.clear()
+            answer(question.answer_fd, ask_at_terminal(question, env.stdout, env.stdin.readline))
+            question = questions.next() if questions is not None else None
+        board.tick()
 
     def on_term(signum: int, frame: object) -> None:
         raise Terminated(signum)
@@ -178,7 +194,7 @@ def run(
         runner.prepare()
         env.note(f"race {race.id}: {len(race.candidates)} candidates in {source.cwd}", style="dim")
         runner.start()
-        runner.wait(tick=board.tick if board is not None else None)
+        runner.wait(tick=tick if board is not None else None)
     except (KeyboardInterrupt, Interrupted) as exc:
         runner.cancel()
         if board is not None:
@@ -201,7 +217,7 @@ def run(
     if as_json:
         env.stdout.write(json.dumps(race.to_json()) + "\n")
     else:
-        env.stdout.write(boards.summary_text(race))
+        env.stdout.write(boards.summary_text(race, boards.terminal_width(env.stdout) if on_board else None))
     env.stdout.flush()
     from acpcli.env import program
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from acpcli.race.record import Candidate, Race
 from acpcli.render.usage import usage_text
@@ -49,25 +49,40 @@ def _state(cand: Candidate) -> str:
     return cand.state
 
 
+def short_usage(usage: dict[str, Any] | None) -> str | None:
+    """``12.3k tok $0.04``: what the board has room for (the summary says it all)."""
+    if not usage:
+        return None
+    parts = []
+    used = usage.get("used")
+    if isinstance(used, int) and not isinstance(used, bool):
+        parts.append(f"{used / 1000:.1f}k tok" if used >= 1000 else f"{used} tok")
+    cost = usage.get("cost")
+    if isinstance(cost, dict) and isinstance(cost.get("amount"), (int, float)):
+        currency = cost.get("currency")
+        amount = float(cost["amount"])
+        parts.append(f"${amount:.2f}" if currency in (None, "USD") else f"{amount:.2f} {safe_line(str(currency))[:8]}")
+    return " ".join(parts) or None
+
+
 def board_line(cand: Candidate, width: int, name_width: int) -> str:
     """One candidate's line, at most ``width - 1`` characters (the last column is never
-    written: a terminal would wrap there)."""
+    written: a terminal would wrap there). The name, state, elapsed time and files always
+    show; usage and the last tool call share the room left (narrow: the cost alone)."""
     final = cand.state not in ("waiting", "preparing", "starting", "running")
-    parts = [
-        safe_line(cand.name).ljust(name_width),
-        _state(cand).ljust(10),
-        _clock(cand.wall).rjust(7),
-        _files(cand, final).ljust(8),
-    ]
-    usage = usage_text(cand.usage)
-    if usage:
-        parts.append(usage)
-    if cand.last_tool:
-        parts.append("· " + cand.last_tool)
-    elif cand.error and final:
-        parts.append("· " + cand.error)
-    line = "  ".join(parts)
+    base = f"{safe_line(cand.name).ljust(name_width)}  {_state(cand):<9} {_clock(cand.wall):>6}  {_files(cand, final)}"
     room = max(10, width - 1)
+    usage = short_usage(cand.usage) or ""
+    tail = cand.last_tool or (cand.error if final and cand.error else "")
+    left = room - len(base) - 2
+    extra = []
+    if usage and tail and left < len(usage) + len(tail) + 4:
+        usage = usage.split(" tok ", 1)[-1] if " tok " in usage else usage  # narrow: the cost alone
+    if usage:
+        extra.append(usage)
+    if tail:
+        extra.append("· " + tail)
+    line = base + ("  " + "  ".join(extra) if extra else "")
     return line if len(line) <= room else line[: room - 1] + "…"
 
 
@@ -76,7 +91,7 @@ def board_lines(race: Race, width: int) -> list[str]:
     return [board_line(c, width, name_width) for c in race.candidates]
 
 
-def _width(stream: TextIO) -> int:
+def terminal_width(stream: TextIO) -> int:
     try:
         return os.get_terminal_size(stream.fileno()).columns or 80
     except (OSError, ValueError, AttributeError):
@@ -106,7 +121,7 @@ class Board:
         if not force and now - self.last < 1.0 / MAX_RATE:
             return
         with self._lock:
-            lines = board_lines(self.race, _width(self.stream))
+            lines = board_lines(self.race, terminal_width(self.stream))
             if not force and lines == self._shown:
                 return
             self.last = now
@@ -161,12 +176,23 @@ def summary_rows(race: Race) -> list[list[str]]:
     return rows
 
 
-def summary_text(race: Race) -> str:
+def summary_text(race: Race, width: int | None = None) -> str:
     """The summary as a plain table, then one line per candidate that failed and the last
-    lines of each check that did not pass."""
+    lines of each check that did not pass. ``width`` (a terminal's): columns are dropped,
+    the session's first, then lines cut, until each fits."""
     rows = summary_rows(race)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    keep = list(range(len(rows[0])))
+
+    def lines() -> list[str]:
+        widths = {i: max(len(r[i]) for r in rows) for i in keep}
+        return ["  ".join(row[i].ljust(widths[i]) for i in keep).rstrip() for row in rows]
+
+    if width is not None:
+        for drop in ("SESSION", "USAGE", "+/-", "CHECK"):
+            if max(len(line) for line in lines()) <= width - 1:
+                break
+            keep.remove(rows[0].index(drop))
+    out = lines()
     for c in race.candidates:
         if c.error and c.state != "done":
             out.append(f"{safe_line(c.name)}: {c.error}")
@@ -178,4 +204,7 @@ def summary_text(race: Race) -> str:
         out.append(f"race {race.id}: {', '.join(winners)} succeeded")
     else:
         out.append(f"race {race.id}: no candidate succeeded")
+    if width is not None:
+        room = max(10, width - 1)
+        out = [line if len(line) <= room else line[: room - 1] + "…" for line in out]
     return "\n".join(out) + "\n"

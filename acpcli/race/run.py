@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from acpcli.race import worktrees
+from acpcli.race.asking import Questions
 from acpcli.race.record import Candidate, Check, Race
 from acpcli.text.safe import safe_line
 from acpcli.worktree.git import GitError
@@ -81,12 +82,15 @@ class Runner:
         *,
         on_change: Callable[[], None] | None = None,
         env: dict[str, str] | None = None,
+        questions: Questions | None = None,
     ) -> None:
         self.race = race
         self.source = source
         self.settings = settings
         self.on_change = on_change or (lambda: None)
         self.env = env
+        #: Where candidates' permission questions go (None: nobody is asked, as in a script).
+        self.questions = questions
         self.git: Any = None
         self.prepared: dict[str, worktrees.Prepared] = {}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -171,8 +175,13 @@ class Runner:
         argv = [*program(), "prompt", "--format", "jsonl", "--cwd", str(prepared.cwd), "-f", str(self.prompt_file)]
         argv += ["--agent", cand.agent] if cand.agent is not None else ["--cmd", cand.cmd or ""]
         argv += ["--keep-alive", s.keep_alive if s.keep_alive is not None else "0"]
-        if s.permissions is not None:
-            argv += ["--permissions", s.permissions]
+        policy = s.permissions
+        if policy is None and self.questions is not None:
+            from acpcli.config import configured_permissions
+
+            policy = configured_permissions(cand.agent) or "ask"  # the person at the race's terminal
+        if policy is not None:
+            argv += ["--permissions", policy]
         if s.timeout:
             argv += ["--timeout", f"{s.timeout:g}"]
         argv += list(s.extra)
@@ -206,11 +215,26 @@ class Runner:
         cand.state = "starting"
         cand.started = time.time()
         self.on_change()
-        with open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(
-                self._argv(cand, prepared), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
-                cwd=prepared.cwd, env=env, start_new_session=True,
-            )
+        passed: tuple[int, ...] = ()
+        kept: tuple[int, int] | None = None
+        if self.questions is not None:
+            entry, passed, kept = self.questions.pipes()
+            env.update(entry)
+        try:
+            with open(stderr_path, "wb") as err:
+                proc = subprocess.Popen(
+                    self._argv(cand, prepared), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                    cwd=prepared.cwd, env=env, start_new_session=True, pass_fds=passed,
+                )
+        except BaseException:
+            for fd in (*passed, *(kept or ())):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            raise
+        for fd in passed:
+            os.close(fd)
+        if kept is not None and self.questions is not None:
+            self.questions.follow(cand.name, *kept)
         with self._lock:
             self._procs[cand.name] = proc
         if self._cancelled.is_set():
