@@ -27,6 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from acpcli.api.client import Agent, Session, SessionInfo, connect
     from acpcli.api.history import SearchHit, StoredSession, search, sessions, transcript
+    from acpcli.api.race import ChangedFile, CheckResult, RaceCandidate, RaceResult, race
     from acpcli.api.sync import run
     from acpcli.api.types import (
         AgentText,
@@ -100,6 +101,8 @@ __all__ = [
     "AgentText",
     "AuthRequired",
     "CapabilityMissing",
+    "ChangedFile",
+    "CheckResult",
     "ConfigError",
     "ConnectionClosed",
     "DamagedState",
@@ -128,6 +131,8 @@ __all__ = [
     "PlanStatus",
     "PlanUpdated",
     "ProtocolError",
+    "RaceCandidate",
+    "RaceResult",
     "RpcError",
     "RunResult",
     "SearchHit",
@@ -160,6 +165,7 @@ __all__ = [
     "__version__",
     "connect",
     "memory_pair",
+    "race",
     "run",
     "search",
     "sessions",
@@ -170,6 +176,7 @@ __all__ = [
 _WHERE = {
     **dict.fromkeys(("connect", "Agent", "Session", "SessionInfo"), "acpcli.api.client"),
     "run": "acpcli.api.sync",
+    **dict.fromkeys(("ChangedFile", "CheckResult", "RaceCandidate", "RaceResult", "race"), "acpcli.api.race"),
     **dict.fromkeys(("SearchHit", "StoredSession", "search", "sessions", "transcript"), "acpcli.api.history"),
     **dict.fromkeys(("Transport", "memory_pair"), "acpcli.wire.transport"),
     **dict.fromkeys(

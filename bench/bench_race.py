@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_checkpoints import _git_env, generate  # (this script's folder is first on the path)
 
-from acpcli.race import worktrees
-from acpcli.race.board import Board
-from acpcli.race.record import Candidate, Race
+from acpcli.racing import worktrees
+from acpcli.racing.board import Board
+from acpcli.racing.record import Candidate, Race
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -137,7 +137,7 @@ def prompt(
         invocation.asker = AtTerminal(env).ask_permission
         invocation.form_filler = AtTerminal(env).elicit
     elif not raw:  # a race's candidate: its questions go to the race's terminal (acpcli race)
-        from acpcli.race.asking import candidate_asker
+        from acpcli.racing.asking import candidate_asker
 
         invocation.asker = candidate_asker() or invocation.asker
     if output is not None:

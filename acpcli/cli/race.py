@@ -1,5 +1,5 @@
 """``acpcli race``: one task, several agents at once, each in its own worktree; then show,
-apply or drop what they did. The work is :mod:`acpcli.race`; this module parses, draws and
+apply or drop what they did. The work is :mod:`acpcli.racing`; this module parses, draws and
 maps the outcome to an exit code."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from acpcli.cli.options import Cwd, Permissions, Timeout
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.race import worktrees
-    from acpcli.race.record import Race
+    from acpcli.racing.record import Race
 
 app = typer.Typer()
 
@@ -92,41 +91,6 @@ def race(
     raise typer.Exit(code)
 
 
-def _label(command: str) -> str:
-    """A short name for a ``--cmd`` candidate: its program, or the script an interpreter runs."""
-    import shlex
-
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    interpreters = ("python", "python3", "node", "sh", "bash", "uv", "npx", "env", "deno", "bun")
-    pick = ""
-    for word in words:
-        base = os.path.basename(word)
-        if word.startswith("-") or base.split(".")[0] in interpreters or base.startswith("python"):
-            continue
-        pick = base
-        break
-    pick = pick or (os.path.basename(words[0]) if words else "cmd")
-    for suffix in (".py", ".js", ".ts", ".sh"):
-        pick = pick.removesuffix(suffix)
-    keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in pick).strip("-.") or "cmd"
-    return keep[:24]
-
-
-def candidate_names(agents: list[str], cmds: list[str]) -> list[tuple[str, str | None, str | None]]:
-    """(name, agent, cmd) of each candidate: the agent's name, ``-2``, ``-3``… for repeats."""
-    seen: dict[str, int] = {}
-    out = []
-    for agent, cmd in [(a, None) for a in agents] + [(None, c) for c in cmds]:
-        base = agent if agent is not None else _label(cmd or "")
-        base = "".join(c if c.isalnum() or c in "-_." else "-" for c in base).strip("-.")[:24] or "agent"
-        seen[base] = seen.get(base, 0) + 1
-        out.append((base if seen[base] == 1 else f"{base}-{seen[base]}", agent, cmd))
-    return out
-
-
 def run(
     env: Environment, *, agents: list[str], cmds: list[str], task: str, check: str | None, check_timeout: float,
     timeout: float | None, permissions: str | None, session: str | None, keep: bool, cwd: Path | None,
@@ -136,26 +100,17 @@ def run(
     import signal
 
     from acpcli.errors import ExitCode, Interrupted, Terminated, UsageError
-    from acpcli.race import board as boards
-    from acpcli.race import worktrees
-    from acpcli.race.record import Candidate, Race, new_id
-    from acpcli.race.run import Runner, Settings
+    from acpcli.racing import board as boards
+    from acpcli.racing.run import Runner, Settings, new_race, remove_trees
 
     if permissions is not None and permissions not in ("ask", "allow", "deny", "read-only"):
         raise UsageError(f"--permissions must be ask, allow, deny or read-only; got {permissions!r}")
     _known_agents(agents)
-    source = worktrees.inspect(Path(cwd) if cwd is not None else Path.cwd())
-    from acpcli.paths import home_dir
-
-    worktrees.check_copyable(source, home_dir())
     if session is not None:
         task = _with_transcript(session, task, env)
-    race = Race(
-        id=new_id(), cwd=str(source.cwd), kind=source.kind, top=str(source.top), rel=source.rel, head=source.head,
-        prompt=task, check=check, keep=keep, from_session=session,
+    race, source = new_race(
+        Path(cwd) if cwd is not None else Path.cwd(), agents, cmds, task, check=check, keep=keep, from_session=session
     )
-    for name, agent, cmd in candidate_names(agents, cmds):
-        race.candidates.append(Candidate(name=name, agent=agent, cmd=cmd))
     if source.submodules:
         env.note("this repository has submodules: they are not checked out in the race's worktrees", style="dim")
     settings = Settings(
@@ -170,13 +125,13 @@ def run(
     board = boards.Board(race, env.stdout) if on_board else None
     questions = None
     if board is not None and env.stdin_isatty and permissions in (None, "ask"):
-        from acpcli.race.asking import Questions
+        from acpcli.racing.asking import Questions
 
         questions = Questions()  # each candidate's questions, asked here one at a time
     runner = Runner(race, source, settings, on_change=board.changed if board is not None else None, questions=questions)
 
     def tick() -> None:
-        from acpcli.race.asking import answer, ask_at_terminal
+        from acpcli.racing.asking import answer, ask_at_terminal
 
         assert board is not None
         question = questions.next() if questions is not None else None
@@ -212,7 +167,7 @@ def run(
         board.tick(force=True)
         board.clear()
     if not keep:
-        _remove_trees(race, source)
+        remove_trees(race, source)
     race.save()
     if as_json:
         env.stdout.write(json.dumps(race.to_json()) + "\n")
@@ -229,22 +184,6 @@ def run(
         hint += f"; `{me} race drop {race.id}` forgets the race"
     env.note(hint, style="dim")
     return int(ExitCode.OK) if any(c.succeeded for c in race.candidates) else int(ExitCode.NO_WINNER)
-
-
-def _remove_trees(race: Race, source: worktrees.Source) -> None:
-    """The end without --keep: the trees go; the store and race.json stay for show/apply."""
-    import contextlib
-
-    from acpcli.race import worktrees
-    from acpcli.worktree.git import GitError
-
-    for cand in race.candidates:
-        if cand.tree:
-            with contextlib.suppress(OSError, GitError):
-                worktrees.remove_tree(source, Path(cand.tree))
-        for suffix in (".index", ".exclude"):
-            with contextlib.suppress(OSError):
-                (race.folder / f"{cand.name}{suffix}").unlink()
 
 
 def _known_agents(agents: list[str]) -> None:
@@ -283,7 +222,7 @@ def _with_transcript(session: str, task: str, env: Environment) -> str:
 
 def _action(action: str, args: list[str], env: Environment, as_json: bool) -> int:
     from acpcli.errors import ExitCode, UsageError
-    from acpcli.race.record import load
+    from acpcli.racing.record import load
 
     if not args:
         raise UsageError(f"race {action} needs the race's id (`acpcli race` lists them)")
@@ -296,7 +235,7 @@ def _action(action: str, args: list[str], env: Environment, as_json: bool) -> in
         if as_json:
             env.stdout.write(json.dumps(race.to_json()) + "\n")
         else:
-            from acpcli.race.board import summary_text
+            from acpcli.racing.board import summary_text
 
             env.stdout.write(summary_text(race))
         return int(ExitCode.OK)
@@ -311,7 +250,7 @@ def _action(action: str, args: list[str], env: Environment, as_json: bool) -> in
 
 def _show_diff(race: Race, name: str, env: Environment) -> int:
     from acpcli.errors import ExitCode, UsageError
-    from acpcli.race import worktrees
+    from acpcli.racing import worktrees
 
     cand = race.candidate(name)
     if not cand.base or not cand.result:
@@ -335,8 +274,8 @@ def _show_diff(race: Race, name: str, env: Environment) -> int:
 
 def _apply(race: Race, name: str, env: Environment) -> int:
     from acpcli.errors import ExitCode, UsageError
-    from acpcli.race import worktrees
-    from acpcli.race.apply import apply
+    from acpcli.racing import worktrees
+    from acpcli.racing.apply import apply
 
     cand = race.candidate(name)
     if not cand.base or not cand.result:
@@ -356,8 +295,8 @@ def _drop(race: Race, env: Environment) -> int:
     import contextlib
 
     from acpcli.errors import ExitCode
-    from acpcli.race import worktrees
-    from acpcli.race.run import remove_race_files
+    from acpcli.racing import worktrees
+    from acpcli.racing.run import remove_race_files
 
     stopped = 0
     for cand in race.candidates:
@@ -378,7 +317,7 @@ def _drop(race: Race, env: Environment) -> int:
 
 def _list(env: Environment, as_json: bool) -> int:
     from acpcli.errors import ExitCode
-    from acpcli.race.record import all_ids, load
+    from acpcli.racing.record import all_ids, load
     from acpcli.text.safe import safe_line
 
     rows = []

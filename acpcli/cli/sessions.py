@@ -504,7 +504,7 @@ def sessions(
 
 def _race_id(given: str) -> str:
     """The whole id of the race ``given`` names (a unique prefix is enough)."""
-    from acpcli.race.record import load
+    from acpcli.racing.record import load
 
     return load(given).id
 

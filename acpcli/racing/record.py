@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -185,3 +186,36 @@ def load(race_id: str) -> Race:
         return _from_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError) as exc:
         raise UsageError(f"race {found[0]} cannot be read ({path}: {exc})") from None
+
+
+def label(command: str) -> str:
+    """A short name for a ``--cmd`` candidate: its program, or the script an interpreter runs."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    interpreters = ("python", "python3", "node", "sh", "bash", "uv", "npx", "env", "deno", "bun")
+    pick = ""
+    for word in words:
+        base = os.path.basename(word)
+        if word.startswith("-") or base.split(".")[0] in interpreters or base.startswith("python"):
+            continue
+        pick = base
+        break
+    pick = pick or (os.path.basename(words[0]) if words else "cmd")
+    for suffix in (".py", ".js", ".ts", ".sh"):
+        pick = pick.removesuffix(suffix)
+    keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in pick).strip("-.") or "cmd"
+    return keep[:24]
+
+
+def candidate_names(agents: list[str], cmds: list[str]) -> list[tuple[str, str | None, str | None]]:
+    """(name, agent, cmd) of each candidate: the agent's name, ``-2``, ``-3``… for repeats."""
+    seen: dict[str, int] = {}
+    out = []
+    for agent, cmd in [(a, None) for a in agents] + [(None, c) for c in cmds]:
+        base = agent if agent is not None else label(cmd or "")
+        base = "".join(c if c.isalnum() or c in "-_." else "-" for c in base).strip("-.")[:24] or "agent"
+        seen[base] = seen.get(base, 0) + 1
+        out.append((base if seen[base] == 1 else f"{base}-{seen[base]}", agent, cmd))
+    return out

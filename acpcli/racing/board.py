@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from acpcli.race.record import Candidate, Race
+from acpcli.racing.record import Candidate, Race
 from acpcli.render.usage import usage_text
 from acpcli.text.safe import safe_line
 

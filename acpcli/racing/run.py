@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acpcli.race import worktrees
-from acpcli.race.asking import Questions
-from acpcli.race.record import Candidate, Check, Race
+from acpcli.racing import worktrees
+from acpcli.racing.asking import Questions
+from acpcli.racing.record import Candidate, Check, Race
 from acpcli.text.safe import safe_line
 from acpcli.worktree.git import GitError
 
@@ -374,6 +374,40 @@ class Runner:
         remove_race_files(self.race, self.source)
 
 
+def new_race(
+    cwd: Path, agents: Sequence[str], cmds: Sequence[str], prompt: str, *, check: str | None = None, keep: bool = False,
+    from_session: str | None = None,
+) -> tuple[Race, worktrees.Source]:
+    """A race about to start in ``cwd`` (nothing made yet): one candidate an agent or command.
+    :class:`~acpcli.errors.UsageError` for a place no race can start from (one line)."""
+    from acpcli.errors import UsageError
+    from acpcli.paths import home_dir
+    from acpcli.racing.record import Candidate, candidate_names, new_id
+
+    if not agents and not cmds:
+        raise UsageError("a race needs its candidates: an agent or a command, at least once")
+    source = worktrees.inspect(cwd)
+    worktrees.check_copyable(source, home_dir())
+    race = Race(
+        id=new_id(), cwd=str(source.cwd), kind=source.kind, top=str(source.top), rel=source.rel, head=source.head,
+        prompt=prompt, check=check, keep=keep, from_session=from_session,
+    )
+    for name, agent, cmd in candidate_names(list(agents), list(cmds)):
+        race.candidates.append(Candidate(name=name, agent=agent, cmd=cmd))
+    return race, source
+
+
+def remove_trees(race: Race, source: worktrees.Source) -> None:
+    """The end without --keep: the trees go; the store and race.json stay for show and apply."""
+    for cand in race.candidates:
+        if cand.tree:
+            with contextlib.suppress(OSError, GitError):
+                worktrees.remove_tree(source, Path(cand.tree))
+        for suffix in (".index", ".exclude"):
+            with contextlib.suppress(OSError):
+                (race.folder / f"{cand.name}{suffix}").unlink()
+
+
 def remove_race_files(race: Race, source: worktrees.Source | None) -> None:
     """Remove a race's trees (worktrees of the user's repository too), store and folder."""
     import shutil
@@ -423,6 +457,8 @@ def run_check(command: str, cwd: Path, seconds: float, cancelled: threading.Even
     with contextlib.suppress(OSError):  # what it left running in its group
         os.killpg(proc.pid, signal.SIGKILL)
     reader.join(timeout=2)
+    if proc.stdout is not None and not reader.is_alive():
+        proc.stdout.close()
     lines = [safe_line(line)[:300] for line in bytes(tail).decode("utf-8", "replace").splitlines() if line.strip()]
     return Check(
         exit=None if timed_out else proc.returncode, seconds=round(time.monotonic() - started, 3),
