@@ -206,12 +206,15 @@ def _with_transcript(session: str, task: str, env: Environment) -> str:
     record = lookup(session)
     with Index.open(read_only=True) as index:
         store = rebuild(index, record.id)
+    from acpcli.history.store import Message
+
     lines = []
     for entry in store.entries:
-        role = getattr(entry, "role", None)
-        text = getattr(entry, "text", None)
-        if isinstance(role, str) and isinstance(text, str) and role in ("user", "agent") and text.strip():
-            lines.append(f"{role}: {text.strip()}")
+        if not isinstance(entry, Message) or entry.kind not in ("user", "agent"):
+            continue
+        text = "".join(str(b.get("text") or "") for b in entry.content if isinstance(b, dict) and b.get("type") == "text")
+        if text.strip():
+            lines.append(f"{entry.kind}: {text.strip()}")
     env.note(f"each candidate starts from session {shown_id(record.id)}: its transcript is given as context", style="dim")
     context = "\n\n".join(lines)
     return f"The conversation so far (for context):\n\n{context}\n\nThe task now:\n\n{task}" if lines else task

@@ -81,3 +81,28 @@ def test_permission_questions_come_one_at_a_time_naming_their_candidate(spawn, w
     rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("sdk_race_agent")}
     assert rows[name].split()[3] == "1"  # the allowed one wrote its file
     assert rows[asked[1][0]].split()[3] == "0"  # the refused one did not
+
+
+def test_slash_race_races_the_next_prompt_from_this_conversation(spawn, workdir: Path, acpcli_home: Path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from .pty import PROMPT
+
+    repo = make_repo(workdir / "repo")
+    pty = spawn("new", "--cmd", racer("--name", "the-first"), "--keep-alive", "0", cwd=repo, width=100)
+    pty.child.timeout = 60
+    pty.expect(PROMPT)
+    pty.say("hello first")
+    pty.expect("the-first done")
+    pty.expect(PROMPT)
+    pty.say("/race demo demo")
+    pty.expect([r"race demo, demo"])
+    pty.say("now race this")
+    while pty.expect([r"demo(?:-2)?: choose 1-4 \(Enter: 3\): ", r"race (r[0-9a-f]{8}): demo, demo-2 succeeded"]) == 0:
+        pty.child.send("1\r")  # each candidate's question, one at a time
+    race_id = re.search(r"race (r[0-9a-f]{8}): demo, demo-2 succeeded", pty.seen).group(1)  # type: ignore[union-attr]
+    pty.prompt()  # back at this session's prompt
+    data = json.loads((acpcli_home / "races" / race_id / "race.json").read_text())
+    assert data["from_session"]  # the candidates started from this conversation
+    assert "hello first" in data["prompt"] and data["prompt"].rstrip().endswith("now race this")
+    assert data["cwd"] == str(repo)
