@@ -16,6 +16,7 @@ from acpcli.cli.options import Cwd, Permissions, Timeout
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
+    from acpcli.history.index import SessionRecord
     from acpcli.racing.record import Race
 
 app = typer.Typer()
@@ -106,11 +107,19 @@ def run(
     if permissions is not None and permissions not in ("ask", "allow", "deny", "read-only"):
         raise UsageError(f"--permissions must be ask, allow, deny or read-only; got {permissions!r}")
     _known_agents(agents)
+    record = None
+    full = task
     if session is not None:
-        task = _with_transcript(session, task, env)
+        from acpcli.api.frontends import lookup
+
+        record = lookup(session)
+        full = _with_transcript(record.id, task)
     race, source = new_race(
-        Path(cwd) if cwd is not None else Path.cwd(), agents, cmds, task, check=check, keep=keep, from_session=session
+        Path(cwd) if cwd is not None else Path.cwd(), agents, cmds, full, check=check, keep=keep,
+        from_session=record.id if record is not None else None,
     )
+    if record is not None:
+        _plan_forks(race, record, task, env)
     if source.submodules:
         env.note("this repository has submodules: they are not checked out in the race's worktrees", style="dim")
     settings = Settings(
@@ -196,16 +205,47 @@ def _known_agents(agents: list[str]) -> None:
         pick_agent(name, None)
 
 
-def _with_transcript(session: str, task: str, env: Environment) -> str:
-    """The prompt with the conversation of ``session`` before it, as context."""
-    from acpcli.api.frontends import lookup
-    from acpcli.history.index import Index
-    from acpcli.history.records import rebuild
+def _plan_forks(race: Race, record: SessionRecord, task: str, env: Environment) -> None:
+    """With ``--session``: the candidates of the session's own agent fork it (session/fork,
+    where that agent offers it); the others, and those whose fork is refused, are sent its
+    transcript as context. Said in one line on stderr."""
     from acpcli.text.safe import shown_id
 
-    record = lookup(session)
+    race.task = task
+    forking = []
+    for cand in race.candidates:
+        same = cand.agent == record.agent if cand.agent is not None else _argv(cand.cmd) == list(record.argv)
+        if same:
+            cand.fork_of = record.id
+            forking.append(cand.name)
+    sid = shown_id(record.id)
+    if not forking:
+        env.note(f"each candidate starts from session {sid}: its transcript is given as context", style="dim")
+        return
+    others = len(forking) < len(race.candidates)
+    env.note(
+        f"{', '.join(forking)} fork session {sid} (session/fork, where its agent offers it; else its transcript is "
+        "given as context" + (", as it is to the others)" if others else ")"),
+        style="dim",
+    )
+
+
+def _argv(cmd: str | None) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(cmd or "")
+    except ValueError:
+        return []
+
+
+def _with_transcript(session_id: str, task: str) -> str:
+    """The prompt with the conversation of ``session_id`` before it, as context."""
+    from acpcli.history.index import Index
+    from acpcli.history.records import rebuild
+
     with Index.open(read_only=True) as index:
-        store = rebuild(index, record.id)
+        store = rebuild(index, session_id)
     from acpcli.history.store import Message
 
     lines = []
@@ -215,7 +255,6 @@ def _with_transcript(session: str, task: str, env: Environment) -> str:
         text = "".join(str(b.get("text") or "") for b in entry.content if isinstance(b, dict) and b.get("type") == "text")
         if text.strip():
             lines.append(f"{entry.kind}: {text.strip()}")
-    env.note(f"each candidate starts from session {shown_id(record.id)}: its transcript is given as context", style="dim")
     context = "\n\n".join(lines)
     return f"The conversation so far (for context):\n\n{context}\n\nThe task now:\n\n{task}" if lines else task
 

@@ -76,6 +76,10 @@ class Candidate:
     files: list[dict[str, Any]] = field(default_factory=list)
     files_so_far: int = 0
     check: Check | None = None
+    #: With ``--session``: the session this candidate tries to fork (``session/fork``: the
+    #: same agent), and how it started from it: ``fork`` or ``transcript`` (as context).
+    fork_of: str | None = None
+    started_from: str | None = None
 
     @property
     def wall(self) -> float | None:
@@ -115,6 +119,9 @@ class Race:
     check: str | None = None
     keep: bool = False
     from_session: str | None = None
+    #: With ``--session``: the task alone (``prompt`` holds it after the conversation's text),
+    #: what a candidate that forked the session is sent.
+    task: str | None = None
     created: float = field(default_factory=time.time)
     ended: float | None = None
     candidates: list[Candidate] = field(default_factory=list)

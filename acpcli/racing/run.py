@@ -98,6 +98,7 @@ class Runner:
         self._cancelled = threading.Event()
         self._threads: list[threading.Thread] = []
         self.prompt_file = race.folder / "prompt.txt"
+        self.task_file = race.folder / "task.txt"
 
     # -- preparing ----------------------------------------------------------------------
 
@@ -109,6 +110,8 @@ class Runner:
         ensure_dir(self.race.folder)
         try:
             self.prompt_file.write_text(self.race.prompt, encoding="utf-8")
+            if self.race.task is not None:
+                self.task_file.write_text(self.race.task, encoding="utf-8")
             self.git = worktrees.make_store(self.race.store, self.source)
             self.race.save()
         except OSError as exc:
@@ -170,16 +173,43 @@ class Runner:
         self.race.ended = time.time()
         self.race.save()
 
-    def _argv(self, cand: Candidate, prepared: worktrees.Prepared) -> list[str]:
-        s = self.settings
-        argv = [*program(), "prompt", "--format", "jsonl", "--cwd", str(prepared.cwd), "-f", str(self.prompt_file)]
-        argv += ["--agent", cand.agent] if cand.agent is not None else ["--cmd", cand.cmd or ""]
-        argv += ["--keep-alive", s.keep_alive if s.keep_alive is not None else "0"]
-        policy = s.permissions
+    def _policy(self, cand: Candidate) -> str | None:
+        policy = self.settings.permissions
         if policy is None and self.questions is not None:
             from acpcli.config import configured_permissions
 
             policy = configured_permissions(cand.agent) or "ask"  # the person at the race's terminal
+        return policy
+
+    def _fork(self, cand: Candidate, prepared: worktrees.Prepared, env: dict[str, str]) -> str | None:
+        """The id of a fork of ``cand.fork_of`` made in the candidate's tree (session/fork),
+        or None when its agent does not offer it (the transcript is sent instead)."""
+        argv = [*program(), "fork", cand.fork_of or "", "--no-repl", "--cwd", str(prepared.cwd)]
+        argv += ["--agent", cand.agent] if cand.agent is not None else ["--cmd", cand.cmd or ""]
+        policy = self._policy(cand)
+        if policy is not None and policy != "ask":
+            argv += ["--permissions", policy]
+        if self.settings.timeout:
+            argv += ["--timeout", f"{self.settings.timeout:g}"]
+        try:
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=prepared.cwd, env=env, start_new_session=True,
+                timeout=(self.settings.timeout or 120) + TIMEOUT_GRACE, check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        made = done.stdout.decode("utf-8", "replace").strip()
+        return made if done.returncode == 0 and made and "\n" not in made else None
+
+    def _argv(self, cand: Candidate, prepared: worktrees.Prepared, forked: str | None = None) -> list[str]:
+        s = self.settings
+        if forked is not None:  # the fork goes on where it was made (its cwd, its agent)
+            argv = [*program(), "prompt", "--format", "jsonl", "--session", forked, "-f", str(self.task_file)]
+        else:
+            argv = [*program(), "prompt", "--format", "jsonl", "--cwd", str(prepared.cwd), "-f", str(self.prompt_file)]
+            argv += ["--agent", cand.agent] if cand.agent is not None else ["--cmd", cand.cmd or ""]
+        argv += ["--keep-alive", s.keep_alive if s.keep_alive is not None else "0"]
+        policy = self._policy(cand)
         if policy is not None:
             argv += ["--permissions", policy]
         if s.timeout:
@@ -215,6 +245,15 @@ class Runner:
         cand.state = "starting"
         cand.started = time.time()
         self.on_change()
+        forked = None
+        if cand.fork_of is not None and self.race.task is not None:
+            forked = self._fork(cand, prepared, env)
+            cand.started_from = "fork" if forked is not None else "transcript"
+            if forked is not None:
+                cand.session = forked
+                self._record_session(cand)
+        elif self.race.from_session is not None:
+            cand.started_from = "transcript"
         passed: tuple[int, ...] = ()
         kept: tuple[int, int] | None = None
         if self.questions is not None:
@@ -223,7 +262,7 @@ class Runner:
         try:
             with open(stderr_path, "wb") as err:
                 proc = subprocess.Popen(
-                    self._argv(cand, prepared), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                    self._argv(cand, prepared, forked), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
                     cwd=prepared.cwd, env=env, start_new_session=True, pass_fds=passed,
                 )
         except BaseException:

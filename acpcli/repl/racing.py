@@ -4,16 +4,14 @@ candidate starting from this conversation when it has one."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from acpcli.repl.commands import Context
+from typing import Any
 
 USAGE = "usage: /race AGENT… (the same agent twice runs twice); then type the prompt they race on"
 
 
-async def race_command(ctx: Context, arg: str) -> int | None:
-    """Read the next prompt, race it, come back to this session's prompt."""
+async def race_command(ctx: Any, arg: str) -> int | None:
+    """Read the next prompt, race it, come back to this session's prompt (``ctx``: the
+    slash command's :class:`~acpcli.repl.commands.Context`)."""
     import anyio.to_thread
 
     agents = arg.split()

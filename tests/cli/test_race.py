@@ -384,3 +384,31 @@ def _keep_and_drop(cli: Cli, repo: Path, live: dict[str, str], before: dict[str,
     assert demo["session"] not in cli.ok("sessions", "--live", "--json").stdout
     assert not tree.exists()
     assert_nothing_left(repo, cli, before)
+
+
+SESSIONS_AGENT = Path(__file__).resolve().parent.parent / "peers" / "sdk_sessions_agent.py"
+
+
+def test_a_race_from_a_session_forks_it_where_the_agent_can(cli: Cli, repo: Path, tmp_path: Path) -> None:
+    state = tmp_path / "sessions.json"
+    extra = {"SDK_SESSIONS_STATE": str(state)}
+    forking = shlex.join([sys.executable, str(SESSIONS_AGENT), "--fork"])
+    first = cli.run("prompt", "--cmd", forking, "remember the blue door", cwd=repo, env=extra)
+    assert first.returncode == 0, first.stderr
+    parent = next(iter(json.loads(state.read_text())))
+    proc = cli.run(
+        "race", "--json", "--session", parent, "--cmd", forking, "--cmd", racer("--write", "ctx.txt=x"),
+        "paint it", cwd=repo, env=extra,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "fork session" in proc.stderr and "transcript" in proc.stderr
+    data = race_json(proc)
+    assert data["from_session"] == parent and data["task"] == "paint it"
+    forked, other = data["candidates"]
+    assert forked["started_from"] == "fork" and other["started_from"] == "transcript"
+    sessions = json.loads(state.read_text())
+    fork = sessions[forked["session"]]
+    assert fork["parent"] == parent and fork["said"] == ["remember the blue door", "paint it"]
+    assert fork["cwd"] == forked["cwd"]  # forked into its own worktree
+    assert "remember the blue door" in data["prompt"]  # what the others were given
+    cli.ok("race", "drop", data["id"])
