@@ -330,7 +330,31 @@ def _apply(race: Race, name: str, env: Environment) -> int:
     for path in written:
         env.stdout.write(safe_line(path) + "\n")
     env.note(f"applied {name} of race {race.id}: {len(written)} file" + ("" if len(written) == 1 else "s"))
+    if race.from_session is not None and cand.session is not None:
+        _continue_from(race, cand.session, name, env)
     return int(ExitCode.OK)
+
+
+def _continue_from(race: Race, session_id: str, name: str, env: Environment) -> None:
+    """A race that started from a session: the conversation goes on from the winner's, in
+    your tree (its session forked there, session/fork, where its agent offers it)."""
+    import subprocess
+
+    from acpcli.env import program
+    from acpcli.processes.children import python_module_argv
+    from acpcli.text.safe import safe_line, shown_id
+
+    argv = [*python_module_argv("acpcli"), "fork", session_id, "--no-repl", "--cwd", race.cwd]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=300)
+        made = done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        made = ""
+    if made and safe_line(made) == made and "\n" not in made:
+        env.note(f"{name}'s conversation goes on here as session {made}: `{program()} prompt --session {made}`")
+    else:
+        where = "in its worktree" if race.keep else "(its worktree is gone: the agent works in your tree only if it was told so)"
+        env.note(f"{name}'s conversation: `{program()} prompt --session {shown_id(session_id)}` {where}")
 
 
 def _drop(race: Race, env: Environment) -> int:

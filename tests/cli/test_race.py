@@ -411,4 +411,11 @@ def test_a_race_from_a_session_forks_it_where_the_agent_can(cli: Cli, repo: Path
     assert fork["parent"] == parent and fork["said"] == ["remember the blue door", "paint it"]
     assert fork["cwd"] == forked["cwd"]  # forked into its own worktree
     assert "remember the blue door" in data["prompt"]  # what the others were given
+    # applying the fork's result goes on from its conversation, in the user's tree
+    applied = cli.ok("race", "apply", data["id"], forked["name"], env=extra)
+    sessions = json.loads(state.read_text())
+    here = [sid for sid, s in sessions.items() if s["parent"] == forked["session"]]
+    assert len(here) == 1 and sessions[here[0]]["cwd"] == str(repo)
+    assert sessions[here[0]]["said"] == ["remember the blue door", "paint it"]
+    assert here[0] in applied.stderr
     cli.ok("race", "drop", data["id"])
