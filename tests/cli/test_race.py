@@ -419,3 +419,30 @@ def test_a_race_from_a_session_forks_it_where_the_agent_can(cli: Cli, repo: Path
     assert sessions[here[0]]["said"] == ["remember the blue door", "paint it"]
     assert here[0] in applied.stderr
     cli.ok("race", "drop", data["id"])
+
+
+def test_a_repository_with_a_submodule_races_and_says_so(cli: Cli, workdir: Path) -> None:
+    inner = workdir / "inner"
+    inner.mkdir()
+    git(inner, "init", "-q", "-b", "main")
+    (inner / "lib.txt").write_text("lib\n")
+    git(inner, "add", "-A")
+    git(inner, "commit", "-qm", "lib")
+    outer = workdir / "outer"
+    outer.mkdir()
+    git(outer, "init", "-q", "-b", "main")
+    (outer / "app.txt").write_text("app\n")
+    git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "vendor/inner")
+    git(outer, "commit", "-qm", "app")
+    before = dotgit_state(outer)
+    proc = cli.run("race", "--json", "--cmd", racer("--write", "app.txt=changed"), "go", cwd=outer)
+    assert proc.returncode == 0, proc.stderr
+    assert "submodules" in proc.stderr
+    data = race_json(proc)
+    assert [f["path"] for f in data["candidates"][0]["files"]] == ["app.txt"]  # the empty submodule folder is no change
+    cli.ok("race", "apply", data["id"], data["candidates"][0]["name"])
+    assert (outer / "app.txt").read_text() == "changed"
+    assert (outer / "vendor" / "inner" / "lib.txt").read_text() == "lib\n"
+    assert cli.ok("race").stdout.startswith(data["id"])  # the races kept are listed
+    cli.ok("race", "drop", data["id"])
+    assert dotgit_state(outer) == before
