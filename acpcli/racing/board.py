@@ -73,7 +73,7 @@ def board_line(cand: Candidate, width: int, name_width: int) -> str:
     base = f"{safe_line(cand.name).ljust(name_width)}  {_state(cand):<9} {_clock(cand.wall):>6}  {_files(cand, final)}"
     room = max(10, width - 1)
     usage = short_usage(cand.usage) or ""
-    tail = cand.last_tool or (cand.error if final and cand.error else "")
+    tail = safe_line(cand.last_tool or (cand.error if final and cand.error else ""))
     left = room - len(base) - 2
     extra = []
     if usage and tail and left < len(usage) + len(tail) + 4:
@@ -171,7 +171,7 @@ def summary_rows(race: Race) -> list[list[str]]:
             check = f"exit {c.check.exit} {c.check.seconds:.1f}s"
         rows.append([
             safe_line(c.name), safe_line(stop or "-"), _clock(c.wall), str(len(c.files)),
-            f"+{c.added} -{c.removed}", check, usage_text(c.usage) or "-", safe_line(c.session or "-"),
+            f"+{c.added} -{c.removed}", check, safe_line(usage_text(c.usage) or "-"), safe_line(c.session or "-"),
         ])
     return rows
 

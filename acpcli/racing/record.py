@@ -196,18 +196,22 @@ def load(race_id: str) -> Race:
 
 
 def label(command: str) -> str:
-    """A short name for a ``--cmd`` candidate: its program, or the script an interpreter runs."""
+    """A short name for a ``--cmd`` candidate: its program, or the script an interpreter runs
+    and the plain word after it (``python3 launch.py codex``: ``launch-codex``)."""
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
     interpreters = ("python", "python3", "node", "sh", "bash", "uv", "npx", "env", "deno", "bun")
     pick = ""
-    for word in words:
+    for i, word in enumerate(words):
         base = os.path.basename(word)
         if word.startswith("-") or base.split(".")[0] in interpreters or base.startswith("python"):
             continue
         pick = base
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if i > 0 and after and after.replace("-", "").replace("_", "").isalnum() and not after.startswith("-"):
+            pick = f"{pick.rsplit('.', 1)[0] if '.' in pick else pick}-{after}"
         break
     pick = pick or (os.path.basename(words[0]) if words else "cmd")
     for suffix in (".py", ".js", ".ts", ".sh"):
