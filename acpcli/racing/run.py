@@ -96,6 +96,7 @@ class Runner:
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        self._removed = False
         self._threads: list[threading.Thread] = []
         self.prompt_file = race.folder / "prompt.txt"
         self.task_file = race.folder / "task.txt"
@@ -248,6 +249,9 @@ class Runner:
         forked = None
         if cand.fork_of is not None and self.race.task is not None:
             forked = self._fork(cand, prepared, env)
+            if self._cancelled.is_set():
+                cand.state = "cancelled"
+                return
             cand.started_from = "fork" if forked is not None else "transcript"
             if forked is not None:
                 cand.session = forked
@@ -379,9 +383,10 @@ class Runner:
         self.on_change()
 
     def save(self) -> None:
-        """Write race.json now (one thread at a time)."""
+        """Write race.json now (one thread at a time; never again once the race is removed)."""
         with self._lock, contextlib.suppress(OSError):
-            self.race.save()
+            if not self._removed:
+                self.race.save()
 
     # -- ending -------------------------------------------------------------------------
 
@@ -410,6 +415,8 @@ class Runner:
 
     def remove(self) -> None:
         """Remove every tree and the race's folder (nothing of it is left)."""
+        with self._lock:
+            self._removed = True
         remove_race_files(self.race, self.source)
 
 
