@@ -277,11 +277,19 @@ def test_a_detached_head_races_too(cli: Cli, repo: Path) -> None:
     assert dotgit_state(repo) == before
 
 
-def test_a_full_disk_while_preparing_removes_what_was_made(cli: Cli, workdir: Path) -> None:
+@pytest.mark.parametrize("kind", ["folder", "repo"])
+def test_a_full_disk_while_preparing_removes_what_was_made(cli: Cli, workdir: Path, kind: str) -> None:
     folder = workdir / "big"
     folder.mkdir()
-    (folder / "big.bin").write_bytes(os.urandom(3 << 20))
     (folder / "small.txt").write_text("x")
+    if kind == "repo":
+        git(folder, "init", "-q", "-b", "main")
+        git(folder, "add", "-A")
+        git(folder, "commit", "-qm", "small")
+        (folder / "big.bin").write_bytes(os.urandom(3 << 20))  # uncommitted: copied into each worktree
+    else:
+        (folder / "big.bin").write_bytes(os.urandom(3 << 20))
+    before = dotgit_state(folder) if kind == "repo" else None
 
     def small_files() -> None:  # a 1 MiB file size limit: the copy's write fails (EFBIG)
         import resource
@@ -296,6 +304,9 @@ def test_a_full_disk_while_preparing_removes_what_was_made(cli: Cli, workdir: Pa
     assert "disk is full" in error_line(proc, ExitCode.STORAGE)
     races = cli.home / "races"
     assert not races.exists() or not any(races.iterdir())
+    if kind == "repo":
+        assert len([x for x in git(folder, "worktree", "list", "--porcelain").split("\n\n") if x.strip()]) == 1
+        assert dotgit_state(folder) == before
 
 
 def test_two_races_at_once_never_share_a_tree_or_a_ref(cli: Cli, repo: Path) -> None:

@@ -106,3 +106,20 @@ def test_slash_race_races_the_next_prompt_from_this_conversation(spawn, workdir:
     assert data["from_session"]  # the candidates started from this conversation
     assert "hello first" in data["prompt"] and data["prompt"].rstrip().endswith("now race this")
     assert data["cwd"] == str(repo)
+
+
+def test_ctrl_c_on_the_board_cancels_every_candidate(spawn, workdir: Path, acpcli_home: Path) -> None:  # type: ignore[no-untyped-def]
+    from .pty import CTRL_C
+    from .test_race import git
+
+    repo = make_repo(workdir / "repo")
+    pty = spawn(
+        "race", "--cmd", racer("--sleep", "60", "--steps", "60"), "--cmd", racer("--hang"), "x", cwd=repo, width=80,
+    )
+    pty.child.timeout = 60
+    pty.expect([r"running"])
+    pty.child.send(CTRL_C)
+    pty.expect([r"acpcli: interrupted"])
+    assert pty.wait() == 130
+    assert not any((acpcli_home / "races").iterdir())
+    assert len([x for x in git(repo, "worktree", "list", "--porcelain").split("\n\n") if x.strip()]) == 1
