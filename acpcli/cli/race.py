@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from acpcli.cli import completers
-from acpcli.cli.options import Cwd, Permissions, Timeout
+from acpcli.cli.options import Permissions
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
@@ -32,11 +32,11 @@ def race(
     file: Annotated[Path | None, typer.Option("--file", "-f", metavar="FILE", help="Read the prompt from FILE ('-' for stdin).", show_default=False)] = None,
     check: Annotated[str | None, typer.Option("--check", metavar="CMD", help="Run CMD (a shell line) in each candidate's tree after its turn; exit 0 passes.", show_default=False)] = None,
     check_timeout: Annotated[str | None, typer.Option("--check-timeout", metavar="SECONDS", help="Stop a check after SECONDS (default 600).", show_default=False)] = None,
-    timeout: Timeout = None,
+    timeout: Annotated[str | None, typer.Option("--timeout", metavar="SECONDS", help="Bound each candidate's setup steps and turn: past it the turn is cancelled (its agent killed if it does not stop) and its row says timed out.", show_default=False)] = None,
     permissions: Permissions = None,
-    session: Annotated[str | None, typer.Option("--session", "-s", metavar="SESSION_ID", help="Start from this conversation: each candidate gets its transcript as context.", autocompletion=completers.session_ids, show_default=False)] = None,
+    session: Annotated[str | None, typer.Option("--session", "-s", metavar="SESSION_ID", help="Start from this conversation: candidates of its agent fork it (session/fork, where offered), the others get its transcript as context.", autocompletion=completers.session_ids, show_default=False)] = None,
     keep: Annotated[bool, typer.Option("--keep", help="Keep each candidate's worktree and live session (continue one with prompt --session).")] = False,
-    cwd: Cwd = None,
+    cwd: Annotated[Path | None, typer.Option("--cwd", "-C", metavar="DIR", help="Where the race starts (default: the current directory).", file_okay=False, show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The summary as one JSON object.")] = False,
 ) -> None:
     """Give one task to several agents at once, each in its own copy of the tree.
