@@ -118,10 +118,11 @@ def sessions(
             from acpcli.history.records import agent_filter
 
             agent = agent_filter(index, agent)  # the recorded name, or the agent's display name
-            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
             if race is not None:  # `sessions --race RACE`: that race's sessions, whatever else
                 rows = index.race_sessions(race)
-            if count and len(rows) == count:  # only then can there be more: one count query
+            else:
+                rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
+            if race is None and count and len(rows) == count:  # only then can there be more: one count query
                 more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count
             if not as_json and not wide and env.stdout_is_terminal:
                 shortest = index.unique_prefixes([rec.id for rec in rows], ID_PREFIX)
