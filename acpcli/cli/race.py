@@ -155,6 +155,9 @@ def run(
 
     previous = {sig: signal.signal(sig, on_term) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
+        if board is not None:  # a large tree takes a moment: said, not a blank screen
+            kind = "worktrees" if source.kind == "repo" else "copies"
+            env.note(f"preparing {len(race.candidates)} {kind} of {source.cwd}…", style="dim")
         runner.prepare()
         env.note(f"race {race.id}: {len(race.candidates)} candidates in {source.cwd}", style="dim")
         runner.start()
