@@ -27,6 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from acpcli.api.client import Agent, Session, SessionInfo, connect
     from acpcli.api.history import SearchHit, StoredSession, search, sessions, transcript
+    from acpcli.api.race import CheckResult, RaceCandidate, RaceResult, race
     from acpcli.api.sync import run
     from acpcli.api.types import (
         AgentText,
@@ -106,6 +107,7 @@ __all__ = [
     "AuthRequired",
     "CapabilityMissing",
     "ChangedFile",
+    "CheckResult",
     "Checkpoint",
     "ConfigError",
     "ConnectionClosed",
@@ -136,6 +138,8 @@ __all__ = [
     "PlanStatus",
     "PlanUpdated",
     "ProtocolError",
+    "RaceCandidate",
+    "RaceResult",
     "Rewind",
     "RewindHow",
     "RpcError",
@@ -170,6 +174,7 @@ __all__ = [
     "__version__",
     "connect",
     "memory_pair",
+    "race",
     "run",
     "search",
     "sessions",
@@ -180,6 +185,7 @@ __all__ = [
 _WHERE = {
     **dict.fromkeys(("connect", "Agent", "Session", "SessionInfo"), "acpcli.api.client"),
     "run": "acpcli.api.sync",
+    **dict.fromkeys(("CheckResult", "RaceCandidate", "RaceResult", "race"), "acpcli.api.race"),
     **dict.fromkeys(("SearchHit", "StoredSession", "search", "sessions", "transcript"), "acpcli.api.history"),
     **dict.fromkeys(("Transport", "memory_pair"), "acpcli.wire.transport"),
     **dict.fromkeys(

@@ -73,6 +73,7 @@ class ExitCode(enum.IntEnum):
     BUSY = 18  # the session is in use by another acpcli command (--no-wait), or the local database stayed locked by another acpcli
     DAMAGED = 19  # local state is damaged (`acpcli doctor` found a problem; `doctor --repair` salvages)
     HOST_LOST = 20  # the session's host went away mid-turn (killed); what arrived before is stored
+    NO_WINNER = 21  # `race`: no candidate ended its turn (with its --check passing)
     HANGUP = 129  # SIGHUP (the terminal was closed), 128 + 1
     INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells expect
     TERMINATED = 143  # SIGTERM, 128 + 15

@@ -167,6 +167,7 @@ FLOORS = (
     "acpcli.host",  # live sessions: a background process per session, reached over a socket
     "acpcli.api",  # the Python API
     "acpcli.session",  # a session's whole life, shared by the commands, the REPL and the API
+    "acpcli.racing",  # one task, several agents at once: worktrees, candidates, board, apply
     "acpcli.render",  # views of the store: tty, plain, jsonl, export
     "acpcli.services",  # what the agent may ask of us: permissions, files, terminals, forms
     "acpcli.agents",  # the ACP Registry and installs

@@ -110,8 +110,11 @@ def _root(
 def _register() -> None:
     """Each module's commands become top-level commands (``acpcli load``, not ``acpcli sessions load``)."""
     from acpcli.cli import agents, auth, checkpoints, completion, doctor, hosts, prompt, sessions
+    from acpcli.cli.race import app as race_app
 
-    for sub in (sessions.app, prompt.app, hosts.app, checkpoints.app, auth.app, agents.app, completion.app, doctor.app):
+    for sub in (
+        sessions.app, prompt.app, hosts.app, checkpoints.app, race_app, auth.app, agents.app, completion.app, doctor.app,
+    ):
         app.add_typer(sub)
 
 

@@ -81,6 +81,7 @@ def sessions(
     limit: str | int | None = None,
     timeout: str | None = None,
     wide: bool = False,
+    race: str | None = None,
 ) -> int:
     from acpcli.cli.streams import environment
     from acpcli.config import parse_timeout
@@ -120,10 +121,13 @@ def sessions(
 
             agent = agent_filter(index, agent)  # the recorded name, or the agent's display name
             filters: dict[str, Any] = {"agent": agent, "cwd": the_cwd, "state": only_state, "since": since_ts}
-            rows = index.list_sessions(**filters, limit=count or None, prompted=prompted)
-            if prompted:
-                unprompted = index.count_sessions(**filters, prompted=False)
-            if count and len(rows) == count:  # only then can there be more: one count query
+            if race is not None:  # `sessions --race RACE`: that race's sessions, whatever else
+                rows = index.race_sessions(race)
+            else:
+                rows = index.list_sessions(**filters, limit=count or None, prompted=prompted)
+                if prompted:
+                    unprompted = index.count_sessions(**filters, prompted=False)
+            if race is None and count and len(rows) == count:  # only then can there be more: one count query
                 more = index.count_sessions(**filters) - unprompted - count  # (the whole count reads an index alone)
             if not as_json and not wide and env.stdout_is_terminal:
                 shortest = index.unique_prefixes([rec.id for rec in rows], ID_PREFIX)
@@ -164,6 +168,7 @@ def sessions(
                         "checkpoints": checkpoint_count(rec.id),  # turns with a checkpoint (acpcli checkpoints ID)
                         **({"agentSessionId": rec.agent_session_id} if rec.agent_session_id else {}),
                         **({"parent": rec.parent_id} if rec.parent_id else {}),  # forked from it
+                        **({"race": rec.race} if rec.race else {}),  # ran in this race (acpcli race)
                     }
                 )
                 + "\n"
@@ -239,7 +244,7 @@ def _session_lines(
         return parent if wide else shortest.get(parent) or shown_id(parent)
 
     def state(rec: SessionRecord) -> str:
-        return rec.state + (" · live" if rec.id in live else "")
+        return rec.state + (" · live" if rec.id in live else "") + (f" · race {rec.race}" if rec.race else "")
 
     table = [
         {

@@ -137,6 +137,10 @@ def prompt(
 
         invocation.asker = AtTerminal(env).ask_permission
         invocation.form_filler = AtTerminal(env).elicit
+    elif not raw:  # a race's candidate: its questions go to the race's terminal (acpcli race)
+        from acpcli.racing.asking import candidate_asker
+
+        invocation.asker = candidate_asker() or invocation.asker
     if output is not None:
         try:
             out = open(output, "w", encoding="utf-8")  # noqa: SIM115 - closed below

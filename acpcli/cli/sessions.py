@@ -497,6 +497,7 @@ def sessions(
     protocol: Protocol = None,
     timeout: Timeout = None,
     live: Annotated[bool, typer.Option("--live", help="Only live sessions (a background host keeps their agent running): host pid, busy or idle, queued prompts, clients attached, idle time.")] = False,
+    race: Annotated[str | None, typer.Option("--race", metavar="RACE", help="Only the sessions of this race (acpcli race).", show_default=False)] = None,
 ) -> None:
     """List sessions, most recently used first: the local index by default, or the agent's own
     list with --remote.
@@ -559,7 +560,15 @@ def sessions(
     raise typer.Exit(history.sessions(
         agent=agent, cmd=cmd, cwd=cwd, all_sessions=all_sessions, remote=remote, as_json=as_json, protocol=protocol,
         state=state, since=since, limit=limit, timeout=timeout, wide=wide,
+        race=_race_id(race) if race is not None else None,
     ))
+
+
+def _race_id(given: str) -> str:
+    """The whole id of the race ``given`` names (a unique prefix is enough)."""
+    from acpcli.racing.record import load
+
+    return load(given).id
 
 
 @app.command(short_help="Print a session's stored transcript; no agent is started.")

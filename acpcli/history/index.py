@@ -250,6 +250,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE sessions ADD COLUMN parent_id TEXT;
     """,
+    # 12: the race a session ran in (`acpcli race`: one task, several agents at once)
+    """
+    ALTER TABLE sessions ADD COLUMN race TEXT;
+    CREATE INDEX sessions_by_race ON sessions (race, last_used_at DESC);
+    """,
 )
 
 
@@ -432,6 +437,8 @@ class SessionRecord:
     usage: dict[str, Any] | None = None
     #: The session this one was forked from (``acpcli fork``), if any (set by :meth:`Index.set_parent`).
     parent_id: str | None = None
+    #: The race the session ran in (``acpcli race``), if any (set by :meth:`Index.set_race`).
+    race: str | None = None
 
     @property
     def shown_title(self) -> str | None:
@@ -468,6 +475,7 @@ _EXTRA_COLUMNS = (
     (3, "agent_session_id"), (3, "mcp_refs"), (4, "protocol"), (6, "prompt_title"), (8, "title_source"),
     (10, "usage"),
     (11, "parent_id"),
+    (12, "race"),
 )
 _PROTOCOL_COLUMN = "protocol"
 
@@ -498,6 +506,7 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
         titled_by_user=extra.get("title_source") == "user",
         usage=json.loads(usage) if isinstance(usage, str) else None,
         parent_id=extra.get("parent_id"),
+        race=extra.get("race"),
     )
 
 
@@ -889,6 +898,18 @@ class Index:
     def set_parent(self, session_id: str, parent_id: str) -> None:
         """Record that ``session_id`` was forked from ``parent_id``."""
         self._update(session_id, "UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id,))
+
+    @writes
+    def set_race(self, session_id: str, race_id: str) -> None:
+        """Record that ``session_id`` ran in the race ``race_id`` (``acpcli race``)."""
+        self._update(session_id, "UPDATE sessions SET race = ? WHERE id = ?", (race_id,))
+
+    def race_sessions(self, race_id: str) -> list[SessionRecord]:
+        """The sessions of one race, most recently used first."""
+        sql = f"SELECT {self._columns()} FROM sessions WHERE race = ? ORDER BY last_used_at DESC, rowid DESC"
+        if self._schema < 12:
+            return []
+        return [_record(r) for r in self.conn.execute(sql, (race_id,))]
 
     @writes
     def set_mcp_refs(self, session_id: str, refs: Mapping[str, Any] | None) -> None:

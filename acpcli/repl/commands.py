@@ -294,6 +294,12 @@ async def _fork(ctx: Context, arg: str) -> int | None:
     return None
 
 
+async def _race(ctx: Context, arg: str) -> int | None:
+    from acpcli.repl.racing import race_command
+
+    return await race_command(ctx, arg)
+
+
 async def _login(ctx: Context, arg: str) -> int | None:
     from acpcli.protocol import wire
 
@@ -480,6 +486,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("rewind", "go back before a turn: pick it, then files, conversation or both (TURN: its files)", _rewind, "[TURN]"),
     SlashCommand("sessions", "list this agent's sessions here", _sessions),
     SlashCommand("fork", "fork this session: a new one with the conversation so far", _fork),
+    SlashCommand("race", "race the next prompt on these agents, each in its own worktree", _race, "AGENT…"),
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),
     SlashCommand("logout", "log out of the agent", _logout),
     SlashCommand("cancel", "cancel the running turn (as Ctrl-C does)", _cancel),
