@@ -282,7 +282,14 @@ def rewind_files(
     do_talk = not undo and (conversation or not files)
     env = environment()
     if do_files:
-        sid, cps = _open(session_id)
+        from acpcli.errors import CheckpointsOff
+
+        try:
+            sid, cps = _open(session_id)
+        except CheckpointsOff as off:
+            if do_talk and off.hint is None:
+                off.hint = f"acpcli rewind {session_id} --to {to} --conversation rewinds the conversation alone"
+            raise
     else:
         sid, cps = _record_id(session_id), None
     lock = SessionLock(sid)

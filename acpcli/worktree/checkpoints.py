@@ -352,7 +352,7 @@ class Checkpoints:
             try:
                 tree, notes = self._record(time.monotonic() + self.time_limit)
                 base = self._ref("head")
-                if base is None or self._git.run("rev-parse", f"{base}^{{tree}}", timeout=SLOW_GIT).strip().decode() == tree:
+                if base is None or self._tree_of(base) == tree:
                     return None
                 commit = self._commit(tree, base, _label(f"(changed before turn {turn})"))
                 self._update_refs({f"before-{turn}": commit, "head": commit})
@@ -441,6 +441,14 @@ class Checkpoints:
             else:
                 notes.append(f"{n} nested git repositor{'ies' if n > 1 else 'y'} left out of checkpoints: {_names(paths)}")
         return notes
+
+    def _tree_of(self, commit: str) -> str:
+        """The tree of one of the store's commits (read from the object: no git process, unless
+        it is not one of ours)."""
+        tree = self._store.commit_tree(commit)
+        if tree is None:
+            tree = self._git.run("rev-parse", f"{commit}^{{tree}}", timeout=SLOW_GIT).strip().decode()
+        return tree
 
     def _commit(self, tree: str, parent: str | None, message: str) -> str:
         return self._store.commit(tree, parent, message)

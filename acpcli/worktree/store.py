@@ -165,6 +165,22 @@ class Store:
             os.replace(tmp, path)
         return oid
 
+    def commit_tree(self, oid: str) -> str | None:
+        """The tree of commit ``oid`` when it is one of ours (a loose object), else None (ask
+        git). No git process: a checkpoint compares trees without one."""
+        if not _OID.fullmatch(oid):
+            return None
+        try:
+            data = zlib.decompress((self.git_dir / "objects" / oid[:2] / oid[2:]).read_bytes())
+        except (OSError, zlib.error):
+            return None
+        header, _, body = data.partition(b"\0")
+        first = body.split(b"\n", 1)[0]
+        if not header.startswith(b"commit ") or not first.startswith(b"tree "):
+            return None
+        tree = first[5:].decode("ascii", "replace")
+        return tree if _OID.fullmatch(tree) else None
+
     def tree(self, entries: list[tuple[bytes, str]]) -> str:
         """A tree of folders (``(name, tree oid)``, names without ``/``)."""
         if any(oid == EMPTY_TREE for _, oid in entries):

@@ -131,6 +131,9 @@ def test_without_git_the_commands_say_checkpoints_are_off(cli: Cli, session: Che
     proc = cli.run("diff", SID, env={"PATH": str(empty)})
     assert error_line(proc, ExitCode.CONFIG) == "checkpoints are off: git is not on PATH"
     assert os.environ.get("PATH")  # the test's own PATH is untouched
+    proc = cli.run("rewind", SID, "--to", "1", env={"PATH": str(empty)})  # the files and the conversation
+    assert error_line(proc, ExitCode.CONFIG) == "checkpoints are off: git is not on PATH"
+    assert "--to 1 --conversation rewinds the conversation alone" in proc.stderr
 
 
 def test_on_a_terminal_rewind_asks_first_and_diff_is_coloured(spawn, session: Checkpoints, workdir: Path) -> None:  # type: ignore[no-untyped-def]
