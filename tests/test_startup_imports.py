@@ -70,7 +70,7 @@ HELP_MAY_IMPORT = frozenset({
     "acpcli", "acpcli._version", "acpcli.errors", "acpcli.notices", "acpcli.text", "acpcli.text.safe",
     "acpcli.cli", "acpcli.cli.agents", "acpcli.cli.auth", "acpcli.cli.checkpoints", "acpcli.cli.completers",
     "acpcli.cli.completion", "acpcli.cli.doctor", "acpcli.cli.hosts", "acpcli.cli.options",
-    "acpcli.cli.prompt", "acpcli.cli.sessions", "acpcli.cli.typer_compat",
+    "acpcli.cli.prompt", "acpcli.cli.race", "acpcli.cli.sessions", "acpcli.cli.typer_compat",
     "typer._click._textwrap", "typer._click.decorators",
 })
 #: And a TAB offering agent names (``acpcli new --agent <TAB>``): the same tree (no help

@@ -4,7 +4,6 @@ maps the outcome to an exit code."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -182,7 +181,7 @@ def run(
         remove_trees(race, source)
     race.save()
     if as_json:
-        env.stdout.write(json.dumps(race.to_json()) + "\n")
+        env.stdout.write(_json_line(race.to_json()) + "\n")
     else:
         env.stdout.write(boards.summary_text(race, boards.terminal_width(env.stdout) if on_board else None))
     env.stdout.flush()
@@ -278,7 +277,7 @@ def _action(action: str, args: list[str], env: Environment, as_json: bool) -> in
         if len(args) == 2:
             return _show_diff(race, args[1], env)
         if as_json:
-            env.stdout.write(json.dumps(race.to_json()) + "\n")
+            env.stdout.write(_json_line(race.to_json()) + "\n")
         else:
             from acpcli.racing.board import summary_text
 
@@ -397,7 +396,7 @@ def _list(env: Environment, as_json: bool) -> int:
             continue
     if as_json:
         for r in rows:
-            env.stdout.write(json.dumps({"id": r.id, "created": r.created, "cwd": r.cwd, "candidates": [c.name for c in r.candidates], "prompt": r.prompt[:200]}) + "\n")
+            env.stdout.write(_json_line({"id": r.id, "created": r.created, "cwd": r.cwd, "candidates": [c.name for c in r.candidates], "prompt": r.prompt[:200]}) + "\n")
         return int(ExitCode.OK)
     if not rows:
         env.note("no races kept — start one with `acpcli race --agent A --agent B PROMPT`")
@@ -407,3 +406,10 @@ def _list(env: Environment, as_json: bool) -> int:
         names = ",".join(c.name for c in r.candidates)
         env.stdout.write(f"{r.id}\t{safe_line(names)}\t{safe_line(r.cwd)}\t{safe_line(first)}\n")
     return int(ExitCode.OK)
+
+
+def _json_line(value: object) -> str:
+    """``value`` as one JSON line's text (json is imported here: not at start-up)."""
+    import json
+
+    return json.dumps(value)
