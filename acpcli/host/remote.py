@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,9 +37,6 @@ if TYPE_CHECKING:
     from acpcli.protocol.settings import Choice
     from acpcli.session.feed import SessionFeed
     from acpcli.wire.negotiate import AgentFeatures
-
-#: A second Ctrl-C within so many seconds leaves the turn (the host cancels it; the session stays).
-_DOUBLE_INTERRUPT = 3.0
 
 LOST_HINT = "what arrived before is stored (acpcli show); the next command on the session starts a new host"
 
@@ -470,7 +466,7 @@ class HostedLink:
     async def watch(self, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str | None:
         """Draw another terminal's turn (:attr:`other`): what was held of it first, then the
         rest as it comes, until it ends; its stop reason (None: it failed). Ctrl-C says whose
-        turn it is (only the terminal that sent it cancels it); a second within 3 s leaves
+        turn it is (only the terminal that sent it cancels it); a second soon after leaves
         (:class:`~acpcli.errors.Interrupted`), the turn goes on."""
         other = self.other
         if other is None:
@@ -521,7 +517,7 @@ class HostedLink:
         self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None, joined: bool = False
     ) -> str:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
-        withdraws it while it waits its turn); a second within 3 s leaves at once
+        withdraws it while it waits its turn); a second soon after leaves at once
         (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left).
         ``joined``: the turn of the prompt :meth:`now` sent into the last one, which the
         host runs by itself (nothing is sent)."""
@@ -575,32 +571,23 @@ class HostedLink:
 async def _until_ended(
     ended: anyio.Event, first_press: Callable[[], Awaitable[None]], tick: Callable[[], None] | None
 ) -> None:
-    """Wait for a turn to end, the turn's keys wired in as everywhere: Ctrl-C calls
-    ``first_press``; a second within :data:`_DOUBLE_INTERRUPT` seconds leaves
-    (:class:`~acpcli.errors.Interrupted`); ``tick`` (if given) about ten times a second."""
-    with anyio.open_signal_receiver(signal.SIGINT) as signals:
-        async with anyio.create_task_group() as tg:
+    """Wait for a turn to end, the turn's keys wired in as everywhere
+    (:class:`~acpcli.session.control.TurnControl`): Ctrl-C calls ``first_press``; a second
+    soon after leaves (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a
+    terminal that left); ``tick`` (if given) about ten times a second."""
+    from acpcli.session.control import Act, TurnControl
+    from acpcli.session.turn import Driver
 
-            async def interrupts() -> None:
-                last = 0.0
-                async for _ in signals:
-                    now = time.monotonic()
-                    if last and now - last < _DOUBLE_INTERRUPT:
-                        raise Interrupted()
-                    last = now
-                    await first_press()
+    async def act(what: Act) -> None:
+        if what is Act.LEAVE:
+            raise Interrupted()
+        if what is Act.CANCEL:
+            await first_press()
 
-            async def ticker() -> None:
-                assert tick is not None
-                while True:
-                    await anyio.sleep(0.1)
-                    tick()
-
-            tg.start_soon(interrupts)
-            if tick is not None:
-                tg.start_soon(ticker)
-            await ended.wait()
-            tg.cancel_scope.cancel()
+    async with anyio.create_task_group() as tg:
+        Driver(TurnControl(), act, tick=tick).start(tg)
+        await ended.wait()
+        tg.cancel_scope.cancel()
 
 
 def _turn_error(message: dict[str, Any]) -> Exception:

@@ -77,6 +77,7 @@ from acpcli.host import address
 from acpcli.host.channel import Budget, Channel, same_user
 from acpcli.host.hostlog import HostLog
 from acpcli.host.messages import MAX_CLIENT_MESSAGE, ChannelClosed, encoded, host_timeout
+from acpcli.session.control import TurnControl
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -175,6 +176,8 @@ class Turn:
     #: with promptQueueing): this turn waits for it instead of sending a prompt.
     joined: Any = None
     piped: str | None = None  # text piped on its sender's standard input, sent as context
+    #: Its control (:mod:`acpcli.session.control`): a cancel with a grace stops an agent still in it.
+    control: TurnControl = field(default_factory=TurnControl)
 
 
 class Tee:
@@ -516,17 +519,9 @@ class Host:
         if current is None or current.client is not client or self.link is None or self.live is None:
             return
         self.live.interrupted = True
+        if kill_after is not None:
+            current.control.cancelled(time.monotonic(), kill_after)  # its turn stops the agent then
         await self.link.cancel(self.live)
-        if kill_after is not None and self._tasks is not None:
-            link = self.link
-
-            async def stop_if_still_running() -> None:
-                await anyio.sleep(kill_after)
-                if self.current is current:
-                    log.warning("the agent did not end a cancelled turn in %s s: stopping it", kill_after)
-                    link.kill()
-
-            self._tasks.start_soon(stop_if_still_running)
 
     def status(self) -> dict[str, Any]:
         idle = 0.0 if self.current is not None else time.monotonic() - self.last_activity
@@ -1133,8 +1128,9 @@ class Host:
         return [_error(error)]
 
     async def _run_turn(self, conversation: Conversation, inputs: Any, turn: Turn) -> None:
+        from acpcli.errors import leaf_error
         from acpcli.services.mentions import build_prompt
-        from acpcli.session.turn import late_updates_possible
+        from acpcli.session.turn import late_updates_possible, run_turn
 
         link, live = conversation.agent_link, conversation.live
         self.current = turn
@@ -1174,7 +1170,6 @@ class Host:
                 await link.set_by_name(live, key, value)
             if turn.settings:
                 self._state_changed()
-            from acpcli.session.checkpointing import checkpoint_before_turn
 
             def said(line: str) -> None:  # (a checkpoint's line: to the turn's client, and the log)
                 log.info("%s", line)
@@ -1182,12 +1177,16 @@ class Host:
 
             # the host's starter's --no-checkpoints, else this turn's sender's
             live.checkpoints = None if turn.checkpoints and self.spec.get("checkpoints") is not False else False
-            await checkpoint_before_turn(live, said)  # the files before the session's first turn
-            live.turn_active = True  # SIGTERM's supervisor cancels it before stopping the agent
-            try:
-                stop = await (link.prompt(live, blocks, sent=turn.joined) if turn.joined else link.prompt(live, blocks))
-            finally:
-                live.turn_active = False
+            try:  # the files before the session's first turn, the turn under its control (no Ctrl-C here)
+                stop = await run_turn(
+                    link, live, blocks, notice=said, sent=turn.joined, interrupts=False, control=turn.control,
+                    checkpoint_after=False,  # (taken below, once the turn's client has its answer)
+                )
+            except BaseException as caught:  # the turn's task group wraps what it raises
+                failure = leaf_error(caught)
+                if failure is caught or not isinstance(failure, AcpcliError):
+                    raise
+                raise failure from None
             live.recorder.flush() if live.recorder is not None else None
             conversation.after_turn()
             for warning in live.take_warnings():  # the context nearly full: the client says it
