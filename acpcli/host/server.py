@@ -1094,7 +1094,7 @@ class Host:
         verdicts: list[dict[str, Any]] = []
         index = conversation.index
         if isinstance(index, SafeIndex):
-            conversation.writer.flush()
+            conversation.flush()
             index.retry_disk()
             if index.in_memory or _unsaved_count(index) > self.unsaved_told:
                 error = unsaved_error(index)
@@ -1157,15 +1157,24 @@ class Host:
             self.current = None
             self.touch()
             return
+        try:  # the files the prompt mentions, read here where the agent runs (its client reads none)
+            blocks = [] if turn.joined is not None else build_prompt(
+                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
+                piped=turn.piped,
+            )  # fmt: skip
+        except AcpcliError as err:  # a mention outside the roots: refused before the turn starts, nothing sent
+            lock.release()
+            if turn.wire_log is not None:
+                turn.wire_log.close()
+            client.post(_error(err))
+            self.current = None
+            self.touch()
+            return
         unsaved_before = _unsaved_count(conversation.index)
         # what the client's own store cannot know from this turn's updates alone
         client.post({"t": "start", "title": live.store.title or _recorded_title(conversation.index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
-            blocks = [] if turn.joined is not None else build_prompt(
-                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
-                piped=turn.piped,
-            )  # fmt: skip
             for key, value in turn.settings:
                 await link.set_by_name(live, key, value)
             if turn.settings:
