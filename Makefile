@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(PIP) --upgrade pip > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
 	@$(PIP) -e . >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@# the checkout on the path as a plain .pth too, so type checkers (mypy, pyright) of a
+	@# user's own scripts in this venv find acpcli and its py.typed (they skip import hooks)
+	@$(BIN)/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()['purelib'], 'acpcli-checkout.pth').write_text(str(pathlib.Path.cwd()) + '\n')"
 	@touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)

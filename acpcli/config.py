@@ -11,6 +11,8 @@ names the file (and the line, when known). Shape::
     keep_alive = 300                    # optional: seconds a live session's agent stays after its last turn (0: none)
     checkpoints = true                  # optional: checkpoints of the working tree around every turn
     checkpoint_max_file_size = 10485760 # optional: bytes; larger files are left out of checkpoints (0: no limit)
+    checkpoint_max_files = 100000       # optional: a tree of more files is not checkpointed (said once)
+    checkpoint_time_limit = 10          # optional: seconds a checkpoint may take before checkpoints give up
 
     [agents.myagent]
     command = ["my-agent", "--acp"]     # argv list (a string is split with shlex)
@@ -54,11 +56,9 @@ session index (it stores names only) and out of the wire log and ``--raw``
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
-import shlex
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -96,6 +96,10 @@ THEME_ENV = "ACPCLI_THEME"
 #: Files larger than this (bytes) are left out of checkpoints unless ``checkpoint_max_file_size``
 #: says otherwise (:mod:`acpcli.worktree`).
 DEFAULT_CHECKPOINT_MAX_FILE_SIZE = 10 * 1024 * 1024
+#: A root holding more files than this is not checkpointed (``checkpoint_max_files``).
+DEFAULT_CHECKPOINT_MAX_FILES = 100_000
+#: Seconds a checkpoint may take before checkpoints give up on the session (``checkpoint_time_limit``).
+DEFAULT_CHECKPOINT_TIME_LIMIT = 10.0
 
 
 @dataclass
@@ -176,6 +180,10 @@ class Config:
     checkpoints: bool = True
     #: Files over this many bytes are left out of checkpoints (0: no limit).
     checkpoint_max_file_size: int = DEFAULT_CHECKPOINT_MAX_FILE_SIZE
+    #: A root holding more files than this is not checkpointed (checkpoints give up, said once).
+    checkpoint_max_files: int = DEFAULT_CHECKPOINT_MAX_FILES
+    #: Seconds a checkpoint may take; past them checkpoints give up for the session.
+    checkpoint_time_limit: float = DEFAULT_CHECKPOINT_TIME_LIMIT
 
 
 def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
@@ -196,6 +204,8 @@ def resolve_agent(name: str, config: Config | None = None) -> AgentSpec:
 
 def agent_from_cmd(cmdline: str) -> AgentSpec:
     """An ad-hoc agent from a ``--cmd 'ARGV...'`` string (shell-style quoting, no shell)."""
+    import shlex
+
     try:
         argv = shlex.split(cmdline)
     except ValueError as exc:
@@ -382,6 +392,14 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{path}: checkpoint_max_file_size must be a number of bytes, 0 or more (0: no limit); got {value!r}")
             config.checkpoint_max_file_size = value
+        elif key == "checkpoint_max_files":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{path}: checkpoint_max_files must be a number of files, 1 or more; got {value!r}")
+            config.checkpoint_max_files = value
+        elif key == "checkpoint_time_limit":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+                raise ConfigError(f"{path}: checkpoint_time_limit must be a number of seconds, more than 0; got {value!r}")
+            config.checkpoint_time_limit = float(value)
         elif key == "registry_url":
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigError(f"{path}: registry_url must be an http:// or https:// URL (a string)")
@@ -400,7 +418,7 @@ def _parse_config(data: dict[str, Any], path: Path, text: str) -> Config:
 #: The top-level keys of the config file.
 _TOP_KEYS = (
     "agents", "default_agent", "permissions", "timeout", "keep_alive", "registry_url", "mcp_servers",
-    "checkpoints", "checkpoint_max_file_size",
+    "checkpoints", "checkpoint_max_file_size", "checkpoint_max_files", "checkpoint_time_limit",
 )
 _warned_keys: set[tuple[str, str]] = set()
 
@@ -454,6 +472,8 @@ def _parse_agent(name: str, entry: Any, where: str) -> AgentSpec:
         raise ConfigError(f"{label}: unknown key {unknown[0]!r} (expected {expected})")
     command = entry.get("command")
     if isinstance(command, str):
+        import shlex  # (a config without command strings, as a TAB reads it, needs none)
+
         try:
             argv = shlex.split(command)
         except ValueError as exc:
@@ -644,6 +664,8 @@ def load_mcp_file(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path} is too large for an MCP server file ({exc})") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    import json  # (here: reading the config for a TAB needs no JSON)
+
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -399,9 +399,11 @@ class HostReported(AcpcliError):
 class CheckpointError(AcpcliError):
     """A checkpoint of the working tree could not be taken, read or restored (a full disk, a
     damaged store, git failing): ``acpcli.worktree``. Around a turn it is a warning, never the
-    turn's failure."""
+    turn's failure (a full disk: exit 16 at the end of the command, ``disk_full``)."""
 
     exit_code = ExitCode.STORAGE
+    #: The disk (or the quota) had no room for it.
+    disk_full: bool = False
 
 
 class CheckpointsOff(CheckpointError):

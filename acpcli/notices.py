@@ -10,13 +10,13 @@ passed through :func:`~acpcli.text.safe.safe_line`: it may quote the agent.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from acpcli.text.safe import safe_line
 
-logger = logging.getLogger("acpcli.notices")
+if TYPE_CHECKING:
+    import logging
 
 #: How many warnings of one kind reach the sink (the rest are only logged).
 SHOWN_PER_KIND = 3
@@ -43,7 +43,7 @@ def warn(kind: str, text: str, *, log: bool = True) -> None:
     count = _counts.get(kind, 0) + 1
     _counts[kind] = count
     if log:
-        logger.warning("%s", text)
+        _logger().warning("%s", text)
     sink = _sink
     if sink is None or count > SHOWN_PER_KIND:
         return
@@ -52,8 +52,16 @@ def warn(kind: str, text: str, *, log: bool = True) -> None:
         line += " (further ones are only logged)"
     try:
         sink(line)
-    except Exception:  # a closed or full stderr must not stop the turn
-        logger.debug("could not show a warning", exc_info=True)
+    except Exception:  # noqa: BLE001 - a closed or full stderr must not stop the turn
+        _logger().debug("could not show a warning", exc_info=True)
+
+
+def _logger() -> logging.Logger:
+    """This module's logger, imported on first use: every command sets the sink
+    (:func:`set_sink`) before it runs, and ``acpcli --help`` must not pay for logging."""
+    import logging
+
+    return logging.getLogger("acpcli.notices")
 
 
 def stderr_sink(stream: TextIO | None = None) -> Callable[[str], None]:

@@ -424,7 +424,7 @@ def test_sse_exists_only_in_v1() -> None:
     assert schema_required("v1", "McpServerSse") <= set(server)
     # A v2 agent cannot advertise sse: the request is refused before it is built.
     with pytest.raises(CapabilityMissing, match="sse"):
-        capabilities.new_params(v2_features(), "/w", [], shaped(named, {}))
+        capabilities.opening_params(v2_features(), "new", "/w", [], shaped(named, {}))
 
 
 def test_before_negotiation_then_adapted(mcp_bin: Path) -> None:
@@ -436,7 +436,7 @@ def test_before_negotiation_then_adapted(mcp_bin: Path) -> None:
     assert servers[0]["type"] == "stdio"  # the input is not modified
     assert [wire.server_for_version(s, 2) for s in v1[:1]] == servers[:1]
     with pytest.raises(CapabilityMissing, match=r"'old'"):
-        capabilities.new_params(v2_features(), "/w", [], servers)
+        capabilities.opening_params(v2_features(), "new", "/w", [], servers)
 
 
 def test_custom_transport_passes_through_unchanged() -> None:

@@ -61,6 +61,69 @@ def test_start_up_imports_nothing_heavy(action: str) -> None:
     assert offending(action) == []
 
 
+# -- what the start-up path may import, by name ---------------------------------------------------
+
+#: What ``acpcli --help`` may import beyond what ``import typer`` has imported: the command
+#: tree, the errors and the one-line warnings it reports with, and click's help formatting.
+#: A module added here costs every ``--help`` (and every command: they all start this way).
+HELP_MAY_IMPORT = frozenset({
+    "acpcli", "acpcli._version", "acpcli.errors", "acpcli.notices", "acpcli.text", "acpcli.text.safe",
+    "acpcli.cli", "acpcli.cli.agents", "acpcli.cli.auth", "acpcli.cli.checkpoints", "acpcli.cli.completers",
+    "acpcli.cli.completion", "acpcli.cli.doctor", "acpcli.cli.hosts", "acpcli.cli.options",
+    "acpcli.cli.prompt", "acpcli.cli.sessions", "acpcli.cli.typer_compat",
+    "typer._click._textwrap", "typer._click.decorators",
+})
+#: And a TAB offering agent names (``acpcli new --agent <TAB>``): the same tree (no help
+#: formatting), the config (read, never written) and what it stands on; the ACP registry's
+#: code only when a cached copy of the registry is there to offer its ids.
+AGENT_NAMES_MAY_IMPORT = (HELP_MAY_IMPORT - {"acpcli.notices", "typer._click._textwrap"}) | {
+    "acpcli.config", "acpcli.bounded", "acpcli.paths", "contextvars", "_contextvars",
+    "acpcli.agents", "acpcli.processes", "acpcli.processes.children",
+    "shlex",  # the line being completed is split as the shell splits it
+}
+
+NEW_MODULES = """
+import json, os, subprocess, sys
+def loaded(code):
+    out = subprocess.run([sys.executable, "-c", code + "\\nimport sys\\nprint(); print(sorted(sys.modules))"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return set(eval(out.stdout.strip().splitlines()[-1]))
+print(json.dumps(sorted(loaded({action!r}) - loaded("import typer"))))
+"""
+
+
+def imported_beyond_typer(action: str, env: dict[str, str] | None = None) -> set[str]:
+    """The modules a fresh interpreter has after ``action`` and not after ``import typer``."""
+    import os
+
+    script = NEW_MODULES.format(action=action)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_help_imports_only_what_it_may() -> None:
+    extra = imported_beyond_typer(IMPORTS + "\n" + MAIN_HELP)
+    assert extra <= HELP_MAY_IMPORT, sorted(extra - HELP_MAY_IMPORT)
+    assert "acpcli.cli.sessions" in extra  # the probe sees what --help imports
+
+
+def test_completing_agent_names_imports_only_what_it_may(acpcli_home: Path) -> None:
+    env = {"_ACPCLI_COMPLETE": "complete_bash", "COMP_WORDS": "acpcli new --agent ", "COMP_CWORD": "3"}
+    action = "from acpcli.cli import main\ntry:\n    main([])\nexcept SystemExit:\n    pass\n"
+    extra = imported_beyond_typer(action, env)
+    assert extra <= AGENT_NAMES_MAY_IMPORT, sorted(extra - AGENT_NAMES_MAY_IMPORT)
+    assert "acpcli.config" in extra
+    # with a cached registry, its ids are offered: its code (and json) is loaded then
+    cache = acpcli_home / "registry"
+    cache.mkdir()
+    (cache / "meta.json").write_text('{"url": "https://example.invalid/registry.json"}')
+    assert "acpcli.agents.registry" in imported_beyond_typer(action, env)
+
+
 def test_the_python_api_is_imported_on_first_use() -> None:
     # `import acpcli` (and its version, its __all__, dir()) loads none of the API's machinery;
     # the first use of a public name does.

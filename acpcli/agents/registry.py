@@ -329,14 +329,13 @@ def _configured_url() -> str | None:
 
 
 def cache_dir() -> Path:
-    from acpcli.paths import home_dir
-
-    return home_dir() / "registry"
+    return _cache_files()[0].parent
 
 
 def _cache_files() -> tuple[Path, Path]:
-    d = cache_dir()
-    return d / "registry.json", d / "meta.json"
+    from acpcli.agents import registry_cache
+
+    return registry_cache()
 
 
 def _read_meta() -> dict[str, Any]:

@@ -11,12 +11,17 @@ to its program), and every update reaches the caller through the same
 :meth:`~acpcli.session.feed.SessionFeed.feed` that draws the CLI's screen: a :class:`_Feed` sink
 turns the store's changes into :mod:`acpcli.api.types` events.
 
+A session whose live-session host runs is joined, not attached again: a :class:`HostedSession`
+(the same methods) carries its turns over the host's socket (:mod:`acpcli.session.hostwire`),
+the host's agent runs them: never a second agent on one session.
+
 Never prints, never exits: what the CLI says on stderr arrives as :class:`~acpcli.api.types.Notice`
 events; failures are the :mod:`acpcli.errors` exception tree.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import math
@@ -31,6 +36,8 @@ import anyio.lowlevel
 
 from acpcli.api.convert import event_of, input_request, permission_request, setting
 from acpcli.api.types import (
+    ChangedFile,
+    Checkpoint,
     Event,
     InputAnswer,
     InputAnswered,
@@ -41,12 +48,15 @@ from acpcli.api.types import (
     PermissionCallback,
     PermissionOption,
     Permissions,
+    Rewind,
     Setting,
     Transcript,
     TurnEnded,
     TurnResult,
 )
-from acpcli.errors import AcpcliError, SessionBusy, UsageError
+from acpcli.errors import AcpcliError, ExitCode, HostLost, HostReported, SessionBusy, UsageError
+from acpcli.session.hostwire.channel import LOST_HINT
+from acpcli.session.hostwire.messages import ChannelClosed, apply_event
 
 if TYPE_CHECKING:
     import anyio.abc
@@ -60,6 +70,7 @@ if TYPE_CHECKING:
     from acpcli.session.context import Invocation, Lifecycle
     from acpcli.session.conversation import Conversation
     from acpcli.session.feed import SessionFeed
+    from acpcli.session.hostwire.channel import Channel, Ready
     from acpcli.session.inputs import SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.wire.transport import Transport
@@ -97,6 +108,7 @@ def connect(
     home: str | os.PathLike[str] | None = None,
     log_file: str | os.PathLike[str] | None = None,
     transport: Transport | None = None,
+    keep_alive: float | None = None,
 ) -> AbstractAsyncContextManager[Agent]:
     """Start an agent and connect to it: ``async with acpcli.connect("claude") as agent:``.
 
@@ -121,6 +133,13 @@ def connect(
     cancelled and :class:`~acpcli.errors.StepTimeout` raised); default as the CLI's. ``home``
     is the state directory (default ``$ACPCLI_HOME``, else the platform's): sessions made here
     are listed by ``acpcli sessions`` with that home. ``log_file`` logs the wire frames.
+
+    ``keep_alive`` (seconds) makes the sessions :meth:`Agent.new_session` opens live: each is
+    made by a live-session host of its own (as ``acpcli new --keep-alive``), which keeps its
+    agent for that long after the last turn and client, so that ``acpcli prompt --session``,
+    ``attach`` and other scripts reach the same agent (default: no host; the session lives as
+    long as the connection). :meth:`Agent.load` and :meth:`Agent.resume` join a session whose
+    host runs, whatever ``keep_alive`` says: never a second agent on one session.
     """
     # Nothing runs until the connection is entered, inside ``home`` (every path derives from it).
     return _connected(
@@ -128,7 +147,7 @@ def connect(
         _open(
             agent, argv=argv, cwd=cwd, permissions=permissions, on_input=on_input, add_dirs=add_dirs, mcp=mcp,
             mcp_config=mcp_config, protocol=protocol, fs=fs, terminal=terminal, timeout=timeout,
-            log_file=log_file, transport=transport,
+            log_file=log_file, transport=transport, keep_alive=keep_alive,
         ),
     )
 
@@ -170,6 +189,7 @@ _API_WORDS = (
     ("--add-dir", "add_dirs="),
     ("--mcp-config", "mcp_config="),
     ("--protocol", "protocol="),
+    ("--force overwrites them", "force=True overwrites them"),
 )
 
 
@@ -243,6 +263,7 @@ async def _open(
     timeout: float | None,  # noqa: ASYNC109 - bounds each step and turn, not this call
     log_file: str | os.PathLike[str] | None,
     transport: Transport | None,
+    keep_alive: float | None,
 ) -> AsyncIterator[Agent]:
     import anyio
 
@@ -269,6 +290,8 @@ async def _open(
     if ask is not None or policy_name != "ask":
         decider = PermissionPolicy(policy_name, _asker(ask, owner) if ask is not None else None, refusals)
     services_policy = decider.policy if decider is not None else "deny"  # "ask", nobody: no writes
+    decide = _observed(owner, decider)
+    elicit = _elicitor(on_input, refusals, owner)
     index = open_index()
     writer = index.writer()
     failed = True
@@ -281,8 +304,8 @@ async def _open(
             offer=ClientOffer(read_text_file=fs, write_text_file=fs, terminal=terminal, auth_terminal=False),
             log_file=inputs.log_file,
             stderr_log=agent_stderr_log(inputs.agent) if transport is None else None,
-            decide_permission=_observed(owner, decider),
-            elicit=_elicitor(on_input, refusals, owner),
+            decide_permission=decide,
+            elicit=elicit,
             policy=services_policy,
             refusals=refusals,
             step_timeout=step_timeout(flag=timeout),
@@ -290,6 +313,9 @@ async def _open(
         )
         async with link_cm as link, anyio.create_task_group() as tg:
             owner._setup(link, inputs, index, writer, tg, refusals, timeout, home)
+            owner._decide, owner._elicit = decide, elicit
+            owner._grant = _grant_of(decider, fs=fs, terminal=terminal)
+            owner._keep_alive = keep_alive
             try:
                 yield owner
             finally:
@@ -322,6 +348,17 @@ def _policy(permissions: Permissions | PermissionCallback | None, choice: Any) -
     if policy not in POLICIES:
         raise UsageError(f"permissions must be one of {', '.join(POLICIES)} or a callback (got {policy!r})")
     return policy, None
+
+
+def _grant_of(decider: Any, *, fs: bool, terminal: bool) -> dict[str, Any]:
+    """What a hosted session's prompts say of this connection's policy, for the host to apply
+    to their turns (:class:`~acpcli.services.permissions.Grant`); ``ask`` with nobody to ask
+    (no decider): the strictest policy, as every question would be answered ``cancelled``."""
+    from acpcli.services.permissions import Grant
+
+    if decider is None:
+        return Grant(fs=fs, terminal=terminal).message()
+    return Grant.of(decider, fs=fs, terminal=terminal).message()
 
 
 def _asker(callback: PermissionCallback, owner: Agent) -> Any:
@@ -447,6 +484,12 @@ class Agent:
     _home: Path
     _sessions: list[Session]
     _closed: bool
+    #: The connection's permission decider and elicitor (``(live, params)``), and its grant: a
+    #: hosted session answers its host's questions with them (:class:`HostedSession`).
+    _decide: Any
+    _elicit: Any
+    _grant: dict[str, Any]
+    _keep_alive: float | None
     #: The notices (what the CLI would say on stderr) that came while no turn was running.
     notices: list[str]
 
@@ -504,14 +547,14 @@ class Agent:
 
     def _emit(self, live: SessionFeed | None, event: Event | _Failed) -> None:
         for session in getattr(self, "_sessions", ()):
-            if session._conversation.live is live:
+            if session._live is live:
                 session._emit(event)
 
     def _failed(self, live: SessionFeed | None, error: Exception) -> None:
         """A callback of the caller's failed during a turn of ``live``: raised from that
         turn's ``async for`` when the turn has ended (the first such error of a turn)."""
         for session in getattr(self, "_sessions", ()):
-            if session._conversation.live is live and session._error is None:
+            if session._live is live and session._error is None:
                 session._error = error
 
     def _run(self) -> Invocation:
@@ -548,38 +591,48 @@ class Agent:
                 raise _in_api_words(err) from err.__cause__
             return self._opened(live)
 
-    async def load(self, session_id: str) -> Session:
+    async def load(self, session_id: str, *, join: bool = True) -> Session:
         """``session/load``: the session (an id or a unique prefix of one recorded here, or an
-        id the agent knows) with its history replayed into :attr:`Session.transcript`. While
-        another acpcli runs a turn on it, this waits for that turn to end."""
-        return await self._reattach("load", session_id)
+        id the agent knows) with its history replayed into :attr:`Session.transcript` (the
+        record acpcli kept, the replay merged in). While another acpcli runs a turn on it, this
+        waits for that turn to end.
 
-    async def resume(self, session_id: str) -> Session:
+        A session whose live-session host runs (``acpcli sessions --live``) is joined rather
+        than loaded: the session returned talks to that host, whose agent runs its turns
+        (never a second agent on one session); its transcript is what the host had stored.
+        ``join=False`` refuses such a session instead (:class:`~acpcli.errors.SessionBusy`)."""
+        return await self._reattach("load", session_id, join)
+
+    async def resume(self, session_id: str, *, join: bool = True) -> Session:
         """``session/resume``: the session continued without a replay (its transcript is what
-        acpcli recorded of it)."""
-        return await self._reattach("resume", session_id)
+        acpcli recorded of it). A session whose host runs is joined, as :meth:`load` says."""
+        return await self._reattach("resume", session_id, join)
 
-    async def _reattach(self, command: Lifecycle, session_id: str) -> Session:
+    async def _reattach(self, command: Lifecycle, session_id: str, join: bool = True) -> Session:
         with self._at_home():
             try:
-                return await self._reattached(command, session_id)
+                return await self._reattached(command, session_id, join)
             except AcpcliError as err:
                 raise _in_api_words(err) from err.__cause__
 
-    async def _reattached(self, command: Lifecycle, session_id: str) -> Session:
+    async def _reattached(self, command: Lifecycle, session_id: str, join: bool) -> Session:
         from acpcli.history.lock import SessionLock
         from acpcli.session.attach import attach
         from acpcli.session.inputs import lookup_or_none, recorded_mcp
         from acpcli.wire import capabilities
 
         self._check()
-        capabilities.require(self._link.features, f"session/{command}")
         record = lookup_or_none(session_id)
+        sid = record.id if record is not None else session_id
+        hosted = await _joined(self, sid, refuse=not join)
+        if hosted is not None:
+            self._sessions.append(hosted)
+            return hosted
+        capabilities.require(self._link.features, f"session/{command}")
         inputs = self._inputs
         if record is not None:
             inputs = replace(inputs, cwd=record.cwd, additional_directories=list(record.additional_dirs))
             recorded_mcp(inputs, record)
-        sid = record.id if record is not None else session_id
         lock = SessionLock(sid)
         await lock.acquire()  # one writer per session: another acpcli's turn ends first
         try:
@@ -680,6 +733,8 @@ class Session:
     def __init__(self, agent: Agent, conversation: Conversation) -> None:
         self._agent = agent
         self._conversation = conversation
+        #: The session as it is kept here: its store, its settings, its turn state.
+        self._live = conversation.live
         self._send: MemoryObjectSendStream[Event | _Failed] | None = None
         #: Set while a turn whose reader left is being cancelled (it is set when it has ended).
         self._leaving: anyio.Event | None = None
@@ -691,23 +746,29 @@ class Session:
     @property
     def id(self) -> str:
         """The session's id as recorded (``acpcli show ID``)."""
-        return self._conversation.session_id
+        return self._live.session_id
 
     @property
     def cwd(self) -> str | None:
-        return self._conversation.live.cwd
+        return self._live.cwd
+
+    @property
+    def hosted(self) -> bool:
+        """The session lives in a live-session host (``acpcli sessions --live``), whose agent
+        runs its turns; False: in this connection's agent."""
+        return False
 
     @property
     def transcript(self) -> Transcript:
         """The transcript so far (``.markdown()``, ``.text()``, ``.jsonl()``), read from the
         store every update went into: what ``acpcli show`` prints of it."""
-        live = self._conversation.live
+        live = self._live
         return Transcript(live.store, live.session_id)
 
     @property
     def settings(self) -> tuple[Setting, ...]:
         """The settings the session offers now (modes, models, config options)."""
-        return tuple(setting(c) for c in self._conversation.settings())
+        return tuple(setting(c) for c in self._live.settings())
 
     @property
     def running(self) -> bool:
@@ -739,8 +800,6 @@ class Session:
         the agent to end it, so the session is ready for the next prompt."""
         import anyio
 
-        from acpcli.services.mentions import build_prompt
-
         agent = self._agent
         agent._check()
         if self._send is not None:
@@ -754,17 +813,14 @@ class Session:
                 await self._leaving.wait()
         if self._send is not None:
             raise SessionBusy(f"a turn is running on session {self.id}: one turn at a time")
-        live = self._conversation.live
-        roots = [live.cwd or agent._inputs.cwd, *live.additional_directories]
-        blocks = build_prompt(
-            text, roots[0], roots, self._conversation.features, strict=False, mentions=mentions,
-            attach=[os.fspath(path) for path in attach],
-        )
         send, receive = anyio.create_memory_object_stream[Event | _Failed](math.inf)
-        self._send = send
         ended = anyio.Event()
-        with agent._at_home():  # (the turn's task takes the context it is started in)
-            agent._tg.start_soon(self._turn, text, blocks, send, ended)
+        try:
+            await self._begin(text, [os.fspath(path) for path in attach], mentions, send, ended)
+        except BaseException:
+            send.close()
+            receive.close()
+            raise
         finished = False
         try:
             async with receive:
@@ -787,13 +843,29 @@ class Session:
                 finally:
                     self._leaving = None
 
+    async def _begin(
+        self, text: str, attach: list[str], mentions: bool, send: MemoryObjectSendStream[Event | _Failed],
+        ended: anyio.Event,
+    ) -> None:
+        """Start the turn of ``text`` (its events go to ``send``; ``ended`` is set when it is
+        over): the prompt's blocks built here, the turn run in the connection's task group."""
+        from acpcli.services.mentions import build_prompt
+
+        agent, live = self._agent, self._live
+        roots = [live.cwd or agent._inputs.cwd, *live.additional_directories]
+        blocks = build_prompt(
+            text, roots[0], roots, self._conversation.features, strict=False, mentions=mentions, attach=attach,
+        )
+        self._send = send
+        with agent._at_home():  # (the turn's task takes the context it is started in)
+            agent._tg.start_soon(self._turn, text, blocks, send, ended)
+
     async def _abandon(self, ended: anyio.Event) -> None:
         """Cancel the running turn for a caller that left it, and wait for it to end (its
         events are dropped; what arrived is stored as always)."""
         import anyio
 
-        if not self._conversation.live.cancel_requested:
-            await self._conversation.cancel()
+        await self.cancel()
         with anyio.move_on_after(_ABANDON_WAIT):
             await ended.wait()
 
@@ -854,6 +926,94 @@ class Session:
         with self._agent._at_home():
             return setting(await self._conversation.set(key, value))
 
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def _checkpoints(self) -> Any:
+        from acpcli.worktree import Checkpoints
+
+        live = self._conversation.live
+        return Checkpoints(live.session_id, [live.cwd or self._agent._inputs.cwd, *live.additional_directories])
+
+    async def checkpoints(self) -> list[Checkpoint]:
+        """The session's checkpoints, by turn (0: the files before the first turn; then one
+        after each turn), each with what the turn changed. [] when none was taken (checkpoints
+        off). :class:`~acpcli.errors.CheckpointError` when the store cannot be read."""
+        import anyio.to_thread
+
+        with self._agent._at_home():
+            found = await anyio.to_thread.run_sync(lambda: self._checkpoints().list())
+        return [
+            Checkpoint(cp.turn, cp.label, cp.time, tuple(_changed(f) for f in cp.files)) for cp in found
+        ]
+
+    async def diff(self, turn: int | None = None, *, stat: bool = False) -> str:
+        """What ``turn`` did to the files (default: the last turn) as a unified diff (``stat``:
+        a summary), "" when it changed none. The files' lines as they are: make them safe
+        before a terminal. :class:`~acpcli.errors.NoCheckpoint` for a turn without one."""
+        import anyio.to_thread
+
+        with self._agent._at_home():
+            return str(await anyio.to_thread.run_sync(lambda: self._checkpoints().diff(turn, stat=stat)))
+
+    async def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> Rewind:
+        """Go back to before ``turn``, as ``acpcli rewind`` does: ``files``, the paths the turns
+        since changed as they were (files changed by hand since the last checkpoint:
+        :class:`~acpcli.errors.RewindRefused` unless ``force``, nothing written); ``conversation``,
+        a new :class:`Session` on this agent holding the turns before ``turn`` (this one stays
+        as it is). Checked first, both, before anything changes; the new session is made
+        before the files are written. :class:`~acpcli.errors.SessionBusy` while a turn runs."""
+
+        agent = self._agent
+        agent._check()
+        if self._send is not None:
+            raise SessionBusy(f"a turn is running on session {self.id}: rewind after it")
+        if not files and not conversation:
+            raise UsageError("a rewind puts back the files, the conversation, or both: not neither")
+        from acpcli.history.lock import SessionLock, busy_message
+
+        with agent._at_home():
+            lock = SessionLock(self.id)  # no other acpcli's turn on it meanwhile
+            if not lock.try_acquire():
+                raise SessionBusy(busy_message(self.id, lock.holder()))
+            try:
+                return await self._rewound(turn, files=files, conversation=conversation, force=force)
+            except AcpcliError as err:
+                raise _in_api_words(err) from err.__cause__
+            finally:
+                lock.release()
+
+    async def _rewound(self, turn: int, *, files: bool, conversation: bool, force: bool) -> Rewind:
+        import anyio.to_thread
+
+        agent = self._agent
+        store = self._checkpoints() if files else None
+        if conversation:
+            from acpcli.session.rewinding import check_turn
+
+            self._conversation.flush()
+            check_turn(agent._index, self.id, turn)
+        if store is not None:
+            plan = await anyio.to_thread.run_sync(lambda: store.rewind(turn, dry_run=True, force=force))
+            if plan.conflicts and not force:
+                await anyio.to_thread.run_sync(lambda: store.rewind(turn, force=force))  # RewindRefused
+        new: Session | None = None
+        how = None
+        if conversation:
+            from acpcli.session.rewinding import rewind_conversation
+
+            record = agent._index.get(self.id)
+            inputs = replace(agent._inputs, cwd=record.cwd, additional_directories=list(record.additional_dirs))
+            rewound = await rewind_conversation(agent._link, agent._index, agent._writer, record, turn, inputs, agent._run())
+            new, how = agent._opened(rewound.live), rewound.how
+        done = await anyio.to_thread.run_sync(lambda: store.rewind(turn, force=force)) if store is not None else None
+        return Rewind(
+            turn,
+            tuple(_changed(f) for f in done.changes) if done is not None else (),
+            tuple((_changed(f), why) for f, why in done.skipped) if done is not None else (),
+            new,
+            how,
+        )
+
     async def close(self) -> None:
         """``session/close`` (the agent forgets it; it stays in the local index, marked
         closed). :class:`~acpcli.errors.CapabilityMissing` when the agent cannot close one."""
@@ -868,3 +1028,362 @@ class Session:
             await self._conversation.close()
         if self in agent._sessions:
             agent._sessions.remove(self)
+
+
+def _changed(change: Any) -> ChangedFile:
+    """A :class:`~acpcli.worktree.FileChange` as the API gives it."""
+    return ChangedFile(change.path, change.status, os.fspath(change.root), change.added, change.removed, change.old_path)
+
+
+# -- a session whose live-session host runs ----------------------------------------------------
+#
+# A session whose host runs (``acpcli new --keep-alive``, ``acpcli sessions --live``) has its
+# agent in that host, which owns the queue and the writes. :meth:`Agent.load
+# <acpcli.api.client.Agent.load>` and :meth:`~acpcli.api.client.Agent.resume` join it
+# (:func:`_joined`) instead of starting a second agent on the session: the
+# :class:`HostedSession` says hello as a watcher (:func:`acpcli.session.hostwire.channel.join`),
+# keeps a mirror of the session (its transcript as the host had stored it, then every update the
+# host sends, whoever's turn it is), and sends its prompts to the host, which runs each under
+# this connection's policy (the prompt's ``grant``) and asks this connection's callbacks its
+# permission questions and forms. One turn at a time: a prompt while another client's turn runs
+# or waits in the host raises :class:`~acpcli.errors.SessionBusy` (the host is told not to
+# queue it). Never prints: what the host says for stderr arrives as
+# :class:`~acpcli.api.types.Notice` events.
+
+
+async def _joined(agent: Agent, session_id: str, *, refuse: bool = False) -> HostedSession | None:
+    """``session_id``'s host joined, when one runs (None: none does, nothing was made).
+    ``refuse``: raise :class:`~acpcli.errors.SessionBusy` for a running host instead."""
+    from acpcli import paths
+    from acpcli.session.hostwire import address
+    from acpcli.session.hostwire.channel import connect, join
+
+    if not (paths.home_dir() / "run").is_dir():  # no host ever ran in this home
+        return None
+    try:
+        path = str(address.socket_path(session_id))
+    except AcpcliError:  # run/ unusable: no host can be there
+        return None
+    try:
+        channel = await connect(path)
+    except OSError:
+        return None
+    try:
+        if refuse:
+            from acpcli.text.safe import shown_id
+
+            raise SessionBusy(
+                f"session {shown_id(session_id)} is live: its host runs its agent (join=False)",
+                hint="join it (the default), or end its host first: `acpcli stop ID`",
+            )
+        ready = await join(channel, session_id)
+        live = _mirror(agent, session_id, ready)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await channel.aclose()
+        raise
+    session = HostedSession(agent, channel, ready, live)
+    with agent._at_home():
+        agent._tg.start_soon(session._read)
+    return session
+
+
+def _mirror(agent: Agent, session_id: str, ready: Ready) -> SessionFeed:
+    """The session as the host had it when this connection joined: the transcript it had
+    stored (the record acpcli keeps, as ``acpcli show`` reads it), its settings and roots."""
+    from acpcli.history.records import rebuild
+    from acpcli.model import Store
+    from acpcli.session.feed import SessionFeed
+
+    state = ready.state
+    if ready.stored == 0:  # nothing on disk yet
+        store = Store()
+    else:
+        store = rebuild(agent._index, session_id, upto=ready.stored if ready.stored > 0 else None)
+    features = state.get("features")
+    version = features.get("protocol_version") if isinstance(features, dict) else None
+    cwd = state.get("cwd")
+    extra = state.get("additional_directories")
+    live = SessionFeed(
+        session_id, store, cwd=cwd if isinstance(cwd, str) else None,
+        additional_directories=[d for d in extra if isinstance(d, str)] if isinstance(extra, list) else [],
+        protocol_version=version if isinstance(version, int) else 1,
+    )
+    _apply_state(live, state)
+    return live
+
+
+def _apply_state(live: SessionFeed, state: dict[str, Any]) -> None:
+    """The host's ``state`` (in its ``ready``, and when a setting changed): v1 modes, and the
+    settings, commands, title and usage as updates the store's reducer takes."""
+    modes = state.get("modes")
+    if isinstance(modes, dict):
+        live.modes = modes
+    for update in state.get("updates") or []:
+        if isinstance(update, dict):
+            live.store.apply(update)
+
+
+class HostedSession(Session):
+    """A :class:`~acpcli.api.client.Session` whose turns its live-session host runs (see the
+    module docstring): :meth:`prompt` streams the same events, :meth:`cancel`, :meth:`set` and
+    :meth:`close` go to the host. Leaving the connection leaves the host running (for its
+    keep-alive); :meth:`close` closes the session, and its host ends."""
+
+    def __init__(self, agent: Agent, channel: Channel, ready: Ready, live: SessionFeed) -> None:
+        self._agent = agent
+        self._channel = channel
+        self._ready = ready
+        self._live = live
+        self._send: MemoryObjectSendStream[Event | _Failed] | None = None
+        self._leaving: anyio.Event | None = None
+        self._error: Exception | None = None
+        self._ended: anyio.Event | None = None
+        self._started = False  # the host began this connection's turn (its ``start``)
+        self._cancelled = False
+        self._calls: dict[int, tuple[anyio.Event, list[dict[str, Any]]]] = {}
+        self._next_call = 0
+        #: Why the host can no longer be reached (it went away, or was stopped or closed).
+        self._lost: AcpcliError | None = None
+        live.sink = _Feed(self)
+
+    @property
+    def hosted(self) -> bool:
+        return True
+
+    @property
+    def host_pid(self) -> int | None:
+        """The pid of the session's host (``acpcli sessions --live``)."""
+        return self._ready.host_pid
+
+    def _check_host(self) -> None:
+        if self._lost is not None:
+            raise self._lost
+
+    async def _post(self, message: dict[str, Any]) -> None:
+        self._check_host()
+        try:
+            await self._channel.send(message)
+        except ChannelClosed:
+            raise self._lost or HostLost("the session host went away", hint=LOST_HINT) from None
+
+    # -- a turn ------------------------------------------------------------------------------
+
+    async def _begin(
+        self, text: str, attach: list[str], mentions: bool, send: MemoryObjectSendStream[Event | _Failed],
+        ended: anyio.Event,
+    ) -> None:
+        """The prompt to the host, which runs it at once or answers busy: not queued behind
+        another client's turn (one turn at a time, as without a host)."""
+        self._check_host()
+        self._send, self._ended, self._started, self._cancelled = send, ended, False, False
+        try:
+            await self._post({
+                "t": "prompt", "text": text, "settings": [], "wait": False, "grant": self._agent._grant,
+                "mentions": mentions, "attach": attach,
+            })
+        except BaseException:
+            self._send = self._ended = None
+            raise
+        timeout = self._agent._timeout
+        if timeout:
+            with self._agent._at_home():
+                self._agent._tg.start_soon(self._deadline, timeout, ended)
+
+    async def _deadline(self, seconds: float, ended: anyio.Event) -> None:
+        """A turn that outlasts the connection's ``timeout`` is cancelled (the host stops an
+        agent that does not end it within a grace), and ends in
+        :class:`~acpcli.errors.StepTimeout`."""
+        from acpcli.session.control import CANCEL_GRACE
+        from acpcli.session.outcome import turn_timed_out
+
+        with anyio.move_on_after(seconds):
+            await ended.wait()
+            return
+        if ended.is_set():
+            return
+        if self._error is None:
+            self._error = turn_timed_out(seconds, self.id, answered=True)
+        with contextlib.suppress(AcpcliError):
+            await self._post({"t": "cancel", "kill_after": CANCEL_GRACE})  # the host stops the agent after it
+
+    def _finish(self, item: Event | _Failed) -> None:
+        """The turn is over: its last event (or error) to the caller, the session free again."""
+        send, ended = self._send, self._ended
+        if send is None:
+            return
+        if self._error is not None and not isinstance(item, _Failed):
+            item = _Failed(self._error)  # a callback failed: the caller's own error, now the turn is over
+        self._emit(item)
+        self._error = None
+        self._send = self._ended = None
+        self._started = False
+        send.close()
+        if ended is not None:
+            ended.set()
+
+    async def cancel(self) -> None:
+        """Cancel the running turn (the host sends ``session/cancel``; it ends with stop
+        reason ``cancelled``); nothing when no turn of this session object is running."""
+        if self._send is not None and not self._cancelled and self._lost is None:
+            self._cancelled = True
+            with contextlib.suppress(AcpcliError):
+                await self._post({"t": "cancel"})
+
+    # -- what the host says ------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        """Read the host's messages for as long as the connection lasts (run in its task group)."""
+        try:
+            while True:
+                message = await self._channel.receive()
+                await self._handle(message)
+        except ChannelClosed:
+            if self._lost is None:
+                mid = " mid-turn" if self._started else ""
+                self._lost = HostLost(f"the session host went away{mid}", hint=LOST_HINT)
+        finally:
+            if self._lost is None:
+                self._lost = UsageError("this agent's connection is closed")
+            for event, _ in self._calls.values():
+                event.set()  # nothing waits for an answer that cannot come
+            if self._send is not None:
+                self._finish(_Failed(self._lost))
+            with anyio.CancelScope(shield=True):
+                await self._channel.aclose()
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        kind = message["t"]
+        live = self._live
+        if kind == "u":
+            apply_event(live, str(message.get("k")), str(message.get("p")))
+        elif kind == "start":
+            self._started = True
+            live.store.turn_boundary()  # a turn's messages are its own
+            live.turn_first_entry = len(live.store.entries)
+        elif kind in ("other-turn", "other-end"):
+            live.store.turn_boundary()  # another client's turn: mirrored, not this one's events
+        elif kind == "end" and self._send is not None:
+            stop = message.get("stop")
+            stop = stop if isinstance(stop, str) else "end_turn"
+            live.store.end_turn(stop, None)
+            self._finish(TurnEnded(TurnResult(stop, self.id, self._said())))
+        elif kind in ("error", "withdrawn", "ending") and self._send is not None:
+            self._finish(_Failed(_turn_error(message, self.id)))
+        elif kind == "note":
+            text = str(message.get("text"))
+            if self._send is not None:
+                self._emit(Notice(text))
+            else:
+                self._agent._notice(text)
+        elif kind == "state":
+            _apply_state(live, message)
+        elif kind == "ask":
+            params = message.get("params")
+            result = await self._agent._decide(live, params) if isinstance(params, dict) else None
+            await self._answer(message.get("id"), result)
+        elif kind == "elicit":
+            await self._answer(message.get("id"), await self._form(message))
+        elif kind in ("result", "failed"):
+            waiting = self._calls.get(message.get("id"))  # type: ignore[arg-type]
+            if waiting is not None:
+                waiting[1].append(message)
+                waiting[0].set()
+        elif kind in ("closed", "stopping"):  # closed or stopped elsewhere: the host ends
+            why = "closed" if kind == "closed" else "stopped"
+            self._lost = HostLost(f"the session's host was {why} from elsewhere", hint=LOST_HINT)
+
+    async def _answer(self, ask_id: Any, result: Any) -> None:
+        with contextlib.suppress(AcpcliError):  # the host went away: the reader says so
+            await self._post({"t": "answer", "id": ask_id, "result": result})
+
+    async def _form(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The agent's request for input (the host read it already), answered by the
+        connection's ``on_input`` (declined without one), and shown as
+        :class:`~acpcli.api.types.InputAnswered`."""
+        from acpcli.services import elicitation as el
+
+        try:
+            request = el.read_request(message.get("params"))
+        except ValueError:
+            return el.answer(el.DECLINE)
+        agent = message.get("agent")
+        request.agent = agent if isinstance(agent, str) else ""
+        settled = el.settled(request, await self._agent._elicit(self._live, request))
+        if self._send is not None:
+            self._emit(InputAnswered(input_request(request), el.action_of(settled)))
+        return settled
+
+    def _said(self) -> str:
+        from acpcli.model import AGENT, Message
+
+        live = self._live
+        return "".join(
+            e.text for e in live.store.entries[live.turn_first_entry :] if isinstance(e, Message) and e.kind == AGENT
+        )
+
+    # -- between turns -----------------------------------------------------------------------
+
+    async def _call(self, op: str, **fields: Any) -> Any:
+        self._next_call += 1
+        call_id = self._next_call
+        answered: tuple[anyio.Event, list[dict[str, Any]]] = (anyio.Event(), [])
+        self._calls[call_id] = answered
+        try:
+            await self._post({"t": "call", "id": call_id, "op": op, **fields})
+            await answered[0].wait()
+        finally:
+            del self._calls[call_id]
+        if not answered[1]:
+            raise self._lost or HostLost("the session host went away", hint=LOST_HINT)
+        answer = answered[1][0]
+        if answer["t"] == "failed":
+            raise _reported(answer)
+        return answer.get("value")
+
+    async def set(self, key: str, value: str) -> Setting:
+        """Set one of the session's settings through its host (between turns); returns it as
+        it now is."""
+        from acpcli.protocol import settings
+
+        self._agent._check()
+        answer = await self._call("set", key=key, value=value)
+        found_key = answer.get("key") if isinstance(answer, dict) else key
+        found = settings.find(self._live.settings(), str(found_key))
+        if found is None:
+            raise UsageError(f"the session has no setting {key!r}")
+        return setting(found)
+
+    async def close(self) -> None:
+        """``session/close`` through the host (refused while a turn runs or waits there:
+        :class:`~acpcli.errors.SessionBusy`); the host then ends, its agent with it."""
+        agent = self._agent
+        agent._check()
+        if self._send is not None:
+            await self.cancel()
+        await self._call("close")
+        self._lost = UsageError(f"session {self.id} is closed")
+        if self in agent._sessions:
+            agent._sessions.remove(self)
+        with anyio.CancelScope(shield=True):
+            await self._channel.aclose()
+
+
+
+def _reported(message: dict[str, Any]) -> AcpcliError:
+    """An error the host reported (``error``, ``failed``): a busy session is
+    :class:`~acpcli.errors.SessionBusy`, the rest the error it was, by its exit code."""
+    text, code, hint = str(message.get("message")), int(message.get("exit") or 1), message.get("hint")
+    hint = hint if isinstance(hint, str) else None
+    if code == int(ExitCode.BUSY):
+        return SessionBusy(text, hint=hint)
+    return HostReported(text, code, hint=hint)
+
+
+def _turn_error(message: dict[str, Any], session_id: str) -> AcpcliError:
+    kind = message["t"]
+    if kind == "withdrawn":
+        return SessionBusy(f"the prompt to session {session_id} was withdrawn before its turn: nothing was sent")
+    if kind == "ending":
+        return HostLost("the session host ended before this prompt's turn: it was not sent", hint=LOST_HINT)
+    return _reported(message)

@@ -6,9 +6,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from acpcli.api.types import InputCallback, PermissionCallback, Permissions, RunResult, TurnEnded
+from acpcli.api.types import (
+    Checkpoint,
+    InputCallback,
+    PermissionCallback,
+    Permissions,
+    Rewind,
+    RunResult,
+    TurnEnded,
+)
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -129,6 +138,18 @@ class SyncSession:
 
     def close(self) -> None:
         self._portal.call(self._session.close)
+
+    def checkpoints(self) -> list[Checkpoint]:
+        return self._portal.call(self._session.checkpoints)
+
+    def diff(self, turn: int | None = None, *, stat: bool = False) -> str:
+        return self._portal.call(lambda: self._session.diff(turn, stat=stat))
+
+    def rewind(self, turn: int, *, files: bool = True, conversation: bool = True, force: bool = False) -> Rewind:
+        """:meth:`Session.rewind <acpcli.api.client.Session.rewind>`; the new session (if
+        any) is a :class:`SyncSession` too."""
+        done = self._portal.call(lambda: self._session.rewind(turn, files=files, conversation=conversation, force=force))
+        return replace(done, session=SyncSession(self._portal, done.session)) if done.session is not None else done
 
 
 class SyncAgent:

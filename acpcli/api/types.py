@@ -447,3 +447,66 @@ class RunResult:
     @property
     def ok(self) -> bool:
         return self.stop_reason == END_TURN
+
+
+# -- checkpoints ---------------------------------------------------------------------------------
+
+#: How a file changed: ``A`` added, ``M`` modified (content or exec bit), ``D`` deleted, ``R``
+#: renamed (from ``old_path``), ``T`` changed kind (a file became a link). In a :class:`Rewind`:
+#: ``M`` written back, ``A`` brought back, ``D`` removed.
+FileStatus = Literal["A", "M", "D", "R", "T"]
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """One file a turn (or a rewind) changed. ``path`` is relative to ``root`` (the session's
+    folder, or one of its extra roots); ``added``/``removed``: lines (None for a binary file,
+    and in a rewind)."""
+
+    path: str
+    status: FileStatus | str
+    root: str
+    added: int | None = None
+    removed: int | None = None
+    old_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The session's files after turn ``turn`` (0: before the first turn), from
+    :meth:`acpcli.Session.checkpoints`: the prompt's first line, when it was taken (seconds
+    since the epoch), and what the turn changed."""
+
+    turn: int
+    prompt: str
+    time: float
+    files: tuple[ChangedFile, ...] = ()
+
+    @property
+    def added(self) -> int:
+        """Lines the turn added (binary files count none)."""
+        return sum(f.added or 0 for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        """Lines the turn removed."""
+        return sum(f.removed or 0 for f in self.files)
+
+
+#: How a rewound conversation's new session holds its turns: the agent forked it (every turn
+#: kept), the transcript goes with its first prompt, or no turn is kept.
+RewindHow = Literal["fork", "transcript", "empty"]
+
+
+@dataclass(frozen=True)
+class Rewind:
+    """What :meth:`acpcli.Session.rewind` did: ``files`` written back, brought back or removed
+    (empty when the files were not asked for, or were as they should be), ``skipped`` paths
+    left alone with why; ``session`` the new :class:`acpcli.Session` holding the turns before
+    ``turn`` (None when the conversation was not asked for), ``how`` it holds them."""
+
+    turn: int
+    files: tuple[ChangedFile, ...] = ()
+    skipped: tuple[tuple[ChangedFile, str], ...] = ()
+    session: Any = None
+    how: RewindHow | str | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
@@ -313,6 +312,8 @@ def _list(as_json: bool, registry_only: bool, refresh: bool) -> int:
     reg = _registry(refresh, required=registry_only)
     rows = itertools.chain(local_rows, _registry_rows(reg, local) if reg is not None else ())
     if as_json:
+        import json
+
         write = env.stdout.write
         for row in rows:
             write(json.dumps(row) + "\n")
@@ -339,6 +340,8 @@ def _show(agent_id: str, as_json: bool, refresh: bool) -> int:
     if spec is None and entry is None:
         raise UsageError(f"unknown agent {agent_id!r}", hint="acpcli agents lists the agents acpcli knows")
     if as_json:
+        import json
+
         out: dict[str, Any] = {}
         if spec is not None:
             out["local"] = {

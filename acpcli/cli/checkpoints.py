@@ -69,33 +69,47 @@ def diff(
     raise typer.Exit(show_diff(session_id, _number(turn, "TURN"), stat=stat, name_only=name_only))
 
 
-@app.command(short_help="Bring a session's files back to their state before a turn.")
+@app.command(short_help="Go back to before a turn: the files and the conversation.")
 def rewind(
     session_id: SessionId,
-    to: Annotated[str | None, typer.Option("--to", metavar="TURN", help="Bring the files back to their state before TURN.", show_default=False)] = None,
+    to: Annotated[str | None, typer.Option("--to", metavar="TURN", help="Go back to the state before TURN.", show_default=False)] = None,
     undo: Annotated[bool, typer.Option("--undo", help="Put back the files as they were before the last rewind.")] = False,
-    files: Annotated[bool, typer.Option("--files", help="Restore the files only (the conversation stays as it is).")] = False,
+    files: Annotated[bool, typer.Option("--files", help="Restore the files only (no new session).")] = False,
+    conversation: Annotated[bool, typer.Option("--conversation", help="Rewind the conversation only (the files stay as they are).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask first on a terminal.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite files changed by hand since the last checkpoint too.")] = False,
 ) -> None:
-    """Bring a session's files back to their state before a turn.
+    """Go back to the state before a turn: the files, and the conversation as a new session.
 
-    Only the paths the turns since changed are written: files they created are removed, files
-    they deleted come back. Files you changed by hand after the last checkpoint are not
-    overwritten (the rewind refuses and names them) unless --force. The present files are
-    checkpointed first: `acpcli rewind SESSION --undo --files` puts them back. Each file is replaced
-    whole, so a rewind stopped half way leaves every file old or new.
+    Files: only the paths the turns since changed are written: files they created are
+    removed, files they deleted come back. Files you changed by hand after the last
+    checkpoint are not overwritten (the rewind refuses and names them) unless --force. The
+    present files are checkpointed first: `acpcli rewind SESSION --undo` puts them back. Each
+    file is replaced whole, so a rewind stopped half way leaves every file old or new.
+
+    Conversation: a new session on the same agent and folder holds the turns before TURN
+    (`show NEW` has them; the next prompt continues there); its id is printed alone on stdout,
+    as `new` prints it. The old session stays as it was. The agent forks it (session/fork)
+    when it keeps every turn and the agent can fork; otherwise the transcript of the turns
+    kept is sent to the agent as context with the new session's first prompt (said on stderr).
 
     \b
     Examples:
 
     \b
-      acpcli rewind SESSION --to 3 --files --dry-run
+      acpcli rewind SESSION --to 3 --dry-run
+      NEW=$(acpcli rewind SESSION --to 3 --yes)
       acpcli rewind SESSION --to 3 --files
-      acpcli rewind SESSION --undo --files
+      acpcli rewind SESSION --to 3 --conversation
+      acpcli rewind SESSION --undo
     """
-    raise typer.Exit(rewind_files(session_id, to=_number(to, "--to"), undo=undo, files=files, dry_run=dry_run, yes=yes, force=force))
+    raise typer.Exit(
+        rewind_files(
+            session_id, to=_number(to, "--to"), undo=undo, files=files, dry_run=dry_run, yes=yes, force=force,
+            conversation=conversation,
+        )
+    )
 
 
 # -- the bodies ---------------------------------------------------------------------------
@@ -224,11 +238,16 @@ def show_diff(session_id: str, turn: int | None, *, stat: bool, name_only: bool)
 _VERBS = {"A": "restore", "M": "restore", "D": "remove"}
 
 
-def _plan_lines(env: Environment, plan: RewindPlan, first: Path | None) -> None:
+def _plan_lines(env: Environment, plan: RewindPlan, first: Path | None, out: Any = None) -> None:
+    """The plan, one line per file: on ``out`` (None: stderr, as notes)."""
     conflicts = {(c.root, c.path) for c in plan.conflicts}
     for change in plan.changes:
         mark = "  (changed by hand since the last checkpoint)" if (change.root, change.path) in conflicts else ""
-        env.stdout.write(f"{_VERBS[change.status]:<8} {_where(change, first)}{mark}\n")
+        line = f"{_VERBS[change.status]:<8} {_where(change, first)}{mark}"
+        if out is None:
+            env.note(line)
+        else:
+            out.write(line + "\n")
     for change, why in plan.skipped:
         env.note(f"left alone: {_where(change, first)}: {why}")
 
@@ -243,11 +262,15 @@ def _nothing(env: Environment, plan: RewindPlan, first: Path | None, what: str) 
 
 
 def rewind_files(
-    session_id: str, *, to: int | None, undo: bool, files: bool, dry_run: bool, yes: bool, force: bool
+    session_id: str, *, to: int | None, undo: bool, files: bool, dry_run: bool, yes: bool, force: bool,
+    conversation: bool = False,
 ) -> int:
-    """``acpcli rewind``: the files part. The plan is printed first (stdout: one line per file,
-    ``restore``/``remove``), asked about on a terminal, then carried out. The session's turn
-    lock is held throughout: no rewind while a turn of the session runs."""
+    """``acpcli rewind``. The files: the plan is printed first (one line per file,
+    ``restore``/``remove``: on stdout, or on stderr when a new session's id goes there), asked
+    about on a terminal, then carried out. The conversation (unless ``files`` only): a new
+    session holding the turns before ``to``, made before the files are written (a refused
+    rewind makes none). The session's turn lock is held throughout: no rewind while a turn of
+    the session runs."""
     from acpcli.cli.streams import environment
     from acpcli.errors import ExitCode, SessionBusy, UsageError
     from acpcli.history.lock import SessionLock, busy_message
@@ -255,18 +278,27 @@ def rewind_files(
 
     if (to is None) == (not undo):
         raise UsageError("say where to: --to TURN, or --undo", hint="acpcli checkpoints SESSION lists the turns")
-    if not files:
-        raise UsageError(
-            "rewinding the conversation is not available yet: --files rewinds the files only",
-            hint=f"acpcli rewind {session_id} " + ("--undo" if undo else f"--to {to}") + " --files",
-        )
+    if undo and conversation:
+        raise UsageError("--undo puts files back; a rewound conversation is a new session, the old one is still there")
+    do_files = files or not conversation
+    do_talk = not undo and (conversation or not files)
     env = environment()
-    sid, cps = _open(session_id)
+    if do_files:
+        sid, cps = _open(session_id)
+    else:
+        sid, cps = _record_id(session_id), None
     lock = SessionLock(sid)
     if not lock.try_acquire():
         raise SessionBusy(busy_message(sid, lock.holder()))
     try:
+        if do_talk:
+            assert to is not None
+            _check_turn(sid, to)  # before anything changes
+        if cps is None:
+            assert to is not None
+            return _rewind_talk(env, sid, to, dry_run=dry_run, yes=yes)
         first = cps.roots[0] if cps.roots else None
+        lines = env.stdout if not do_talk else None  # the new id alone on stdout
 
         def run(dry: bool) -> RewindPlan:
             if undo:
@@ -277,28 +309,44 @@ def rewind_files(
         what = "the last rewind" if undo else f"turn {to}"
         ask = env.interactive and not yes and not dry_run
         shown: RewindPlan | None = None
-        if dry_run or ask:  # the plan first (to show, or to ask about); else one pass only
+        if dry_run or ask or do_talk:  # the plan first (to show, to ask about, or to refuse before a new session)
             plan = run(True)
-            if not plan.changes:
+            if not plan.changes and not do_talk:
                 return _nothing(env, plan, first, what)
             if plan.conflicts and not force and not dry_run:
                 run(False)  # refused (RewindRefused names the files): nothing written, nothing listed
-            _plan_lines(env, plan, first)
+            if dry_run or ask:
+                _plan_lines(env, plan, first, lines)
             if dry_run:
                 n = len(plan.changes)
                 env.note(f"dry run: nothing changed ({n} file{'s' if n != 1 else ''} would be)")
+                if do_talk:
+                    env.note(f"dry run: no new session (one would hold the turns before turn {to} of {shown_id(sid)})")
                 return int(ExitCode.OK)
-            n = len(plan.changes)
-            answer = env.err.input(f"Rewind {'this file' if n == 1 else f'these {n} files'}? [y/N] ", markup=False, emoji=False)
-            if answer.strip().lower() not in ("y", "yes"):
-                env.note("nothing changed")
-                return int(ExitCode.OK)
-            shown = plan
+            if ask:
+                n = len(plan.changes)
+                them = "nothing in the files" if not n else ("this file" if n == 1 else f"these {n} files")
+                question = f"Rewind {them}" + (f" and start a new session from the turns before turn {to}" if do_talk else "")
+                answer = env.err.input(f"{question}? [y/N] ", markup=False, emoji=False)
+                if answer.strip().lower() not in ("y", "yes"):
+                    env.note("nothing changed")
+                    return int(ExitCode.OK)
+                shown = plan
+            elif not plan.changes:
+                shown = plan  # nothing to write: said below
+        if do_talk:
+            assert to is not None
+            _new_session(env, sid, to)
         done = run(False)
         if not done.changes:
+            if do_talk:
+                for change, why in done.skipped:
+                    env.note(f"left alone: {_where(change, first)}: {why}")
+                env.note(f"the files are as they were before turn {to}: none changed")
+                return int(ExitCode.OK)
             return _nothing(env, done, first, what)
         if shown is None:
-            _plan_lines(env, done, first)
+            _plan_lines(env, done, first, lines)
         else:
             for change, why in done.skipped:
                 if (change, why) not in shown.skipped:
@@ -311,8 +359,58 @@ def rewind_files(
 
             env.note(
                 f"rewound {n} file{'s' if n != 1 else ''} to before turn {to}; "
-                f"`{program()} rewind {shown_id(sid)} --undo --files` puts them back"
+                f"`{program()} rewind {shown_id(sid)} --undo` puts them back"
             )
         return int(ExitCode.OK)
     finally:
         lock.release()
+
+
+def _record_id(session_id: str) -> str:
+    """The recorded session ``session_id`` names (a unique prefix is enough)."""
+    from acpcli.errors import SessionNotFound
+    from acpcli.history.index import Index
+    from acpcli.text.safe import shown_id
+
+    with Index.existing() as index:
+        if index is None:
+            raise SessionNotFound(f"no session {shown_id(session_id)!r} in the local index")
+        return index.get(session_id).id
+
+
+def _check_turn(sid: str, turn: int) -> None:
+    from acpcli.history.index import Index
+    from acpcli.session.rewinding import check_turn
+
+    with Index.existing() as index:
+        assert index is not None
+        check_turn(index, sid, turn)
+
+
+def _rewind_talk(env: Environment, sid: str, to: int, *, dry_run: bool, yes: bool) -> int:
+    """``rewind --conversation``: only the new session."""
+    from acpcli.errors import ExitCode
+    from acpcli.text.safe import shown_id
+
+    if dry_run:
+        env.note(f"dry run: no new session (one would hold the turns before turn {to} of {shown_id(sid)})")
+        return int(ExitCode.OK)
+    if env.interactive and not yes:
+        answer = env.err.input(f"Start a new session from the turns before turn {to}? [y/N] ", markup=False, emoji=False)
+        if answer.strip().lower() not in ("y", "yes"):
+            env.note("nothing changed")
+            return int(ExitCode.OK)
+    _new_session(env, sid, to)
+    return int(ExitCode.OK)
+
+
+def _new_session(env: Environment, sid: str, to: int) -> None:
+    """The conversation rewound to before turn ``to``: a new session, its id alone on stdout
+    (as soon as it is recorded), how it holds the turns on stderr."""
+    from acpcli.cli.sessions import _print_id
+    from acpcli.session.context import Invocation
+    from acpcli.session.rewinding import rewind_command
+
+    run = Invocation(env=env, created=lambda new: _print_id(env, new))
+    rewound = rewind_command(sid, to, run)
+    env.note(rewound.line())

@@ -289,6 +289,10 @@ def _put_away(writer: EventWriter, index: SafeIndex) -> None:
     writer.close()
     index.close()
     verdict(index)
+    if sys.exc_info()[1] is None:  # (called from a finally: not over another error)
+        from acpcli.session import checkpointing
+
+        checkpointing.verdict()  # a checkpoint the disk had no room for: exit 16 too
 
 
 def _replay_merged(local: Store | None, replay: Store) -> Store:

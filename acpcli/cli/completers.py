@@ -73,10 +73,14 @@ def agent_names(incomplete: str) -> Iterator[tuple[str, str]]:
     except Exception:  # noqa: BLE001 - a broken config must not break TAB
         agents = {}
     found = {name: spec.description or " ".join(spec.argv) for name, spec in agents.items()}
+    copy = None
     try:
-        from acpcli.agents.registry import cached, registry_url
+        from acpcli.agents import registry_cache
 
-        copy = cached(registry_url(configured_url))
+        if registry_cache()[1].exists():  # (no cached copy: the registry's code is not loaded)
+            from acpcli.agents.registry import cached, registry_url
+
+            copy = cached(registry_url(configured_url))
     except Exception:  # noqa: BLE001 - nor an unreadable cache
         copy = None
     if copy is not None:

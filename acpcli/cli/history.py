@@ -30,7 +30,7 @@ T = TypeVar("T")
 
 def _live_ids() -> set[str]:
     """The sessions a host keeps live now (none when no host ever ran here: nothing is read)."""
-    from acpcli.host.address import hosts
+    from acpcli.session.hostwire.address import hosts
 
     return {info.session_id for info in hosts()}
 
@@ -472,9 +472,11 @@ def _delete_remote(
 def _drop_checkpoints(env: Environment, records: list[SessionRecord]) -> None:
     """The checkpoint stores of deleted sessions go with them (one line each that could not)."""
     from acpcli.errors import CheckpointError
+    from acpcli.session.carried import sent as drop_carried
     from acpcli.worktree import remove_checkpoints
 
     for rec in records:
+        drop_carried(rec.id)  # (a rewound conversation's transcript not sent yet)
         try:
             remove_checkpoints(rec.id)
         except CheckpointError as err:

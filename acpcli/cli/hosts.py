@@ -78,7 +78,7 @@ def attach_to(session_id: str, permissions: str | None) -> int:
 
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:
     from acpcli.errors import ExitCode, UsageError
-    from acpcli.host import address
+    from acpcli.session.hostwire import address
     from acpcli.text.safe import safe_line
 
     if all_hosts and session_ids:
@@ -136,7 +136,7 @@ def stop_quietly(
     """Stop ``session_id``'s host, if one runs, and wait for it to be gone (see
     :func:`stop_all`): its pid and whether it is gone (None: there was no host). ``unsaved``:
     a list to add what the host could not save to; ``why``: the command that stops it."""
-    from acpcli.host import address
+    from acpcli.session.hostwire import address
 
     info = address.holder(address.lock_path(session_id))
     if info is None:
@@ -193,9 +193,9 @@ def _wait_all_gone(
     import signal
     import time
 
-    from acpcli.host import address
-    from acpcli.host.messages import ChannelClosed, host_timeout
     from acpcli.processes.children import running
+    from acpcli.session.hostwire import address
+    from acpcli.session.hostwire.messages import ChannelClosed, host_timeout
 
     hosts = [info for info in infos if isinstance(info, address.HostInfo)]
     assert len(hosts) == len(infos)
@@ -246,7 +246,7 @@ def _kill(info: object) -> None:
     import os
     import signal
 
-    from acpcli.host import address
+    from acpcli.session.hostwire import address
 
     assert isinstance(info, address.HostInfo)
     try:
@@ -265,8 +265,8 @@ def list_live(*, as_json: bool) -> int:
     import json
 
     from acpcli.errors import ExitCode
-    from acpcli.host import address
     from acpcli.host.client import status
+    from acpcli.session.hostwire import address
     from acpcli.text.safe import safe_line
 
     rows = []

@@ -361,6 +361,33 @@ class OnDemandGroup(TyperGroup):
             raise UsageError(err.format_message()) from None
         sys.exit(code if isinstance(code, int) else 0)
 
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The root ``--help``'s list of commands, from their declarations: each command not
+        built yet stands in as a bare :class:`TyperCommand` holding what typer would give it
+        of help (its name, help, short help, hidden, deprecated), so that listing them costs
+        no parameters (building all of them evaluates every parameter's annotations: most of
+        what ``acpcli --help`` took)."""
+        if self.build is None:
+            super().format_commands(ctx, formatter)
+            return
+        built = self.commands
+        self.commands = {name: built.get(name) or self._stand_in(name) for name in self.declared}
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self.commands = built
+
+    def _stand_in(self, cmd_name: str) -> Any:
+        import inspect
+
+        from typer.core import TyperCommand
+
+        info = self.declared[cmd_name]
+        text = inspect.cleandoc(info.help) if info.help is not None else inspect.getdoc(info.callback)
+        return TyperCommand(
+            cmd_name, help=text, short_help=info.short_help, hidden=bool(info.hidden), deprecated=info.deprecated
+        )
+
     def summary(self, cmd_name: str) -> tuple[bool, str | None]:
         """``(hidden, help)`` of a subcommand, read from its declaration as typer would,
         without building it (listing command names must not build them all)."""

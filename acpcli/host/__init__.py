@@ -6,9 +6,9 @@ What runs where::
     acpcli prompt --session ID ─┼─ unix socket ─ host ──┤
     acpcli stop ID ─────────────┘  (run/*.sock)         └─ the index and event log (writes)
 
-* :mod:`acpcli.host.address` — where a session's socket and lock live (``ACPCLI_HOME/run``,
+* :mod:`acpcli.session.hostwire.address` — where a session's socket and lock live (``ACPCLI_HOME/run``,
   0700; sockets 0600), and who holds them.
-* :mod:`acpcli.host.channel` — newline-delimited JSON messages over the socket; the peer's
+* :mod:`acpcli.session.hostwire.channel` — newline-delimited JSON messages over the socket; the peer's
   user is checked on every connection (another user is refused).
 * :mod:`acpcli.host.server` — the host: links the agent once (resume, else load), then runs the
   prompts its clients send one after another, in arrival order, streams each turn's updates

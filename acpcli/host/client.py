@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acpcli.errors import HostLost, HostReported, Interrupted
-from acpcli.history.records import LOCAL
-from acpcli.host import address
-from acpcli.host.messages import (
+from acpcli.session.hostwire import address
+from acpcli.session.hostwire.messages import (
     PING_AFTER,
     BlockingChannel,
     ChannelClosed,
+    apply_event,
     connect_blocking,
     host_timeout,
 )
@@ -131,7 +131,7 @@ class _Restart(Exception):
 
 def hello(channel: BlockingChannel, session_id: str, role: str = "prompt") -> dict[str, Any]:
     """Say hello and read the host's ``ready`` (waiting no longer than
-    :func:`~acpcli.host.messages.host_timeout`), checking that it holds ``session_id``.
+    :func:`~acpcli.session.hostwire.messages.host_timeout`), checking that it holds ``session_id``.
     :class:`_Restart` when the host closed on us first (it was ending)."""
     import time
 
@@ -392,25 +392,6 @@ class Mirror:
         change = self.store.apply(update)
         if change is not None and self.sink is not None:
             self.sink.on_change(self, change)
-
-
-def apply_event(live: Any, kind: str, payload: str) -> None:
-    """One update as the host stored it, applied to this command's own session mirror (so
-    its view draws it); acpcli's own records but :data:`LOCAL` are bookkeeping."""
-    if kind.startswith("acpcli/") and kind != LOCAL:
-        return
-    try:
-        event = json.loads(payload)
-    except ValueError:
-        return
-    if not isinstance(event, dict):
-        return
-    if "jsonrpc" in event:  # the whole frame, as it arrived from the agent
-        params = event.get("params")
-        event = params.get("update") if isinstance(params, dict) else None
-        if not isinstance(event, dict):
-            return
-    live.feed(event)
 
 
 def prompt(

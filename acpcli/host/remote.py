@@ -19,7 +19,6 @@ terminal's own turn or beside its input line.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,10 +27,9 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from acpcli.errors import HostLost, HostReported, Interrupted
-from acpcli.host.channel import Channel
-from acpcli.host.client import apply_event
-from acpcli.host.messages import PING_AFTER, ChannelClosed, host_timeout
 from acpcli.session.conversation import Conversation
+from acpcli.session.hostwire.channel import LOST_HINT, Channel, Ready
+from acpcli.session.hostwire.messages import PING_AFTER, ChannelClosed, apply_event, host_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,64 +39,6 @@ if TYPE_CHECKING:
     from acpcli.protocol.settings import Choice
     from acpcli.session.feed import SessionFeed
     from acpcli.wire.negotiate import AgentFeatures
-
-LOST_HINT = "what arrived before is stored (acpcli show); the next command on the session starts a new host"
-
-
-@dataclass
-class Ready:
-    """What the host said when this terminal joined."""
-
-    session_id: str
-    host_pid: int | None
-    agent: str
-    keep_alive: float | None
-    #: The last event of the session the host had stored when this terminal joined (-1: all
-    #: that is on disk; 0: none).
-    stored: int
-    busy: bool
-    state: dict[str, Any]
-
-
-async def join(channel: Channel, expected: str | None = None) -> Ready:
-    """Say hello as a watcher (every turn reaches it) and read the host's ``ready`` (waiting
-    no longer than :func:`~acpcli.host.messages.host_timeout`); ``expected``: the session
-    the host must hold (a host that holds another one is refused)."""
-    from acpcli.errors import ExitCode
-    from acpcli.text.safe import safe_line, shown_id
-
-    patience = host_timeout()
-    try:
-        await channel.send({"t": "hello", "pid": os.getpid(), "role": "attach"})
-        with anyio.fail_after(patience):
-            ready = await channel.receive()
-    except ChannelClosed:
-        raise HostLost("the session host went away", hint=LOST_HINT) from None
-    except TimeoutError:
-        raise HostLost(f"the session host does not answer (waited {patience:g} s)", hint=LOST_HINT) from None
-    if ready.get("t") == "error":  # refused (too many connections)
-        raise HostReported(str(ready.get("message")), int(ready.get("exit") or 1), hint=ready.get("hint"))
-    if ready.get("t") != "ready":
-        raise HostLost("the session host did not answer", hint=LOST_HINT)
-    if expected is not None and ready.get("session") != expected:
-        held = ready.get("session")
-        raise HostReported(
-            f"the host reached for {shown_id(expected)} holds another session"
-            f" ({safe_line(shown_id(held)) if isinstance(held, str) else 'unknown'})",
-            int(ExitCode.DAMAGED), hint="`acpcli stop --all` ends every host",
-        )
-    state = ready.get("state")
-    keep = ready.get("keep_alive")
-    stored = ready.get("stored")
-    return Ready(
-        session_id=str(ready.get("session")),
-        host_pid=ready.get("pid") if isinstance(ready.get("pid"), int) else None,
-        agent=str(ready.get("agent") or "the agent"),
-        keep_alive=float(keep) if isinstance(keep, (int, float)) else None,
-        stored=stored if isinstance(stored, int) else -1 if stored == "all" else 0,
-        busy=bool(ready.get("busy")),
-        state=state if isinstance(state, dict) else {},
-    )
 
 
 @dataclass
@@ -237,7 +177,7 @@ class HostedLink:
     async def _watch(self) -> None:
         """A host that has said nothing for a while is asked for its ``status``, which it
         answers at once whatever its agent does (a turn may be quiet for long); one that
-        says nothing for :func:`~acpcli.host.messages.host_timeout` seconds after that is
+        says nothing for :func:`~acpcli.session.hostwire.messages.host_timeout` seconds after that is
         taken for gone (stopped, hung): the channel is closed, and :meth:`_read` says so."""
         patience = host_timeout()
         while True:

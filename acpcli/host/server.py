@@ -7,13 +7,16 @@ the permission policy for the client services and ``keep_alive``. It answers one
 stdout — ``{"t": "ready"}``, ``{"t": "exists"}`` (another host has the session) or
 ``{"t": "error", "exit": N, "message": …}`` — then stdout is closed; its log is stderr.
 
-The conversation with a client (see :mod:`acpcli.host.channel`)::
+The conversation with a client (see :mod:`acpcli.session.hostwire.channel`)::
 
     client                          host
     hello {pid, role}        →
                              ←      ready {pid, session, agent, state}   (state: to a watcher)
-    prompt {text, settings, wait, grant, stdin?} →            (grant: the sender's policy, below;
-                                                              stdin: text piped beside the prompt)
+    prompt {text, settings, wait, grant, stdin?, mentions?, attach?} →
+                                                             (grant: the sender's policy, below;
+                                                              stdin: text piped beside the prompt;
+                                                              mentions false: @path attaches nothing;
+                                                              attach: files to send, absolute paths)
                              ←      queued {ahead}            (turns before this one; wait false and
                                                                a turn ahead: error {exit 18} instead)
                              ←      start                     (this prompt's turn begins)
@@ -73,11 +76,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
-from acpcli.host import address
-from acpcli.host.channel import Budget, Channel, same_user
 from acpcli.host.hostlog import HostLog
-from acpcli.host.messages import MAX_CLIENT_MESSAGE, ChannelClosed, encoded, host_timeout
 from acpcli.session.control import TurnControl
+from acpcli.session.hostwire import address
+from acpcli.session.hostwire.channel import Budget, Channel, same_user
+from acpcli.session.hostwire.messages import (
+    MAX_CLIENT_MESSAGE,
+    ChannelClosed,
+    encoded,
+    host_timeout,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -139,7 +147,7 @@ class Client:
     backlog: int = 0  # bytes in its outbox
 
     def post(self, message: dict[str, Any] | bytes) -> None:
-        """Queue ``message`` (or its :func:`~acpcli.host.messages.encoded` bytes) for this
+        """Queue ``message`` (or its :func:`~acpcli.session.hostwire.messages.encoded` bytes) for this
         client without waiting (a client that falls too far behind is dropped: it cannot
         hold the turn up)."""
         if self.gone.is_set():
@@ -176,6 +184,10 @@ class Turn:
     #: with promptQueueing): this turn waits for it instead of sending a prompt.
     joined: Any = None
     piped: str | None = None  # text piped on its sender's standard input, sent as context
+    #: ``@path`` in the text attaches the file (the CLI's way); the Python API sends False, and
+    #: the files to attach by name (absolute paths) in ``attach``.
+    mentions: bool = True
+    attach: list[str] = field(default_factory=list)
     #: Its control (:mod:`acpcli.session.control`): a cancel with a grace stops an agent still in it.
     control: TurnControl = field(default_factory=TurnControl)
 
@@ -448,6 +460,8 @@ class Host:
                         log_file=message.get("log_file") if isinstance(message.get("log_file"), str) else None,
                         checkpoints=message.get("checkpoints") is not False,
                         piped=piped if isinstance(piped, str) else None,
+                        mentions=message.get("mentions") is not False,
+                        attach=[a for a in message.get("attach") or [] if isinstance(a, str)],
                     )
                 )
                 client.post({"t": "queued", "ahead": ahead})
@@ -1160,7 +1174,7 @@ class Host:
         try:  # the files the prompt mentions, read here where the agent runs (its client reads none)
             blocks = [] if turn.joined is not None else build_prompt(
                 turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
-                piped=turn.piped,
+                piped=turn.piped, mentions=turn.mentions, attach=turn.attach,
             )  # fmt: skip
         except AcpcliError as err:  # a mention outside the roots: refused before the turn starts, nothing sent
             lock.release()

@@ -37,62 +37,29 @@ def _roots_and_servers(
     return params
 
 
-def new_params(
+def opening_params(
     version: int,
-    cwd: str,
-    additional_directories: Sequence[str] | None = None,
-    mcp_servers: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """``session/new`` params (no ``additionalDirectories`` when there are none)."""
-    return _roots_and_servers(version, {"cwd": cwd}, additional_directories, mcp_servers)
-
-
-def resume_params(
-    version: int,
-    session_id: str,
-    cwd: str,
-    additional_directories: Sequence[str] | None = None,
-    mcp_servers: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """``session/resume`` params, no replay (the full root list is sent again)."""
-    params: dict[str, Any] = {"sessionId": session_id, "cwd": cwd}
-    return _roots_and_servers(version, params, additional_directories, mcp_servers)
-
-
-def load_params(
-    version: int,
-    session_id: str,
     cwd: str,
     additional_directories: Sequence[str] | None = None,
     mcp_servers: Sequence[dict[str, Any]] = (),
     *,
-    via: str = "session/load",
-) -> tuple[str, dict[str, Any]]:
-    """The method and params of a load with replay: ``session/load``, or (``via`` the later v2
-    draft's way) ``session/resume`` with ``replayFrom`` the start."""
-    params: dict[str, Any] = {"sessionId": session_id, "cwd": cwd}
-    if via == "session/resume":
+    session_id: str | None = None,
+    replay_from_start: bool = False,
+) -> dict[str, Any]:
+    """The params of every way of opening a session: ``session/new`` (no ``session_id``),
+    ``session/load``, ``session/resume`` and ``session/fork`` (the session named; a fork's new
+    session gets the roots and MCP servers given, as a new one does). ``replay_from_start``: the
+    later v2 draft's load, ``session/resume`` with ``replayFrom`` the start. No
+    ``additionalDirectories`` when there are none."""
+    params: dict[str, Any] = {"cwd": cwd} if session_id is None else {"sessionId": session_id, "cwd": cwd}
+    if replay_from_start:
         params["replayFrom"] = {"type": "start"}
-    return via, _roots_and_servers(version, params, additional_directories, mcp_servers)
+    return _roots_and_servers(version, params, additional_directories, mcp_servers)
 
 
 def close_params(session_id: str) -> dict[str, Any]:
     """``session/close`` params."""
     return {"sessionId": session_id}
-
-
-def fork_params(
-    version: int,
-    session_id: str,
-    cwd: str,
-    additional_directories: Sequence[str] | None = None,
-    mcp_servers: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """``session/fork`` params (unstable upstream: ``ForkSessionRequest`` of the v2 draft's
-    unstable schema; claude-agent-acp 0.23.1 takes the same over v1): the session to fork and
-    the new session's roots and MCP servers, as for ``session/new``."""
-    params: dict[str, Any] = {"sessionId": session_id, "cwd": cwd}
-    return _roots_and_servers(version, params, additional_directories, mcp_servers)
 
 
 def delete_params(session_id: str) -> dict[str, Any]:

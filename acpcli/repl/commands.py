@@ -434,6 +434,12 @@ async def _undo(ctx: Context, arg: str) -> int | None:
 
 
 async def _rewind(ctx: Context, arg: str) -> int | None:
+    if not arg.strip():  # a picker of the turns, then files, conversation or both
+        from acpcli.repl.asking import TOOLBARS
+        from acpcli.repl.rewinding import Tools, pick_and_rewind
+
+        tools = Tools(_checkpoints(ctx), TOOLBARS.get(ctx.live.session_id), _print_diff, _rewind_files, _come_back_hint)
+        return await pick_and_rewind(ctx, tools)
     turn = _turn_number(ctx, arg, "usage: /rewind TURN [force]: the files back to before TURN (/diff N shows what it did)")
     if turn is None:
         return None
@@ -449,7 +455,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("export", "write this session's transcript to a file", _export, "FILE"),
     SlashCommand("diff", "what a turn did to the files (default: the last turn)", _diff, "[TURN]"),
     SlashCommand("undo", "put the files back as they were before the last turn", _undo),
-    SlashCommand("rewind", "put the files back as they were before turn TURN", _rewind, "TURN"),
+    SlashCommand("rewind", "go back before a turn: pick it, then files, conversation or both (TURN: its files)", _rewind, "[TURN]"),
     SlashCommand("sessions", "list this agent's sessions here", _sessions),
     SlashCommand("fork", "fork this session: a new one with the conversation so far", _fork),
     SlashCommand("login", "log in to the agent", _login, "[METHOD]"),

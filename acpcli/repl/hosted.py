@@ -124,10 +124,10 @@ def run_hosted(
     filled in); ``not_live``: what to raise when no host runs the session; ``resumed``: the
     transcript is the one acpcli stored (a ``resume``: the agent replays nothing), marked so
     as without a host."""
-    from acpcli.host import address
-    from acpcli.host.channel import connect
     from acpcli.host.client import grant_of
-    from acpcli.host.remote import LOST_HINT, HostedLink, join
+    from acpcli.host.remote import HostedLink
+    from acpcli.session.hostwire import address
+    from acpcli.session.hostwire.channel import LOST_HINT, connect, join
     from acpcli.session.policy import decider_for
 
     decider = decider_for(run, agent)

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 #: Sessions of this process whose checkpoints were found off (said once each).
 _OFF: set[str] = set()
+#: Sessions of this process whose checkpoint the disk had no room for, and what was said: the
+#: command ends with exit 16 (:func:`verdict`).
+_UNSAVED: dict[str, str] = {}
 #: Sessions of this process told that a checkpoint could not be taken (a full disk: said once,
 #: not before and after every turn).
 _WARNED: set[str] = set()
@@ -42,19 +45,39 @@ def enabled(live: SessionFeed) -> bool:
 
 
 def _store(live: SessionFeed) -> Any:
+    from acpcli.config import (
+        DEFAULT_CHECKPOINT_MAX_FILES,
+        DEFAULT_CHECKPOINT_TIME_LIMIT,
+        load_config,
+    )
+    from acpcli.errors import ConfigError
     from acpcli.worktree import Checkpoints
 
-    return Checkpoints(live.session_id, [live.cwd or ".", *live.additional_directories])
+
+    max_files, time_limit = DEFAULT_CHECKPOINT_MAX_FILES, DEFAULT_CHECKPOINT_TIME_LIMIT
+    try:
+        config = load_config()
+        max_files, time_limit = config.checkpoint_max_files, config.checkpoint_time_limit
+    except ConfigError:
+        pass  # (said elsewhere) the default bounds
+    roots = [live.cwd or ".", *live.additional_directories]
+    return Checkpoints(live.session_id, roots, max_files=max_files, time_limit=time_limit)
 
 
 async def before_turn(live: SessionFeed, say: Callable[[str], None]) -> None:
-    """A checkpoint 0 (the files before any turn) for a session that has none yet."""
+    """A checkpoint 0 (the files before any turn) for a session that has none yet; for a later
+    turn, what the user changed by hand since the last one (nothing recorded when nothing did),
+    so that the turn's diff is the agent's own and a rewind to it keeps those edits."""
     if not enabled(live):
         return
 
     def take() -> list[str]:
         store = _store(live)
-        return list(store.take(0, "").notes) if store.latest() is None else []
+        latest = store.latest()
+        if latest is None:
+            return list(store.take(0, "").notes)
+        taken = store.take_before(latest + 1)
+        return list(taken.notes) if taken is not None else []
 
     await _guarded(live, take, say)
 
@@ -87,12 +110,31 @@ async def _guarded(live: SessionFeed, take: Callable[[], list[str]], say: Callab
         _OFF.add(live.session_id)
         say(f"acpcli: {safe_line(str(off))}")
     except CheckpointError as err:
+        if err.disk_full:  # the command ends with exit 16 (verdict), the transcript whole
+            _UNSAVED.setdefault(live.session_id, safe_line(str(err)))
         if live.session_id not in _WARNED:
             _WARNED.add(live.session_id)
             say(f"acpcli: warning: no checkpoint of this turn: {safe_line(str(err))}")
     else:
         for note in notes:  # (what was left out, said the first time only)
             say(f"acpcli: checkpoints: {safe_line(note)}")
+
+
+def verdict() -> None:
+    """At the end of a command that took checkpoints itself: a checkpoint the disk had no room
+    for is :class:`~acpcli.errors.StorageError` (exit 16: what the turn did to the files was
+    not all saved; the answer and the transcript are whole), said once. Nothing otherwise."""
+    from acpcli.errors import StorageError
+    from acpcli.text.safe import shown_id
+
+    if not _UNSAVED:
+        return
+    sid, why = next(iter(_UNSAVED.items()))
+    _UNSAVED.clear()
+    raise StorageError(
+        f"not every checkpoint of {shown_id(sid)} was saved ({why}); the answer and the transcript are whole",
+        hint="free some disk space: the next turn's checkpoint takes what this one missed",
+    )
 
 
 #: The names the live-session host calls them by.

@@ -39,6 +39,7 @@ from acpcli.errors import RpcError
 from acpcli.history.records import SETTING
 from acpcli.protocol import wire
 from acpcli.services.permissions import is_cancelled
+from acpcli.session import carried
 from acpcli.session.feed import Recorder, SessionFeed, Sink, seed_settings, settings_changed
 from acpcli.text.safe import safe_line, shown_id
 from acpcli.wire import capabilities
@@ -346,7 +347,7 @@ class AgentLink:
         recorder: Recorder | None = None,
     ) -> SessionFeed:
         """``session/new``."""
-        params = capabilities.new_params(self.features, cwd, additional_directories, mcp_servers)
+        _, params = capabilities.opening_params(self.features, "new", cwd, additional_directories, mcp_servers)
         return await self._created("session/new", params, cwd, additional_directories, sink, recorder)
 
     async def _created(
@@ -381,7 +382,9 @@ class AgentLink:
         An agent forks only a session it holds (claude-agent-acp answers -32002 for one of an
         earlier process), so one not held over this link is resumed first (else loaded, its
         replay neither shown nor stored: the parent's record is acpcli's already)."""
-        params = capabilities.fork_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        _, params = capabilities.opening_params(
+            self.features, "fork", cwd, additional_directories, mcp_servers, session_id=session_id
+        )
         if session_id not in self.sessions:
             if self.features.resume:
                 await self.resume(session_id, cwd, additional_directories, mcp_servers)
@@ -402,7 +405,9 @@ class AgentLink:
     ) -> SessionFeed:
         """Load with replay; the replay is over when the response arrives (``null`` or ``{}``).
         ``local_id``: the id acpcli records the session under, when the agent's differs."""
-        method, params = capabilities.load_params(self.features, session_id, cwd, additional_directories, mcp_servers)
+        method, params = capabilities.opening_params(
+            self.features, "load", cwd, additional_directories, mcp_servers, session_id=session_id
+        )
         return await self._reattach(method, params, sink, recorder, local_id)
 
     async def resume(
@@ -417,8 +422,10 @@ class AgentLink:
         local_id: str | None = None,
     ) -> SessionFeed:
         """``session/resume`` (no replay expected; a replay is tolerated and rendered)."""
-        params = capabilities.resume_params(self.features, session_id, cwd, additional_directories, mcp_servers)
-        return await self._reattach("session/resume", params, sink, recorder, local_id)
+        method, params = capabilities.opening_params(
+            self.features, "resume", cwd, additional_directories, mcp_servers, session_id=session_id
+        )
+        return await self._reattach(method, params, sink, recorder, local_id)
 
     async def _reattach(
         self,
@@ -628,8 +635,13 @@ class AgentLink:
                         if sent is not None:
                             answer = await sent
                         else:
-                            params = wire.prompt_params(live.agent_id, blocks)
+                            # a rewound conversation's transcript goes with its first prompt
+                            carry = carried.pending(live.session_id)
+                            sending = [*blocks, carried.block(carry, self.features.prompt_embedded_context)] if carry else blocks
+                            params = wire.prompt_params(live.agent_id, sending)
                             answer = await self.conn.request("session/prompt", params, bounded=False)
+                            if carry:
+                                carried.sent(live.session_id)
                         if v1:  # v2 acknowledges; what a turn says comes with its idle
                             answer = self._read("session/prompt", answer)
                         if idle is not None:  # v2: acknowledged; the turn ends with idle

@@ -56,25 +56,33 @@ def _table(keep: str) -> dict[int, str]:
 
 #: Unicode's Bidi_Control characters (see the module docstring).
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_TEXT_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
-_LINE_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
+
+
+@cache  # compiled on first use (~0.4 ms each): every start-up imports this module, few use it
+def _text_bad() -> re.Pattern[str]:
+    return re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
+
+
+@cache
+def _line_bad() -> re.Pattern[str]:
+    return re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff" + _BIDI + "]")
 
 
 def has_controls(text: str) -> bool:
     """True when :func:`safe_text` would change ``text``."""
-    return _TEXT_BAD.search(text) is not None
+    return _text_bad().search(text) is not None
 
 
 def safe_text(text: str) -> str:
     """``text`` with every control character but newline and tab made visible (see module)."""
-    if _TEXT_BAD.search(text) is None:
+    if _text_bad().search(text) is None:
         return text
     return text.translate(_table("\n\t"))
 
 
 def safe_line(text: str) -> str:
     """``text`` for a single line: every control character, newline and tab too, made visible."""
-    if _LINE_BAD.search(text) is None:
+    if _line_bad().search(text) is None:
         return text
     return text.translate(_table(""))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from acpcli.errors import CapabilityMissing, UsageError
 from acpcli.protocol import settings, wire
@@ -100,63 +100,39 @@ def require_roots_and_servers(
 # -- session lifecycle ------------------------------------------------------------------------
 
 
-def new_params(
+#: The ways of opening a session.
+Opening = Literal["new", "load", "resume", "fork"]
+
+
+def opening_params(
     features: AgentFeatures,
+    how: Opening,
     cwd: str,
     additional_directories: Sequence[str] | None = None,
     mcp_servers: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """``session/new`` params this agent accepts."""
-    require_roots_and_servers(features, additional_directories, mcp_servers)
-    return wire.new_params(features.protocol_version, cwd, additional_directories, mcp_servers)
-
-
-def resume_params(
-    features: AgentFeatures,
-    session_id: str,
-    cwd: str,
-    additional_directories: Sequence[str] | None = None,
-    mcp_servers: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """``session/resume`` params, no replay (the full root list is sent again)."""
-    require(features, "session/resume")
-    require_roots_and_servers(features, additional_directories, mcp_servers)
-    return wire.resume_params(features.protocol_version, session_id, cwd, additional_directories, mcp_servers)
-
-
-def load_params(
-    features: AgentFeatures,
-    session_id: str,
-    cwd: str,
-    additional_directories: Sequence[str] | None = None,
-    mcp_servers: Sequence[dict[str, Any]] = (),
+    *,
+    session_id: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """The method and params of a load with replay, whichever way this agent does it."""
-    require(features, "session/load")
+    """The method and params that open a session ``how`` on this agent, checked against what
+    it advertised: the method (a load is ``session/load``, or the later v2 draft's
+    ``session/resume`` from the start), then the roots and MCP servers it can take."""
+    if how == "new":
+        method = "session/new"
+    else:
+        require(features, f"session/{how}")
+        method = (features.load_via or "session/load") if how == "load" else f"session/{how}"
     require_roots_and_servers(features, additional_directories, mcp_servers)
-    return wire.load_params(
-        features.protocol_version, session_id, cwd, additional_directories, mcp_servers,
-        via=features.load_via or "session/load",
+    params = wire.opening_params(
+        features.protocol_version, cwd, additional_directories, mcp_servers,
+        session_id=session_id, replay_from_start=how == "load" and method == "session/resume",
     )
+    return method, params
 
 
 def close_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:
     """``session/close`` params."""
     require(features, "session/close")
     return wire.close_params(session_id)
-
-
-def fork_params(
-    features: AgentFeatures,
-    session_id: str,
-    cwd: str,
-    additional_directories: Sequence[str] | None = None,
-    mcp_servers: Sequence[dict[str, Any]] = (),
-) -> dict[str, Any]:
-    """``session/fork`` params: a new session holding ``session_id``'s conversation so far."""
-    require(features, "session/fork")
-    require_roots_and_servers(features, additional_directories, mcp_servers)
-    return wire.fork_params(features.protocol_version, session_id, cwd, additional_directories, mcp_servers)
 
 
 def delete_params(features: AgentFeatures, session_id: str) -> dict[str, Any]:

@@ -141,7 +141,9 @@ def _size(n: int) -> str:
 def _failed(what: str, exc: BaseException) -> CheckpointError:
     """A :class:`CheckpointError` for git (or the file system) failing at ``what``."""
     if (isinstance(exc, GitError) and exc.disk_full) or getattr(exc, "errno", None) in (28, 122):
-        return CheckpointError(f"{what}: the disk is full")
+        full = CheckpointError(f"{what}: the disk is full")
+        full.disk_full = True
+        return full
     detail = exc.detail if isinstance(exc, GitError) else (getattr(exc, "strerror", None) or str(exc))
     return CheckpointError(f"{what}: {detail}")
 
@@ -267,6 +269,16 @@ class Checkpoints:
             raise NoCheckpoint(f"session {self.session_id} has no checkpoint from before turn {turn}")
         return self._diff(parents[0].decode(), commit, stat=stat, name_only=name_only)
 
+    def diff_since(self, turn: int, *, stat: bool = False) -> str:
+        """What the turns from ``turn`` on changed, together: the checkpoint before ``turn``
+        against the last one (what a rewind to ``turn`` undoes of theirs), as :meth:`diff`
+        gives it. Raises :class:`~acpcli.errors.NoCheckpoint` (no checkpoint before ``turn``),
+        :class:`~acpcli.errors.CheckpointError` (the store cannot be read)."""
+        refs = self._turn_refs()
+        if turn < 1 or turn - 1 not in refs:
+            raise NoCheckpoint(f"session {self.session_id} has no checkpoint from before turn {turn}")
+        return self._diff(refs[turn - 1], refs[max(refs)], stat=stat, name_only=False)
+
     def _diff(self, old: str, new: str, *, stat: bool, name_only: bool) -> str:
         mode = ["--stat"] if stat else ["--name-only"] if name_only else ["-p"]
         out: builtins.list[str] = []
@@ -321,6 +333,37 @@ class Checkpoints:
                 raise CheckpointError(f"checkpoint of turn {turn} not taken: {type(exc).__name__}: {exc}") from None
         return Checkpoint(
             turn=turn, label=_label(label), time=time.time(), commit=commit, base=base, files=tuple(files), notes=tuple(notes)
+        )
+
+    def take_before(self, turn: int) -> Checkpoint | None:
+        """Before turn ``turn`` (1 or more): record what changed since the last checkpoint --
+        the user's own edits between turns -- as the state before that turn, so the turn's diff
+        holds what the agent did alone and a rewind to the turn keeps those edits. None (and
+        nothing recorded) when nothing changed, the usual case. Same cost and raises as
+        :meth:`take`."""
+        if turn < 1:
+            raise ValueError("turn must be 1 or more")
+        self._still_on()
+        with self._store.locked(self.lock_wait):
+            self._prepare()
+            try:
+                tree, notes = self._record(time.monotonic() + self.time_limit)
+                base = self._ref("head")
+                if base is None or self._git.run("rev-parse", f"{base}^{{tree}}", timeout=SLOW_GIT).strip().decode() == tree:
+                    return None
+                commit = self._commit(tree, base, _label(f"(changed before turn {turn})"))
+                self._update_refs({f"before-{turn}": commit, "head": commit})
+                files = self._changes(base, commit)
+            except (GitError, OSError) as exc:
+                raise _failed(f"checkpoint before turn {turn} not taken", exc) from None
+            except CheckpointError:
+                raise
+            except Exception as exc:  # a turn never fails for its checkpoint: a warning, and the log
+                log.exception("checkpoint before turn %d of %s", turn, self.session_id)
+                raise CheckpointError(f"checkpoint before turn {turn} not taken: {type(exc).__name__}: {exc}") from None
+        return Checkpoint(
+            turn=turn, label=_label(f"(changed before turn {turn})"), time=time.time(), commit=commit, base=base,
+            files=tuple(files), notes=tuple(notes),
         )
 
     def _still_on(self) -> None:
@@ -482,8 +525,9 @@ class Checkpoints:
     # -- rewinding -----------------------------------------------------------------------
 
     def rewind(self, to_turn: int, *, dry_run: bool = False, force: bool = False) -> RewindPlan:
-        """Bring the files back to their state before turn ``to_turn`` (the checkpoint of turn
-        ``to_turn - 1``): the paths the turns since changed (that checkpoint against the last
+        """Bring the files back to their state before turn ``to_turn`` (as that turn found them:
+        the checkpoint of turn ``to_turn - 1`` with what the user changed by hand before the turn
+        began, see :meth:`take_before`): the paths the turns since changed (that checkpoint against the last
         one) and that differ now are written, files they created are removed, files they
         deleted come back, each written whole (a temporary file, fsync, rename). Paths only the
         user changed since are left as they are. The present state is checkpointed first, so
@@ -499,7 +543,8 @@ class Checkpoints:
         :class:`~acpcli.errors.CheckpointError` (the disk, the store)."""
         if to_turn < 1:
             raise NoCheckpoint("a rewind goes back to a turn, 1 or more (the files before it come back)")
-        target = self._turn_refs().get(to_turn - 1)
+        # The files as the turn found them: the user's edits made between turns are kept.
+        target = self._refs_now().get(f"before-{to_turn}") or self._turn_refs().get(to_turn - 1)
         if target is None:
             what = "before the first turn" if to_turn == 1 else f"of turn {to_turn - 1}"
             raise NoCheckpoint(f"session {self.session_id} has no checkpoint {what} to rewind to")

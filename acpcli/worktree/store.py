@@ -14,7 +14,8 @@ Layout (``<home>/checkpoints/``, folders 0700)::
     <key>/journal       the temporary files of a restore under way (removed when it ends)
 
 Refs, under ``refs/acpcli/<id hash>/``: ``<n>`` the checkpoint after turn n (``0``: before the
-first turn), ``head`` the last state recorded (a checkpoint, or the result of a rewind),
+first turn), ``before-<n>`` the files as turn n found them when the user had changed them
+since the last checkpoint (a turn's diff is then the agent's alone), ``head`` the last state recorded (a checkpoint, or the result of a rewind),
 ``undo`` the state before the last rewind, ``rewinding`` the target of a rewind that has not
 finished (set before its first write, removed after its last).
 

@@ -147,7 +147,7 @@ def test_the_host_tells_its_watchers_it_stops_before_it_goes(hosts: Cli) -> None
     import json
     import socket
 
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     cli = hosts
     sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()

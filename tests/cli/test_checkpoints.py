@@ -78,7 +78,7 @@ def test_rewind_dry_run_then_rewind_then_undo(cli: Cli, session: Checkpoints, wo
     assert "dry run: nothing changed" in dry.stderr and tree_state(workdir) == now
     done = cli.ok("rewind", SID, "--to", "2", "--files")
     assert sorted(done.stdout.splitlines()) == ["remove   evil.txt", "restore  old.txt"]
-    assert "rewound 2 files to before turn 2" in done.stderr and "--undo --files" in done.stderr
+    assert "rewound 2 files to before turn 2" in done.stderr and f"rewind {SID} --undo` puts them back" in done.stderr
     assert tree_state(workdir) == before_2
     cli.ok("rewind", SID, "--undo", "--files")
     assert tree_state(workdir) == now
@@ -102,7 +102,9 @@ def test_rewind_refuses_hand_edits_naming_them_unless_forced(cli: Cli, session: 
 def test_rewind_usage_errors_and_a_busy_session(cli: Cli, session: Checkpoints, workdir: Path) -> None:
     assert "--to TURN, or --undo" in error_line(cli.run("rewind", SID, "--files"), ExitCode.USAGE)
     assert "--to TURN, or --undo" in error_line(cli.run("rewind", SID, "--to", "1", "--undo", "--files"), ExitCode.USAGE)
-    assert "--files" in error_line(cli.run("rewind", SID, "--to", "1"), ExitCode.USAGE)
+    # the conversation too (no --files): this record has no turn to rewind to
+    assert "has 0 turns" in error_line(cli.run("rewind", SID, "--to", "2"), ExitCode.USAGE)
+    assert "--undo puts files back" in error_line(cli.run("rewind", SID, "--undo", "--conversation"), ExitCode.USAGE)
     assert "has no rewind to undo" in error_line(cli.run("rewind", SID, "--undo", "--files"), ExitCode.USAGE)
     assert "1 or more" in error_line(cli.run("rewind", SID, "--to", "0", "--files"), ExitCode.USAGE)
     assert "no checkpoint of turn 6" in error_line(cli.run("rewind", SID, "--to", "7", "--files"), ExitCode.USAGE)

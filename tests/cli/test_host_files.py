@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from acpcli.errors import ExitCode
-from acpcli.host import address
+from acpcli.session.hostwire import address
 
 from .conftest import Cli
 from .test_storage import TRACEBACK_MARKS, in_namespace, needs_mount

@@ -69,7 +69,7 @@ def test_no_wait_on_a_busy_live_session_exits_18_and_the_turn_goes_on(hosts: Cli
 
 
 def test_the_host_answers_a_no_wait_prompt_busy_before_queueing_it(hosts: Cli) -> None:
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     cli = hosts
     sid = _live_session(cli)

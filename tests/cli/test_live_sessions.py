@@ -285,7 +285,7 @@ def test_another_user_cannot_reach_a_host(hosts: Cli, tmp_path: Path) -> None:
     cli = hosts
     sid = cli.new(cli.trace.demo_cmd(protocol=1))
     cli.ok("prompt", "--session", sid, "hello", env=LIVE)
-    from acpcli.host.address import socket_dir
+    from acpcli.session.hostwire.address import socket_dir
 
     sockets = list(socket_dir().glob("*.sock"))  # the test's ACPCLI_HOME is this process's too
     assert len(sockets) == 1
@@ -503,7 +503,7 @@ def test_rm_and_close_of_a_live_session_stop_its_host_first(hosts: Cli) -> None:
 def test_a_client_that_sends_nonsense_is_dropped_and_the_host_stays(hosts: Cli) -> None:
     import socket
 
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     cli = hosts
     sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=LIVE).stdout.strip()

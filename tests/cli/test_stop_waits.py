@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from acpcli.cli.hosts import _wait_gone
-from acpcli.host.address import HostInfo
 from acpcli.processes.children import running
+from acpcli.session.hostwire.address import HostInfo
 
 
 def test_stop_waits_for_the_host_process_not_only_its_lock(tmp_path: Path) -> None:

@@ -41,6 +41,24 @@ def test_prompts_take_a_checkpoint_before_the_first_turn_and_after_each(cli: Cli
     assert "+++ b/" in diff and "first.txt" in diff and "kept.txt" not in diff
 
 
+def test_hand_edits_between_turns_are_not_the_agents_and_a_rewind_keeps_them(cli: Cli, workdir: Path, keep_alive: str) -> None:
+    env = {"ACPCLI_KEEP_ALIVE": keep_alive}
+    sid = cli.ok("new", "--no-repl", "--cmd", cli.trace.demo_cmd(protocol=1), env=env).stdout.strip()
+    cli.ok("prompt", "--session", sid, "--permissions", "allow", "write first.txt", env=env)
+    (workdir / "first.txt").write_text("edited by hand after turn 1\n")
+    (workdir / "notes.txt").write_text("made by hand between the turns\n")
+    cli.ok("prompt", "--session", sid, "--permissions", "allow", "write second.txt", env=env)
+    changed = [[f["path"] for f in t["files"]] for t in _turns(cli, sid)]  # type: ignore[union-attr]
+    assert changed[2] == ["second.txt"], changed  # the hand edits are not turn 2's
+    assert "notes.txt" not in cli.ok("diff", sid, "2").stdout
+    cli.ok("rewind", sid, "--to", "2", "--files", "--yes")
+    assert not (workdir / "second.txt").exists()
+    assert (workdir / "first.txt").read_text() == "edited by hand after turn 1\n"  # kept: nothing lost
+    assert (workdir / "notes.txt").exists()
+    cli.ok("rewind", sid, "--to", "1", "--files", "--yes", "--force")
+    assert not (workdir / "first.txt").exists() and not (workdir / "notes.txt").exists()  # as before turn 1
+
+
 def test_no_checkpoints_takes_none(cli: Cli, workdir: Path, keep_alive: str) -> None:
     env = {"ACPCLI_KEEP_ALIVE": keep_alive}
     sid = cli.ok("new", "--no-repl", "--no-checkpoints", "--cmd", cli.trace.demo_cmd(protocol=1), env=env).stdout.strip()

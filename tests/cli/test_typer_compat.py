@@ -267,3 +267,23 @@ def test_split_words_keeps_an_unterminated_word() -> None:
     assert split_words('acpcli "a b" c\\ d ') == ["acpcli", "a b", "c d"]
     assert split_words("acpcli x\\") == ["acpcli", "x"]
     assert split_words("") == []
+
+
+def test_the_root_help_lists_the_commands_as_typer_would_without_building_them() -> None:
+    # `acpcli --help` lists every command from its declaration (building all of them was most
+    # of its time): the same text as typer's fully built tree gives, and nothing built
+    import typer.main
+    from typer._click import Context
+
+    from acpcli.cli import app
+
+    def root_help(tree: typer_compat.TyperGroup) -> str:
+        return tree.get_help(Context(tree, info_name="acpcli"))
+
+    ours = typer_compat.command_tree(app)
+    listed = root_help(ours)
+    assert listed == root_help(typer.main.get_command(app))  # type: ignore[arg-type]
+    assert "  load " in listed and "  prompt " in listed
+    assert not ours.commands
+    ours.get_command(Context(ours, info_name="acpcli"), "load")  # one built: listed as built
+    assert list(ours.commands) == ["load"] and root_help(ours) == listed

@@ -123,7 +123,7 @@ class Raw:
 
 
 def raw_client(session_id: str, role: str = "prompt") -> Raw:
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     client = Raw(str(socket_path(session_id)))
     client.send({"t": "hello", "pid": os.getpid(), "role": role})
@@ -136,7 +136,7 @@ class SessionClient:
     a timeout on each read): the ``raw`` fixture's."""
 
     def __init__(self, session_id: str, role: str | None = "prompt") -> None:
-        from acpcli.host.address import socket_path
+        from acpcli.session.hostwire.address import socket_path
 
         self.sock = socket.socket(socket.AF_UNIX)
         self.sock.connect(str(socket_path(session_id)))

@@ -44,7 +44,7 @@ def test_connections_past_the_open_files_limit_are_refused_and_the_host_serves_o
     assert proc.returncode == 0, proc.stderr
     sid = proc.stdout.strip()
     (row,) = live_rows(cli)
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     clients, answers = [], []
     for _ in range(150):
@@ -84,7 +84,7 @@ def test_clients_that_flood_the_host_are_dropped_within_a_memory_bound(hosts: Cl
     sid = flood_session(cli)
     (row,) = live_rows(cli)
     before = _peak_rss(row["pid"])
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     dropped: list[bool] = []
 
@@ -142,7 +142,7 @@ def test_a_client_that_floods_the_queue_is_told_it_is_full(hosts: Cli) -> None:
 def test_connections_that_say_nothing_are_dropped_and_free_their_slots(hosts: Cli) -> None:
     cli = hosts
     sid = flood_session(cli, {"ACPCLI_HOST_TIMEOUT": "1"})  # the host's own patience
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     mute = [Raw(str(socket_path(sid))) for _ in range(5)]
     for client in mute:

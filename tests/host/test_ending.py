@@ -102,7 +102,7 @@ def _hostile_cmd() -> str:
 
 def test_a_socket_that_leads_to_another_sessions_host_is_refused(hosts: Cli) -> None:
     cli = hosts
-    from acpcli.host.address import socket_path
+    from acpcli.session.hostwire.address import socket_path
 
     live = flood_session(cli)
     other = cli.ok("new", "--no-repl", "--cmd", _flood(cli)).stdout.strip()  # recorded, no host

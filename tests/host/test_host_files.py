@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from acpcli.errors import ExitCode
-from acpcli.host import address
+from acpcli.session.hostwire import address
 from tests.cli.conftest import TIMEOUT, Cli
 
 

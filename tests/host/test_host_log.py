@@ -12,8 +12,8 @@ import socket
 from pathlib import Path
 
 from acpcli.errors import ExitCode
-from acpcli.host import address
 from acpcli.host.hostlog import REPEATS
+from acpcli.session.hostwire import address
 from tests.cli.conftest import Cli
 
 LIVE = {"ACPCLI_KEEP_ALIVE": "300"}

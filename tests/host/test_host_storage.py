@@ -31,7 +31,7 @@ UNSAVED = re.compile(r"^cannot save sessions to (\S+): (.+) \((\d+) session upda
 #: the connection); JSON to argv[1].
 RAW_CLIENT = """
 import json, socket, sys
-from acpcli.host import address
+from acpcli.session.hostwire import address
 
 (info,) = list(address.hosts())
 path = str(address.socket_path(info.session_id))

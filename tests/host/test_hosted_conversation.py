@@ -17,11 +17,12 @@ import anyio
 import pytest
 
 from acpcli.history.guarded import open_index
-from acpcli.host.remote import HostedConversation, HostedLink, Ready
+from acpcli.host.remote import HostedConversation, HostedLink
 from acpcli.model import Store
 from acpcli.services import mentions
 from acpcli.session.conversation import Conversation
 from acpcli.session.feed import SessionFeed
+from acpcli.session.hostwire.channel import Ready
 from acpcli.wire.negotiate import AgentFeatures
 from tests.cli import conftest as cli_fixtures
 from tests.cli.conftest import AgentTrace

@@ -9,8 +9,9 @@ from typing import Any
 
 import anyio
 
-from acpcli.host.remote import HostedLink, Ready
+from acpcli.host.remote import HostedLink
 from acpcli.model import AGENT, USER, Message, Store
+from acpcli.session.hostwire.channel import Ready
 
 
 class FakeChannel:

@@ -78,7 +78,7 @@ def test_stop_all_tells_every_host_before_it_waits_for_any(hosts: Cli) -> None:
     """One host does not answer (stopped); another runs a turn with a prompt queued behind it.
     The second is told at once: its queued prompt is not sent, whatever the first one does."""
     cli = hosts
-    from acpcli.host.address import key
+    from acpcli.session.hostwire.address import key
 
     first, second = sorted([flood_session(cli), flood_session(cli)], key=key)  # the order stop --all takes
     rows = {row["id"]: row for row in live_rows(cli)}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from acpcli.errors import ExitCode
-from acpcli.host import address
+from acpcli.session.hostwire import address
 from tests.cli.conftest import Cli
 
 LIVE = {"ACPCLI_KEEP_ALIVE": "300"}

@@ -54,11 +54,11 @@ def roundtrip(version: int, method: str, params: dict) -> None:
 @pytest.mark.parametrize("features", [V1_ALL, V2_ALL], ids=["v1", "v2"])
 def test_builders_match_the_models(features) -> None:
     v = features.protocol_version
-    roundtrip(v, "session/new", capabilities.new_params(features, "/w", ["/x"], [STDIO, HTTP]))
-    method, params = capabilities.load_params(features, "s1", "/w", ["/x"], [STDIO])
+    roundtrip(v, *capabilities.opening_params(features, "new", "/w", ["/x"], [STDIO, HTTP]))
+    method, params = capabilities.opening_params(features, "load", "/w", ["/x"], [STDIO], session_id="s1")
     assert method == "session/load"
     roundtrip(v, method, params)
-    roundtrip(v, "session/resume", capabilities.resume_params(features, "s1", "/w", [], [HTTP]))
+    roundtrip(v, *capabilities.opening_params(features, "resume", "/w", [], [HTTP], session_id="s1"))
     roundtrip(v, "session/close", capabilities.close_params(features, "s1"))
     roundtrip(v, "session/list", capabilities.list_params(features, "/w", "c2"))
     roundtrip(v, "session/delete", capabilities.delete_params(features, "s1"))
@@ -66,21 +66,23 @@ def test_builders_match_the_models(features) -> None:
 
 
 def test_v1_stdio_servers_are_untagged() -> None:
-    params = capabilities.new_params(V1_ALL, "/w", [], [STDIO])
+    _, params = capabilities.opening_params(V1_ALL, "new", "/w", [], [STDIO])
     assert "type" not in params["mcpServers"][0]
-    assert capabilities.new_params(V2_ALL, "/w", [], [STDIO])["mcpServers"][0]["type"] == "stdio"
+    assert capabilities.opening_params(V2_ALL, "new", "/w", [], [STDIO])[1]["mcpServers"][0]["type"] == "stdio"
 
 
 def test_empty_extra_roots_are_not_sent() -> None:
-    assert "additionalDirectories" not in capabilities.new_params(V1_NONE, "/w", [], [])
+    assert "additionalDirectories" not in capabilities.opening_params(V1_NONE, "new", "/w", [], [])[1]
 
 
 @pytest.mark.parametrize("features", [V1_NONE, V2_NONE], ids=["v1", "v2"])
 def test_nothing_unadvertised_is_built(features) -> None:
     with pytest.raises(CapabilityMissing, match="session/load"):
-        capabilities.load_params(features, "s", "/w")
+        capabilities.opening_params(features, "load", "/w", session_id="s")
     with pytest.raises(CapabilityMissing, match="session/resume"):
-        capabilities.resume_params(features, "s", "/w")
+        capabilities.opening_params(features, "resume", "/w", session_id="s")
+    with pytest.raises(CapabilityMissing, match="session/fork"):
+        capabilities.opening_params(features, "fork", "/w", session_id="s")
     with pytest.raises(CapabilityMissing, match="session/close"):
         capabilities.close_params(features, "s")
     with pytest.raises(CapabilityMissing, match="session/list"):
@@ -88,21 +90,30 @@ def test_nothing_unadvertised_is_built(features) -> None:
     with pytest.raises(CapabilityMissing, match="session/delete"):
         capabilities.delete_params(features, "s")
     with pytest.raises(CapabilityMissing, match="additional directories"):
-        capabilities.new_params(features, "/w", ["/x"])
+        capabilities.opening_params(features, "new", "/w", ["/x"])
     with pytest.raises(CapabilityMissing, match="http MCP"):
-        capabilities.new_params(features, "/w", [], [HTTP])
+        capabilities.opening_params(features, "new", "/w", [], [HTTP])
 
 
 def test_v2_stdio_mcp_needs_its_marker_custom_passes() -> None:
     with pytest.raises(CapabilityMissing, match="stdio MCP"):
-        capabilities.new_params(V2_NONE, "/w", [], [STDIO])
+        capabilities.opening_params(V2_NONE, "new", "/w", [], [STDIO])
     custom = {"type": "_acme", "name": "x", "socket": "/tmp/s"}
-    assert capabilities.new_params(V2_NONE, "/w", [], [custom])["mcpServers"] == [custom]
+    assert capabilities.opening_params(V2_NONE, "new", "/w", [], [custom])[1]["mcpServers"] == [custom]
+
+
+def test_a_fork_names_the_session_and_gives_the_new_one_its_roots() -> None:
+    forking = features_from_result(
+        {"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"fork": {}, "additionalDirectories": {}}}}
+    )
+    method, params = capabilities.opening_params(forking, "fork", "/w", ["/x"], session_id="s1")
+    assert (method, params["sessionId"], params["cwd"]) == ("session/fork", "s1", "/w")
+    assert params["additionalDirectories"] == ["/x"] and "replayFrom" not in params
 
 
 def test_v2_latest_load_is_resume_with_replay() -> None:
     latest = features_from_result({"protocolVersion": 2, "capabilities": {"session": {}}}, v2_reading="latest")
-    method, params = capabilities.load_params(latest, "s", "/w")
+    method, params = capabilities.opening_params(latest, "load", "/w", session_id="s")
     assert method == "session/resume" and params["replayFrom"] == {"type": "start"}
 
 

@@ -102,6 +102,33 @@ def test_a_rewind_refuses_to_overwrite_hand_edits_and_names_them(plain: Path) ->
     assert (plain / "agent-made.txt").read_text() == "mine too\n"
 
 
+def test_edits_made_by_hand_between_turns_are_the_users_not_the_next_turns(plain: Path) -> None:
+    cps = Checkpoints("s-between", [plain])
+    cps.take(0)
+    (plain / "a.txt").write_text("agent, turn 1\n")
+    cps.take(1, "t1")
+    assert cps.take_before(2) is None  # nothing changed by hand: nothing recorded
+    (plain / "a.txt").write_text("mine, between the turns\n")
+    (plain / "mine.txt").write_text("made by hand\n")
+    (plain / "sub" / "b.txt").unlink()
+    between = cps.take_before(2)
+    assert between is not None and {f.path for f in between.files} == {"a.txt", "mine.txt", "sub/b.txt"}
+    (plain / "turn2.txt").write_text("agent, turn 2\n")
+    cps.take(2, "t2")
+    (turn2,) = [c for c in cps.list() if c.turn == 2]
+    assert [f.path for f in turn2.files] == ["turn2.txt"]  # the agent's change alone
+    assert "mine.txt" not in cps.diff(2) and "turn2.txt" in cps.diff(2)
+    assert cps.turns() == [0, 1, 2]
+    cps.rewind(2)  # the files as turn 2 found them: the hand edits stay
+    assert not (plain / "turn2.txt").exists()
+    assert (plain / "a.txt").read_text() == "mine, between the turns\n"
+    assert (plain / "mine.txt").read_text() == "made by hand\n" and not (plain / "sub" / "b.txt").exists()
+    cps.rewind(1, force=True)  # before turn 1: as it was at the start
+    assert (plain / "a.txt").read_text() == "alpha\nbeta\n" and (plain / "sub" / "b.txt").read_text() == "b\n"
+    cps.undo()
+    assert (plain / "a.txt").read_text() == "mine, between the turns\n"
+
+
 def test_undo_refuses_hand_edits_made_after_the_rewind(plain: Path) -> None:
     cps = Checkpoints("s-undo-refuse", [plain])
     cps.take(0)

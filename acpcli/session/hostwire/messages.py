@@ -3,7 +3,7 @@
 One JSON object per line, ``"t"`` naming what it is (see :mod:`acpcli.host.server`), lines
 bounded (:data:`MAX_MESSAGE` from a host, :data:`MAX_CLIENT_MESSAGE` from a client). This module imports no event loop: a one-turn command talks to
 its host with :class:`BlockingChannel` (asyncio and anyio cost more to import than the whole
-warm round trip); the host and ``attach`` use :class:`acpcli.host.channel.Channel`.
+warm round trip); the host and ``attach`` use :class:`acpcli.session.hostwire.channel.Channel`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ import os
 import socket
 import struct
 from typing import Any
+
+from acpcli.history.records import LOCAL
 
 #: The longest line an agent may send (the transport's limit): what one update can hold.
 MAX_LINE = 64 * 1024 * 1024
@@ -143,3 +145,20 @@ def connect_blocking(path: str) -> BlockingChannel:
     return BlockingChannel(sock)
 
 
+def apply_event(live: Any, kind: str, payload: str) -> None:
+    """One update as the host stored it, applied to this command's own session mirror (so
+    its view draws it); acpcli's own records but :data:`LOCAL` are bookkeeping."""
+    if kind.startswith("acpcli/") and kind != LOCAL:
+        return
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        return
+    if not isinstance(event, dict):
+        return
+    if "jsonrpc" in event:  # the whole frame, as it arrived from the agent
+        params = event.get("params")
+        event = params.get("update") if isinstance(params, dict) else None
+        if not isinstance(event, dict):
+            return
+    live.feed(event)

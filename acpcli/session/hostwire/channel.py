@@ -2,8 +2,8 @@
 
 Each message is an object with ``"t"`` naming what it is. A client sends ``hello`` first and
 is answered ``ready``; after that, see :mod:`acpcli.host.server` for the conversation. Lines
-are bounded (:data:`~acpcli.host.messages.MAX_MESSAGE` from a host,
-:data:`~acpcli.host.messages.MAX_CLIENT_MESSAGE` from a client), and a host's connections
+are bounded (:data:`~acpcli.session.hostwire.messages.MAX_MESSAGE` from a host,
+:data:`~acpcli.session.hostwire.messages.MAX_CLIENT_MESSAGE` from a client), and a host's connections
 share a :class:`Budget` for what they hold of lines not yet whole: a peer cannot make the
 other side hold more.
 
@@ -14,12 +14,22 @@ check the peer's credentials (``SO_PEERCRED``) on every connection.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from anyio.abc import SocketAttribute, SocketStream
 
-from acpcli.host.messages import MAX_MESSAGE, ChannelClosed, Lines, decoded, encoded, uid_of
+from acpcli.errors import HostLost, HostReported
+from acpcli.session.hostwire.messages import (
+    MAX_MESSAGE,
+    ChannelClosed,
+    Lines,
+    decoded,
+    encoded,
+    host_timeout,
+    uid_of,
+)
 
 
 def peer_uid(stream: SocketStream) -> int | None:
@@ -66,7 +76,7 @@ class Channel:
         await self.send_bytes(encoded(message))
 
     async def send_bytes(self, data: bytes) -> None:
-        """A message already encoded (:func:`~acpcli.host.messages.encoded`: one line)."""
+        """A message already encoded (:func:`~acpcli.session.hostwire.messages.encoded`: one line)."""
         async with self._lock:  # whole lines, whoever sends
             try:
                 await self.stream.send(data)
@@ -122,3 +132,62 @@ async def connect(path: str) -> Channel:
         await stream.aclose()
         raise PermissionError(f"the process at {path} is not this user's")
     return Channel(stream)
+
+
+LOST_HINT = "what arrived before is stored (acpcli show); the next command on the session starts a new host"
+
+
+@dataclass
+class Ready:
+    """What the host said when this terminal joined."""
+
+    session_id: str
+    host_pid: int | None
+    agent: str
+    keep_alive: float | None
+    #: The last event of the session the host had stored when this terminal joined (-1: all
+    #: that is on disk; 0: none).
+    stored: int
+    busy: bool
+    state: dict[str, Any]
+
+
+async def join(channel: Channel, expected: str | None = None) -> Ready:
+    """Say hello as a watcher (every turn reaches it) and read the host's ``ready`` (waiting
+    no longer than :func:`~acpcli.session.hostwire.messages.host_timeout`); ``expected``: the session
+    the host must hold (a host that holds another one is refused)."""
+    from acpcli.errors import ExitCode
+    from acpcli.text.safe import safe_line, shown_id
+
+    patience = host_timeout()
+    try:
+        await channel.send({"t": "hello", "pid": os.getpid(), "role": "attach"})
+        with anyio.fail_after(patience):
+            ready = await channel.receive()
+    except ChannelClosed:
+        raise HostLost("the session host went away", hint=LOST_HINT) from None
+    except TimeoutError:
+        raise HostLost(f"the session host does not answer (waited {patience:g} s)", hint=LOST_HINT) from None
+    if ready.get("t") == "error":  # refused (too many connections)
+        raise HostReported(str(ready.get("message")), int(ready.get("exit") or 1), hint=ready.get("hint"))
+    if ready.get("t") != "ready":
+        raise HostLost("the session host did not answer", hint=LOST_HINT)
+    if expected is not None and ready.get("session") != expected:
+        held = ready.get("session")
+        raise HostReported(
+            f"the host reached for {shown_id(expected)} holds another session"
+            f" ({safe_line(shown_id(held)) if isinstance(held, str) else 'unknown'})",
+            int(ExitCode.DAMAGED), hint="`acpcli stop --all` ends every host",
+        )
+    state = ready.get("state")
+    keep = ready.get("keep_alive")
+    stored = ready.get("stored")
+    return Ready(
+        session_id=str(ready.get("session")),
+        host_pid=ready.get("pid") if isinstance(ready.get("pid"), int) else None,
+        agent=str(ready.get("agent") or "the agent"),
+        keep_alive=float(keep) if isinstance(keep, (int, float)) else None,
+        stored=stored if isinstance(stored, int) else -1 if stored == "all" else 0,
+        busy=bool(ready.get("busy")),
+        state=state if isinstance(state, dict) else {},
+    )
