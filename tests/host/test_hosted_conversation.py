@@ -138,3 +138,26 @@ def test_a_mention_is_read_once_where_the_agent_runs_and_a_bad_one_comes_back(
     sent = json.dumps(prompts[0]["params"]["prompt"])
     assert "12345" in sent or "todo.md" in sent
     assert "secret" not in log.read_text()
+
+
+def test_fork_in_a_terminal_attached_to_a_host_says_how_and_the_repl_goes_on(
+    spawn, tmp_path: Path, repl_mode: list[str]  # type: ignore[no-untyped-def]
+) -> None:
+    """``/fork`` needs the agent itself: without a host the REPL forks; attached to a host
+    (which holds the agent) it says, in one line, which command forks the session, and the
+    REPL goes on. (An SDK agent that forks: ``tests/peers/sdk_sessions_agent.py --fork``.)"""
+    import shlex
+    import sys
+
+    agent = Path(__file__).resolve().parents[1] / "peers" / "sdk_sessions_agent.py"
+    env = {"SDK_SESSIONS_STATE": str(tmp_path / "agent-sessions.json")}
+    pty = spawn("new", "--cmd", shlex.join([sys.executable, str(agent), "--fork"]), *repl_mode, env=env)
+    pty.prompt()
+    pty.say("/fork")
+    if "60" in repl_mode:  # hosted
+        pty.expect(r"attached to the session's host, which holds its agent")
+        pty.expect(r"acpcli fork \S+` forks it")
+    else:
+        pty.expect(r"forked \S+ as \S+")
+    pty.prompt()
+    assert pty.leave()[0] == 0
