@@ -131,9 +131,7 @@ class AgentSpec:
 def builtin_agents() -> dict[str, AgentSpec]:
     """The agents known without any configuration, by name (fresh objects on each call)."""
 
-    from acpcli.processes.children import (
-        python_module_argv,  # never `python -m` from the cwd: see there
-    )
+    from acpcli.processes import python_module_argv  # never `python -m` from the cwd: see there
 
     def spec(name: str, argv: list[str], description: str) -> AgentSpec:
         return AgentSpec(name=name, argv=argv, description=description, builtin=True)

@@ -27,7 +27,10 @@ How each figure is taken (the agent is the client's child, so its CPU must come 
   in order and one ``[tool]`` header per tool call, and the index must hold every update.
 
 Also reported: acpcli's fixed cost (the same command against an empty conversation), so the
-per-update cost can be told from start-up. Targets: CPU <= 3.0 x the floor (issue 6),
+per-update cost can be told from start-up; then the spread of loading one session again and
+again in one home (``--loads``, default 10): each load's CPU, wall time and peak RSS and the
+database's size after it, the last load against the first (a replay the record holds already
+stores nothing, so the tenth load costs what the first did). Targets: CPU <= 3.0 x the floor (issue 6),
 peak RSS <= 150 MB. Best of ``--repeat`` (CPU), worst of them (memory).
 Exits 0 unless ``--check`` is given and a target is missed.
 
@@ -36,7 +39,8 @@ cached under the run's temporary directory, filled by a warm-up run), as an inst
 acpcli would.
 
 Run: ``.venv/bin/python bench/bench_replay.py [--messages 2000 | --n UPDATES] [--protocol
-1|2|both] [--repeat 3] [--keep DIR] [--acpcli COMMAND] [--compare COMMAND] [--check]``.
+1|2|both] [--repeat 3] [--loads 10] [--only-loads] [--keep DIR] [--acpcli COMMAND] [--compare
+COMMAND] [--check]``.
 ``--profile FILE`` runs acpcli once under cProfile instead and prints its top functions;
 ``--acpcli`` runs another build or a patched launcher in place of the console script;
 ``--compare`` runs another build too, in the same rounds, and prints its CPU next to this
@@ -377,6 +381,69 @@ def bench_protocol(python: str, args: argparse.Namespace, protocol: int, root: P
     return cpu_ok and mem_ok
 
 
+def db_state(home: Path) -> tuple[int, int]:
+    """The database's size in bytes once its WAL is checkpointed into it, and the events
+    the session's log holds."""
+    import sqlite3
+
+    path = home / "acpcli.db"
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (events,) = db.execute(
+            "SELECT COALESCE(SUM(count), 0) FROM event_pages WHERE session_id = ?", (SESSION_ID,)
+        ).fetchone()
+    finally:
+        db.close()
+    return path.stat().st_size, int(events)
+
+
+def bench_reloads(python: str, args: argparse.Namespace, protocol: int, root: Path) -> bool:
+    """One session loaded ``--loads`` times in one ``ACPCLI_HOME`` (the same replay each
+    time): each load's CPU, wall time and peak RSS, and the database after it. Target: the
+    last load costs what the first did (CPU within 1.25 x) and the database does not grow
+    after the first load."""
+    from replay_agent import expected_transcript, iter_updates
+
+    n = expected_transcript(iter_updates(args.messages, args.chunks, seed=args.seed, v2=protocol >= 2))["updates"]
+    print(f"bench_replay: one session loaded {args.loads} times, v{protocol} replay of {n:,} updates", flush=True)
+    run_acpcli(python, args, protocol, Workdir(root, f"v{protocol}-reloads-warmup"), 0)  # the bytecode cache
+    work = Workdir(root, f"v{protocol}-reloads")
+    rows: list[tuple[Sample, int, int]] = []
+    for i in range(args.loads):
+        sample = run_acpcli(python, args, protocol, work, args.messages)
+        size, events = db_state(work.home)
+        rows.append((sample, size, events))
+        print(
+            f"  load {i + 1:2d}  CPU {sample.cpu:6.2f} s  wall {sample.wall:6.2f} s  peak RSS {sample.peak_kb / 1024:6.1f} MB"
+            f"  db {size / 1e6:7.1f} MB  events {events:,}",
+            flush=True,
+        )
+    (first, first_size, first_events), (last, last_size, last_events) = rows[0], rows[-1]
+    # Load 1 records a session acpcli did not know (no record to read and merge); load 2 is
+    # the first of a recorded one: the loads after it should all cost what it did.
+    second = rows[min(1, len(rows) - 1)][0]
+    cpu_ratio = last.cpu / second.cpu
+    grown = last_size - first_size
+    ok = cpu_ratio <= 1.25 and grown <= 0 and last_events == first_events
+    cpus = [s.cpu for s, _, _ in rows[1:]] or [first.cpu]
+    print(
+        f"  spread  load {len(rows)} / load 1: CPU {last.cpu / first.cpu:.2f} x, wall {last.wall / first.wall:.2f} x, "
+        f"peak RSS {last.peak_kb / first.peak_kb:.2f} x"
+    )
+    print(
+        f"  spread  load {len(rows)} / load 2 (the first of a recorded session): CPU {cpu_ratio:.2f} x, "
+        f"wall {last.wall / second.wall:.2f} x, peak RSS {last.peak_kb / second.peak_kb:.2f} x; "
+        f"loads 2-{len(rows)} CPU min {min(cpus):.2f} s max {max(cpus):.2f} s (target: last <= 1.25 x load 2)"
+    )
+    print(
+        f"  db      after load 1 {first_size / 1e6:.1f} MB ({first_events:,} events), after load {len(rows)} "
+        f"{last_size / 1e6:.1f} MB ({last_events:,} events): {last_size / first_size:.2f} x  {'PASS' if ok else 'MISS'}",
+        flush=True,
+    )
+    return ok
+
+
 # cProfile with its default (wall) clock: a CPU clock costs a system call per event and
 # multiplies the run time by 6. So the time acpcli waits for the agent shows up, as
 # `select.epoll.poll`: leave that line out when reading the table. py-spy (sampling, see
@@ -442,6 +509,10 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="also run this acpcli build in the same rounds (A/B, e.g. 'env PYTHONPATH=/tmp/old python -m acpcli')",
     )
+    parser.add_argument(
+        "--loads", type=int, default=10, help="then load one session this many times and report the spread (default 10; 0: not)"
+    )
+    parser.add_argument("--only-loads", action="store_true", help="only the repeated loads (--loads)")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     args = parser.parse_args(argv)
     if args.n is not None:
@@ -454,7 +525,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile is not None:
             profile(python, args, protocols[0], root, args.profile.resolve())
             return 0
-        verdicts = [bench_protocol(python, args, p, root) for p in protocols]  # every protocol runs
+        verdicts = [] if args.only_loads else [bench_protocol(python, args, p, root) for p in protocols]
+        if args.loads > 0:
+            verdicts += [bench_reloads(python, args, p, root) for p in protocols]  # every protocol runs
     ok = all(verdicts)
     return 1 if args.check and not ok else 0
 

@@ -13,7 +13,9 @@ floor, ``python -c "import typer"``, measured in the same run:
   1.3 x the floor.
 
 Each figure is the median wall time of N fresh processes (default 15), the commands taking
-turns so that a burst of load on the machine hits all of them alike. Bytecode is written to
+turns so that a burst of load on the machine hits all of them alike; beside it, the ratio of
+the median CPU time (user + system), which a loaded machine's other work adds less to (the
+targets are read on the wall times). Bytecode is written to
 a temporary ``PYTHONPYCACHEPREFIX`` (and two warm-up runs fill it) because the
 environment may set ``PYTHONDONTWRITEBYTECODE``: compiling acpcli on every run would measure
 the compiler, not what an installed acpcli costs. ``ACPCLI_HOME`` is a temporary directory.
@@ -62,13 +64,18 @@ def populate(home: Path) -> None:
             )
 
 
-def run(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+def run(cmd: list[str], env: dict[str, str]) -> tuple[float, str, float]:
+    """Wall time, stdout and CPU time (user + system, of the process and what it waited
+    for: what a loaded machine's other work does not add to) of one run of ``cmd``."""
+    before = os.times()
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
+    after = os.times()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {proc.stderr.strip()}")
-    return elapsed, proc.stdout
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return elapsed, proc.stdout, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,21 +108,26 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for _label, cmd, cmd_env, _budget, expected in cases:
             for _ in range(2):  # warm-up: bytecode cache, page cache
-                _, out = run(cmd, cmd_env)
+                _, out, _ = run(cmd, cmd_env)
             if expected not in out:
                 raise SystemExit(f"{' '.join(cmd)}: expected {expected!r} in its output, got {out[:200]!r}")
         times: list[list[float]] = [[] for _ in cases]
+        cpus: list[list[float]] = [[] for _ in cases]
         for _ in range(args.n):
-            for slot, (_label, cmd, cmd_env, _budget, _expected) in zip(times, cases, strict=False):
-                slot.append(run(cmd, cmd_env)[0])
+            for slot, cpu_slot, (_label, cmd, cmd_env, _budget, _expected) in zip(times, cpus, cases, strict=False):
+                elapsed, _, cpu = run(cmd, cmd_env)
+                slot.append(elapsed)
+                cpu_slot.append(cpu)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     medians = [statistics.median(t) for t in times]
+    cpu_medians = [statistics.median(t) for t in cpus]
     floor = medians[0]
+    cpu_floor = cpu_medians[0] or 1e-9
     missed = []
     print(f"start-up, median of {args.n} runs each ({os.cpu_count()} CPUs, Python {sys.version.split()[0]})")
-    for (label, _cmd, _env, budget, _expected), median in zip(cases, medians, strict=False):
+    for (label, _cmd, _env, budget, _expected), median, cpu in zip(cases, medians, cpu_medians, strict=False):
         ratio = median / floor
         verdict = ""
         if budget is not None:
@@ -123,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             verdict = f"  target <= {budget:.1f}x  {'PASS' if ok else 'MISS'}"
             if not ok:
                 missed.append(label)
-        print(f"  {label:<34} {median * 1000:7.1f} ms  {ratio:5.2f}x floor{verdict}")
+        print(f"  {label:<34} {median * 1000:7.1f} ms  {ratio:5.2f}x floor  (CPU {cpu / cpu_floor:4.2f}x){verdict}")
     print("MISS: " + ", ".join(missed) if missed else "PASS")
     return 1 if (missed and args.check) else 0
 

@@ -78,7 +78,7 @@ HELP_MAY_IMPORT = frozenset({
 #: code only when a cached copy of the registry is there to offer its ids.
 AGENT_NAMES_MAY_IMPORT = (HELP_MAY_IMPORT - {"acpcli.notices", "typer._click._textwrap"}) | {
     "acpcli.config", "acpcli.bounded", "acpcli.paths", "contextvars", "_contextvars",
-    "acpcli.agents", "acpcli.processes", "acpcli.processes.children",
+    "acpcli.agents", "acpcli.processes",
     "shlex",  # the line being completed is split as the shell splits it
 }
 

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from acpcli.session.conversation import Conversation
     from acpcli.session.feed import SessionFeed
     from acpcli.session.hostwire.channel import Channel, Ready
-    from acpcli.session.inputs import SessionInputs
+    from acpcli.session.inputs import Options, SessionInputs
     from acpcli.session.link import AgentLink
     from acpcli.wire.transport import Transport
 
@@ -316,6 +316,8 @@ async def _open(
             owner._decide, owner._elicit = decide, elicit
             owner._grant = _grant_of(decider, fs=fs, terminal=terminal)
             owner._keep_alive = keep_alive
+            owner._host_options = None if transport is not None else _host_options(choice, inputs, mcp, mcp_config)
+            owner._fs, owner._terminal = fs, terminal
             try:
                 yield owner
             finally:
@@ -348,6 +350,25 @@ def _policy(permissions: Permissions | PermissionCallback | None, choice: Any) -
     if policy not in POLICIES:
         raise UsageError(f"permissions must be one of {', '.join(POLICIES)} or a callback (got {policy!r})")
     return policy, None
+
+
+def _host_options(
+    choice: Any, inputs: SessionInputs, mcp: Sequence[str], mcp_config: str | os.PathLike[str] | None
+) -> Options:
+    """The connection's agent and roots as a host started for one of its sessions resolves
+    them (the options of ``acpcli new --keep-alive``, the agent named or its command line)."""
+    import shlex
+
+    from acpcli.session.inputs import Options
+
+    named = choice.name != "cmd"
+    return Options(
+        agent=choice.name if named else None, cmd=None if named else shlex.join(choice.argv),
+        cwd=Path(inputs.cwd), add_dir=[Path(d) for d in inputs.additional_directories] or None,
+        mcp_config=Path(mcp_config) if mcp_config is not None else None, mcp=list(mcp) or None,
+        protocol=inputs.protocol,
+        log_file=inputs.log_file,
+    )
 
 
 def _grant_of(decider: Any, *, fs: bool, terminal: bool) -> dict[str, Any]:
@@ -490,6 +511,11 @@ class Agent:
     _elicit: Any
     _grant: dict[str, Any]
     _keep_alive: float | None
+    #: What a host started for a new session (``keep_alive``) is told to run (None: a
+    #: transport's connection, which no host can start again).
+    _host_options: Options | None
+    _fs: bool
+    _terminal: bool
     #: The notices (what the CLI would say on stderr) that came while no turn was running.
     notices: list[str]
 
@@ -576,12 +602,21 @@ class Agent:
 
         return paths.home_for(self._home)
 
-    async def new_session(self, *, title: str | None = None) -> Session:
+    async def new_session(self, *, title: str | None = None, keep_alive: float | None = None) -> Session:
         """``session/new`` in the connection's ``cwd``, recorded in the index (``acpcli
-        sessions`` lists it); ``title`` names it there."""
+        sessions`` lists it); ``title`` names it there.
+
+        ``keep_alive`` (seconds; default: :func:`connect`'s): the session is made by a
+        live-session host of its own, as ``acpcli new --keep-alive`` makes one, which runs its
+        agent until ``keep_alive`` seconds after the last turn and client: the session returned
+        is :attr:`~Session.hosted`, and ``acpcli prompt --session``, ``attach`` and
+        :meth:`resume` reach the same agent, during this connection and after it. 0: no host."""
         from acpcli.session.attach import attach
 
         self._check()
+        keep = self._keep_alive if keep_alive is None else keep_alive
+        if keep:
+            return await self._hosted_new(title, keep)
         run = self._run()
         run.title = title
         with self._at_home():
@@ -590,6 +625,36 @@ class Agent:
             except AcpcliError as err:
                 raise _in_api_words(err) from err.__cause__
             return self._opened(live)
+
+    async def _hosted_new(self, title: str | None, keep_alive: float) -> Session:
+        """A new session made by a host started for it (see :meth:`new_session`), joined."""
+        import functools
+
+        import anyio.to_thread
+
+        from acpcli.session.hostwire.start import spec_for, start_host
+
+        if self._host_options is None:
+            raise UsageError("keep_alive needs an agent acpcli starts (a name or argv=), not a transport")
+        if not 0 < keep_alive < math.inf:
+            raise UsageError(f"keep_alive must be a positive number of seconds (got {keep_alive!r})")
+        run = self._run()
+        run.title, run.timeout, run.fs, run.terminal = title, self._timeout, self._fs, self._terminal
+        spec = spec_for(None, self._host_options, str(self._grant.get("policy") or "deny"), run, keep_alive)
+        with self._at_home():
+            try:
+                answer = await anyio.to_thread.run_sync(functools.partial(start_host, spec, home=self._home))
+                if answer.get("t") != "ready" or not isinstance(answer.get("session"), str):
+                    raise HostReported(
+                        str(answer.get("message")), int(answer.get("exit") or 1), hint=answer.get("hint")
+                    )
+                hosted = await _joined(self, str(answer["session"]))
+            except AcpcliError as err:
+                raise _in_api_words(err) from err.__cause__
+        if hosted is None:
+            raise HostLost("the session host started but cannot be reached", hint=LOST_HINT)
+        self._sessions.append(hosted)
+        return hosted
 
     async def load(self, session_id: str, *, join: bool = True) -> Session:
         """``session/load``: the session (an id or a unique prefix of one recorded here, or an

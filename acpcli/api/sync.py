@@ -106,6 +106,10 @@ class SyncSession:
     def running(self) -> bool:
         return self._session.running
 
+    @property
+    def hosted(self) -> bool:
+        return self._session.hosted
+
     def prompt(
         self, text: str, *, attach: Sequence[str | os.PathLike[str]] = (), mentions: bool = False
     ) -> Iterator[Event]:
@@ -179,14 +183,16 @@ class SyncAgent:
     def notices(self) -> list[str]:
         return self._agent.notices
 
-    def new_session(self, *, title: str | None = None) -> SyncSession:
-        return SyncSession(self._portal, self._portal.call(lambda: self._agent.new_session(title=title)))
+    def new_session(self, *, title: str | None = None, keep_alive: float | None = None) -> SyncSession:
+        return SyncSession(
+            self._portal, self._portal.call(lambda: self._agent.new_session(title=title, keep_alive=keep_alive))
+        )
 
-    def load(self, session_id: str) -> SyncSession:
-        return SyncSession(self._portal, self._portal.call(self._agent.load, session_id))
+    def load(self, session_id: str, *, join: bool = True) -> SyncSession:
+        return SyncSession(self._portal, self._portal.call(lambda: self._agent.load(session_id, join=join)))
 
-    def resume(self, session_id: str) -> SyncSession:
-        return SyncSession(self._portal, self._portal.call(self._agent.resume, session_id))
+    def resume(self, session_id: str, *, join: bool = True) -> SyncSession:
+        return SyncSession(self._portal, self._portal.call(lambda: self._agent.resume(session_id, join=join)))
 
     def sessions(self) -> list[SessionInfo]:
         return self._portal.call(self._agent.sessions)

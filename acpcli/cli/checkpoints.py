@@ -152,10 +152,8 @@ def _where(change: FileChange, first: Path | None) -> str:
 
 
 def _files_text(checkpoint: Checkpoint) -> str:
-    if checkpoint.turn == 0:
+    if checkpoint.turn == 0 or checkpoint.base is None:  # the session's first checkpoint
         return "-"
-    if checkpoint.base is None:
-        return "?"
     n = len(checkpoint.files)
     return f"{n} (+{checkpoint.added} -{checkpoint.removed})" if n else "0"
 

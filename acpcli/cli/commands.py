@@ -15,7 +15,7 @@ to the exit.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from itertools import islice
@@ -34,6 +34,7 @@ from acpcli.session.inputs import (
     SessionInputs,
     for_reattach,
     lookup,
+    refuse_unadvertised,
 )
 from acpcli.session.launch import link_for
 from acpcli.text.safe import shown_id
@@ -60,6 +61,7 @@ __all__ = [
     "new",
     "prompt",
     "reattach",
+    "refuse_close",
 ]
 
 
@@ -261,6 +263,7 @@ def fork(session_id: str, options: Options, run: Invocation) -> Outcome:
     (``session/fork``, refused with exit 6 when not advertised), then :func:`lifecycle`."""
 
     record = lookup(session_id)
+    refuse_unadvertised(record, options, "session/fork")  # before an agent starts
     return lifecycle("fork", options.inputs(record), run, session_id=record.id)
 
 
@@ -271,6 +274,8 @@ def reattach(command: Lifecycle, session_id: str, options: Options, run: Invocat
     instead, saying so."""
 
     inputs, record = for_reattach(command, session_id, options)
+    if record is not None:
+        refuse_unadvertised(record, options, f"session/{command}")  # before an agent starts
     sid = record.id if record is not None else session_id
     try:
         return lifecycle(command, inputs, run, session_id=sid)
@@ -323,6 +328,33 @@ def close(session_id: str, options: Options, run: Invocation) -> int:
         run.env.err.print(f"{shown_id(record.id)} is already closed", markup=False, highlight=False)
         return 0
     return _close(record, options.inputs(record), run)
+
+
+def refuse_close(session_id: str, options: Options, stop_host: Callable[[str], int | None]) -> None:
+    """``acpcli close ID`` of a session whose agent did not advertise ``session/close`` (as
+    its record says: gemini): refused at once, as the agent's own answer would refuse it
+    (exit 6), and closed here all the same, with no agent started for it. A live session's
+    host is stopped with its agent (``stop_host``: its pid, None when none ran), and the one
+    error line says so; no line before it says the host was stopped."""
+    from acpcli.errors import CapabilityMissing
+
+    try:
+        record = lookup(session_id)
+    except SessionNotFound:
+        return  # close says so
+    if record.state == "closed":
+        return
+    try:
+        refuse_unadvertised(record, options, "session/close", again="")
+    except CapabilityMissing as err:
+        pid = stop_host(record.id)
+        _mark_closed(record.id)
+        if pid is None:
+            err.message += " (marked closed locally)"
+        else:
+            err.message += f" (marked closed locally; its host, pid {pid}, and agent were stopped)"
+            err.hint = None  # (the agent no longer keeps it: it has exited)
+        raise
 
 
 def _mark_closed(session_id: str) -> None:

@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from acpcli.errors import ExitCode, UsageError
 from acpcli.text.safe import clip, safe_line, shown_id
@@ -107,7 +107,9 @@ def sessions(
 
     wanted_state = state or ("any" if all_sessions else "active")
     only_state = None if wanted_state == "any" else wanted_state
-    more = 0
+    more = unprompted = 0
+    # Sessions never prompted (created and left) are not listed unless --all asks for every one.
+    prompted = None if all_sessions else True
     shortest: dict[str, str] = {}
     rows = []
     with Index.existing() as index:
@@ -117,11 +119,19 @@ def sessions(
             from acpcli.history.records import agent_filter
 
             agent = agent_filter(index, agent)  # the recorded name, or the agent's display name
-            rows = index.list_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts, limit=count or None)
+            filters: dict[str, Any] = {"agent": agent, "cwd": the_cwd, "state": only_state, "since": since_ts}
+            rows = index.list_sessions(**filters, limit=count or None, prompted=prompted)
+            if prompted:
+                unprompted = index.count_sessions(**filters, prompted=False)
             if count and len(rows) == count:  # only then can there be more: one count query
-                more = index.count_sessions(agent=agent, cwd=the_cwd, state=only_state, since=since_ts) - count
+                more = index.count_sessions(**filters) - unprompted - count  # (the whole count reads an index alone)
             if not as_json and not wide and env.stdout_is_terminal:
                 shortest = index.unique_prefixes([rec.id for rec in rows], ID_PREFIX)
+    if unprompted:
+        env.note(
+            f"{unprompted} {'session' if unprompted == 1 else 'sessions'} never prompted not shown — --all shows "
+            f"{'it' if unprompted == 1 else 'them'}"
+        )
     if more > 0:
         # No colon: a plain line on a piped stderr is written without importing rich.
         closed = "" if only_state is None else " (closed ones too)"
@@ -162,7 +172,7 @@ def sessions(
     if not rows:
         if agent is not None or the_cwd is not None or since_ts is not None or state is not None:
             env.note("no sessions match")
-        else:
+        elif not unprompted:  # (else the line above said where they are)
             env.note("no sessions recorded yet — start one with `acpcli new --agent demo`")
         return int(ExitCode.OK)
     if not env.stdout_is_terminal:

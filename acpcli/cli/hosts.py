@@ -34,14 +34,19 @@ def stop(
 def attach(
     session_id: Annotated[str, typer.Argument(metavar="SESSION_ID", help="The live session to join.", autocompletion=completers.session_ids, show_default=False)],
     permissions: Annotated[str | None, typer.Option("--permissions", metavar="POLICY", help="Answer the permission requests of prompts sent from here: ask (default), allow, deny or read-only.", autocompletion=completers.permission_policies, show_default=False)] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="A session that is not live: start its host without asking first.")] = False,
 ) -> None:
     """Join a live session from another terminal: the REPL over the session's host, with the
     transcript so far, then every turn as it comes, whoever sent it; prompts typed here join
     the session's queue, and the slash commands (/mode, /model, /config, /close…) go through
     the host.
 
-    The session must be live (see `acpcli sessions --live`): `new`, `load`, `resume` or a
-    `prompt --session` with keep-alive starts its host. Ctrl-D leaves; the session stays live.
+    The session should be live (see `acpcli sessions --live`): `new`, `load`, `resume` or a
+    `prompt --session` with keep-alive starts its host. For a recorded session that is not,
+    attach asks whether to start its host (resuming the session, else loading it, as
+    `prompt --session` would), then joins it; --yes starts it without asking. Without a
+    terminal, a session that is not live is one error line (exit 20). Ctrl-D leaves; the
+    session stays live.
 
     Examples:
 
@@ -49,31 +54,72 @@ def attach(
       acpcli attach demo-1f2e
       acpcli attach demo-1f2e --permissions read-only
     """
-    raise typer.Exit(attach_to(session_id, permissions))
+    raise typer.Exit(attach_to(session_id, permissions, yes=yes))
 
 
-def attach_to(session_id: str, permissions: str | None) -> int:
-    """The REPL joined to the session's running host (:func:`acpcli.repl.hosted.run_hosted`)."""
+def attach_to(session_id: str, permissions: str | None, *, yes: bool = False) -> int:
+    """The REPL joined to the session's running host (:func:`acpcli.repl.hosted.run_hosted`);
+    a recorded session without one gets one first, once the person agrees (``yes``: at once)."""
     from acpcli.cli.streams import environment
-    from acpcli.errors import HostLost, UsageError
+    from acpcli.errors import ExitCode, HostLost, UsageError
     from acpcli.repl.hosted import run_hosted
     from acpcli.repl.person import AtTerminal
     from acpcli.session.context import Invocation
+    from acpcli.session.hostwire import address
+    from acpcli.session.inputs import lookup_or_none
     from acpcli.text.safe import safe_line
 
     env = environment()
-    if not env.interactive:
-        raise UsageError("attach needs a terminal (stdin and stdout); from a script, use `acpcli prompt --session ID`")
     sid = _resolve(session_id)
+    live = address.holder(address.lock_path(sid)) is not None
+    record = None if live else lookup_or_none(sid)
+    start = f"`acpcli attach {safe_line(sid)}` on a terminal" if record is not None else f"`acpcli load {safe_line(sid)}`"
     not_live = HostLost(
         f"{safe_line(sid)} is not live: no host runs it",
-        hint=f"start one with `acpcli load {safe_line(sid)}` or `acpcli prompt --session {safe_line(sid)} …`",
+        hint=f"start one with {start} or `acpcli prompt --session {safe_line(sid)} …`",
     )
+    if not env.interactive:
+        if not live:
+            raise not_live  # what a script needs to know first
+        raise UsageError("attach needs a terminal (stdin and stdout); from a script, use `acpcli prompt --session ID`")
+    invocation = Invocation(env=env, person=AtTerminal(env), permissions=permissions)
+    if record is not None:
+        if not (yes or _start_agreed(env, sid)):
+            env.note("no host started")
+            return int(ExitCode.OK)
+        _start_host(record.id, invocation)
     from rich.markup import escape  # (here: `sessions` in a pipe imports this module, not rich)
 
     joined = f"[dim]attached to {escape(safe_line(sid))} with {{agent}} (host pid {{pid}}) — Ctrl-D leaves, the session stays live[/]"
-    invocation = Invocation(env=env, person=AtTerminal(env), permissions=permissions)
     return run_hosted(env, invocation, sid, None, transcript=True, joined=joined, not_live=not_live)
+
+
+def _start_agreed(env: Any, session_id: str) -> bool:
+    """Ask, on the terminal, whether to start the host of ``session_id`` (not live)."""
+    from acpcli.text.safe import safe_line
+
+    try:
+        answer = env.err.input(
+            f"{safe_line(session_id)} is not live: no host runs it. Start one and attach? [y/N] ", markup=False, emoji=False
+        )
+    except EOFError:
+        return False
+    return str(answer).strip().lower() in ("y", "yes")
+
+
+def _start_host(session_id: str, run: Any) -> None:
+    """Start the recorded session's host as ``prompt --session`` would (it resumes the
+    session if the agent can, else loads it), keep-alive as configured (the default when
+    that is off: attach is for a live session)."""
+    from acpcli.config import DEFAULT_KEEP_ALIVE
+    from acpcli.config import keep_alive as configured_keep_alive
+    from acpcli.host import client
+    from acpcli.session.inputs import Options, lookup
+
+    options = Options()
+    inputs = options.inputs(lookup(session_id))
+    seconds = configured_keep_alive(None) or DEFAULT_KEEP_ALIVE
+    client.hosted_reattach("continue", session_id, options, run, agent=inputs.agent, keep_alive=seconds)
 
 
 def stop_hosts(session_ids: list[str], *, all_hosts: bool) -> int:

@@ -52,6 +52,17 @@ NewIfMissing = Annotated[
         "(the explicit, visible fallback; the old context is not carried over).",
     ),
 ]
+#: load and resume: the id, or none to pick one on a terminal (:mod:`acpcli.cli.recent`).
+PickedSessionId = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="SESSION_ID",
+        help="Session id (a unique prefix of a locally recorded id is enough). Without it, on a "
+        "terminal: pick one of the recent sessions.",
+        autocompletion=completers.session_ids,
+        show_default=False,
+    ),
+]
 Title = Annotated[str | None, typer.Option("--title", metavar="TEXT", help="A title for the session (shown by `acpcli sessions`).", show_default=False)]
 
 
@@ -83,6 +94,30 @@ def _run(
         wait=not no_wait,
         created=lambda session_id: _print_id(env, session_id),
     )
+
+
+def _picked(command: Lifecycle, session_id: str | None, invocation: Invocation) -> str:
+    """The session ``load``/``resume`` is about: the id given; else, on a terminal, the one
+    the person picks (none picked: exit 0, nothing started); else a usage error."""
+    if session_id is not None:
+        return session_id
+    env = invocation.env
+    if not env.interactive:
+        from acpcli.errors import UsageError
+
+        raise UsageError(
+            f"{command} needs a SESSION_ID here (no terminal to pick one on)",
+            hint=f"`acpcli {command} SESSION_ID`; `acpcli sessions` lists them",
+        )
+    from acpcli.cli.recent import pick_session
+    from acpcli.text.safe import safe_line, shown_id
+
+    record = pick_session(env, command)
+    if record is None:
+        env.note(f"no session chosen: nothing to {command}")
+        raise typer.Exit(0)
+    env.note(f"{'loading' if command == 'load' else 'resuming'} {shown_id(record.id)}: {safe_line(record.shown_title or '')}")
+    return record.id
 
 
 def _print_id(env: Environment, session_id: str) -> None:
@@ -167,7 +202,7 @@ def new(
 
 @app.command(short_help="Reopen a session with its replay, then the prompt opens.")
 def load(
-    session_id: SessionId,
+    session_id: PickedSessionId = None,
     agent: Agent = None,
     cmd: Cmd = None,
     cwd: Cwd = None,
@@ -201,10 +236,15 @@ def load(
     load and keeps the agent for the prompts that follow; a session whose host runs already
     is joined instead (no second agent).
 
+    Without SESSION_ID, on a terminal: pick one of the recent sessions (this directory's
+    first; arrow keys or type to filter, then Enter). Escape picks none: nothing is started,
+    exit 0. Without a terminal SESSION_ID is needed (exit 2).
+
     Examples:
 
     \b
       acpcli load demo-1f2e
+      acpcli load
       acpcli load demo-1f2e --no-repl > transcript.txt
     """
     from acpcli.cli import commands
@@ -218,6 +258,7 @@ def load(
         no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait,
         no_checkpoints=no_checkpoints,
     )
+    session_id = _picked("load", session_id, invocation)
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
@@ -277,7 +318,7 @@ def fork(
 
 @app.command(short_help="Reopen a session without a replay, then the prompt opens.")
 def resume(
-    session_id: SessionId,
+    session_id: PickedSessionId = None,
     agent: Agent = None,
     cmd: Cmd = None,
     cwd: Cwd = None,
@@ -308,10 +349,15 @@ def resume(
     With keep-alive on (--keep-alive SECONDS, default 300; 0: off) a background host does the
     resume and keeps the agent; a session whose host runs already is joined instead.
 
+    Without SESSION_ID, on a terminal: pick one of the recent sessions (this directory's
+    first; arrow keys or type to filter, then Enter). Escape picks none: nothing is started,
+    exit 0. Without a terminal SESSION_ID is needed (exit 2).
+
     Examples:
 
     \b
       acpcli resume claude-5c1d
+      acpcli resume
       acpcli resume claude-5c1d --keep-alive 0
     """
     from acpcli.cli import commands
@@ -325,6 +371,7 @@ def resume(
         no_repl, permissions=permissions, no_fs=no_fs, no_terminal=no_terminal, timeout=timeout, no_wait=no_wait,
         no_checkpoints=no_checkpoints,
     )
+    session_id = _picked("resume", session_id, invocation)
     from acpcli.config import keep_alive as configured_keep_alive
 
     seconds = configured_keep_alive(keep_alive)
@@ -341,11 +388,14 @@ def _hosted_reattach(
     what the command prints (``load``: the transcript; ``resume``: nothing)."""
     from acpcli.errors import ExitCode, HostReported
     from acpcli.host import client
-    from acpcli.session.inputs import for_reattach
+    from acpcli.session.hostwire import address
+    from acpcli.session.inputs import for_reattach, refuse_unadvertised
     from acpcli.text.safe import shown_id
 
     inputs, record = for_reattach(command, session_id, options)
     sid = record.id if record is not None else session_id
+    if record is not None and address.holder(address.lock_path(sid)) is None:  # no host to join
+        refuse_unadvertised(record, options, f"session/{command}")  # before a host or agent starts
     try:
         client.hosted_reattach(command, sid, options, invocation, agent=inputs.agent, keep_alive=seconds)
     except HostReported as err:
@@ -397,8 +447,17 @@ def close(
 
     options = Options(agent=agent, cmd=cmd, protocol=protocol, log_file=log_file)
     invocation = _run(True, timeout=timeout)
+    commands.refuse_close(session_id, options, _stopped_host)  # an agent that cannot close it: at once
     _stop_host_of(session_id, invocation)
     raise typer.Exit(commands.close(session_id, options, invocation))
+
+
+def _stopped_host(full_id: str) -> int | None:
+    """Stop the session's host, if one runs: its pid (None: there was none)."""
+    from acpcli.cli.hosts import stop_quietly
+
+    stopped = stop_quietly(full_id, why="close")
+    return stopped[0] if stopped is not None else None
 
 
 def _stop_host_of(session_id: str, invocation: Invocation) -> None:
@@ -430,7 +489,7 @@ def sessions(
     since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01, 2026-11-01T09:30).", show_default=False)] = None,
     # a str, parsed by history.sessions: acpcli's own coercer (no pydantic) takes str, Path, bool
     limit: Annotated[str | None, typer.Option("--limit", "-n", metavar="N", help="Show the N most recent (default 20; 0: no limit). A note on stderr says how many more there are.", show_default=False)] = None,
-    all_sessions: Annotated[bool, typer.Option("--all", help="Every session: closed ones too, and no limit (an explicit --state or --limit still applies).")] = False,
+    all_sessions: Annotated[bool, typer.Option("--all", help="Every session: closed ones and those never prompted too, and no limit (an explicit --state or --limit still applies).")] = False,
     remote: Annotated[bool, typer.Option("--remote", help="Ask the agent (session/list) instead of the local index; needs --agent or --cmd. With rm: delete on the agent's side too (session/delete), then locally.")] = False,
     cmd: Cmd = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
@@ -443,10 +502,12 @@ def sessions(
     list with --remote.
 
     The 20 most recent active sessions are shown; a note on stderr says how many more match
-    and how to see them. On a terminal, one line a session in its width: the shortest unique
-    prefix of the id (every command takes it), the agent, the title, the working directory
-    and when it was last used (--wide: whole ids, both dates). Piped: tab-separated lines
-    with whole ids; --json: JSON lines. Filters combine: --agent, --cwd, --state, --since.
+    and how to see them. Sessions never prompted (created and left: a REPL opened and closed
+    at once) are not listed; a note says how many, and --all lists them. On a terminal, one
+    line a session in its width: the shortest unique prefix of the id (every command takes
+    it), the agent, the title, the working directory and when it was last used (--wide:
+    whole ids, both dates). Piped: tab-separated lines with whole ids; --json: JSON lines.
+    Filters combine: --agent, --cwd, --state, --since.
 
     `acpcli sessions rm ID…` deletes sessions from the local index: their index rows and
     stored events (and the demo agent's state for demo sessions); nothing on the agent's
@@ -504,30 +565,42 @@ def sessions(
 @app.command(short_help="Print a session's stored transcript; no agent is started.")
 def show(
     session_id: SessionId,
-    grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORDS", help="Only the messages and tool calls holding every word (case-insensitive; word* for a prefix), each under the prompt it answers.", show_default=False)] = None,
+    more_words: Annotated[list[str] | None, typer.Argument(metavar="WORD", help="More words for --grep: `--grep flaky test` is `--grep 'flaky test'`.", show_default=False)] = None,
+    grep: Annotated[str | None, typer.Option("--grep", "-g", metavar="WORD", help="Only the messages and tool calls holding every word given (case-insensitive; word* for a prefix), each under the prompt it answers.", show_default=False)] = None,
     no_pager: Annotated[bool, typer.Option("--no-pager", help="Print it all even when it is longer than the terminal.")] = False,
 ) -> None:
     """Print a session's stored transcript (no agent is started).
 
     With --grep, only the entries holding every word, each under the prompt it belongs to,
     and a note on stderr saying how many of how many: the jump from `acpcli search` to the
-    messages that matched. On a terminal, a transcript longer than the screen goes through
-    a pager ($PAGER, else less -R).
+    messages that matched. The words are those of `acpcli search`: every one, in any
+    order; quotes do not make a phrase (`--grep flaky test` and `--grep 'flaky test'` are
+    the same). On a terminal, a transcript longer than the screen goes through a pager
+    ($PAGER, else less -R).
 
     Examples:
 
     \b
       acpcli show demo-1f2e
-      acpcli show demo-1f2e --grep migration
+      acpcli show demo-1f2e --grep flaky test
     """
     from acpcli.cli import history
 
+    if more_words:
+        if grep is None:
+            from acpcli.errors import UsageError
+
+            raise UsageError(
+                "show takes one SESSION_ID; words after it go with --grep",
+                hint=f"`acpcli show {session_id} --grep WORD…`",
+            )
+        grep = " ".join([grep, *more_words])
     raise typer.Exit(history.show(session_id, grep, pager=not no_pager))
 
 
 @app.command(short_help="Find past conversations by the words in their messages.")
 def search(
-    text: Annotated[list[str], typer.Argument(metavar="WORD", help="Words every matching message holds (case-insensitive; word* matches a prefix).", show_default=False)],
+    text: Annotated[list[str], typer.Argument(metavar="WORD", help="Words every matching message holds, in any order (case-insensitive; word* matches a prefix; quotes do not make a phrase).", show_default=False)],
     agent: Annotated[str | None, typer.Option("--agent", "-a", metavar="NAME", help="Only this agent's sessions.", autocompletion=completers.agent_names, show_default=False)] = None,
     cwd: Annotated[Path | None, typer.Option("--cwd", "-C", metavar="DIR", help="Only sessions whose working directory is DIR.", show_default=False)] = None,
     since: Annotated[str | None, typer.Option("--since", metavar="WHEN", help="Only sessions used since WHEN: an age (30m, 12h, 7d, 2w) or a date (2026-11-01).", show_default=False)] = None,

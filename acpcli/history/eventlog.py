@@ -355,6 +355,54 @@ def events(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -
     unreadable.report()
 
 
+def events_between(
+    conn: sqlite3.Connection, session_id: str, first: int, last: int, *, legacy: bool = False
+) -> Iterator[tuple[int, str, str]]:
+    """``(seq, kind, payload_json_text)`` of a session's stored events ``first`` to ``last``
+    (seqs, both included), in order; only the pages that hold them are read."""
+    if legacy:
+        yield from conn.execute(
+            "SELECT seq, kind, payload FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (session_id, first, last),
+        )
+        return
+    noted = Unreadable(session_id)
+    rows = conn.execute(
+        f"SELECT {_PAGE_COLUMNS} FROM event_pages WHERE session_id = ? AND first_seq <= ? "
+        "AND first_seq + count - 1 >= ? ORDER BY first_seq",
+        (session_id, last, first),
+    )
+    for row in rows:
+        for event in split_page(session_id, *row, unreadable=noted):
+            if first <= event[0] <= last:
+                yield event
+    noted.report()
+
+
+def replay_marks(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> list[tuple[int, str, str]]:
+    """``(seq, kind, payload_json_text)`` of a session's replay brackets (the kinds
+    ``acpcli/replay-…``: :mod:`acpcli.history.records`), in order; only the pages that hold
+    one are cut apart."""
+    if legacy:
+        return conn.execute(
+            "SELECT seq, kind, payload FROM events WHERE session_id = ? AND kind LIKE 'acpcli/replay-%' ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    noted = Unreadable(session_id)
+    marks = [
+        event
+        for row in conn.execute(
+            f"SELECT {_PAGE_COLUMNS} FROM event_pages WHERE session_id = ? AND kinds LIKE '%acpcli/replay-%' "
+            "ORDER BY first_seq",
+            (session_id,),
+        )
+        for event in split_page(session_id, *row, unreadable=noted)
+        if event[1].startswith("acpcli/replay-")
+    ]
+    noted.report()
+    return marks
+
+
 def event_count(conn: sqlite3.Connection, session_id: str, *, legacy: bool = False) -> int:
     """How many events are stored for a session."""
     sql = "SELECT COALESCE(SUM(count), 0) FROM event_pages WHERE session_id = ?"

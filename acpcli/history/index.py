@@ -830,14 +830,17 @@ class Index:
         limit: int | None = None,
         since: float | None = None,
         before: float | None = None,
+        prompted: bool | None = None,
     ) -> list[SessionRecord]:
         """Sessions matching every given filter, most recently used first.
 
         ``since``: used at or after this time (unix seconds); ``before``: last used before
-        it. ``limit``: at most this many.
+        it. ``limit``: at most this many. ``prompted``: only the sessions a prompt (or a title)
+        was given (True), or only those never prompted (False; see :meth:`_prompted`).
         """
         conn = self.conn  # opened first: the columns read depend on the file's schema
         where, params = session_filters(agent=agent, cwd=cwd, state=state, since=since, before=before)
+        where = self._prompted(where, prompted)
         sql = f"SELECT {self._columns()} FROM sessions{where} ORDER BY last_used_at DESC, rowid DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -850,11 +853,26 @@ class Index:
         cwd: str | None = None,
         state: str | None = None,
         since: float | None = None,
+        prompted: bool | None = None,
     ) -> int:
         """How many sessions :meth:`list_sessions` with these filters (and no limit) returns."""
         where, params = session_filters(agent=agent, cwd=cwd, state=state, since=since)
+        where = self._prompted(where, prompted)
         (count,) = self.conn.execute(f"SELECT count(*) FROM sessions{where}", params).fetchone()
         return int(count)
+
+    def _prompted(self, where: str, prompted: bool | None) -> str:
+        """``where`` narrowed to the sessions that were prompted (``prompted`` True) or never
+        were (False): a session is prompted once its first prompt titled it (the first line,
+        kept even when the turn failed; a fork has its parent's), or when it has a title (the
+        agent's or the user's). Created and left (a REPL opened and closed at once), it has
+        neither. An older file without prompt titles counts every session as prompted."""
+        if prompted is None:
+            return where
+        self.conn  # noqa: B018 - opening decides the schema
+        named = "(title IS NOT NULL OR prompt_title IS NOT NULL)" if self._schema >= 6 else "1"
+        condition = named if prompted else f"NOT {named}"
+        return f"{where} AND {condition}" if where else f" WHERE {condition}"
 
     def _columns(self) -> str:
         """The columns a record is read from (an old schema read as it is lacks the extras)."""
@@ -987,6 +1005,20 @@ class Index:
 
         self._flush_writers()
         yield from eventlog.events_raw(self.conn, session_id, legacy=self._legacy())
+
+    def events_between(self, session_id: str, first: int, last: int) -> Iterator[tuple[int, str, str]]:
+        """``(seq, kind, payload_json_text)`` of a session's events ``first`` to ``last`` (seqs)."""
+        from acpcli.history import eventlog
+
+        self._flush_writers()
+        yield from eventlog.events_between(self.conn, session_id, first, last, legacy=self._legacy())
+
+    def replay_marks(self, session_id: str) -> list[tuple[int, str, str]]:
+        """``(seq, kind, payload_json_text)`` of a session's replay brackets, in order."""
+        from acpcli.history import eventlog
+
+        self._flush_writers()
+        return eventlog.replay_marks(self.conn, session_id, legacy=self._legacy())
 
     def events(self, session_id: str) -> Iterator[tuple[str, dict[str, Any]]]:
         """``(kind, payload)`` of a session's events, in the order they were received."""

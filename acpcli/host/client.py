@@ -11,9 +11,7 @@ mid-turn.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -29,6 +27,7 @@ from acpcli.session.hostwire.messages import (
     connect_blocking,
     host_timeout,
 )
+from acpcli.session.hostwire.start import spec_for, start_host
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,47 +36,6 @@ if TYPE_CHECKING:
     from acpcli.model import Store
     from acpcli.session.context import Invocation
     from acpcli.session.inputs import Options
-
-#: How long a started host may take to link the agent and attach the session, beyond the
-#: setup steps' own timeout (spawning, initialize, resume or load each get that timeout).
-_START_MARGIN = 15.0
-
-
-def spec_for(
-    session_id: str | None, options: Options, policy: str | None, run: Invocation, keep_alive: float,
-    command: str | None = None,
-) -> dict[str, Any]:
-    """What a new host needs to attach ``session_id`` as this command would (paths made
-    absolute: the host resolves them as the command line meant them). ``command``: ``load``
-    or ``resume`` (else a new session, or a recorded one continued as ``prompt`` does)."""
-
-    def absolute(path: Path | None) -> str | None:
-        return os.path.abspath(os.fspath(path)) if path is not None else None
-
-    return {
-        "command": command or ("continue" if session_id is not None else "new"),
-        "session_id": session_id,
-        "title": run.title,
-        "timeout": run.timeout,  # --timeout: the host's setup steps (turns: the client's own)
-        "keep_alive": keep_alive,
-        "policy": policy,
-        "fs": run.fs,
-        "terminal": run.terminal,
-        "checkpoints": run.checkpoints,
-        "options": {
-            "agent": options.agent,
-            "cmd": options.cmd,
-            "cwd": absolute(options.cwd),
-            "add_dir": [absolute(p) for p in options.add_dir] if options.add_dir else None,
-            "no_add_dirs": options.no_add_dirs,
-            "mcp_config": absolute(options.mcp_config),
-            "mcp": list(options.mcp) if options.mcp else None,
-            "no_mcp": options.no_mcp,
-            "protocol": options.protocol,
-            "log_file": absolute(options.log_file),
-        },
-    }
-
 
 def open_host(session_id: str, make_spec: Callable[[], dict[str, Any]], *, say: Any = None) -> BlockingChannel:
     """A channel to ``session_id``'s host, started from ``make_spec()`` if none is running
@@ -188,97 +146,6 @@ def join(session_id: str) -> BlockingChannel | None:
 def host_log(session_id: str) -> Path:
     """``ACPCLI_HOME/logs/host-<key>.log``: the log of ``session_id``'s hosts."""
     return address.host_log(session_id)
-
-
-def start_host(spec: dict[str, Any], *, say: Any = None) -> dict[str, Any]:
-    """Start a host process (detached: its own process session, no terminal) and return its
-    first line: ready, exists, or an error."""
-    from acpcli.config import step_timeout
-    from acpcli.paths import open_private
-
-    address.socket_dir()  # run/ (and the socket's directory) usable, before any agent starts
-    if spec["session_id"]:
-        log = host_log(spec["session_id"])
-    else:  # a new session's: its own file, renamed by the host once the agent names the session
-        import secrets
-
-        log = host_log(f"new-{secrets.token_hex(6)}")
-        spec = {**spec, "log": str(log)}
-    try:
-        stderr = open_private(log, "ab")
-    except OSError as err:  # a read-only home, logs/ that is a file…
-        raise address.unusable(log, err) from None
-    with stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-I", "-m", "acpcli.host"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            start_new_session=True,
-            close_fds=True,
-        )
-    _spare(process.pid)
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.write(json.dumps(spec).encode())
-    process.stdin.close()
-    step = step_timeout()
-    limit = (step * 4 + _START_MARGIN) if step else None
-    try:
-        line = _read_line(process.stdout, limit)
-    except BaseException:
-        process.terminate()  # given up on (Ctrl-C): the host stops its agent and ends
-        raise
-    finally:
-        process.stdout.close()
-    if not line:
-        process.terminate()  # silent past the limit: not a host anyone can use
-        try:
-            code: int | str | None = process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = "none yet"
-        return {
-            "t": "error",
-            "exit": 1,
-            "message": f"the session host could not start (exit {code}); its log: {log}",
-            "hint": address.NO_HOST_HINT,
-        }
-    try:
-        answer = json.loads(line)
-    except ValueError:
-        return {"t": "error", "exit": 1, "message": f"the session host said {line[:200]!r}; its log: {log}"}
-    return answer if isinstance(answer, dict) else {"t": "error", "exit": 1, "message": "no answer from the host"}
-
-
-def _spare(pid: int) -> None:
-    """The host outlives this command on purpose: the end-of-run sweep of what acpcli started
-    (:mod:`acpcli.processes.children`) must not take it for a leftover."""
-    from acpcli.processes import children
-
-    children.manage(pid)
-
-
-def _read_line(stream: Any, limit: float | None) -> str:
-    import selectors
-    import time
-
-    deadline = None if limit is None else time.monotonic() + limit
-    selector = selectors.DefaultSelector()
-    selector.register(stream, selectors.EVENT_READ)
-    data = b""
-    try:
-        while b"\n" not in data:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                break
-            if not selector.select(left):
-                break
-            chunk = os.read(stream.fileno(), 65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        selector.close()
-    return data.split(b"\n", 1)[0].decode("utf-8", "replace")
 
 
 def new_session(options: Options, run: Invocation, *, agent: Any, keep_alive: float) -> int:
@@ -641,8 +508,8 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 stop = stop if isinstance(stop, str) else "end_turn"
                 view.turn_ended(stop)
                 control.stopped()
-                if message.get("late"):
-                    _linger(channel, mirror)
+                # (what the agent still says of the turn, "late": the host stores it; an
+                # attached terminal draws it; this command has its answer)
                 return stop, bool(message.get("interrupted")) or control.interrupted, control.timed_out is not None
             elif kind == "withdrawn":
                 raise Interrupted("withdrawn")
@@ -661,28 +528,6 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _linger(channel: BlockingChannel, mirror: Mirror) -> None:
-    """Updates after the turn (:func:`~acpcli.session.turn.collect_late`): drawn as they come
-    until the host has sent nothing for a moment (the host stores them either way)."""
-    import time
-
-    from acpcli.session.turn import LATE_LIMIT, LATE_QUIET
-
-    start = last = time.monotonic()
-    while True:
-        now = time.monotonic()
-        left = min(LATE_QUIET - (now - last), LATE_LIMIT - (now - start))
-        if left <= 0:
-            return
-        try:
-            message = channel.receive(timeout=left)
-        except ChannelClosed:
-            return
-        if message is not None and message.get("t") == "u":
-            apply_event(mirror, str(message.get("k")), str(message.get("p")))
-            last = time.monotonic()
 
 
 def _decide(decider: Any, mirror: Mirror, params: dict[str, Any]) -> dict[str, Any] | None:

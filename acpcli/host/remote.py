@@ -623,6 +623,7 @@ class HostedConversation(Conversation):
         """``text`` through the host's queue (:meth:`HostedLink.turn`); ``sent``: the hand-off
         of a prompt to the last turn (:meth:`send_now`), true when the host took it and runs
         its turn by itself, false when it went back to the queue."""
+        self.live.note_prompt(blocks)  # the toolbar's title at once, as without a host
         if sent is None:
             return await self.host.turn(text, notice=notice, tick=tick)
         if not await sent:

@@ -1,6 +1,6 @@
 """The session host: one agent process, one session, a queue of prompts, many clients.
 
-Started by :func:`acpcli.host.client.start_host` as ``python -I -m acpcli.host`` in a new
+Started by :func:`acpcli.session.hostwire.start.start_host` as ``python -I -m acpcli.host`` in a new
 process session (no terminal), with a JSON *spec* on stdin: the session's local id, the
 command-line options its inputs are resolved from (as ``prompt --session`` resolves them),
 the permission policy for the client services and ``keep_alive``. It answers one line on
@@ -290,6 +290,8 @@ class Host:
         #: A prompt sent into the running turn (promptQueueing): its client, text and answer,
         #: the client's next turn once this one ends (:meth:`_now`).
         self._joined: tuple[Client, str, Any] | None = None
+        #: When the last turn ended, if the agent may still send updates of it (:meth:`_late_quiet`).
+        self._late_since: float | None = None
 
     @property
     def current(self) -> Turn | None:
@@ -921,6 +923,7 @@ class Host:
 
                 tg.start_soon(accept)
                 await self._turns(conversation, inputs)
+                await self._late_quiet(conversation)
                 self._end(self.ending or "stopped")
                 await self._tell_stoppers(conversation)
                 await self._say_goodbye()
@@ -959,6 +962,20 @@ class Host:
                 tg.start_soon(_refuse, stream)
                 continue
             tg.start_soon(self.serve_client, stream)
+
+    async def _late_quiet(self, conversation: Conversation) -> None:
+        """Ending soon after a turn the agent may still send updates of (claude's background
+        subagents): what it sends until it has been quiet a moment is stored before the agent
+        is stopped, as a one-shot prompt without a host waits for it
+        (:func:`~acpcli.session.turn.collect_late`, :data:`~acpcli.session.turn.LATE_LIMIT`
+        at most from the turn's end). A warm prompt does not wait for them: the host stores
+        them as they come while it serves, and attached terminals draw them."""
+        from acpcli.session.turn import LATE_LIMIT, collect_late
+
+        since, self._late_since = self._late_since, None
+        left = LATE_LIMIT - (time.monotonic() - since) if since is not None else 0.0
+        if left > 0:
+            await collect_late(conversation.agent_link, conversation.live, "end_turn", limit=left)
 
     def _end(self, why: str) -> None:
         """The host is ending (see :attr:`ending`): it takes no more prompts, and its socket
@@ -1214,8 +1231,10 @@ class Host:
             conversation.after_turn()
             for warning in live.take_warnings():  # the context nearly full: the client says it
                 client.post({"t": "note", "text": f"acpcli: warning: {warning}"})
-            # "late": the agent may still say something of this turn (a one-shot client waits a moment)
+            # "late": the agent may still say something of this turn (stored here as it comes:
+            # the client returns now; an ending host waits for it, :meth:`_late_quiet`)
             late = client.lingering = late_updates_possible(link, live, stop)
+            self._late_since = time.monotonic() if late else None
             client.post({
                 "t": "end", "stop": stop, "interrupted": live.interrupted, "late": late,
                 "verdicts": self._logged(turn) + self._unsaved(conversation.index, unsaved_before),

@@ -61,21 +61,6 @@ def new_tag(kind: str) -> str:
     return f"{os.getpid()}-{kind}-{next(_counter)}"
 
 
-def python_module_argv(module: str) -> list[str]:
-    """The argv that runs acpcli's own ``module`` (``python -m`` style) with an import path
-    that never holds the working directory.
-
-    ``python -m`` puts the current directory first on ``sys.path``, so a folder holding
-    ``acpcli/demo_agent/__main__.py`` would run that file. Here Python runs isolated (``-I``:
-    no current directory, no ``PYTHON*`` variables, no user site) with the directory acpcli
-    itself was imported from put first, so the module is acpcli's whatever the folder holds.
-    Only for modules that need nothing but the standard library and acpcli.
-    """
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    boot = f"import sys,runpy;sys.path.insert(0,sys.argv.pop(1));runpy.run_module({module!r},run_name='__main__',alter_sys=True)"
-    return [sys.executable, "-I", "-c", boot, root]
-
-
 # -- owning the process -------------------------------------------------------------------------
 
 

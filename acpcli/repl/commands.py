@@ -40,6 +40,9 @@ class Context:
     conversation: Conversation
     #: The prompts typed during a turn, waiting for it to end (:mod:`acpcli.repl.queue`).
     queue: PromptQueue = field(default_factory=PromptQueue)
+    #: The command running was typed during a turn and waited in the queue: a question it
+    #: asks pops up by itself (keys typed meanwhile are not its own, see :mod:`acpcli.repl.picker`).
+    queued: bool = False
 
     @property
     def live(self) -> SessionFeed:
@@ -187,20 +190,33 @@ def _come_back_hint(features: AgentFeatures, sid: str = "ID", lead: str = "come 
 
 def _show_setting(ctx: Context, choice: settings.Choice) -> None:
     ctx.say(f"{choice.name} ({choice.key}): {choice.current}")
-    if choice.kind == "boolean":
+    if choice.kind == "boolean":  # (a list of values is picked from: _pick_setting)
         ctx.say(f"  /config {choice.key} true|false (or on|off)")
-        return
-    from acpcli.render.fit import cells, pad
 
-    labels = [name if name == value else f"{value} ({name})" for value, name, _ in choice.values]
-    # The descriptions in a column after the labels, wrapped under it; under the labels when
-    # the labels take more than half the line.
-    column = max((cells(safe_line(label)) for label in labels), default=0)
-    column = column if 4 + column + 3 <= ctx.env.err.width // 2 else 0
-    for (value, name, description), label in zip(choice.values, labels, strict=True):
-        mark = "*" if name == choice.current or value == choice.current else " "
-        head = f"  {mark} {pad(safe_line(label), column)}"
-        ctx.say(head + (f" — {description}" if description else ""), hang=4 + column + 3 if column else 6)
+
+async def _pick_setting(ctx: Context, choice: settings.Choice) -> str | None:
+    """The value the person picks for ``choice`` among those the agent advertised (the
+    current one marked ``*`` and highlighted); None when dismissed or the current one is
+    picked."""
+    from acpcli.repl.asking import TOOLBARS, choose
+    from acpcli.repl.picker import GRACE
+
+    values = choice.values
+    current = [i for i, (value, name, _) in enumerate(values) if choice.current in (value, name)]
+    labels = [
+        f"{'*' if i in current else ' '} {name if name == value else f'{value} ({name})'}"
+        + (f" — {' '.join(description.split())}" if description.strip() else "")  # (one row: a wrapped one too)
+        for i, (value, name, description) in enumerate(values)
+    ]
+    picked = await choose(
+        f"choose 1-{len(values)}: {choice.name} (Esc keeps {choice.current})", labels,
+        default=current[0] if current else 0, toolbar=TOOLBARS.get(ctx.live.session_id), erase=True,
+        grace=GRACE if ctx.queued else 0.0,
+    )
+    if picked is None or picked in current:
+        ctx.say(f"{choice.name}: {choice.current} (unchanged)")
+        return None
+    return values[picked][0]
 
 
 async def _set(ctx: Context, key: str, value_text: str) -> None:
@@ -209,7 +225,13 @@ async def _set(ctx: Context, key: str, value_text: str) -> None:
         ctx.say(f"{now.name}: {now.current}")
         return
     shown = ctx.conversation.find_setting(key)
-    _show_setting(ctx, shown)
+    if shown.values:  # a list the agent advertised: picked with the keys (Esc: as it was)
+        picked = await _pick_setting(ctx, shown)
+        if picked is not None:
+            now = await ctx.conversation.set(key, picked)
+            ctx.say(f"{now.name}: {now.current}")
+    else:
+        _show_setting(ctx, shown)
     if shown.category == settings.MODEL:  # the spec: model_config options belong near the model
         for related in ctx.choices():
             if related.category == settings.MODEL_CONFIG:
@@ -251,7 +273,7 @@ async def _config(ctx: Context, arg: str) -> int | None:
         head = f"  {pad(key, key_width)}  {pad(value, value_width)}  {pad(category, category_width)}  "
         ctx.say(head + choice.name, hang=cells(head))
     if found:
-        ctx.say("  /config NAME shows the values; /config NAME VALUE (or NAME=VALUE) sets one")
+        ctx.say("  /config NAME picks one of its values; /config NAME VALUE (or NAME=VALUE) sets one")
     return None
 
 
@@ -448,9 +470,9 @@ async def _rewind(ctx: Context, arg: str) -> int | None:
 
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("help", "show the commands and keys", _help),
-    SlashCommand("mode", "show or set the agent's mode", _mode, "[MODE]"),
-    SlashCommand("model", "show or set the model", _model, "[MODEL]"),
-    SlashCommand("config", "list the session's settings, or set one", _config, "[NAME [VALUE]]"),
+    SlashCommand("mode", "pick or set the agent's mode", _mode, "[MODE]"),
+    SlashCommand("model", "pick or set the model", _model, "[MODEL]"),
+    SlashCommand("config", "list the session's settings, or pick or set one", _config, "[NAME [VALUE]]"),
     SlashCommand("thoughts", "toggle showing thoughts in full", _thoughts),
     SlashCommand("export", "write this session's transcript to a file", _export, "FILE"),
     SlashCommand("diff", "what a turn did to the files (default: the last turn)", _diff, "[TURN]"),

@@ -155,7 +155,8 @@ def run_hosted(
         link.services = _Policy(decider.policy)
         watch_host(env, link)
         if joined is not None:
-            env.err.print(joined.format(agent=escape(safe_line(ready.agent)), pid=ready.host_pid))
+            # wrapped at words (stderr's console leaves lines to the terminal, which cuts anywhere)
+            env.err.print(joined.format(agent=escape(safe_line(ready.agent)), pid=ready.host_pid), soft_wrap=False)
         else:
             print_banner(env, session_id, link.features.display_name)
         from acpcli.render import make_view

@@ -246,6 +246,7 @@ class Repl:
         await self.watch_others()  # another terminal's turn under way: drawn first, as ours are
         sent = self.now.take_pending()  # a prompt sent during the last turn: its turn goes on
         text = "" if sent is not None or self.keep else (queue.next() or "")
+        self.ctx.queued = bool(text)  # (typed during a turn: what it asks pops up by itself)
         if text:
             self.prompt_session.history.append_string(text)  # Up at the idle line recalls it too
         if sent is None and not text:
@@ -316,7 +317,7 @@ class Repl:
         try:
             blocks = self.build(text) if sent is None else []
         except UsageError as err:
-            env.err.print(Text.assemble(("not sent: ", "red"), err.message))
+            env.err.print(Text.assemble(("not sent: ", "red"), err.message), soft_wrap=False)
             self.keep = text
             return None
         _hint_unresolved(env, mentions.unresolved(text, live.cwd or "."))
@@ -347,7 +348,7 @@ class Repl:
                 # Another acpcli's turn on this session (--no-wait, or Ctrl-C while waiting for
                 # it), or a mention the session's host refused: nothing was sent; the line
                 # comes back for sending again.
-                env.err.print(Text.assemble(("not sent: ", "red"), failure.message))
+                env.err.print(Text.assemble(("not sent: ", "red"), failure.message), soft_wrap=False)
                 self.keep = text
                 return None
             if isinstance(failure, (KeyboardInterrupt, Interrupted)):
@@ -366,7 +367,7 @@ class Repl:
                 if await offer_login(env, self.link, failure):
                     env.err.print("[dim]press Enter to send the prompt again[/]")
             else:
-                env.err.print(Text.assemble(("the agent answered an error: ", "red"), failure.message))
+                env.err.print(Text.assemble(("the agent answered an error: ", "red"), failure.message), soft_wrap=False)
             return None
         finally:
             notices.set_sink(shown_before)

@@ -67,7 +67,9 @@ async def pick_and_rewind(ctx: Any, tools: Tools) -> int | None:
     from acpcli.repl.asking import choose
 
     try:
-        turns = [cp for cp in await anyio.to_thread.run_sync(checkpoints.list) if cp.turn > 0]
+        found = await anyio.to_thread.run_sync(checkpoints.list)
+        numbers = {cp.turn for cp in found}
+        turns = [cp for cp in found if cp.turn - 1 in numbers]  # those with the files before them
     except CheckpointError as err:
         ctx.say(str(err), style="yellow")
         return None

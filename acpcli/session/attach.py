@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 from acpcli.errors import AuthRequired, RpcError, SessionNotFound, UnknownSession
 from acpcli.history.records import (
     FORKED,
-    REPLAY_ABORT,
-    REPLAY_END,
-    REPLAY_START,
+    ReplayWriter,
     had_turns,
     rebuild,
 )
@@ -95,8 +93,9 @@ async def attach(
         run.env.err.print("[dim]── stored locally by acpcli, not replayed by the agent ──[/]")
         view.print_store(rebuild(index, sid))
         run.env.err.print("[dim]── resumed ──[/]")
-    if command == "load":
-        writer.append(sid, REPLAY_START, "{}")
+    # A load's replay is stored where it differs from the last one stored (bracketed as it
+    # comes: nothing at all when it repeats that one whole).
+    replay = ReplayWriter(writer, index, sid) if command == "load" else None
     method = link.load if command == "load" else link.resume
     wire_id = known.wire_id if known is not None else sid
     fresh = False
@@ -105,8 +104,8 @@ async def attach(
             link,
             run,
             lambda: method(
-                wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view, recorder=writer,
-                local_id=sid,
+                wire_id, inputs.cwd, inputs.additional_directories, inputs.mcp_servers, sink=view,
+                recorder=replay if replay is not None else writer, local_id=sid,
             ),
         )
     except BaseException as err:
@@ -114,8 +113,8 @@ async def attach(
             writer.flush()
             index.delete(sid)
         else:
-            if command == "load":
-                writer.append(sid, REPLAY_ABORT, "{}")
+            if replay is not None:
+                replay.abort()
             writer.flush()
         if known is None or not forgotten.agent_forgot(err) or had_turns(index, sid):
             raise_if_unknown(err, sid, known, link.features.display_name)
@@ -123,9 +122,10 @@ async def attach(
         # Never prompted: nothing to lose. A fresh agent session stands in under the same id.
         live = await logged_in(link, run, lambda: forgotten.stand_in(link, known, inputs, run, index, writer, view))
         fresh = True
-    if command == "load" and not fresh:
+    if replay is not None and not fresh:
         await link.settle(live)  # a replay may trail the response (gemini)
-        writer.append(sid, REPLAY_END, "{}")
+        replay.end()
+        live.recorder = writer  # what comes from now on is the session's own
     writer.flush()
     if known is not None and inputs.mcp_refs is not None:
         # --mcp / --mcp-config / --no-mcp replaced the session's MCP servers: remember them.
@@ -262,7 +262,12 @@ def _record(inputs: SessionInputs, session_id: str, features: AgentFeatures, tit
         protocol_version=features.protocol_version,
         protocol=protocol_of(features),
         title=title,
-        agent_info={"name": features.agent_name, "title": features.agent_title, "version": features.agent_version},
+        agent_info={
+            "name": features.agent_name, "title": features.agent_title, "version": features.agent_version,
+            # what it advertised of these: a later resume, close or fork it cannot do is
+            # refused at once, before an agent starts (session.inputs.refuse_unadvertised)
+            "advertised": {"load": features.load, "resume": features.resume, "close": features.close, "fork": features.fork},
+        },
     )
 
 

@@ -65,9 +65,12 @@ def _store(live: SessionFeed) -> Any:
 
 
 async def before_turn(live: SessionFeed, say: Callable[[str], None]) -> None:
-    """A checkpoint 0 (the files before any turn) for a session that has none yet; for a later
-    turn, what the user changed by hand since the last one (nothing recorded when nothing did),
-    so that the turn's diff is the agent's own and a rewind to it keeps those edits."""
+    """The first checkpoint of a session that has none yet: the files before its next turn,
+    numbered by the turns its record holds already (0 for a new session; for a fork, or a
+    conversation rewound to turn N, the turns it started with), so that checkpoint N is always
+    the files after the transcript's turn N. For a later turn, what the user changed by hand
+    since the last one (nothing recorded when nothing did), so that the turn's diff is the
+    agent's own and a rewind to it keeps those edits."""
     if not enabled(live):
         return
 
@@ -75,11 +78,27 @@ async def before_turn(live: SessionFeed, say: Callable[[str], None]) -> None:
         store = _store(live)
         latest = store.latest()
         if latest is None:
-            return list(store.take(0, "").notes)
+            first = _turns_so_far(live.session_id)
+            label = f"(the files before turn {first + 1})" if first else ""
+            return list(store.take(first, label, files=False).notes)
         taken = store.take_before(latest + 1)
         return list(taken.notes) if taken is not None else []
 
     await _guarded(live, take, say)
+
+
+def _turns_so_far(session_id: str) -> int:
+    """How many turns the session's record holds (its turn starts); 0 when it cannot be read."""
+    from acpcli.history.index import Index
+    from acpcli.history.records import TURN_START
+
+    try:
+        with Index.existing() as index:
+            if index is None:
+                return 0
+            return sum(1 for _, kind, _ in index.events_raw(session_id) if kind == TURN_START)
+    except Exception:  # noqa: BLE001 - a checkpoint never fails a turn: number it from 0
+        return 0
 
 
 async def after_turn(live: SessionFeed, prompt: str, say: Callable[[str], None]) -> None:
@@ -93,7 +112,7 @@ async def after_turn(live: SessionFeed, prompt: str, say: Callable[[str], None])
         latest = store.latest()
         if latest is None:  # (a session whose first checkpoint could not be taken before)
             latest = 0
-        return list(store.take(latest + 1, label).notes)
+        return list(store.take(latest + 1, label, files=False).notes)
 
     await _guarded(live, take, say)
 

@@ -268,6 +268,46 @@ def for_reattach(command: Lifecycle, session_id: str, options: Options) -> tuple
     return options.inputs(record), record
 
 
+def refuse_unadvertised(
+    record: SessionRecord, options: Options, method: str, *, again: str = " (--cmd or --agent asks it again)"
+) -> None:
+    """Refuse ``method`` (``session/resume``, ``session/close``, ``session/fork``) at once,
+    before an agent starts, when the session's agent did not advertise it as the session was
+    recorded (gemini: no resume, no close), and that agent is the one to run (no ``--agent``,
+    ``--cmd`` or ``--protocol``: those ask the agent again, as ``again`` says). The error is
+    the one the agent's own ``initialize`` answer would give
+    (:func:`acpcli.wire.capabilities.require`, exit 6). Nothing is refused for a record that
+    does not say (recorded before acpcli kept it)."""
+    if options.agent is not None or options.cmd is not None or options.protocol is not None:
+        return
+    info = record.agent_info or {}
+    advertised = info.get("advertised")
+    if not isinstance(advertised, dict):
+        return
+    from acpcli.errors import CapabilityMissing
+    from acpcli.wire import capabilities
+    from acpcli.wire.negotiate import AgentFeatures
+
+    def text(key: str) -> str | None:
+        value = info.get(key)
+        return value if isinstance(value, str) else None
+
+    features = AgentFeatures(
+        protocol_version=record.protocol_version or 1, reading="v1" if record.protocol_version == 1 else "v2-draft",
+        agent_name=text("name"),
+        agent_title=text("title"), agent_version=text("version"),
+        load_via="session/load" if advertised.get("load") is True else None,
+        resume=advertised.get("resume") is True, close=advertised.get("close") is True,
+        fork=advertised.get("fork") is True,
+    )
+    try:
+        capabilities.require(features, method)
+    except CapabilityMissing as err:
+        err.message = err.message.replace("it does not advertise", "it did not advertise", 1)
+        err.message += " when this session was recorded" + again
+        raise
+
+
 def for_prompt(options: Options, session: str | None, last: bool) -> tuple[SessionInputs, SessionRecord | None]:
     """``prompt``: the inputs, and the record of the session it continues (``--session`` or
     ``--last``), or None for a new session."""

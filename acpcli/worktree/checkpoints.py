@@ -270,14 +270,15 @@ class Checkpoints:
         return self._diff(parents[0].decode(), commit, stat=stat, name_only=name_only)
 
     def diff_since(self, turn: int, *, stat: bool = False) -> str:
-        """What the turns from ``turn`` on changed, together: the checkpoint before ``turn``
-        against the last one (what a rewind to ``turn`` undoes of theirs), as :meth:`diff`
+        """What the turns from ``turn`` on changed, together: the files as ``turn`` found them
+        (what :meth:`rewind` goes back to) against the last checkpoint of a turn, as :meth:`diff`
         gives it. Raises :class:`~acpcli.errors.NoCheckpoint` (no checkpoint before ``turn``),
         :class:`~acpcli.errors.CheckpointError` (the store cannot be read)."""
         refs = self._turn_refs()
-        if turn < 1 or turn - 1 not in refs:
+        start = self._refs_now().get(f"before-{turn}") or refs.get(turn - 1) if turn >= 1 else None
+        if start is None:
             raise NoCheckpoint(f"session {self.session_id} has no checkpoint from before turn {turn}")
-        return self._diff(refs[turn - 1], refs[max(refs)], stat=stat, name_only=False)
+        return self._diff(start, refs[max(refs)], stat=stat, name_only=False)
 
     def _diff(self, old: str, new: str, *, stat: bool, name_only: bool) -> str:
         mode = ["--stat"] if stat else ["--name-only"] if name_only else ["-p"]
@@ -299,9 +300,11 @@ class Checkpoints:
 
     # -- taking --------------------------------------------------------------------------
 
-    def take(self, turn: int, label: str = "") -> Checkpoint:
+    def take(self, turn: int, label: str = "", *, files: bool = True) -> Checkpoint:
         """Record the roots as the checkpoint after ``turn`` (0: before the first turn; taking a
         turn again replaces its checkpoint). ``label``: the prompt (its first line is kept).
+        ``files=False``: the result's :attr:`~Checkpoint.files` are left empty (one git process
+        less, for a caller that does not show them: the turns of a session).
 
         Costs about one ``git status`` of the roots (only changed files are hashed), and never
         more than ``time_limit`` seconds. Never touches the user's repository.
@@ -323,7 +326,7 @@ class Checkpoints:
                 if self._ref("rewinding"):  # a rewind stopped half way is behind us now
                     updates["rewinding"] = None
                 self._update_refs(updates)
-                files = self._changes(base, commit) if base else []
+                changed = self._changes(base, commit) if base and files else []
             except (GitError, OSError) as exc:
                 raise _failed(f"checkpoint of turn {turn} not taken", exc) from None
             except CheckpointError:
@@ -332,7 +335,7 @@ class Checkpoints:
                 log.exception("checkpoint of turn %d of %s", turn, self.session_id)
                 raise CheckpointError(f"checkpoint of turn {turn} not taken: {type(exc).__name__}: {exc}") from None
         return Checkpoint(
-            turn=turn, label=_label(label), time=time.time(), commit=commit, base=base, files=tuple(files), notes=tuple(notes)
+            turn=turn, label=_label(label), time=time.time(), commit=commit, base=base, files=tuple(changed), notes=tuple(notes)
         )
 
     def take_before(self, turn: int) -> Checkpoint | None:

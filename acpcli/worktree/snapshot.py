@@ -152,6 +152,10 @@ def snapshot(git: Git, store: Store, spec: RootSpec, bounds: Bounds) -> RootSnap
     return _snapshot(git, spec, index, excludes, bounds)
 
 
+#: The tags ``ls-files -t -v -c`` gives a cached entry (lowercase: assume-unchanged; S: skip-worktree).
+_CACHED_TAGS = frozenset((b"H", b"h", b"S", b"s"))
+
+
 class _Untrusted(Exception):
     """The copy of the user's index cannot be trusted (:func:`seed_problem`)."""
 
@@ -188,19 +192,16 @@ def _snapshot(
     # assume-unchanged; S: skip-worktree), checked in this same walk
     every: list[str | bytes] = ["-c", "-v"] if check_seed else []
     listing = run("ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", *every, "--", *scope)
-    tags: dict[bytes, bytes] = {}
-    cached: list[bytes] = []
-    for entry in listing.split(b"\0"):
-        if not entry:
-            continue
-        if check_seed and entry[:1] in (b"H", b"h", b"S", b"s"):
-            cached.append(entry)
-        else:
-            tags.setdefault(entry[2:], entry[:1].upper())
+    entries = [entry for entry in listing.split(b"\0") if entry]
     if check_seed:
         assert spec.repo is not None
+        cached = [entry for entry in entries if entry[:1] in _CACHED_TAGS]
         if seed_problem(spec.repo, b"\0".join(cached), spec.prefix) is not None:
             raise _Untrusted
+        entries = [entry for entry in entries if entry[:1] not in _CACHED_TAGS]
+    tags: dict[bytes, bytes] = {}
+    for entry in entries:
+        tags.setdefault(entry[2:], entry[:1].upper())
     untracked = sum(1 for tag in tags.values() if tag == b"?")
     if (index_entries(index) or 0) + untracked > bounds.max_files:
         raise TooLarge(f"it has more than {bounds.max_files} files")

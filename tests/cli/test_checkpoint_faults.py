@@ -140,16 +140,16 @@ def test_a_rewind_killed_midway_leaves_each_file_old_or_new_and_undo_works(cli: 
         return olds, news
 
     killed_midway = 0
-    journal = cps.path / "journal"  # a restore under way names its temporary files there
-    for delay in (0.0, 0.01, 0.03, 0.1):
+    first = workdir / min(names)  # the restore writes in path order: this one first
+    for delay in (0.0, 0.005, 0.02):
         proc = subprocess.Popen(
             cli.argv("rewind", SID, "--to", "1", "--files", "--yes"), env=cli.env(), cwd=workdir,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + TIMEOUT
-        while not journal.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        time.sleep(delay)
+        while first.read_bytes() != old[min(names)] and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(delay)  # then a moment into the writes
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=TIMEOUT)
         olds, _ = state()  # whatever it reached: each path old or new

@@ -190,7 +190,13 @@ def test_repl_shows_the_hostile_agent_neutralized(spawn) -> None:  # type: ignor
     pty.say("error")
     pty.expect("badly")
     pty.prompt()
-    pty.child.send("\x15")  # the failed prompt is offered again: clear it, then leave
+    pty.child.send("\x15")  # the failed prompt is offered again: clear it
+    pty.say("/mode")  # a picker of the agent's modes: their names and descriptions shown, never obeyed
+    pty.expect(CHOICE)
+    pty.expect(r"\* evil \(Evil \^\[")
+    pty.child.send("\x1b")
+    pty.expect(r"\(unchanged\)")
+    pty.prompt()
     pty.leave()
     for piece in RAW_PIECES:
         assert piece not in pty.seen, f"{piece!r} reached the terminal"

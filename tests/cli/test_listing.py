@@ -14,15 +14,21 @@ from tests.helpers.records import rec
 from .conftest import AgentTrace, Cli, error_line
 
 
-def _plant(n: int, *, closed: int = 0, agent: str = "demo", cwd: str = "/work", start: float | None = None) -> list[str]:
-    """``n`` sessions (the last ``closed`` of them closed), newest first in the returned ids."""
+def _plant(
+    n: int, *, closed: int = 0, agent: str = "demo", cwd: str = "/work", start: float | None = None,
+    prompted: bool = True,
+) -> list[str]:
+    """``n`` sessions (the last ``closed`` of them closed), newest first in the returned ids;
+    each prompted once (its first prompt titles it) unless not ``prompted``."""
     base = time.time() - 10_000 if start is None else start
     made = []
     with Index() as index:
         for i in range(n):
-            sid = f"{agent}-{i:05d}"
+            sid = f"{agent}-{'' if prompted else 'unprompted-'}{i:05d}"
             index.upsert_session(rec(sid, agent=agent, cwd=cwd, last_used_at=base + i,
                                      state="closed" if i >= n - closed else "active"))
+            if prompted:
+                index.set_prompt_title(sid, f"prompt number {i}\nand more")
             made.append(sid)
     return made[::-1]
 
@@ -71,6 +77,32 @@ def test_filters_by_agent_cwd_and_since(cli: Cli) -> None:
     assert _json_ids(cli, "--since", day) == (recent, "")
     nothing = cli.ok("sessions", "--agent", "nobody")
     assert nothing.stdout == "" and nothing.stderr.strip() == "no sessions match"
+
+
+def test_sessions_never_prompted_are_counted_not_listed_until_all(cli: Cli, trace: AgentTrace) -> None:
+    prompted = _plant(4, start=time.time() - 500)
+    left = _plant(3, start=time.time() - 100, prompted=False)  # the newest: created and left
+    _plant(1, agent="codex", start=time.time() - 50, prompted=False)
+    shown, note = _json_ids(cli)
+    assert shown == prompted
+    assert note.strip() == "4 sessions never prompted not shown — --all shows them"
+    piped = cli.ok("sessions")
+    assert [line.split("\t")[0] for line in piped.stdout.splitlines()[1:]] == prompted
+    assert "4 sessions never prompted not shown" in piped.stderr
+    everything, note = _json_ids(cli, "--all")
+    assert note == "" and set(everything) == set(prompted) | set(left) | {"codex-unprompted-00000"}
+    assert _json_ids(cli, "--agent", "codex") == ([], "1 session never prompted not shown — --all shows it\n")
+    assert _json_ids(cli, "--limit", "2") == (prompted[:2], (
+        "4 sessions never prompted not shown — --all shows them\n"
+        "2 more sessions not shown — --limit N shows N (0 for no limit), --all shows every session (closed ones too)\n"
+    ))
+    # Made through the CLI: a REPL-less `new` never prompted is hidden; once prompted, listed.
+    made = cli.new(trace.demo_cmd())
+    assert made not in _json_ids(cli)[0] and made in _json_ids(cli, "--all")[0]
+    cli.ok("prompt", "--session", made, "--keep-alive", "0", "hello there")
+    assert _json_ids(cli)[0][0] == made
+    titled = cli.new(trace.demo_cmd(), "--title", "named, never prompted")  # a person named it: listed
+    assert _json_ids(cli)[0][0] == titled
 
 
 def test_bad_listing_options_are_usage_errors(cli: Cli) -> None:

@@ -80,9 +80,11 @@ def test_repl_model_lists_sets_and_shows_in_the_toolbar(spawn, trace: AgentTrace
     pty = spawn("new", "--cmd", shlex.join(["env", f"RECORD_FILE={record}", sys.executable, str(MODELS_AGENT)]))
     pty.prompt()
     pty.expect(r"model: Gemini 2\.5 Flash")  # the toolbar
-    pty.say("/model")
-    pty.expect(r"  gemini-2\.5-pro \(Gemini 2\.5 Pro\) +— Deep reasoning")  # the agent's order (descriptions in a column)
+    pty.say("/model")  # a picker of the models, in the agent's order
+    pty.expect(r"1\.   gemini-2\.5-pro \(Gemini 2\.5 Pro\) — Deep reasoning")
     pty.expect(r"\* gemini-2\.5-flash \(Gemini 2\.5 Flash\)")  # the current one starred
+    pty.child.send("\x1b")  # Escape: kept
+    pty.expect(r"Model: Gemini 2\.5 Flash \(unchanged\)")
     pty.prompt()
     pty.say("/model gemini-2.5-pro")
     pty.expect(r"Model: Gemini 2\.5 Pro")

@@ -109,6 +109,7 @@ def test_boolean_options_toggle_from_the_command_line_and_in_the_repl(
     pty.prompt()
     pty.say("/model")  # the model, and its model_config options near it (the spec's advice)
     pty.expect(r"\* sdk-small")
+    pty.child.send("\x1b")  # (the picker of models: Escape keeps it)
     pty.expect(r"Effort \(effort\): Medium — /config effort VALUE")
     pty.prompt()
     pty.say("/config brave true")

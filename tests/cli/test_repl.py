@@ -321,6 +321,7 @@ def test_an_unknown_slash_word_is_not_sent_and_the_nearest_command_is_named(spaw
     pty.child.send(CTRL_C)
     pty.say("/mode")
     pty.expect(r"\* ask")
+    pty.child.send("\x1b")  # (the picker of modes: Escape keeps it)
     pty.prompt()
     assert REPLY not in pty.seen
     screen = screen_text(pty.seen)

@@ -138,10 +138,13 @@ def test_a_cancelled_turn_holds_the_queue_until_enter_on_an_empty_line(
     assert "Turn 2" not in watch.text()  # nothing was sent by itself
     pty.child.send("\r")  # Enter on the empty line: the queue goes on
     watch.until("Turn 2: kept no-permission", visible=False)
-    watch.until("* ask (Ask)", visible=False)  # then /mode ran
-    watch.prompt(pty.seen.rindex("* ask"))
+    watch.until("* ask (Ask)", visible=False)  # then /mode ran: its picker
+    watch.until("↑↓ or a number")  # (taking keys)
+    pty.child.send("\x1b")  # Escape: the mode is kept
+    watch.until("Session Mode: Ask (unchanged)", visible=False)
+    watch.prompt(pty.seen.rindex("(unchanged)"))
     screen = watch.text()
-    assert screen.index("› kept no-permission") < screen.index("› /mode") < screen.index("* ask (Ask)"), screen
+    assert screen.index("› kept no-permission") < screen.index("› /mode") < screen.index("Mode: Ask (unchanged)"), screen
     status, session_id = pty.leave()
     assert status == ExitCode.OK
     assert _stored_prompts(acpcli_home, session_id) == ["slow no-permission", "kept no-permission"]

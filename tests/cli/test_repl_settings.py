@@ -47,8 +47,9 @@ def test_mode_and_model_go_through_config_options(spawn, trace: AgentTrace, tmp_
     pty, log = _start(spawn, trace, tmp_path, protocol=protocol)
     pty.expect(r"mode: Ask")  # the toolbar
     pty.say("/mode")
-    pty.expect(r"\* ask")  # the current one is starred, every value listed
+    pty.expect(r"\* ask")  # the current one is starred, every value offered
     pty.expect(r"plan")
+    pty.child.send("\x1b")  # Escape: kept
     pty.prompt()
     pty.say("/mode code")
     pty.expect(r"Session Mode: Code|Mode: Code")

@@ -103,3 +103,75 @@ def test_interactive_load_draws_the_record_as_show_does(spawn, cli: Cli, replayi
     pty.child.send(CTRL_D)
     assert pty.wait() == ExitCode.OK
     assert cli.ok("export", sid, "--format", "jsonl").stdout == before
+
+
+# -- loading again stores nothing the record holds already -----------------------------------
+
+
+def _stored(cli: Cli, sid: str) -> tuple[int, int, int]:
+    """The session's events and their bytes in the event log, and the database's size."""
+    import sqlite3
+    from contextlib import closing
+
+    db = cli.home / "acpcli.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # what the commands wrote, in the file
+        events, size = conn.execute(
+            "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(length(payloads)), 0) FROM event_pages WHERE session_id = ?",
+            (sid,),
+        ).fetchone()
+    return int(events), int(size), db.stat().st_size
+
+
+def _stored_after(cli: Cli, sid: str, events: int) -> str:
+    """The payloads of the session's events after the first ``events``, as one text."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(cli.home / "acpcli.db")) as conn:
+        rows = conn.execute("SELECT first_seq, payloads FROM event_pages WHERE session_id = ? ORDER BY first_seq", (sid,))
+        return "".join(payloads for first, payloads in rows if first > events)
+
+
+def test_loading_a_demo_session_again_and_again_stores_it_once(cli: Cli) -> None:
+    cmd = cli.trace.demo_cmd()
+    sid = cli.new(cmd)
+    cli.ok("prompt", "--session", sid, "hello no-permission", "--cmd", cmd)
+    first = cli.ok("load", sid, "--no-repl", "--cmd", cmd).stdout
+    stored, shown = _stored(cli, sid), cli.show(sid)
+    for _ in range(4):
+        assert cli.ok("load", sid, "--no-repl", "--cmd", cmd).stdout == first
+        assert _stored(cli, sid) == stored
+    assert cli.show(sid) == shown
+
+
+@pytest.mark.parametrize("replaying", ["claude", "gemini"], indirect=True)
+def test_loading_a_replaying_agents_session_again_stores_nothing(cli: Cli, replaying: tuple[str, str]) -> None:
+    cmd, sid = replaying
+    cli.ok("load", sid, "--no-repl", "--cmd", cmd)
+    stored, shown = _stored(cli, sid), cli.show(sid)
+    for _ in range(3):
+        cli.ok("load", sid, "--no-repl", "--cmd", cmd)
+        assert _stored(cli, sid) == stored
+    assert cli.show(sid) == shown
+
+
+@pytest.mark.parametrize("replaying", ["gemini"], indirect=True)
+def test_a_replay_with_a_turn_more_stores_that_turn(cli: Cli, replaying: tuple[str, str], tmp_path: Path) -> None:
+    # (claude's replayed turns start with its slash-command artefacts: never added)
+    cmd, sid = replaying
+    cli.ok("load", sid, "--no-repl", "--cmd", cmd)
+    stored = _stored(cli, sid)
+    # Another client had a turn: the agent replays one more than the record holds.
+    state = tmp_path / "replay-agent.json"
+    turns = json.loads(state.read_text())
+    turns[sid].append({"prompt": "a turn from elsewhere", "shell": False})
+    state.write_text(json.dumps(turns))
+    loaded = cli.ok("load", sid, "--no-repl", "--cmd", cmd).stdout
+    assert loaded.count("a turn from elsewhere") == 1, loaded
+    new = _stored_after(cli, sid, stored[0])
+    assert "a turn from elsewhere" in new and "hello alpha" not in new  # what is new, not all again
+    more, shown = _stored(cli, sid), cli.show(sid)
+    assert more[0] > stored[0] and shown.count("a turn from elsewhere") == 1, shown
+    cli.ok("load", sid, "--no-repl", "--cmd", cmd)
+    assert _stored(cli, sid) == more and cli.show(sid) == shown

@@ -6,6 +6,7 @@ the next prompt through a live session's host and without one."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -46,15 +47,24 @@ def test_the_demo_agent_gets_a_new_session_from_the_transcript_and_the_files_go_
     assert cli.show(sid) == before  # the old session stays as it was
     (row,) = [r for r in cli.index() if r["id"] == new]
     assert row["parent"] == sid
-    first = cli.ok("prompt", "--session", new, "--permissions", "allow", "carry on", env=env)
+    first = cli.ok("prompt", "--session", new, "--permissions", "allow", "write five.txt", env=env)
     assert "the conversation so far" in first.stdout or "acpcli:conversation-so-far" in first.stdout, first.stdout
-    second = cli.ok("prompt", "--session", new, "--permissions", "allow", "and again", env=env)
+    second = cli.ok("prompt", "--session", new, "--permissions", "allow", "write six.txt", env=env)
     assert "conversation so far" not in second.stdout and "conversation-so-far" not in second.stdout
     later = cli.show(new)
-    assert "carry on" in later and "and again" in later and "write three.txt" not in later
+    assert "write five.txt" in later and "write six.txt" in later and "write three.txt" not in later
     assert later.count("write one.txt") == shown.count("write one.txt")  # the context is not recorded as said
-    cli.ok("rewind", sid, "--undo", env=env)
-    assert sorted(p.name for p in workdir.iterdir()) == ["four.txt", "one.txt", "three.txt", "two.txt"]
+    # the new session's checkpoints count its turns as its transcript does (1-2 came with it)
+    rows = [json.loads(line) for line in cli.ok("checkpoints", new, "--json", env=env).stdout.splitlines()]
+    assert [(r["turn"], [f["path"] for f in r["files"]]) for r in rows] == [(2, []), (3, ["five.txt"]), (4, ["six.txt"])]
+    # so a rewound session rewinds again: before its turn 4, the files and the conversation agree
+    again = cli.ok("rewind", new, "--to", "4", "--yes", env=env).stdout.strip()
+    assert sorted(p.name for p in workdir.iterdir()) == ["five.txt", "one.txt", "two.txt"]
+    shown_again = cli.show(again)
+    assert "write five.txt" in shown_again and "write six.txt" not in shown_again and "write three.txt" not in shown_again
+    cli.ok("rewind", new, "--undo", env=env)
+    cli.ok("rewind", sid, "--undo", env=env)  # each session's own last rewind
+    assert sorted(p.name for p in workdir.iterdir()) == ["five.txt", "four.txt", "one.txt", "six.txt", "three.txt", "two.txt"]
 
 
 def _sdk(*flags: str) -> str:

@@ -56,6 +56,24 @@ def test_show_grep_prints_only_the_matching_messages(cli: Cli, trace: AgentTrace
     assert none.stdout == "" and "nothing in" in none.stderr
 
 
+def test_show_grep_takes_words_as_search_does(cli: Cli, trace: AgentTrace) -> None:
+    """Every word, in any order, quoted or not: ``show --grep`` finds the messages ``search``
+    finds the session by (issue 32)."""
+    one, _ = _sessions(cli, trace)
+    kept = lambda *grep: cli.ok("show", one, "--grep", *grep).stdout  # noqa: E731
+    words = kept("pangolin", "then")  # two words: both in one message, not as a phrase
+    assert "what about a pangolin, then?" in words and "axolotl" not in words
+    assert kept("pangolin then") == kept("then", "pangolin") == kept("then pangolin") == words
+    assert cli.ok("show", one, "then", "--grep", "pangolin").stdout == words  # (the words after the id go with it)
+    both = cli.ok("show", one, "--grep", "axolotl", "pangolin")  # never in the same message
+    assert both.stdout == "" and "nothing in" in both.stderr and "'axolotl pangolin'" in both.stderr
+    found = [json.loads(line)["id"] for line in cli.ok("search", "pangolin", "then", "--json").stdout.splitlines()]
+    assert found == [one]  # the same words find the session
+    assert [json.loads(line)["id"] for line in cli.ok("search", "then pangolin", "--json").stdout.splitlines()] == [one]
+    line = error_line(cli.run("show", one, "pangolin"), ExitCode.USAGE)  # a word without --grep: not a second id
+    assert line == "show takes one SESSION_ID; words after it go with --grep"
+
+
 def test_deleted_sessions_are_never_found(cli: Cli, trace: AgentTrace) -> None:
     one, two = _sessions(cli, trace)
     cli.ok("sessions", "rm", one)

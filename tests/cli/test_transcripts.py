@@ -113,14 +113,27 @@ def test_jsonl_output_has_the_updates_after_turn_end(cli: Cli) -> None:
     assert tools and tools[-1]["index"] == 2 and tools[-1]["status"] == "completed"
 
 
-def test_prompt_through_a_live_session_waits_for_them_too(cli: Cli) -> None:
+def test_a_prompt_through_a_live_session_ends_with_its_turn_and_the_host_keeps_the_rest(cli: Cli, tmp_path: Path) -> None:
+    # The host stores what the agent says after the turn; the warm prompt does not wait for it.
+    from tests.host.conftest import wait_for
+
     sid = _first(cli)
-    proc = cli.ok("prompt", "--session", sid, "--keep-alive", "30", "late please")
+    gate = tmp_path / "gate"  # the agent sends all but " +MORE" once it exists
+    env = {"LATE_GATE": str(gate), "LATE_DELAY": "0.2"}
     try:
-        assert "LATE-TEXT" in proc.stdout and "BG-DONE" in proc.stdout, proc.stdout
+        proc = cli.ok("prompt", "--session", sid, "--keep-alive", "30", "late please", env=env)
+        assert "ANSWER" in proc.stdout, proc.stdout
+        assert "MORE" not in proc.stdout and "LATE-TEXT" not in proc.stdout, proc.stdout  # not waited for
+        gate.touch()  # the prompt has exited: what comes now comes after it
+        wait_for(lambda: "LATE-TEXT" in cli.show(sid), what="the updates after the turn to be stored")
         _late_parts(cli.show(sid))
+        again = cli.ok("prompt", "--session", sid, "--keep-alive", "30", "next one", env=env)
+        assert "ANSWER to next one" in again.stdout and "LATE-TEXT" not in again.stdout, again.stdout
     finally:
         cli.ok("stop", sid)
+    shown = cli.show(sid)
+    _late_parts(shown)
+    assert shown.count("LATE-TEXT") == 1 and shown.index("LATE-TEXT") < shown.index("> next one"), shown
 
 
 def test_the_repl_draws_updates_after_the_turn_above_the_input_line(spawn, monkeypatch) -> None:  # type: ignore[no-untyped-def]

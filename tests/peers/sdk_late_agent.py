@@ -11,7 +11,8 @@ transcript keeps: text between turns, updates after a turn's answer, turns that 
     ``in_progress``; the turn ends (``end_turn``), and ``LATE_DELAY`` seconds later (default
     0.1) come, after the response: `` +MORE`` for ``answer-1``, the tool call ``bg-1``
     ``completed`` with the text ``BG-DONE``, and ``LATE-TEXT`` in an id-less chunk (claude's
-    background subagents report so);
+    background subagents report so); with ``LATE_GATE`` set (a path), all but `` +MORE`` wait
+    until that file exists;
   - ``cancel``: says ``PARTIAL``, then waits for ``session/cancel`` and ends ``cancelled``;
   - ``cancelled``: says ``PARTIAL`` and ends ``cancelled`` at once (as after a cancel);
   - ``fail``: fails the request at once (``-32603``, ``model exploded``);
@@ -136,6 +137,9 @@ class LateAgent(BaseSdkAgent):
 
     async def _after(self, session_id: str) -> None:
         await self._chunk(session_id, " +MORE", "answer-1")
+        gate = os.environ.get("LATE_GATE")
+        while gate and not os.path.exists(gate):  # the rest waits for the test to open the gate
+            await asyncio.sleep(0.02)
         await self._client.session_update(
             session_id,
             acp.update_tool_call("bg-1", status="completed", content=[acp.tool_content(acp.text_block("BG-DONE"))]),

@@ -38,8 +38,8 @@ def test_slash_lists_local_commands_then_the_agents_own() -> None:
 
 def test_a_prefix_narrows_and_replaces_what_was_typed() -> None:
     assert complete("/mo", LOCAL, FULL) == [
-        Offer("/mode", 3, "show or set the agent's mode"),
-        Offer("/model", 3, "show or set the model"),
+        Offer("/mode", 3, "pick or set the agent's mode"),
+        Offer("/model", 3, "pick or set the model"),
     ]
     assert texts(complete("/rev", LOCAL, FULL)) == ["/review"]
     assert texts(complete("/re", LOCAL, FULL)) == ["/rewind", "/review"]

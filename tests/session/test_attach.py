@@ -12,7 +12,7 @@ from acpcli.errors import AuthRequired, CapabilityMissing, RpcError, SessionNotF
 from acpcli.history.eventlog import EventWriter
 from acpcli.history.index import Index
 from acpcli.history.lock import SessionLock
-from acpcli.history.records import REPLAY_ABORT, REPLAY_END, REPLAY_START, TURN_END, TURN_START
+from acpcli.history.records import REPLAY_END, REPLAY_START, TURN_END, TURN_START
 from acpcli.session.attach import attach, logged_in, raise_if_unknown
 from acpcli.session.context import Invocation
 from acpcli.session.inputs import Options, SessionInputs
@@ -160,14 +160,14 @@ async def test_a_load_refused_for_a_recorded_session_is_marked_aborted_and_kept(
 ) -> None:
     inputs = Options(agent="demo", cwd=workdir).inputs()
     sid = await new_with_a_turn(inputs, run, index, writer)
+    before = kinds(index, writer, sid)
     # A launch of the agent that keeps its sessions elsewhere: it no longer has this one.
     async with demo_link("--state-dir", str(tmp_path / "amnesia")) as link:
         with pytest.raises(UnknownSession) as err:
             await attach(link, "load", inputs, run, index, writer, None, sid)
     hint = err.value.hint or ""
     assert "no longer has session" in hint and f"acpcli show {sid}" in hint
-    log = kinds(index, writer, sid)
-    assert log[-2:] == [REPLAY_START, REPLAY_ABORT]
+    assert kinds(index, writer, sid) == before  # it replayed nothing: nothing of it is stored
     assert index.get(sid).id == sid  # the transcript is still recorded here
 
 
@@ -292,3 +292,95 @@ def test_raise_if_unknown_leaves_other_failures_alone() -> None:
     raise_if_unknown(OSError("pipe"), "s-1")
     already = UnknownSession(RpcError.RESOURCE_NOT_FOUND, "gone")
     raise_if_unknown(already, "s-1")  # not wrapped twice
+
+
+# -- loading again: what the record holds already is not stored again -------------------------
+
+
+def _stored(index: Index, writer: EventWriter, sid: str) -> tuple[int, int]:
+    """How many events the session's log holds, and their bytes."""
+    writer.flush()
+    events = list(index.events_raw(sid))
+    return len(events), sum(len(payload) for _seq, _kind, payload in events)
+
+
+async def _load(index: Index, writer: EventWriter, run: Invocation, inputs: SessionInputs, sid: str, *flags: str) -> None:
+    async with demo_link(*flags) as link:
+        live = await attach(link, "load", inputs, run, index, writer, None, sid)
+        assert live.recorder is writer  # the replay's own recorder is done with
+    writer.flush()
+
+
+async def _other_clients_turn(sid: str, workdir: Path, prompt: str) -> None:
+    """A turn the agent holds and this record does not (another client's, nothing stored here)."""
+    from acpcli.session.turn import run_turn
+
+    async with demo_link() as link:
+        live = await link.load(sid, str(workdir), [], [], sink=None, recorder=None, local_id=sid)
+        live.checkpoints = False
+        assert await run_turn(link, live, [text(prompt)], notice=lambda line: None, interrupts=False) == "end_turn"
+
+
+async def test_a_load_that_repeats_the_last_replay_stores_nothing(
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
+) -> None:
+    from acpcli.history.records import rebuild
+
+    inputs = Options(agent="demo", cwd=workdir).inputs()
+    sid = await new_with_a_turn(inputs, run, index, writer)
+    await _load(index, writer, run, inputs, sid)  # the first replay is stored whole
+    first = kinds(index, writer, sid)
+    assert first.count(REPLAY_START) == 1 and first[-1] == REPLAY_END
+    stored, transcript = _stored(index, writer, sid), rebuild(index, sid).transcript()
+    for _ in range(4):
+        await _load(index, writer, run, inputs, sid)
+        assert _stored(index, writer, sid) == stored
+        assert rebuild(index, sid).transcript() == transcript
+
+
+async def test_a_replay_with_more_stores_only_what_is_new(
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
+) -> None:
+    import json
+
+    from acpcli.history.records import rebuild
+
+    inputs = Options(agent="demo", cwd=workdir).inputs()
+    sid = await new_with_a_turn(inputs, run, index, writer)
+    await _load(index, writer, run, inputs, sid)
+    before = list(index.events_raw(sid))
+    replay_start = next(seq for seq, kind, _ in before if kind == REPLAY_START)
+    first_replay = len(before) - replay_start - 1  # its events, between its brackets
+    await _other_clients_turn(sid, workdir, "other client no-permission")
+    await _load(index, writer, run, inputs, sid)  # the agent has a turn more than the record
+    added = list(index.events_raw(sid))[len(before):]
+    (_, kind, mark), *own, (_, end, _) = added
+    assert (kind, end) == (REPLAY_START, REPLAY_END)
+    assert json.loads(mark) == {"base": replay_start, "same": first_replay}, mark  # all of it, then the new turn
+    # the new turn, not the conversation the record holds already
+    assert any("other client" in payload for _, _, payload in own)
+    assert not any(QUIET in payload for _, _, payload in own), own
+    shown = rebuild(index, sid).transcript()
+    users = [entry for entry in shown if entry.get("kind") == "user" and "other client" in json.dumps(entry)]
+    assert len(users) == 1, shown  # the other client's turn is in the record, once
+    # ... and loading it again stores nothing: the last replay, read through its base
+    stored = _stored(index, writer, sid)
+    await _load(index, writer, run, inputs, sid)
+    assert _stored(index, writer, sid) == stored and rebuild(index, sid).transcript() == shown
+
+
+async def test_a_replay_that_differs_is_stored_from_where_it_differs(
+    run: Invocation, index: Index, writer: EventWriter, workdir: Path
+) -> None:
+    from acpcli.history.records import rebuild
+
+    inputs = Options(agent="demo", cwd=workdir).inputs()
+    sid = await new_with_a_turn(inputs, run, index, writer)
+    await _load(index, writer, run, inputs, sid)
+    transcript, stored = rebuild(index, sid).transcript(), _stored(index, writer, sid)
+    await _load(index, writer, run, inputs, sid, "--replay", "whole")  # the same turns, said otherwise
+    assert kinds(index, writer, sid).count(REPLAY_START) == 2 and _stored(index, writer, sid) != stored
+    assert rebuild(index, sid).transcript() == transcript  # the record is what it was
+    stored = _stored(index, writer, sid)
+    await _load(index, writer, run, inputs, sid, "--replay", "whole")
+    assert _stored(index, writer, sid) == stored

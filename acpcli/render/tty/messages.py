@@ -111,6 +111,13 @@ class _AgentBlock(_MessageBlock):
         rest = self.splitter.close()
         return [MarkdownLines(rest)] if rest else []
 
+    def cut(self) -> None:
+        """What is drawn of the text so far, to the scrollback now (its unfinished line stays
+        live): a note goes under what the person saw (:meth:`BlockSplitter.cut`)."""
+        done = self.splitter.cut()
+        if done.strip():
+            self.view._print(MarkdownLines(done))
+
 
 class _ThoughtBlock(_MessageBlock):
     """A thought: live while it streams, then one summary line (or all of it, if asked)."""

@@ -137,6 +137,24 @@ class BlockSplitter:
             window.append("".join(self._partial))
         return "\n".join(line if len(line) <= chars else _line_end(line, chars) for line in window)
 
+    def cut(self) -> str:
+        """The open block's complete lines as a finished block now ("" if none), the
+        unfinished line kept: a line drawn under them (``cancelling…``) goes where the person
+        saw the text end. Inside fenced code the cut block is closed with its fence and the
+        code goes on under the same opening fence."""
+        if self._fence is None:
+            done, self._lines = "\n".join(self._lines), []
+        else:
+            opening = self._lines[self._fence_line]
+            code = self._lines[self._fence_line + 1 :]
+            head = self._lines[: self._fence_line]
+            if code:
+                indent = opening[: len(opening) - len(opening.lstrip())]
+                head = [*head, opening, *code, indent + self._fence]
+            done, self._lines, self._fence_line = "\n".join(head), [opening], 0
+        self._fences, self._blanks = [], 0
+        return done
+
     def close(self) -> str:
         """End of the text: return the rest ("" if none) and start over."""
         rest = self.tail().strip("\n")

@@ -228,6 +228,9 @@ class TtyView:
         if not self._notes or self._closed:
             return False
         line = text if isinstance(text, Text) else Text(safe_text(text), style=style or "")
+        cut = getattr(self._live_block, "cut", None)
+        if cut is not None and self._turn_started is not None:
+            cut()  # in the order it was seen: under the streamed text on the screen now
         self._queue.append(_Piece(line, self._printed and not self._noted))
         self._printed = True
         self._noted = True

@@ -70,3 +70,21 @@ def test_splitter_blocks_do_not_depend_on_chunking(tokens: list[str], size: int)
     assert split(body, size) == whole
     # nothing is lost: the non-blank lines come out in order
     assert [ln for b in whole for ln in b.split("\n") if ln.strip()] == [ln for ln in body.split("\n") if ln.strip()]
+
+
+def test_cut_gives_the_complete_lines_and_keeps_the_unfinished_one() -> None:
+    s = BlockSplitter()
+    assert s.feed("1. one\n2. two\n3. th") == []
+    assert s.cut() == "1. one\n2. two"
+    assert s.feed("ree\n") == []
+    assert s.close() == "3. three"
+    assert s.cut() == ""
+
+
+def test_cut_inside_fenced_code_closes_it_and_goes_on_under_the_same_fence() -> None:
+    s = BlockSplitter()
+    assert s.feed("text\n\n~~~~py\na = 1\nb") == ["text"]
+    assert s.cut() == "~~~~py\na = 1\n~~~~"
+    assert s.cut() == ""  # nothing complete since: not an empty code block
+    assert s.feed(" = 2\n~~~~\n\nafter\n") == ["~~~~py\nb = 2\n~~~~"]
+    assert s.close() == "after"
