@@ -1259,6 +1259,7 @@ class HostedSession(Session):
         """A turn that outlasts the connection's ``timeout`` is cancelled (the host stops an
         agent that does not end it within a grace), and ends in
         :class:`~acpcli.errors.StepTimeout`."""
+        from acpcli.session.control import CANCEL_GRACE
         from acpcli.session.outcome import turn_timed_out
 
         with anyio.move_on_after(seconds):
@@ -1269,7 +1270,7 @@ class HostedSession(Session):
         if self._error is None:
             self._error = turn_timed_out(seconds, self.id, answered=True)
         with contextlib.suppress(AcpcliError):
-            await self._post({"t": "cancel", "kill_after": _TIMEOUT_GRACE})
+            await self._post({"t": "cancel", "kill_after": CANCEL_GRACE})  # the host stops the agent after it
 
     def _finish(self, item: Event | _Failed) -> None:
         """The turn is over: its last event (or error) to the caller, the session free again."""
@@ -1432,9 +1433,6 @@ class HostedSession(Session):
         with anyio.CancelScope(shield=True):
             await self._channel.aclose()
 
-
-#: Seconds a turn cancelled for outlasting ``timeout`` has to end before the host stops the agent.
-_TIMEOUT_GRACE = 3.0
 
 
 def _reported(message: dict[str, Any]) -> AcpcliError:

@@ -391,23 +391,23 @@ def grant_of(decider: Any, run: Invocation) -> dict[str, Any]:
     return Grant.of(decider, fs=run.fs, terminal=run.terminal).message()
 
 
-#: Seconds a turn cancelled for outlasting ``--timeout`` has to end before the host stops the agent.
-_TIMEOUT_GRACE = 3.0
 #: How often the loop looks at signals, the deadline and the view's clock while waiting.
 _TICK = 0.1
 
 
 def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, run: Invocation) -> tuple[str, bool, bool]:
     """Read the host's messages until this command's turn ends: its stop reason, whether it
-    was interrupted here, whether it outlasted ``--timeout``. Ctrl-C cancels it (a second one
-    within 3 s leaves: the host cancels the turn of a client that left); ``--timeout`` cancels
-    it when it has run that long (and the host stops an agent that ignores the cancel);
+    was interrupted here, whether it outlasted ``--timeout``, as its
+    :class:`~acpcli.session.control.TurnControl` says. Ctrl-C cancels it (a second one soon
+    after leaves: the host cancels the turn of a client that left); ``--timeout`` cancels it
+    when it has run that long, with the grace for the host to stop an agent that ignores it;
     SIGTERM and SIGHUP leave as the command would without a host (exit 143, 129)."""
     import signal
     import time
 
     from acpcli.errors import Terminated
     from acpcli.services.permissions import note_on_screen
+    from acpcli.session.control import Act, TurnControl
     from acpcli.text.safe import shown_id
 
     presses: list[float] = []
@@ -421,8 +421,8 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
     previous = {sig: signal.signal(sig, handler) for sig, handler in (
         (signal.SIGINT, on_interrupt), (signal.SIGTERM, on_stop), (signal.SIGHUP, on_stop),
     )}
-    interrupted = timed_out = started = False
-    deadline: float | None = None
+    started = False
+    control = TurnControl(run.timeout, kills=False)  # the host keeps the grace: it stops the agent
     frames = None
     if run.raw:
         from acpcli.wire.wiretap import StreamTap
@@ -438,16 +438,16 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
         while True:
             while handled < len(presses):  # Ctrl-C, in the loop rather than in the handler
                 handled += 1
-                if handled > 1 and presses[handled - 1] - presses[handled - 2] < 3.0:
+                act = control.press(presses[handled - 1])
+                if act is Act.LEAVE:
                     raise Interrupted()  # leaving: the host cancels the turn of a client that left
-                interrupted = True
-                line = "cancelling… (press Ctrl-C again to leave at once)"
-                if not note_on_screen(view, line, "yellow"):  # drawn by a terminal view, in order
-                    run.env.note(line, style="yellow")
-                channel.send({"t": "cancel"})
-            if deadline is not None and not timed_out and time.monotonic() >= deadline:
-                timed_out = True
-                channel.send({"t": "cancel", "kill_after": _TIMEOUT_GRACE})
+                if act is Act.CANCEL:
+                    line = "cancelling… (press Ctrl-C again to leave at once)"
+                    if not note_on_screen(view, line, "yellow"):  # drawn by a terminal view, in order
+                        run.env.note(line, style="yellow")
+                    channel.send({"t": "cancel"})
+            if control.due(time.monotonic()) is Act.TIME_OUT:
+                channel.send({"t": "cancel", "kill_after": control.grace})
             try:
                 message = channel.receive(timeout=_TICK)
             except ChannelClosed:
@@ -488,8 +488,7 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                     run.say(f"acpcli: waiting behind {ahead} {turns} on this session (Ctrl-C withdraws the prompt)")
             elif kind == "start":
                 started = True
-                if run.timeout:
-                    deadline = time.monotonic() + run.timeout
+                control.start(time.monotonic())
                 title = message.get("title")
                 if isinstance(title, str):  # the session's, from before this turn: not drawn
                     mirror.store.apply({"sessionUpdate": "session_info_update", "title": title})
@@ -508,13 +507,14 @@ def _follow(channel: BlockingChannel, mirror: Mirror, view: Any, decider: Any, r
                 stop = message.get("stop")
                 stop = stop if isinstance(stop, str) else "end_turn"
                 view.turn_ended(stop)
+                control.stopped()
                 # (what the agent still says of the turn, "late": the host stores it; an
                 # attached terminal draws it; this command has its answer)
-                return stop, bool(message.get("interrupted")) or interrupted, timed_out
+                return stop, bool(message.get("interrupted")) or control.interrupted, control.timed_out is not None
             elif kind == "withdrawn":
                 raise Interrupted("withdrawn")
             elif kind == "error":
-                if timed_out:  # the agent ignored the cancel and was stopped
+                if control.timed_out is not None:  # the agent ignored the cancel and was stopped
                     view.turn_ended(None)
                     mirror.unsaved = message.get("verdicts") or []
                     return "cancelled", False, True

@@ -19,26 +19,26 @@ terminal's own turn or beside its input line.
 from __future__ import annotations
 
 import contextlib
-import signal
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
 from acpcli.errors import HostLost, HostReported, Interrupted
+from acpcli.session.conversation import Conversation
 from acpcli.session.hostwire.channel import LOST_HINT, Channel, Ready
 from acpcli.session.hostwire.messages import PING_AFTER, ChannelClosed, apply_event, host_timeout
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from acpcli.history.index import Index
     from acpcli.model import Store
     from acpcli.protocol.settings import Choice
     from acpcli.session.feed import SessionFeed
     from acpcli.wire.negotiate import AgentFeatures
-
-#: A second Ctrl-C within so many seconds leaves the turn (the host cancels it; the session stays).
-_DOUBLE_INTERRUPT = 3.0
 
 
 @dataclass
@@ -85,8 +85,6 @@ class HostedLink:
     """See the module docstring. :meth:`serve` reads the host's messages for as long as the
     terminal stays; run it in a task beside the REPL."""
 
-    #: The REPL's marker: turns go through :meth:`turn`, the host does the bookkeeping.
-    hosted = True
     process = None
     #: What the toolbar reads of a link's services (``policy``: the run's permission policy).
     services: Any = None
@@ -150,6 +148,13 @@ class HostedLink:
         #: A prompt of ours joined the running turn: the host runs its turn next, and may end
         #: it before :meth:`turn` waits for it (its end is kept here until then).
         self._joined: list[dict[str, Any]] | None = None
+
+    def conversation(
+        self, index: Index, agent: str, export: Callable[[str, str], None] | None = None
+    ) -> HostedConversation:
+        """The conversation the REPL drives over this link (``index``: read for the session's
+        records, never written: the host writes)."""
+        return HostedConversation(self, self.live, index, None, agent, export)
 
     # -- what the host says ----------------------------------------------------------------
 
@@ -410,7 +415,7 @@ class HostedLink:
     async def watch(self, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str | None:
         """Draw another terminal's turn (:attr:`other`): what was held of it first, then the
         rest as it comes, until it ends; its stop reason (None: it failed). Ctrl-C says whose
-        turn it is (only the terminal that sent it cancels it); a second within 3 s leaves
+        turn it is (only the terminal that sent it cancels it); a second soon after leaves
         (:class:`~acpcli.errors.Interrupted`), the turn goes on."""
         other = self.other
         if other is None:
@@ -461,7 +466,7 @@ class HostedLink:
         self, text: str, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None, joined: bool = False
     ) -> str:
         """One prompt through the host's queue; its stop reason. Ctrl-C cancels it (or
-        withdraws it while it waits its turn); a second within 3 s leaves at once
+        withdraws it while it waits its turn); a second soon after leaves at once
         (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a client that left).
         ``joined``: the turn of the prompt :meth:`now` sent into the last one, which the
         host runs by itself (nothing is sent)."""
@@ -515,42 +520,36 @@ class HostedLink:
 async def _until_ended(
     ended: anyio.Event, first_press: Callable[[], Awaitable[None]], tick: Callable[[], None] | None
 ) -> None:
-    """Wait for a turn to end, the turn's keys wired in as everywhere: Ctrl-C calls
-    ``first_press``; a second within :data:`_DOUBLE_INTERRUPT` seconds leaves
-    (:class:`~acpcli.errors.Interrupted`); ``tick`` (if given) about ten times a second."""
-    with anyio.open_signal_receiver(signal.SIGINT) as signals:
-        async with anyio.create_task_group() as tg:
+    """Wait for a turn to end, the turn's keys wired in as everywhere
+    (:class:`~acpcli.session.control.TurnControl`): Ctrl-C calls ``first_press``; a second
+    soon after leaves (:class:`~acpcli.errors.Interrupted`: the host cancels the turn of a
+    terminal that left); ``tick`` (if given) about ten times a second."""
+    from acpcli.session.control import Act, TurnControl
+    from acpcli.session.turn import Driver
 
-            async def interrupts() -> None:
-                last = 0.0
-                async for _ in signals:
-                    now = time.monotonic()
-                    if last and now - last < _DOUBLE_INTERRUPT:
-                        raise Interrupted()
-                    last = now
-                    await first_press()
+    async def act(what: Act) -> None:
+        if what is Act.LEAVE:
+            raise Interrupted()
+        if what is Act.CANCEL:
+            await first_press()
 
-            async def ticker() -> None:
-                assert tick is not None
-                while True:
-                    await anyio.sleep(0.1)
-                    tick()
-
-            tg.start_soon(interrupts)
-            if tick is not None:
-                tg.start_soon(ticker)
-            await ended.wait()
-            tg.cancel_scope.cancel()
+    async with anyio.create_task_group() as tg:
+        Driver(TurnControl(), act, tick=tick).start(tg)
+        await ended.wait()
+        tg.cancel_scope.cancel()
 
 
 def _turn_error(message: dict[str, Any]) -> Exception:
     """A turn's error as the host reported it. The agent's error answer to the prompt (exit
     7, or 10 for ``auth_required``) is the :class:`~acpcli.errors.RpcError` it was, so that
     the REPL stays, keeps the line and, for ``auth_required``, offers a login (through the
-    host), as without one."""
-    from acpcli.errors import AuthRequired, ExitCode, RpcError
+    host), as without one; a refusal before the turn started (exit 2) is the
+    :class:`~acpcli.errors.UsageError` it was, so that the line comes back, as without one."""
+    from acpcli.errors import AuthRequired, ExitCode, RpcError, UsageError
 
     text, code, hint = str(message.get("message")), int(message.get("exit") or 1), message.get("hint")
+    if code == int(ExitCode.USAGE):  # refused before it started (a mention outside the roots): not sent
+        return UsageError(text, hint=hint if isinstance(hint, str) else None)
     kinds: dict[int, type[RpcError]] = {int(ExitCode.AGENT_ERROR): RpcError, int(ExitCode.AUTH_REQUIRED): AuthRequired}
     kind = kinds.get(code)
     if kind is None:
@@ -580,3 +579,96 @@ def _redraw() -> None:
     app = get_app_or_none()
     if app is not None and app.is_running:
         app.invalidate()
+
+
+class HostedConversation(Conversation):
+    """The hosted backend of a :class:`~acpcli.session.conversation.Conversation`: the
+    socket to the session's host (:class:`HostedLink`), which resolves the prompt's mentions
+    where the agent runs, runs each turn in its queue and keeps the record. This terminal
+    reads no file a prompt mentions and writes nothing (it holds no writer). Built by
+    :meth:`HostedLink.conversation`."""
+
+    @property
+    def host(self) -> HostedLink:
+        """The link to the host."""
+        return cast("HostedLink", self.link)
+
+    @property
+    def agent_link(self) -> Any:
+        from acpcli.errors import UsageError
+        from acpcli.text.safe import shown_id
+
+        raise UsageError(
+            "this terminal is attached to the session's host, which holds its agent",
+            hint=f"`acpcli fork {shown_id(self.session_id)}` forks it",
+        )
+
+    def blocks(self, text: str) -> list[dict[str, Any]]:
+        """The prompt as typed: the host reads the files it mentions, where the agent runs."""
+        from acpcli.protocol.wire import text_block
+
+        return [text_block(text)]
+
+    async def turn(
+        self,
+        text: str,
+        blocks: Sequence[dict[str, Any]],
+        *,
+        notice: Callable[[str], None],
+        tick: Callable[[], None] | None = None,
+        sent: Any = None,
+        limit: float | None = None,
+        interrupts: bool = True,
+    ) -> str:
+        """``text`` through the host's queue (:meth:`HostedLink.turn`); ``sent``: the hand-off
+        of a prompt to the last turn (:meth:`send_now`), true when the host took it and runs
+        its turn by itself, false when it went back to the queue."""
+        self.live.note_prompt(blocks)  # the toolbar's title at once, as without a host
+        if sent is None:
+            return await self.host.turn(text, notice=notice, tick=tick)
+        if not await sent:
+            return "end_turn"  # not handed to the turn after all: it went back to the queue
+        return await self.host.turn(text, notice=notice, tick=tick, joined=True)
+
+    def after_turn(self) -> None:
+        """Nothing: the host does the bookkeeping."""
+
+    def title_from_prompt(self) -> None:
+        """Nothing: the host titles the session."""
+
+    async def close(self) -> Any:
+        """``session/close`` by the host, which marks it closed and ends."""
+        return await self.host.close(self.session_id)
+
+    @property
+    def send_now_way(self) -> str | None:
+        return self.host.send_now
+
+    def may_send_now(self) -> bool:
+        return True  # the host knows whether its turn runs (it answers ``ended``)
+
+    async def send_now(self, text: str, blocks: Sequence[dict[str, Any]], back: Callable[[str], None]) -> bool:
+        """Hand ``text`` to the running turn through the host (:meth:`HostedLink.now`);
+        False (and ``back(text)``: it goes first in the queue) when the host could not."""
+        try:
+            outcome = await self.host.now(text)
+        except Exception:  # noqa: BLE001 - refused or lost: the prompt is not lost, it goes first
+            outcome = "failed"
+        if outcome in ("injected", "joined"):
+            return True
+        back(text)
+        return False
+
+    @property
+    def other_turn(self) -> OtherTurn | None:
+        return self.host.other
+
+    async def watch(self, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str | None:
+        return await self.host.watch(notice=notice, tick=tick)
+
+    def goodbye(self, come_back: str) -> tuple[str, list[str]]:
+        """The host's line (the session stays live, or why it ended), its commands quoted."""
+        import re
+
+        said = self.host.goodbye()
+        return said, re.findall(r"`[^`]+`", said)

@@ -77,6 +77,7 @@ import anyio
 
 from acpcli.errors import AcpcliError, CapabilityMissing, ExitCode
 from acpcli.host.hostlog import HostLog
+from acpcli.session.control import TurnControl
 from acpcli.session.hostwire import address
 from acpcli.session.hostwire.channel import Budget, Channel, same_user
 from acpcli.session.hostwire.messages import (
@@ -187,6 +188,8 @@ class Turn:
     #: the files to attach by name (absolute paths) in ``attach``.
     mentions: bool = True
     attach: list[str] = field(default_factory=list)
+    #: Its control (:mod:`acpcli.session.control`): a cancel with a grace stops an agent still in it.
+    control: TurnControl = field(default_factory=TurnControl)
 
 
 class Tee:
@@ -532,17 +535,9 @@ class Host:
         if current is None or current.client is not client or self.link is None or self.live is None:
             return
         self.live.interrupted = True
+        if kill_after is not None:
+            current.control.cancelled(time.monotonic(), kill_after)  # its turn stops the agent then
         await self.link.cancel(self.live)
-        if kill_after is not None and self._tasks is not None:
-            link = self.link
-
-            async def stop_if_still_running() -> None:
-                await anyio.sleep(kill_after)
-                if self.current is current:
-                    log.warning("the agent did not end a cancelled turn in %s s: stopping it", kill_after)
-                    link.kill()
-
-            self._tasks.start_soon(stop_if_still_running)
 
     def status(self) -> dict[str, Any]:
         idle = 0.0 if self.current is not None else time.monotonic() - self.last_activity
@@ -1130,7 +1125,7 @@ class Host:
         verdicts: list[dict[str, Any]] = []
         index = conversation.index
         if isinstance(index, SafeIndex):
-            conversation.writer.flush()
+            conversation.flush()
             index.retry_disk()
             if index.in_memory or _unsaved_count(index) > self.unsaved_told:
                 error = unsaved_error(index)
@@ -1164,8 +1159,9 @@ class Host:
         return [_error(error)]
 
     async def _run_turn(self, conversation: Conversation, inputs: Any, turn: Turn) -> None:
+        from acpcli.errors import leaf_error
         from acpcli.services.mentions import build_prompt
-        from acpcli.session.turn import late_updates_possible
+        from acpcli.session.turn import late_updates_possible, run_turn
 
         link, live = conversation.agent_link, conversation.live
         self.current = turn
@@ -1192,20 +1188,28 @@ class Host:
             self.current = None
             self.touch()
             return
+        try:  # the files the prompt mentions, read here where the agent runs (its client reads none)
+            blocks = [] if turn.joined is not None else build_prompt(
+                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
+                piped=turn.piped, mentions=turn.mentions, attach=turn.attach,
+            )  # fmt: skip
+        except AcpcliError as err:  # a mention outside the roots: refused before the turn starts, nothing sent
+            lock.release()
+            if turn.wire_log is not None:
+                turn.wire_log.close()
+            client.post(_error(err))
+            self.current = None
+            self.touch()
+            return
         unsaved_before = _unsaved_count(conversation.index)
         # what the client's own store cannot know from this turn's updates alone
         client.post({"t": "start", "title": live.store.title or _recorded_title(conversation.index, self.session_id)})
         self._tell_others(client, {"t": "other-turn", "pid": client.pid, "text": turn.text})
         try:
-            blocks = [] if turn.joined is not None else build_prompt(
-                turn.text, inputs.cwd, [inputs.cwd, *inputs.additional_directories], link.features, strict=False,
-                piped=turn.piped, mentions=turn.mentions, attach=turn.attach,
-            )  # fmt: skip
             for key, value in turn.settings:
                 await link.set_by_name(live, key, value)
             if turn.settings:
                 self._state_changed()
-            from acpcli.session.checkpointing import checkpoint_before_turn
 
             def said(line: str) -> None:  # (a checkpoint's line: to the turn's client, and the log)
                 log.info("%s", line)
@@ -1213,12 +1217,16 @@ class Host:
 
             # the host's starter's --no-checkpoints, else this turn's sender's
             live.checkpoints = None if turn.checkpoints and self.spec.get("checkpoints") is not False else False
-            await checkpoint_before_turn(live, said)  # the files before the session's first turn
-            live.turn_active = True  # SIGTERM's supervisor cancels it before stopping the agent
-            try:
-                stop = await (link.prompt(live, blocks, sent=turn.joined) if turn.joined else link.prompt(live, blocks))
-            finally:
-                live.turn_active = False
+            try:  # the files before the session's first turn, the turn under its control (no Ctrl-C here)
+                stop = await run_turn(
+                    link, live, blocks, notice=said, sent=turn.joined, interrupts=False, control=turn.control,
+                    checkpoint_after=False,  # (taken below, once the turn's client has its answer)
+                )
+            except BaseException as caught:  # the turn's task group wraps what it raises
+                failure = leaf_error(caught)
+                if failure is caught or not isinstance(failure, AcpcliError):
+                    raise
+                raise failure from None
             live.recorder.flush() if live.recorder is not None else None
             conversation.after_turn()
             for warning in live.take_warnings():  # the context nearly full: the client says it

@@ -40,10 +40,10 @@ async def run_repl(env: Environment, conversation: Conversation, *, banner: bool
     drawn above it as they arrive (:class:`acpcli.repl.above.AboveInput`).
 
     ``conversation`` (:class:`~acpcli.session.conversation.Conversation`) holds the session's
-    own :class:`~acpcli.session.link.AgentLink`, or a :class:`~acpcli.host.remote.HostedLink`
-    (``conversation.hosted``) when the session lives in a host: then each turn goes through the
-    host's queue (:meth:`~acpcli.host.remote.HostedLink.turn`), the host does the bookkeeping,
-    and other terminals' turns are drawn as they come.
+    own :class:`~acpcli.session.link.AgentLink`, or is a
+    :class:`~acpcli.host.remote.HostedConversation` when the session lives in a host (each turn
+    goes through the host's queue, the host reads the mentions and does the bookkeeping, other
+    terminals' turns are drawn as they come); the loop drives both alike.
 
     ``first``: a prompt to send first, as if typed (``acpcli "fix the tests"``)."""
     from acpcli.repl.loop import Repl

@@ -138,7 +138,6 @@ def run_hosted(
         from acpcli.render.export import exporter
         from acpcli.repl import run_repl
         from acpcli.repl.banner import print_banner
-        from acpcli.session.conversation import Conversation
 
         try:
             channel = await connect(str(address.socket_path(session_id)))
@@ -176,14 +175,13 @@ def run_hosted(
             if marked:
                 env.err.print("[dim]── resumed ──[/]")
         link.live.sink = view
-        index = open_index()
-        writer = index.writer()
+        index = open_index()  # read (the session's records); the host writes
         code = 0
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(link.serve)
                 try:
-                    conversation = Conversation(link, link.live, index, writer, ready.agent, exporter(session_id))
+                    conversation = link.conversation(index, ready.agent, exporter(session_id))
                     person = run.person
                     first = getattr(person, "first_prompt", None)
                     if first:
@@ -193,7 +191,6 @@ def run_hosted(
                     await link.leave()
                     tg.cancel_scope.cancel()
         finally:
-            writer.close()
             index.close()
         return code
 

@@ -11,7 +11,6 @@ its failure and the bookkeeping after it) and :meth:`Repl.goodbye` (the last lin
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -148,7 +147,6 @@ class Repl:
 
         services = getattr(link, "services", None)
         policy = getattr(services, "policy", None)  # the run's --permissions, resolved
-        self.hosted = conversation.hosted
         refusals = getattr(services, "refusals", None)
         if refusals is not None:  # refusals and policy answers go into the view's scrollback, in order
             refusals.screen = lambda line: note_on_screen(live.sink, line)
@@ -199,8 +197,7 @@ class Repl:
             self.env.err.print(line, style="yellow", markup=False)
 
     def build(self, line: str) -> list[dict[str, Any]]:
-        # Not strict: `@dataclass` in pasted code names no file and is sent as text.
-        return mentions.build_prompt(line, self.live.cwd or ".", self.roots(), self.link.features, strict=False)
+        return self.conversation.blocks(line)  # its mentions resolved where the agent runs
 
     def message(self) -> str:
         return queue_lines(self.queue, self.env.err.width) + "› "
@@ -246,8 +243,7 @@ class Repl:
         session's changes drawn above it while it waits. ``None`` at Ctrl-D; an empty line
         (and no prompt sent) when there is nothing to do."""
         queue = self.queue
-        if self.hosted:  # another terminal's turn under way: drawn first, as ours are
-            await self.watch_others()
+        await self.watch_others()  # another terminal's turn under way: drawn first, as ours are
         sent = self.now.take_pending()  # a prompt sent during the last turn: its turn goes on
         text = "" if sent is not None or self.keep else (queue.next() or "")
         self.ctx.queued = bool(text)  # (typed during a turn: what it asks pops up by itself)
@@ -279,12 +275,12 @@ class Repl:
         return text.strip(), sent
 
     async def watch_others(self) -> None:
-        """(Hosted) Draw the turns other terminals send while this one has none under way, as
-        a turn of ours is drawn: a header, the live region with its status line, the line
-        typed ahead (Enter queues for when the turn ends); back when none is running."""
-        link: Any = self.link
-        live = self.live
-        while link.other is not None:
+        """Draw the turns other terminals send (through the session's host) while this one
+        has none under way, as a turn of ours is drawn: a header, the live region with its
+        status line, the line typed ahead (Enter queues for when the turn ends); back when
+        none is running."""
+        conversation, live = self.conversation, self.live
+        while conversation.other_turn is not None:
             _release_terminal(live)
             self.env.err.print(OTHER_TURN)
             view = live.sink
@@ -299,7 +295,7 @@ class Repl:
             stop: str | None = None
             try:
                 with _typing_during(view, typing):
-                    stop = await link.watch(notice=self.notice, tick=getattr(view, "tick", None))
+                    stop = await conversation.watch(notice=self.notice, tick=getattr(view, "tick", None))
             finally:
                 if typing is not None:
                     self.typed = typing.text  # carried to the next line, whatever ended the turn
@@ -348,9 +344,10 @@ class Repl:
             self.record = _record(conversation.index, live.session_id)
             if view is not None and live.sink is view:
                 view.turn_ended(None)  # the turn is over, whatever ended it: no status line
-            if isinstance(failure, (SessionBusy, Withdrawn)):
+            if isinstance(failure, (SessionBusy, Withdrawn, UsageError)):
                 # Another acpcli's turn on this session (--no-wait, or Ctrl-C while waiting for
-                # it): nothing was sent; the line comes back for sending again.
+                # it), or a mention the session's host refused: nothing was sent; the line
+                # comes back for sending again.
                 env.err.print(Text.assemble(("not sent: ", "red"), failure.message), soft_wrap=False)
                 self.keep = text
                 return None
@@ -399,12 +396,8 @@ class Repl:
         env, link, queue = self.env, self.link, self.queue
         if queue:
             env.err.print(f"[yellow]{len(queue)} queued prompt{'s' if len(queue) != 1 else ''} not sent[/]")
-        if self.hosted:
-            said: str = link.goodbye()  # type: ignore[attr-defined]
-            self._say_dim(said, *re.findall(r"`[^`]+`", said))
-            return self.code
-        command = come_back(link.features, self.live.session_id)
-        self._say_dim(f"bye — come back with: {command}", command)
+        said, commands_in_it = self.conversation.goodbye(come_back(link.features, self.live.session_id))
+        self._say_dim(said, *commands_in_it)
         return self.code
 
     def _say_dim(self, text: str, *commands: str) -> None:

@@ -12,9 +12,10 @@ from its ``initialize`` answer, never probed):
 
 With any other agent the prompt is queued, and the line says why.
 
-Over a live session's host the host does either (:meth:`acpcli.host.remote.HostedLink.now`,
-as the host read the agent's ``initialize`` answer): the prompt is handed to it as text; a
-prompt the host could not hand to the turn (it had ended) goes back to the head of the queue.
+The conversation hands it over (:meth:`~acpcli.session.conversation.Conversation.send_now`);
+over a live session's host the host does either (as it read the agent's ``initialize``
+answer): the prompt is handed to it as text. A prompt the turn did not take (it had ended)
+goes back to the head of the queue.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from acpcli.repl.queue import QUEUEING, STEERING, PromptQueue, send_now_way
+from acpcli.repl.queue import QUEUEING, PromptQueue
 
 if TYPE_CHECKING:
     from acpcli.session.conversation import Conversation
@@ -37,12 +38,7 @@ class SendNow:
         self, conversation: Conversation, queue: PromptQueue, build: Callable[[str], list[dict[str, Any]]]
     ) -> None:
         self.conversation, self.queue, self.build = conversation, queue, build
-        #: A REPL over a live session's host: the host hands the prompt to the turn.
-        self.hosted = conversation.hosted
-        self.way = (
-            getattr(conversation.link, "send_now", None) if self.hosted
-            else send_now_way(getattr(conversation.features, "raw", None))
-        )  # fmt: skip
+        self.way = conversation.send_now_way
         #: promptQueueing: the answer of the prompt sent during the turn, awaited as the next turn.
         self.pending: asyncio.Task[Any] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -53,7 +49,7 @@ class SendNow:
         if self.way is None:
             self.queue.add(text)
             return f"queued: {name} does not take a prompt during a turn"
-        if not self.hosted and not self.conversation.live.turn_active:  # (the host knows its own)
+        if not self.conversation.may_send_now():
             self.queue.add(text)
             return "queued: the turn has ended"
         if self.pending is not None:
@@ -64,44 +60,17 @@ class SendNow:
         except Exception as err:  # noqa: BLE001 - a bad @mention: the queue sends it later and says why
             self.queue.add(text)
             return f"queued: {getattr(err, 'message', err)}"
-        loop = asyncio.get_running_loop()
-        if self.hosted:  # the host builds the prompt again, from the text, as it builds its turns
-            handed = loop.create_task(self._hosted(text))
-            if self.way == QUEUEING:
-                self.pending = handed  # (True once joined: the host runs its turn next)
-                return f"sent now: {name} takes it up when it can"
-            self._tasks.add(handed)
-            handed.add_done_callback(self._tasks.discard)
-            return f"sent now to {name}"
+        handed = asyncio.get_running_loop().create_task(self.conversation.send_now(text, blocks, self._back))
         if self.way == QUEUEING:
-            self.pending = loop.create_task(self.conversation.send_during_turn(blocks))
+            self.pending = handed  # its answer: the next turn waits for it
             return f"sent now: {name} takes it up when it can"
-        assert self.way == STEERING
-        task = loop.create_task(self._steer(text, blocks))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.add(handed)
+        handed.add_done_callback(self._tasks.discard)
         return f"sent now to {name}"
 
-    async def _steer(self, text: str, blocks: list[dict[str, Any]]) -> None:
-        try:
-            outcome = await self.conversation.steer(blocks)
-        except Exception:  # noqa: BLE001 - refused or lost: the prompt is not lost, it goes first
-            outcome = "failed"
-        if outcome != "injected":
-            self.queue.items.insert(0, text)
-
-    async def _hosted(self, text: str) -> bool:
-        """Hand ``text`` to the running turn through the host; False (and the prompt back at
-        the head of the queue) when the host could not."""
-        link: Any = self.conversation.link
-        try:
-            outcome = await link.now(text)
-        except Exception:  # noqa: BLE001 - refused or lost: the prompt is not lost, it goes first
-            outcome = "failed"
-        if outcome in ("injected", "joined"):
-            return True
+    def _back(self, text: str) -> None:
+        """A prompt the turn did not take: first in the queue."""
         self.queue.items.insert(0, text)
-        return False
 
     def take_pending(self) -> asyncio.Task[Any] | None:
         """The prompt sent during the last turn, whose answer the next turn waits for."""

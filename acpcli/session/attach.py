@@ -159,10 +159,11 @@ async def fork_recorded(conversation: Conversation, run: Invocation) -> SessionF
     from acpcli.wire import capabilities
 
     capabilities.require(conversation.features, "session/fork")
-    index, writer = conversation.index, conversation.writer
+    link, index, writer = conversation.agent_link, conversation.index, conversation.writer
+    assert writer is not None  # (a conversation that holds its agent holds its writer)
     writer.flush()  # the transcript so far, whole, before it is copied
     parent = index.get(conversation.session_id)
-    live = await attach(conversation.agent_link, "fork", Options().inputs(parent), run, index, writer, None, parent.id)
+    live = await attach(link, "fork", Options().inputs(parent), run, index, writer, None, parent.id)
     if live.lock is not None:
         live.lock.release()
     return live

@@ -13,10 +13,12 @@ A fork is :func:`~acpcli.session.attach.fork_recorded` of a conversation: it set
 as attach does, and this module sits below attach (which needs the command's
 :class:`~acpcli.session.context.Invocation`, whose person is handed a conversation).
 
-Its link is an :class:`~acpcli.session.link.AgentLink`, or anything else that does what a
-conversation asks of a link (:class:`ConversationLink`): the REPL over a live session's host
-holds a :class:`~acpcli.host.remote.HostedLink` (``hosted`` true), whose turns go through the
-host's queue and whose bookkeeping the host does.
+Two backends, one protocol: this class is the local one (the session's own
+:class:`~acpcli.session.link.AgentLink`: mentions read here, turns run here by
+:func:`~acpcli.session.turn.run_turn`, the bookkeeping done here);
+:class:`~acpcli.host.remote.HostedConversation` is the hosted one (the socket to the session's
+host, which reads the mentions, runs the turns and keeps the record: it holds no writer). The
+REPL and the commands drive either through the same methods and never ask which they hold.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ class Conversation:
     link: ConversationLink
     live: SessionFeed
     index: Index
-    writer: EventWriter
+    #: The writer of the session's events (None: a hosted conversation, whose host writes).
+    writer: EventWriter | None
     #: The name the session is recorded under (the configured name, else the agent's own).
     agent: str
     #: ``export(path, format)`` writes this session's stored transcript; ``None`` when the
@@ -90,17 +93,22 @@ class Conversation:
         return self.link.features
 
     @property
-    def hosted(self) -> bool:
-        """The session lives in a host: turns go through its queue, it does the bookkeeping."""
-        return bool(getattr(self.link, "hosted", False))
-
-    @property
     def agent_link(self) -> AgentLink:
         """The link as the session's own :class:`~acpcli.session.link.AgentLink`: what only
         a conversation that holds its agent itself does (a hosted one asks its host)."""
         return cast("AgentLink", self.link)
 
     # -- a turn and its bookkeeping ----------------------------------------------------------
+
+    def blocks(self, text: str) -> list[dict[str, Any]]:
+        """The content blocks of a prompt of ``text``, its ``@`` mentions resolved where the
+        agent runs: here (:func:`~acpcli.services.mentions.build_prompt`, not strict: pasted
+        ``@decorators`` name no file and stay text); :class:`~acpcli.errors.UsageError` for a
+        mention outside the session's roots."""
+        from acpcli.services.mentions import build_prompt
+
+        cwd = self.live.cwd or "."
+        return build_prompt(text, cwd, [cwd, *self.live.additional_directories], self.features, strict=False)
 
     async def turn(
         self,
@@ -113,22 +121,10 @@ class Conversation:
         limit: float | None = None,
         interrupts: bool = True,
     ) -> str:
-        """One prompt turn; its stop reason. The session's own: ``blocks`` sent as
-        :func:`~acpcli.session.turn.run_turn` sends them (``sent``, ``limit``, ``interrupts``
-        as it takes them); a hosted one: ``text`` through the host's queue
-        (:meth:`~acpcli.host.remote.HostedLink.turn`; ``sent``: the hand-off of a prompt to
-        the last turn through the host, true when the host took it and runs its turn by
-        itself; false: there is no such turn)."""
-        if self.hosted:
-            hosted: Any = self.link
-            self.live.note_prompt(blocks)  # the toolbar's title at once, as without a host
-            if sent is None:
-                stop: str = await hosted.turn(text, notice=notice, tick=tick)
-                return stop
-            if not await sent:
-                return "end_turn"  # not handed to the turn after all: it went back to the queue
-            joined: str = await hosted.turn(text, notice=notice, tick=tick, joined=True)
-            return joined
+        """One prompt turn; its stop reason: ``blocks`` (:meth:`blocks` of ``text``) sent as
+        :func:`~acpcli.session.turn.run_turn` sends them (``sent``: the answer of the prompt
+        :meth:`send_now` handed to the last turn, which this one waits for; ``limit``,
+        ``interrupts`` as it takes them)."""
         from acpcli.session.turn import run_turn
 
         return await run_turn(
@@ -137,13 +133,12 @@ class Conversation:
 
     def flush(self) -> None:
         """What the session's events wait to have written, written."""
-        self.writer.flush()
+        if self.writer is not None:
+            self.writer.flush()
 
     def after_turn(self) -> None:
         """The bookkeeping after a turn (:func:`~acpcli.session.turn.after_turn`: title,
-        search documents); nothing for a hosted conversation, whose host does it."""
-        if self.hosted:
-            return
+        search documents)."""
         from acpcli.session.turn import after_turn
 
         after_turn(self.index, self.live)
@@ -169,6 +164,53 @@ class Conversation:
         (:meth:`~acpcli.session.link.AgentLink.steer`); the agent's outcome."""
         return await self.agent_link.steer(self.live, blocks)
 
+    # -- "send now": a prompt handed to the running turn ------------------------------------
+
+    @property
+    def send_now_way(self) -> str | None:
+        """How a prompt is handed to a running turn, as the agent says it takes one
+        (:func:`~acpcli.wire.negotiate.send_now_way`); None: it does not."""
+        from acpcli.wire.negotiate import send_now_way
+
+        return send_now_way(getattr(self.features, "raw", None))
+
+    def may_send_now(self) -> bool:
+        """Whether a turn runs to hand a prompt to."""
+        return self.live.turn_active
+
+    async def send_now(self, text: str, blocks: Sequence[dict[str, Any]], back: Callable[[str], None]) -> Any:
+        """Hand the prompt (``text``, built as ``blocks``) to the running turn, as
+        :attr:`send_now_way` says: queued by the agent (the answer, which the next
+        :meth:`turn` waits for as its ``sent``), or steered into the turn (``back(text)``
+        when the agent did not take it: it goes first in the queue)."""
+        from acpcli.wire.negotiate import QUEUEING
+
+        if self.send_now_way == QUEUEING:
+            return await self.send_during_turn(blocks)
+        try:
+            outcome = await self.steer(blocks)
+        except Exception:  # noqa: BLE001 - refused or lost: the prompt is not lost, it goes first
+            outcome = "failed"
+        if outcome != "injected":
+            back(text)
+        return outcome
+
+    # -- another terminal's turns (none without a host) -------------------------------------
+
+    @property
+    def other_turn(self) -> Any:
+        """A turn another terminal sent, under way (None: none; only a hosted session has them)."""
+        return None
+
+    async def watch(self, *, notice: Callable[[str], None], tick: Callable[[], None] | None = None) -> str | None:
+        """Draw :attr:`other_turn` until it ends; its stop reason."""
+        return None
+
+    def goodbye(self, come_back: str) -> tuple[str, list[str]]:
+        """The line Ctrl-D leaves with (``come_back``: the command that reopens the session)
+        and the commands in it, to keep whole when it is wrapped."""
+        return f"bye — come back with: {come_back}", [come_back]
+
     async def settle(self, *, first: float = 1.0) -> None:
         """Wait while a replay is still arriving (:meth:`~acpcli.session.link.AgentLink.settle`)."""
         await self.agent_link.settle(self.live, first=first)
@@ -188,7 +230,7 @@ class Conversation:
         """Set the setting ``key`` names to the value ``value_text`` names, the change
         written to the event log; the setting as it now is."""
         choice = await self.link.set_by_name(self.live, key, value_text)
-        self.writer.flush()
+        self.flush()
         return choice
 
     # -- the session's life -----------------------------------------------------------------
@@ -197,7 +239,7 @@ class Conversation:
         """``session/close`` (the agent forgets it), then marked closed in the index; what the
         agent answered."""
         answer = await self.link.close(self.live.session_id)
-        self.writer.flush()
+        self.flush()
         self.index.mark_closed(self.live.session_id)
         return answer
 

@@ -6,17 +6,24 @@ the REPL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from acpcli.errors import Interrupted
 from acpcli.history.indexing import turn_indexed
+from acpcli.session.control import DOUBLE_PRESS, TurnControl
+
+log = logging.getLogger("acpcli.session.turn")
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from acpcli.history.index import Index
     from acpcli.history.lock import SessionLock
+    from acpcli.session.control import Act
     from acpcli.session.feed import SessionFeed
     from acpcli.session.link import AgentLink
 
@@ -28,22 +35,25 @@ async def run_turn(
     *,
     notice: Callable[[str], None],
     tick: Callable[[], None] | None = None,
-    double_interrupt_seconds: float = 3.0,
+    double_interrupt_seconds: float = DOUBLE_PRESS,
     limit: float | None = None,
     sent: Any = None,
     interrupts: bool = True,
+    control: TurnControl | None = None,
+    checkpoint_after: bool = True,
 ) -> str:
-    """One turn with Ctrl-C wired in: the first SIGINT sends ``session/cancel`` and the turn
-    waits for the agent to confirm; a second within ``double_interrupt_seconds`` kills the
-    agent's process group and raises :class:`~acpcli.errors.Interrupted` (exit 130 at the CLI).
+    """One turn with Ctrl-C wired in (:class:`~acpcli.session.control.TurnControl`): the first
+    SIGINT sends ``session/cancel`` and the turn waits for the agent to confirm; a second
+    within ``double_interrupt_seconds`` kills the agent's process group and raises
+    :class:`~acpcli.errors.Interrupted` (exit 130 at the CLI).
 
     ``notice`` receives the one-line status messages ("cancelling…") for the caller to show;
     ``tick`` (if given) is called about ten times a second while the turn runs, so a view
     can redraw its live part even when the stream pauses.
 
     ``limit`` (seconds, ``--timeout``; None or 0: none) bounds the turn: when it has passed,
-    ``session/cancel`` is sent and the agent has :data:`CANCEL_GRACE` seconds to end the
-    turn; if it does not, its process group is killed and the turn is abandoned (stop reason
+    ``session/cancel`` is sent and the agent has :data:`~acpcli.session.control.CANCEL_GRACE`
+    seconds to end the turn; if it does not, its process group is killed and the turn is abandoned (stop reason
     ``cancelled``). Either way :attr:`~acpcli.session.feed.SessionFeed.timed_out` says so to
     the caller, who stores what arrived and reports the timeout.
 
@@ -60,6 +70,12 @@ async def run_turn(
 
     ``interrupts=False`` (the Python API: a library leaves SIGINT to its program): no Ctrl-C
     handling at all, here or while waiting for the lock.
+
+    ``control``: the turn's :class:`~acpcli.session.control.TurnControl` when the caller
+    holds it (the host: a client's ``--timeout`` cancels its turn with a grace,
+    :meth:`~acpcli.session.control.TurnControl.cancelled`); else one is made from ``limit``
+    and ``double_interrupt_seconds``. ``checkpoint_after=False``: the caller takes the
+    checkpoint after the turn itself (the host: once the turn's client has its answer).
     """
     lock = live.lock
     took = lock is not None and not lock.held
@@ -77,10 +93,13 @@ async def run_turn(
         live.turn_active = True
         live.timed_out = None
         try:
-            stop = await _turn_tasks(link, live, blocks, notice, tick, double_interrupt_seconds, limit, sent, interrupts)
+            if control is None:
+                control = TurnControl(limit, double_press=double_interrupt_seconds)
+            stop = await _turn_tasks(link, live, blocks, notice, tick, control, sent, interrupts)
         finally:
             live.turn_active = False
-        await checkpointing.after_turn(live, prompt_text(blocks), notice)  # what the turn did to them
+        if checkpoint_after:
+            await checkpointing.after_turn(live, prompt_text(blocks), notice)  # what the turn did to them
         return stop
     finally:
         if lock is not None and took:
@@ -136,8 +155,67 @@ async def claim(lock: SessionLock, *, wait: bool, notice: Callable[[str], None])
         raise Withdrawn(f"interrupted while waiting for session {lock.session_id}: nothing was sent")
 
 
-#: Seconds a turn cancelled for outlasting its ``limit`` has to end before the agent is killed.
-CANCEL_GRACE = 3.0
+class Driver:
+    """A turn's :class:`~acpcli.session.control.TurnControl` driven in the turn's task group
+    (:meth:`start`): Ctrl-C (unless ``interrupts`` is off) and the control's clock fed to it,
+    what it answers handed to ``act`` (a press's at once, in order; the clock's in a task of
+    its own, so that a cancel that hangs does not hold the kill up); ``tick`` (if given)
+    called about ten times a second. The caller cancels the task group when the turn ends."""
+
+    def __init__(
+        self,
+        control: TurnControl,
+        act: Callable[[Act], Coroutine[Any, Any, None]],
+        *,
+        interrupts: bool = True,
+        tick: Callable[[], None] | None = None,
+    ) -> None:
+        self.control, self._act, self._interrupts, self._tick = control, act, interrupts, tick
+        self._changed = anyio.Event()
+        control.wake = self.poke
+
+    def start(self, tg: TaskGroup) -> None:
+        """Its tasks, in ``tg``."""
+        if self._interrupts:
+            tg.start_soon(self._presses)
+        tg.start_soon(self._clock, tg)
+        if self._tick is not None:
+            tg.start_soon(self._ticker)
+
+    def poke(self) -> None:
+        """The control was changed from outside (a cancel with a grace): look at its clock again."""
+        self._changed.set()
+
+    async def _presses(self) -> None:
+        import signal
+        import time
+
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                act = self.control.press(time.monotonic())
+                if act is not None:
+                    await self._act(act)
+
+    async def _clock(self, tg: TaskGroup) -> None:
+        import math
+        import time
+
+        while True:
+            now = time.monotonic()
+            act = self.control.due(now)
+            if act is not None:
+                tg.start_soon(self._act, act)
+                continue
+            wait = self.control.wait(now)
+            self._changed = anyio.Event()
+            with anyio.move_on_after(math.inf if wait is None else wait):
+                await self._changed.wait()
+
+    async def _ticker(self) -> None:
+        assert self._tick is not None
+        while True:
+            await anyio.sleep(0.1)
+            self._tick()
 
 
 async def _turn_tasks(
@@ -146,36 +224,48 @@ async def _turn_tasks(
     blocks: Sequence[dict[str, Any]],
     notice: Callable[[str], None],
     tick: Callable[[], None] | None,
-    double_interrupt_seconds: float,
-    limit: float | None = None,
+    control: TurnControl,
     sent: Any = None,
     interrupts: bool = True,
 ) -> str:
-    import signal
     import time
 
+    from acpcli.session.control import Act
+
     stop = "end_turn"
-    last = 0.0
     async with anyio.create_task_group() as tg:
 
         async def run() -> None:
             nonlocal stop
             stop = await (link.prompt(live, blocks, sent=sent) if sent is not None else link.prompt(live, blocks))
+            control.stopped()
             tg.cancel_scope.cancel()
 
-        async def watch() -> None:
-            nonlocal last
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    now = time.monotonic()
-                    if last and now - last < double_interrupt_seconds:
-                        notice("interrupted again: killing the agent")
-                        link.kill()
-                        raise Interrupted()
-                    last = now
-                    notice("cancelling… (press Ctrl-C again to kill the agent)")
-                    live.interrupted = True
+        async def act(what: Act) -> None:
+            nonlocal stop
+            if what is Act.CANCEL:
+                notice("cancelling… (press Ctrl-C again to kill the agent)")
+                live.interrupted = True
+                await link.cancel(live)
+            elif what is Act.LEAVE:
+                notice("interrupted again: killing the agent")
+                link.kill()
+                raise Interrupted()
+            elif what is Act.TIME_OUT:
+                live.timed_out = control.timed_out
+                try:
                     await link.cancel(live)
+                except Exception:  # noqa: BLE001 - the agent may be gone already: killed after the grace
+                    pass
+            elif what is Act.KILL and control.timed_out is None:
+                # a grace given from elsewhere (a client's --timeout, in the host): the agent
+                # is stopped and the turn ends as its going ends it; the client reports the timeout
+                log.warning("the agent did not end a cancelled turn in time: stopping it")
+                link.kill()
+            elif what is Act.KILL:  # no answer to our cancel: stop waiting for one, and stop the agent
+                stop, live.timed_out = "cancelled", control.timed_out
+                tg.cancel_scope.cancel()
+                link.kill()
 
         async def watch_output() -> None:
             await live.output_lost.wait()
@@ -184,36 +274,10 @@ async def _turn_tasks(
                 link.kill()  # nobody will see the rest of this turn
             raise live.output_error
 
-        async def ticker() -> None:
-            assert tick is not None
-            while True:
-                await anyio.sleep(0.1)
-                tick()
-
-        async def deadline() -> None:
-            assert limit
-            await anyio.sleep(limit)
-            live.timed_out = "cancelled"
-            with anyio.move_on_after(CANCEL_GRACE):
-                try:
-                    await link.cancel(live)
-                except Exception:  # noqa: BLE001 - the agent may be gone already: killed below
-                    pass
-                await anyio.sleep_forever()  # until run() has the answer and cancels us
-            # No answer to the cancel: stop waiting for one, and stop the agent.
-            nonlocal stop
-            stop, live.timed_out = "cancelled", "killed"
-            tg.cancel_scope.cancel()
-            link.kill()
-
+        control.start(time.monotonic())
         tg.start_soon(run)
-        if interrupts:
-            tg.start_soon(watch)
+        Driver(control, act, interrupts=interrupts, tick=tick).start(tg)
         tg.start_soon(watch_output)
-        if tick is not None:
-            tg.start_soon(ticker)
-        if limit:
-            tg.start_soon(deadline)
     return stop
 
 

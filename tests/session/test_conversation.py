@@ -241,10 +241,8 @@ def test_a_login_goes_through_the_link(tmp_path: Path) -> None:
 
 
 class HostedStandIn:
-    """What the REPL over a live session's host holds instead of an AgentLink: ``hosted``,
-    and a ``turn`` that takes the prompt's text (the host builds and sends it)."""
-
-    hosted = True
+    """What a hosted conversation's link does for it here: a ``turn`` that takes the prompt's
+    text (the host builds and sends it)."""
 
     def __init__(self) -> None:
         self.features = AgentFeatures(protocol_version=1, reading="v1")
@@ -271,18 +269,18 @@ class HostedStandIn:
 
 
 def test_a_hosted_conversation_hands_its_turn_to_the_host_and_leaves_it_the_bookkeeping() -> None:
+    from acpcli.host.remote import HostedConversation
     from acpcli.model import Store
 
     link = HostedStandIn()
     live = SessionFeed("hosted-1", Store())
     index = open_index()
-    writer = index.writer()
     try:
-        conversation = Conversation(link, live, index, writer, "demo")
-        assert conversation.hosted
+        conversation = HostedConversation(link, live, index, None, "demo")
         stop = anyio.run(lambda: conversation.turn("from the terminal", [], notice=lambda line: None))
         conversation.after_turn()  # the host's to do: nothing here (the session is not even recorded)
+        conversation.title_from_prompt()
+        conversation.flush()  # no writer: nothing to write
     finally:
-        writer.close()
         index.close()
     assert (stop, link.turns) == ("max_tokens", ["from the terminal"])
