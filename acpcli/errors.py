@@ -117,6 +117,9 @@ class RegistryError(ConfigError):
     """The ACP agent registry could not be fetched (and no copy is cached), or is not JSON
     or not the documented shape (``acpcli.agents.registry``)."""
 
+    #: Why a fetch failed, without the registry's address (empty: not a fetch).
+    reason: str = ""
+
 
 class AgentStartError(AcpcliError):
     exit_code = ExitCode.AGENT_START

@@ -562,7 +562,9 @@ def fetch(url: str, *, conditional: bool = True) -> Registry:
             headers["If-Modified-Since"] = meta["last_modified"]
 
     def fail(reason: str) -> RegistryError:
-        return RegistryError(f"cannot fetch the agent registry {url}: {reason}")
+        error = RegistryError(f"cannot fetch the agent registry {url}: {reason}")
+        error.reason = reason
+        return error
 
     body = bytearray()
     response = download(

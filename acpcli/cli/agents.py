@@ -178,7 +178,16 @@ def _registry(refresh: bool, *, required: bool) -> Registry | None:
     except RegistryError as exc:
         if required:
             raise
-        notices.warn("registry-unavailable", f"{exc}; registry agents not listed")
+        if not exc.reason:
+            notices.warn("registry-unavailable", f"{exc}; registry agents not listed")
+            return None
+        # offline, this comes with every listing: one short line, the details in the log
+        import logging
+        import re
+
+        logging.getLogger(__name__).warning("%s", exc)
+        short = re.split(r" \(|: \[", exc.reason, maxsplit=1)[0]  # without the errno's details
+        notices.warn("registry-unavailable", f"registry agents not listed ({short})", log=False)
         return None
 
 

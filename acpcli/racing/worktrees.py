@@ -24,7 +24,8 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,34 @@ def user_git(top: Path, *args: str, timeout: float = 600.0, ok: Sequence[int] = 
     if done.returncode not in ok:
         raise GitError(args, done.returncode, done.stderr)
     return done.stdout
+
+
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def repo_lock(source: Source) -> Iterator[None]:
+    """One ``git worktree add``/``remove`` at a time in the user's repository: among this
+    process's threads, and among acpcli processes (``ACPCLI_HOME/locks/worktrees-HASH.lock``,
+    HASH of the repository's git folder; never a file of the user's)."""
+    import fcntl
+    import hashlib
+
+    from acpcli.history.lock import lock_dir
+    from acpcli.paths import ensure_dir
+
+    common = source.repo.common_dir if source.repo is not None else source.top
+    key = hashlib.sha256(os.fsencode(os.path.realpath(common))).hexdigest()[:24]
+    with _THREAD_LOCKS_GUARD:
+        lock = _THREAD_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        fd = os.open(ensure_dir(lock_dir()) / f"worktrees-{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
 
 def _bare(folder: Path) -> bool:
@@ -353,7 +382,13 @@ def prepare(source: Source, git: Git, tree: Path, index: Path, excludes: Path, h
 def _prepare(source: Source, git: Git, tree: Path, index: Path, excludes: Path, home: Path) -> Prepared:
     if source.kind == "repo":
         assert source.repo is not None and source.head is not None
-        user_git(source.top, "worktree", "add", "--detach", "-q", str(tree), source.head)
+        # git reads every worktree's admin folder while it adds or removes one, and fails on
+        # one being made ("failed to read .git/worktrees/X/commondir"): the admin step is
+        # one at a time per repository (races of other processes too); the files are then
+        # written in parallel, each tree by itself.
+        with repo_lock(source):
+            user_git(source.top, "worktree", "add", "--detach", "--no-checkout", "-q", str(tree), source.head)
+        user_git(tree, "reset", "--hard", "-q", source.head)
         carried = _uncommitted(source.top)
         for path in carried:
             _copy_one(source.top / os.fsdecode(path), tree / os.fsdecode(path))
@@ -386,7 +421,7 @@ def remove_tree(source: Source | None, tree: Path) -> None:
     if source is not None and source.kind == "repo" and os.path.isfile(tree / ".git"):
         with contextlib.suppress(OSError):
             admin = _worktree_gitdir(tree)
-        with contextlib.suppress(GitError):
+        with contextlib.suppress(GitError), repo_lock(source):
             user_git(source.top, "worktree", "remove", "--force", "--force", str(tree), ok=(0, 128))
     if os.path.lexists(tree):
         shutil.rmtree(tree, ignore_errors=True)

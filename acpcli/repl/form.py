@@ -285,15 +285,17 @@ async def _form(env: Environment, form: el.Form) -> dict[str, Any] | None:
     def hint() -> StyleAndTextTuples:
         if not taking:
             return [("", " ")]
-        problem = (
-            f"{len(errors)} field{'s' if len(errors) != 1 else ''} to fix · " if errors else ""
-        )
-        return [
-            (
-                "class:hint",
-                f" {problem}Tab: next field · Shift-Tab: back · Space: choose · Esc: dismiss",
-            )
-        ]
+        problem = [f"{len(errors)} field{'s' if len(errors) != 1 else ''} to fix"] if errors else []
+        parts = [*problem, "Tab: next field", "Shift-Tab: back", "Space: choose", "Esc: dismiss"]
+        width = get_app().output.get_size().columns - 1
+        lines = [f" {parts[0]}"]
+        for part in parts[1:]:  # broken between the keys, never inside a word
+            joined = f"{lines[-1]} · {part}"
+            if len(joined) > width:
+                lines.append(f" {part}")
+            else:
+                lines[-1] = joined
+        return [("class:hint", "\n".join(lines))]
 
     fields = HSplit(rows)
 

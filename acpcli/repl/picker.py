@@ -291,7 +291,7 @@ async def pick(
     def _enter(event: Any) -> None:
         nonlocal said
         if state.filtered_onto_careful:
-            said = "Enter does not pick an option found by typing that lasts: ↑↓ onto it, then Enter"
+            said = "Enter alone does not pick it: ↑↓ onto it, then Enter"  # fits 60 columns
             return
         if state.highlighted is not None:
             event.app.exit(result=state.highlighted, style="class:accepted")

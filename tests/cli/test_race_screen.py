@@ -28,7 +28,8 @@ def test_the_board_redraws_in_place_at_any_width(spawn, workdir: Path, width: in
         "the task", cwd=repo, width=width, height=40,
     )
     pty.child.timeout = 60  # a race of three takes seconds on a loaded machine
-    assert pty.wait() == 0
+    code = pty.wait()
+    assert code == 0, pty.seen[-3000:]
     elapsed = time.monotonic() - started
     seen = pty.seen
     drawn = DRAWN.findall(seen)

@@ -224,6 +224,19 @@ def test_a_registry_that_is_down_without_a_cache(cli: Cli, server: RegistryServe
     assert line.startswith("acpcli: error: unknown agent 'cladue' (did you mean 'claude'?); known agents: "), line
 
 
+def test_agents_offline_warns_in_one_short_line(cli: Cli, server: RegistryServer) -> None:
+    """Offline, every ``agents`` warns that the registry's agents are missing: in one line that
+    fits an 80-column terminal (issue 32: three lines, the whole address and the errno)."""
+    env = {"ACPCLI_REGISTRY_URL": server.url + "/a/long/path/to/the/registry/v1/latest/registry.json"}
+    server.stop()
+    for _ in range(2):
+        proc = cli.ok("agents", env=env)
+        assert "demo" in proc.stdout
+        (line,) = proc.stderr.splitlines()
+        assert line.startswith("acpcli: warning: registry agents not listed (cannot connect"), line
+        assert len(line) <= 80 and "Errno" not in line and "127.0.0.1" not in line, line
+
+
 @pytest.mark.parametrize("body", [b"<html>not json</html>", b'{"version": "1", "agents": 3}'])
 def test_a_broken_registry_is_one_line(cli: Cli, server: RegistryServer, body: bytes) -> None:
     server.body = body

@@ -18,7 +18,7 @@ import pytest
 from acpcli.errors import ExitCode
 
 from .conftest import Cli
-from .pty import CHOICE, CTRL_C, Pty
+from .pty import CHOICE, CTRL_C, Pty, new_args
 from .screen import screen_text
 
 ASKING = Path(__file__).resolve().parent.parent / "peers" / "sdk_asking_agent.py"
@@ -128,3 +128,24 @@ def test_a_dismissed_question_leaves_one_cancelled_block(spawn: Any, cli: Cli, k
     assert _headers(screen, "Run make dist") == ["⊘ Run make dist  execute  cancelled"], screen
     sid = _leave(pty)
     assert piped_states(cli.show(sid), "Run make dist") == ["cancelled"]
+
+
+def test_a_dismissed_question_of_the_demo_agent_leaves_one_cancelled_block(
+    spawn: Any, cli: Cli, trace: Any, repl_mode: list[str]
+) -> None:
+    # the demo agent says more of the call acpcli ended ("Cancelled.", then "failed"): what it
+    # says is kept, the call is drawn once in its final state (it was drawn twice, both ⊘)
+    pty: Pty = spawn(*new_args(trace), *repl_mode, width=60, true_cpr=True)
+    pty.prompt()
+    pty.say("write notes.txt")
+    pty.expect(CHOICE)
+    time.sleep(0.5)  # the picker is up and taking keys (it may ignore keys of its first moment)
+    pty.child.send("\x1b")
+    pty.expect("Turn ended: cancelled")
+    pty.prompt()
+    screen = screen_text(pty.seen, width=60)
+    assert [line for line in _headers(screen, "Edit notes.txt") if line.startswith("⊘")] == [
+        "⊘ Edit notes.txt  edit  cancelled"
+    ], screen
+    sid = _leave(pty)
+    assert piped_states(cli.show(sid), "Edit notes.txt") == ["cancelled"]

@@ -194,20 +194,22 @@ def _joined(trace: MessageTrace) -> str:
 #: heading's ``#``s, and the ``**``, ``*`` or ``~~`` around words -- not a lone ``*`` (``a * b``),
 #: nor underscores (``__init__``, ``snake_case`` are more often code than emphasis).
 _HEADING = re.compile(r"^#{1,6}\s+")
+_EMPTY_EMPHASIS = re.compile(r"\*{4,}|~{4,}")  # gemini's ``**subject**`` without a subject
 _EMPHASIS = re.compile(r"(\*\*|~~)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])(\*)(?=[^\s*])(.+?)(?<=[^\s*])\3(?![\w*])")
 
 
 def plain_summary_line(line: str) -> str:
     """``line`` without the Markdown of emphasis and headings, for a one-line summary (where
     it would show as ``**`` markers)."""
-    line = _HEADING.sub("", line)
+    line = _EMPTY_EMPHASIS.sub("", _HEADING.sub("", line))
     return _EMPHASIS.sub(lambda m: m.group(2) if m.group(1) else m.group(4), line)
 
 
 def thought_summary(text: str) -> Text:
     """``✻ Thought · N words: first line…`` on one line (its Markdown emphasis left out)."""
     words = len(text.split())
-    first = safe_line(plain_summary_line(next((line.strip() for line in text.split("\n") if line.strip()), "")))
+    lines = (plain_summary_line(line).strip() for line in text.split("\n"))
+    first = safe_line(next((line for line in lines if line), ""))
     summary = Text(no_wrap=True, overflow="ellipsis")
     summary.append(f"✻ Thought · {words} word{'s' if words != 1 else ''}: ", style="dim")
     summary.append(first, style="dim italic")

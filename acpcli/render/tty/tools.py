@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.padding import Padding
 from rich.text import Text
 
-from acpcli.model import ToolCall
+from acpcli.model import CANCELLED, ToolCall
 from acpcli.render.plain import ToolTracker
 from acpcli.render.transcript import location_line
 from acpcli.render.tty.blocks import _Block
@@ -120,6 +120,10 @@ class _ToolBlock(_Block):
         """After it was printed: its new status and what content is new, if anything."""
         header_changed, locations, content = self.tracker.delta(self.call, record=record)
         if not header_changed and not locations and not content:
+            return None
+        if not header_changed and self.call.status == CANCELLED:
+            # what the agent says of a call acpcli ended (the demo's "Cancelled."): kept for
+            # show, not a second block of the call on the screen
             return None
         if record:  # for the scrollback: all of it
             return tool_renderable(self.call, locations, content, self.cache)

@@ -149,6 +149,7 @@ def test_a_running_tool_call_shows_a_few_locations_and_all_once_finished() -> No
         ("**Analyzing the request**", "Analyzing the request"),  # gemini's thoughts open so
         ("## Planning *the* ~~old~~ edit", "Planning the old edit"),
         ("compute a * b * c in __init__", "compute a * b * c in __init__"),  # not emphasis
+        ("****\nLet me****\nthink about****", "Let me"),  # gemini's thought without a subject
     ],
 )
 def test_a_thoughts_summary_leaves_its_markdown_markers_out(first: str, shown: str) -> None:
