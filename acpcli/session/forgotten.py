@@ -7,7 +7,8 @@ identifier", or "No previous sessions found" when the project has none). Such a 
 a fresh ``session/new`` with the recorded setup (cwd, extra roots, MCP servers, the settings
 changed since) stands in for it, and the index maps the user's id to the agent's new one
 (``agent_session_id``). A fork (``acpcli fork``) that never had a turn of its own is
-forked from its parent again instead, so it keeps the conversation it was made with. A
+forked from its parent again instead, so it keeps the conversation it was made with (but a
+rewound conversation, which starts from a transcript of the turns it kept, starts anew). A
 session that had a turn is not replaced: the error says so.
 """
 
@@ -59,11 +60,16 @@ async def stand_in(
     view: View | None,
 ) -> SessionFeed:
     """A fresh agent session for the never-prompted ``known``, recorded under its id: for a
-    fork whose parent is recorded and an agent that forks, a fork of the parent again."""
+    fork whose parent is recorded and an agent that forks, a fork of the parent again (not for a
+    rewound conversation: its transcript still waits to go with its first prompt)."""
     from acpcli.errors import AcpcliError, SessionNotFound
 
+    from acpcli.session import carried
+
     parent = None
-    if known.parent_id and link.features.fork:
+    # A rewound conversation starts from the transcript of the turns it kept (sent with its
+    # first prompt): a fork of the parent would hold the turns the rewind left out.
+    if known.parent_id and link.features.fork and carried.pending(known.id) is None:
         try:
             parent = index.get(known.parent_id)
         except SessionNotFound:

@@ -115,6 +115,25 @@ def test_an_sdk_agent_forks_only_a_whole_conversation(cli: Cli, state: dict[str,
     assert "(I remember: alpha, beta, gamma;" in cli.ok("prompt", "--session", sid, "eta", env=env).stdout
 
 
+def test_a_rewound_conversation_the_agent_forgot_starts_anew_not_from_the_whole_parent(
+    cli: Cli, state: dict[str, str]
+) -> None:
+    # An agent that forks and, like claude, forgets a session no prompt reached: the next
+    # process's prompt finds the rewound session gone. It must start again from the turns kept,
+    # not from a fork of the parent, which holds the turns the rewind left out.
+    env = {**state, "ACPCLI_KEEP_ALIVE": "0"}
+    cmd = _sdk("--fork", "--forgetful")
+    sid = cli.ok("new", "--no-repl", "--cmd", cmd, env=env).stdout.strip()
+    for text in ("alpha", "beta", "gamma"):
+        cli.ok("prompt", "--session", sid, text, env=env)
+    cut = cli.ok("rewind", sid, "--to", "3", "--conversation", env=env).stdout.strip()
+    forks = len(cli.trace.requests("session/fork"))
+    answer = cli.ok("prompt", "--session", cut, "epsilon", env=env)
+    assert len(cli.trace.requests("session/fork")) == forks, answer.stderr  # no fork of the parent
+    assert "you said: epsilon" in answer.stdout and "gamma" not in answer.stdout, answer.stdout
+    assert "alpha" in answer.stdout and "beta" in answer.stdout  # the transcript kept came with it
+
+
 def test_rewinding_to_the_first_turn_is_an_empty_session(cli: Cli, state: dict[str, str]) -> None:
     sid = cli.ok("new", "--no-repl", "--cmd", _sdk(), env=state).stdout.strip()
     cli.ok("prompt", "--session", sid, "alpha", env=state)
