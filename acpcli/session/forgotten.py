@@ -63,7 +63,6 @@ async def stand_in(
     fork whose parent is recorded and an agent that forks, a fork of the parent again (not for a
     rewound conversation: its transcript still waits to go with its first prompt)."""
     from acpcli.errors import AcpcliError, SessionNotFound
-
     from acpcli.session import carried
 
     parent = None
