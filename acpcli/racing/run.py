@@ -36,8 +36,10 @@ from acpcli.racing.record import Candidate, Check, Race
 from acpcli.text.safe import safe_line
 from acpcli.worktree.git import GitError
 
-#: How long a candidate past ``--timeout`` (its prompt's own deadline) gets before it is killed.
-TIMEOUT_GRACE = 15.0
+#: The net under a candidate's own turn control: its ``acpcli prompt`` cancels the turn at
+#: ``--timeout`` and stops its agent a grace later; a candidate process still running this
+#: long past ``--timeout`` (hung itself) is killed.
+PROCESS_SLACK = 15.0
 #: After SIGTERM, how long a candidate's process has before SIGKILL.
 STOP_GRACE = 5.0
 #: How often a running candidate's files are counted for the board.
@@ -195,7 +197,7 @@ class Runner:
         try:
             done = subprocess.run(
                 argv, stdin=subprocess.DEVNULL, capture_output=True, cwd=prepared.cwd, env=env, start_new_session=True,
-                timeout=(self.settings.timeout or 120) + TIMEOUT_GRACE, check=False,
+                timeout=(self.settings.timeout or 120) + PROCESS_SLACK, check=False,
             )
         except (OSError, subprocess.SubprocessError):
             return None
@@ -284,7 +286,7 @@ class Runner:
             self._stop(proc)
         reader = threading.Thread(target=self._read, args=(cand, proc), daemon=True)
         reader.start()
-        limit = (self.settings.timeout + TIMEOUT_GRACE) if self.settings.timeout else None
+        limit = (self.settings.timeout + PROCESS_SLACK) if self.settings.timeout else None
         next_measure = time.monotonic() + MEASURE_EVERY
         killed_late = False
         while True:

@@ -30,7 +30,7 @@ from pathlib import Path
 from acpcli.paths import home_dir
 from acpcli.worktree.git import EMPTY_TREE, Git, GitError, GitTimeout
 from acpcli.worktree.restore import TEMP_PREFIX
-from acpcli.worktree.store import Store
+from acpcli.worktree.store import Store, write_private
 from acpcli.worktree.userrepo import UserRepo, find_repo, index_entries, seed_problem
 
 #: Above this many changed paths, one ``git add -A`` of the whole root instead of a list.
@@ -184,10 +184,7 @@ def _remember_tree(index: Path, tree: str) -> None:
     if stamp is None:
         return
     with contextlib.suppress(OSError):
-        path = index.with_name(index.name + ".tree")
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(stamp + b" " + tree.encode("ascii"))
-        os.replace(tmp, path)
+        write_private(index.with_name(index.name + ".tree"), stamp + b" " + tree.encode("ascii"))
 
 
 class _Untrusted(Exception):

@@ -60,7 +60,7 @@ def ref_space(session_id: str) -> str:
     return f"refs/acpcli/{digest}"
 
 
-def _write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` (0600) through a temporary file and a rename."""
     tmp = path.with_name(path.name + ".tmp")
     fd = create_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
@@ -92,13 +92,13 @@ class Store:
         if self.exists():
             return
         ensure_dir(self.dir)
-        _write_private(self.dir / "session", self.session_id.encode("utf-8", "surrogatepass"))
+        write_private(self.dir / "session", self.session_id.encode("utf-8", "surrogatepass"))
         for sub in ("objects/info", "objects/pack", "refs/heads", "refs/tags", "info"):
             ensure_dir(self.git_dir / sub)
-        _write_private(self.git_dir / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n")
-        _write_private(self.git_dir / "info" / "attributes", ATTRIBUTES)
-        _write_private(self.git_dir / "info" / "exclude", b"")
-        _write_private(self.git_dir / "HEAD", b"ref: refs/heads/main\n")  # last: it makes the store exist
+        write_private(self.git_dir / "config", b"[core]\n\trepositoryformatversion = 0\n\tbare = true\n")
+        write_private(self.git_dir / "info" / "attributes", ATTRIBUTES)
+        write_private(self.git_dir / "info" / "exclude", b"")
+        write_private(self.git_dir / "HEAD", b"ref: refs/heads/main\n")  # last: it makes the store exist
 
     def index(self, number: int) -> Path:
         return self.dir / f"index-{number}"
@@ -120,7 +120,7 @@ class Store:
         added = [r for r in roots if r not in known]
         if added:
             known += added
-            _write_private(self.dir / "roots", b"".join(os.fsencode(r) + b"\0" for r in known))
+            write_private(self.dir / "roots", b"".join(os.fsencode(r) + b"\0" for r in known))
         return [known.index(r) for r in roots]
 
     def borrow(self, objects: list[Path]) -> None:
@@ -134,7 +134,7 @@ class Store:
         missing = [w for w in wanted if w not in current]
         if missing:
             lines = [c for c in current if c] + missing
-            _write_private(path, b"".join(line + b"\n" for line in lines))
+            write_private(path, b"".join(line + b"\n" for line in lines))
 
     def write_if_changed(self, path: Path, data: bytes) -> None:
         try:
@@ -142,7 +142,7 @@ class Store:
                 return
         except OSError:
             pass
-        _write_private(path, data)
+        write_private(path, data)
 
     # -- objects and refs, written without a git process -------------------------------
     #
@@ -252,7 +252,7 @@ class Store:
         with contextlib.suppress(OSError):
             ensure_dir(self.dir)
             data = {"reason": reason, "max_files": max_files, "time_limit": time_limit}
-            _write_private(self.dir / "off", json.dumps(data).encode())
+            write_private(self.dir / "off", json.dumps(data).encode())
 
     # -- the journal of a restore ------------------------------------------------------
 

@@ -229,10 +229,10 @@ def test_a_closed_stdout_with_o_file_still_works(cli: Cli, trace: AgentTrace, tm
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("command", ["new", "sessions", "--help", "completion"])
 def test_other_commands_on_a_full_stdout_exit_17(cli: Cli, trace: AgentTrace, command: str) -> None:
-    cli.new(trace.demo_cmd())  # something for `sessions` to list
+    cli.new(trace.demo_cmd())  # something for `sessions --all` to list (it was never prompted)
     args = {
         "new": ["new", "--no-repl", "--cmd", trace.demo_cmd()],
-        "sessions": ["sessions"],
+        "sessions": ["sessions", "--all"],
         "--help": ["--help"],
         "completion": ["completion", "bash"],
     }[command]
