@@ -16,10 +16,10 @@ What runs where::
   after ``keep_alive`` seconds with no turn and no client, stopping the agent as ``close`` does.
 * :mod:`acpcli.host.client` — what commands use: find the session's host or start one (one
   host per session, whoever races), send a prompt, render the turn with the command's own view.
-* :mod:`acpcli.host.remote` — what the REPL drives when its session lives in a host (the
-  interactive ``new``/``load``/``resume`` and ``attach``): a link shaped like the session's own
-  (turns, settings by name, close, login) and a mirror of the session kept from the host's
-  update stream.
+* :mod:`acpcli.session.hosted` (in the session layer, beside the local backend) — what the
+  REPL drives when its session lives in a host (the interactive ``new``/``load``/``resume``
+  and ``attach``): a link shaped like the session's own (turns, settings by name, close,
+  login) and a mirror of the session kept from the host's update stream.
 
 The host sits between the CLI/REPL and the Python API: it drives the session layer directly,
 and only the CLI and the REPL import it.

@@ -41,7 +41,7 @@ async def run_repl(env: Environment, conversation: Conversation, *, banner: bool
 
     ``conversation`` (:class:`~acpcli.session.conversation.Conversation`) holds the session's
     own :class:`~acpcli.session.link.AgentLink`, or is a
-    :class:`~acpcli.host.remote.HostedConversation` when the session lives in a host (each turn
+    :class:`~acpcli.session.hosted.HostedConversation` when the session lives in a host (each turn
     goes through the host's queue, the host reads the mentions and does the bookkeeping, other
     terminals' turns are drawn as they come); the loop drives both alike.
 

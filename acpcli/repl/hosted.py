@@ -2,7 +2,7 @@
 and ``acpcli attach ID``.
 
 The loop is :func:`acpcli.repl.run_repl`, the same as for a session the REPL drives itself;
-here its link is a :class:`~acpcli.host.remote.HostedLink`, whose messages are read by a task
+here its link is a :class:`~acpcli.session.hosted.HostedLink`, whose messages are read by a task
 beside it. A turn another terminal sent is headed "(from another terminal)" and drawn as the
 REPL draws its own (:meth:`~acpcli.repl.loop.Repl.watch_others`): the input line gives way
 to the live region, its status line and the line typed ahead, and comes back when the turn
@@ -23,10 +23,10 @@ from acpcli.text.safe import safe_line
 
 if TYPE_CHECKING:
     from acpcli.env import Environment
-    from acpcli.host.remote import HostedLink
     from acpcli.model import Store
     from acpcli.session.agent import AgentChoice
     from acpcli.session.context import Invocation
+    from acpcli.session.hosted import HostedLink
 
 
 def watch_host(env: Environment, link: HostedLink) -> None:
@@ -125,7 +125,7 @@ def run_hosted(
     transcript is the one acpcli stored (a ``resume``: the agent replays nothing), marked so
     as without a host."""
     from acpcli.host.client import grant_of
-    from acpcli.host.remote import HostedLink
+    from acpcli.session.hosted import HostedLink
     from acpcli.session.hostwire import address
     from acpcli.session.hostwire.channel import LOST_HINT, connect, join
     from acpcli.session.policy import decider_for
@@ -151,6 +151,7 @@ def run_hosted(
             channel, ready, store, decide=decider, elicit=AtTerminal(env).elicit,
             say=lambda line: _above(env, f"[dim]{escape(safe_line(line))}[/]", link.live.sink),
             grant=grant_of(decider, run),  # this terminal's policy, for each turn it sends
+            redraw=_redraw,
         )
         link.services = _Policy(decider.policy)
         watch_host(env, link)
@@ -242,3 +243,12 @@ def _stored(session_id: str, upto: Any) -> Store:
         return _empty()
     with Index.open(read_only=True) as index:
         return rebuild(index, session_id, upto=upto if upto > 0 else None)
+
+
+def _redraw() -> None:
+    """The toolbar reads the hosted link's mirror: draw it again."""
+    from prompt_toolkit.application.current import get_app_or_none
+
+    app = get_app_or_none()
+    if app is not None and app.is_running:
+        app.invalidate()

@@ -7,7 +7,7 @@ its limit is cancelled, and an agent still in it :data:`CANCEL_GRACE` seconds la
 stopped. :class:`TurnControl` is fed what happened and when (a press at ``now``, the clock at
 ``now``, the turn's stop) and answers what to do (:class:`Act`); every path drives it: the
 local turn and the host's (:mod:`acpcli.session.turn`), a terminal's turn through a host
-(:mod:`acpcli.host.remote`) and the blocking warm prompt (:mod:`acpcli.host.client`, which
+(:mod:`acpcli.session.hosted`) and the blocking warm prompt (:mod:`acpcli.host.client`, which
 imports no event loop: this module imports nothing but the standard library's basics).
 """
 

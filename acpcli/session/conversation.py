@@ -16,7 +16,7 @@ as attach does, and this module sits below attach (which needs the command's
 Two backends, one protocol: this class is the local one (the session's own
 :class:`~acpcli.session.link.AgentLink`: mentions read here, turns run here by
 :func:`~acpcli.session.turn.run_turn`, the bookkeeping done here);
-:class:`~acpcli.host.remote.HostedConversation` is the hosted one (the socket to the session's
+:class:`~acpcli.session.hosted.HostedConversation` is the hosted one (the socket to the session's
 host, which reads the mentions, runs the turns and keeps the record: it holds no writer). The
 REPL and the commands drive either through the same methods and never ask which they hold.
 """
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class ConversationLink(Protocol):
     """What a conversation asks of its link, whoever holds the agent: the session's own
     :class:`~acpcli.session.link.AgentLink`, or the host's stand-in for one
-    (:class:`~acpcli.host.remote.HostedLink`)."""
+    (:class:`~acpcli.session.hosted.HostedLink`)."""
 
     @property
     def features(self) -> AgentFeatures:

@@ -1,4 +1,4 @@
-"""The REPL's link to a host (:class:`acpcli.host.remote.HostedLink`), in-process over a fake
+"""The REPL's link to a host (:class:`acpcli.session.hosted.HostedLink`), in-process over a fake
 channel: what another terminal's turn sends is held until it is drawn, and drawn before a
 turn of this terminal's that waits behind it, in the order the host sent it."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 
-from acpcli.host.remote import HostedLink
 from acpcli.model import AGENT, USER, Message, Store
+from acpcli.session.hosted import HostedLink
 from acpcli.session.hostwire.channel import Ready
 
 

@@ -129,7 +129,7 @@ def test_presses_during_the_grace_still_cancel_and_leave() -> None:
 
 
 #: The modules that drive a turn (each once had its window or grace written in).
-DRIVERS = ("session/turn.py", "host/remote.py", "host/client.py", "host/server.py")
+DRIVERS = ("session/turn.py", "session/hosted.py", "host/client.py", "host/server.py")
 
 
 def test_the_rules_have_one_home() -> None:

@@ -269,8 +269,8 @@ class HostedStandIn:
 
 
 def test_a_hosted_conversation_hands_its_turn_to_the_host_and_leaves_it_the_bookkeeping() -> None:
-    from acpcli.host.remote import HostedConversation
     from acpcli.model import Store
+    from acpcli.session.hosted import HostedConversation
 
     link = HostedStandIn()
     live = SessionFeed("hosted-1", Store())

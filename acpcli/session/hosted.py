@@ -14,6 +14,10 @@ terminal's is announced through ``on_other_turn``; while no turn of this termina
 way, what it sends is held (:attr:`HostedLink.other`) until the REPL draws it with its live
 region (:meth:`HostedLink.watch`), as it draws its own, so nothing of it lands in this
 terminal's own turn or beside its input line.
+
+This is the session's hosted backend, beside the local one
+(:mod:`acpcli.session.conversation`): it draws nothing itself (the front end hands it a
+``redraw`` for its status) and speaks the host's protocol of :mod:`acpcli.session.hostwire`.
 """
 
 from __future__ import annotations
@@ -99,8 +103,12 @@ class HostedLink:
         say: Callable[[str], None],
         elicit: Callable[[SessionFeed, Any], Awaitable[dict[str, Any] | None]] | None = None,
         grant: dict[str, Any] | None = None,
+        redraw: Callable[[], None] = lambda: None,
     ) -> None:
         from acpcli.session.feed import SessionFeed
+
+        #: Draw the front end's status again (the REPL's toolbar reads the mirror).
+        self.redraw = redraw
 
         self.channel = channel
         self.ready = ready
@@ -294,14 +302,14 @@ class HostedLink:
                 self._say(f"waiting behind {ahead} turn{'s' if ahead != 1 else ''} on this session")
         elif kind == "state":
             self._apply_state(message)
-            _redraw()
+            self.redraw()
         elif kind == "ask":
             params = message.get("params")
-            with _asking(live):
+            with _asking(live, self.redraw):
                 result = await self._decide(live, params) if isinstance(params, dict) else None
             await self._send({"t": "answer", "id": message.get("id"), "result": result})
         elif kind == "elicit":  # a request for input of this terminal's turn
-            with _asking(live):
+            with _asking(live, self.redraw):
                 answer = await self._answer_form(message)
             await self._send({"t": "answer", "id": message.get("id"), "result": answer})
         elif kind in ("result", "failed"):
@@ -560,25 +568,16 @@ def _turn_error(message: dict[str, Any]) -> Exception:
 
 
 @contextlib.contextmanager
-def _asking(live: SessionFeed) -> Iterator[None]:
+def _asking(live: SessionFeed, redraw: Callable[[], None]) -> Iterator[None]:
     """A question of this terminal's is open (the toolbar says ``waiting for you``, as it
     does without a host: :attr:`SessionFeed.pending_permissions`)."""
     open_question = anyio.Event()
     live.pending_permissions.add(open_question)
-    _redraw()
+    redraw()
     try:
         yield
     finally:
         live.pending_permissions.discard(open_question)
-
-
-def _redraw() -> None:
-    """The toolbar reads the mirror: draw it again."""
-    from prompt_toolkit.application.current import get_app_or_none
-
-    app = get_app_or_none()
-    if app is not None and app.is_running:
-        app.invalidate()
 
 
 class HostedConversation(Conversation):
