@@ -315,25 +315,14 @@ class Checkpoints:
         ``lock_wait``), :class:`~acpcli.errors.CheckpointError` (a full disk, a damaged store)."""
         if turn < 0:
             raise ValueError("turn must be 0 or more")
-        self._still_on()
-        with self._store.locked(self.lock_wait):
-            self._prepare()
-            try:
-                tree, notes = self._record(time.monotonic() + self.time_limit)
-                base = self._ref("head")
-                commit = self._commit(tree, base, _label(label))
-                updates: dict[str, str | None] = {str(turn): commit, "head": commit}
-                if self._ref("rewinding"):  # a rewind stopped half way is behind us now
-                    updates["rewinding"] = None
-                self._update_refs(updates)
-                changed = self._changes(base, commit) if base and files else []
-            except (GitError, OSError) as exc:
-                raise _failed(f"checkpoint of turn {turn} not taken", exc) from None
-            except CheckpointError:
-                raise
-            except Exception as exc:  # a turn never fails for its checkpoint: a warning, and the log
-                log.exception("checkpoint of turn %d of %s", turn, self.session_id)
-                raise CheckpointError(f"checkpoint of turn {turn} not taken: {type(exc).__name__}: {exc}") from None
+        with self._taking(f"checkpoint of turn {turn}") as (tree, notes):
+            base = self._ref("head")
+            commit = self._commit(tree, base, _label(label))
+            updates: dict[str, str | None] = {str(turn): commit, "head": commit}
+            if self._ref("rewinding"):  # a rewind stopped half way is behind us now
+                updates["rewinding"] = None
+            self._update_refs(updates)
+            changed = self._changes(base, commit) if base and files else []
         return Checkpoint(
             turn=turn, label=_label(label), time=time.time(), commit=commit, base=base, files=tuple(changed), notes=tuple(notes)
         )
@@ -346,28 +335,35 @@ class Checkpoints:
         :meth:`take`."""
         if turn < 1:
             raise ValueError("turn must be 1 or more")
+        label = _label(f"(changed before turn {turn})")
+        with self._taking(f"checkpoint before turn {turn}") as (tree, notes):
+            base = self._ref("head")
+            if base is None or self._tree_of(base) == tree:
+                return None
+            commit = self._commit(tree, base, label)
+            self._update_refs({f"before-{turn}": commit, "head": commit})
+            files = self._changes(base, commit)
+        return Checkpoint(
+            turn=turn, label=label, time=time.time(), commit=commit, base=base, files=tuple(files), notes=tuple(notes)
+        )
+
+    @contextlib.contextmanager
+    def _taking(self, what: str) -> Iterator[tuple[str, builtins.list[str]]]:
+        """The store locked and ready, the roots recorded (their tree and the notes of what was
+        left out), for the body to commit; its failures are one :class:`CheckpointError`
+        naming ``what`` (a turn never fails for its checkpoint: a warning, and the log)."""
         self._still_on()
         with self._store.locked(self.lock_wait):
             self._prepare()
             try:
-                tree, notes = self._record(time.monotonic() + self.time_limit)
-                base = self._ref("head")
-                if base is None or self._tree_of(base) == tree:
-                    return None
-                commit = self._commit(tree, base, _label(f"(changed before turn {turn})"))
-                self._update_refs({f"before-{turn}": commit, "head": commit})
-                files = self._changes(base, commit)
+                yield self._record(time.monotonic() + self.time_limit)
             except (GitError, OSError) as exc:
-                raise _failed(f"checkpoint before turn {turn} not taken", exc) from None
+                raise _failed(f"{what} not taken", exc) from None
             except CheckpointError:
                 raise
-            except Exception as exc:  # a turn never fails for its checkpoint: a warning, and the log
-                log.exception("checkpoint before turn %d of %s", turn, self.session_id)
-                raise CheckpointError(f"checkpoint before turn {turn} not taken: {type(exc).__name__}: {exc}") from None
-        return Checkpoint(
-            turn=turn, label=_label(f"(changed before turn {turn})"), time=time.time(), commit=commit, base=base,
-            files=tuple(files), notes=tuple(notes),
-        )
+            except Exception as exc:
+                log.exception("%s of %s", what, self.session_id)
+                raise CheckpointError(f"{what} not taken: {type(exc).__name__}: {exc}") from None
 
     def _still_on(self) -> None:
         reason = self._store.off_reason(self.max_files, self.time_limit)
