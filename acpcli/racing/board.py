@@ -15,7 +15,7 @@ import time
 from typing import Any, TextIO
 
 from acpcli.racing.record import Candidate, Race
-from acpcli.render.usage import usage_text
+from acpcli.render.usage import cost_text, usage_text
 from acpcli.text.safe import safe_line
 
 #: Redraws a second, at most.
@@ -57,11 +57,9 @@ def short_usage(usage: dict[str, Any] | None) -> str | None:
     used = usage.get("used")
     if isinstance(used, int) and not isinstance(used, bool):
         parts.append(f"{used / 1000:.1f}k tok" if used >= 1000 else f"{used} tok")
-    cost = usage.get("cost")
-    if isinstance(cost, dict) and isinstance(cost.get("amount"), (int, float)):
-        currency = cost.get("currency")
-        amount = float(cost["amount"])
-        parts.append(f"${amount:.2f}" if currency in (None, "USD") else f"{amount:.2f} {safe_line(str(currency))[:8]}")
+    cost = cost_text(usage)
+    if cost is not None:
+        parts.append(cost)
     return " ".join(parts) or None
 
 

@@ -22,12 +22,25 @@ def usage_text(usage: dict[str, Any] | None) -> str | None:
         parts.append(f"{_tokens(used)}/{_tokens(size)} tokens ({100 * used // size}%)")
     elif isinstance(used, int):
         parts.append(f"{_tokens(used)} tokens")
-    cost = usage.get("cost")
-    if isinstance(cost, dict) and isinstance(cost.get("amount"), (int, float)):
-        currency = cost.get("currency")
-        amount = float(cost["amount"])
-        parts.append(f"${amount:.2f}" if currency in (None, "USD") else f"{amount:.2f} {currency}")
+    cost = cost_text(usage)
+    if cost is not None:
+        parts.append(cost)
     return " · ".join(parts) or None
+
+
+def cost_text(usage: dict[str, Any]) -> str | None:
+    """``$0.04`` (another currency: ``0.04 EUR``, its code cut to 8 characters and made safe);
+    ``None`` when the agent gave no cost."""
+    cost = usage.get("cost")
+    if not isinstance(cost, dict) or not isinstance(cost.get("amount"), (int, float)):
+        return None
+    currency = cost.get("currency")
+    amount = float(cost["amount"])
+    if currency in (None, "USD"):
+        return f"${amount:.2f}"
+    from acpcli.text.safe import safe_line
+
+    return f"{amount:.2f} {safe_line(str(currency))[:8]}"
 
 
 #: The share of the context window past which a session warns, once (``usage_update``).
