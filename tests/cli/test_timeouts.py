@@ -136,13 +136,18 @@ def test_timeout_on_sessions_needs_remote(cli: Cli) -> None:
     assert "--timeout goes with --remote" in error_line(cli.run("sessions", "--timeout", "5"), ExitCode.USAGE)
 
 
+#: The stall test's --timeout: it bounds each setup step too, so it leaves room for an agent
+#: starting on a loaded machine (the turn itself stalls for ever).
+STALL_TIMEOUT = 4
+
+
 def _stall(cli: Cli, tmp_path: Path, *flags: str) -> tuple[subprocess.CompletedProcess[str], Path, list[int]]:
-    """``prompt --timeout 1`` against the stall agent: the result, its marks file, the pids of
-    the agent and its child."""
+    """``prompt --timeout STALL_TIMEOUT`` against the stall agent: the result, its marks file,
+    the pids of the agent and its child."""
     marks, children, agents = tmp_path / "marks", tmp_path / "children", tmp_path / "agents"
     cmd = shlex.join([sys.executable, str(STALL), *flags])
     env = {"STALL_MARK_FILE": str(marks), "CHILD_PID_FILE": str(children), "PID_FILE": str(agents)}
-    proc = cli.run("prompt", "--cmd", cmd, "--timeout", "1", "hello stall", env=env)
+    proc = cli.run("prompt", "--cmd", cmd, "--timeout", str(STALL_TIMEOUT), "hello stall", env=env)
     pids = [int(p) for f in (agents, children) if f.exists() for p in f.read_text().split()]
     return proc, marks, pids
 
@@ -173,7 +178,7 @@ def test_a_turn_that_outlasts_timeout_is_cancelled_stored_and_exits_15(
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
     how = "the agent did not answer the cancel and was stopped" if flags else "cancelled"
     assert errors[0] == (
-        f"acpcli: error: the turn outlasted --timeout 1 s: {how}; what arrived is kept (acpcli show {sid})"
+        f"acpcli: error: the turn outlasted --timeout {STALL_TIMEOUT} s: {how}; what arrived is kept (acpcli show {sid})"
     ), proc.stderr
     assert "cancel" in marks.read_text().split(), "no session/cancel reached the agent"
     assert pids and _gone(pids), "the agent or its child was left running"
